@@ -1,0 +1,139 @@
+"""One hierarchy of errors for every layer of Seaway.
+
+Each error says whose fault it is (its branch), carries a stable ``code`` that will cross the wire
+unchanged, and a ``retriable`` flag telling the caller whether the same request may succeed later.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class SeawayError(Exception):
+    """Root of every error Seaway raises on purpose."""
+
+    code: ClassVar[str] = "SEAWAY_ERROR"
+    retriable: ClassVar[bool] = False
+
+
+# --- The caller's fault: the request was wrong; retrying it unchanged fails again. -----------------
+
+
+class ClientError(SeawayError):
+    """The request was invalid; fix it before trying again."""
+
+    code = "CLIENT_ERROR"
+
+
+class InvalidArgumentError(ClientError, ValueError):
+    """An argument is malformed or outside its allowed range."""
+
+    code = "INVALID_ARGUMENT"
+
+
+class UnknownLogError(ClientError, KeyError):
+    """No log (or log group) with that name or id exists."""
+
+    code = "UNKNOWN_LOG"
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else self.code
+
+
+class LogExistsError(ClientError):
+    """A log or log group with that name or id already exists."""
+
+    code = "LOG_EXISTS"
+
+
+class PayloadTooLargeError(ClientError):
+    """A record payload, or a whole batch, is larger than the log's limit."""
+
+    code = "PAYLOAD_TOO_LARGE"
+
+
+class LsnOutOfRangeError(ClientError):
+    """An LSN is outside the range the operation accepts."""
+
+    code = "LSN_OUT_OF_RANGE"
+
+
+class TrimPastTailError(LsnOutOfRangeError):
+    """``trim`` was asked to trim records that have not been written yet."""
+
+    code = "TRIM_PAST_TAIL"
+
+
+class ClosedError(ClientError):
+    """The object was closed by its owner; it can no longer be used."""
+
+    code = "CLOSED"
+
+
+# --- The store's side: a condition of the storage, not of the request. ------------------------------
+
+
+class ServerError(SeawayError):
+    """The store could not carry out a valid request."""
+
+    code = "SERVER_ERROR"
+
+
+class DataDirLockedError(ServerError):
+    """Another process (or another open store in this one) holds the data directory."""
+
+    code = "DATA_DIR_LOCKED"
+
+
+class StorageError(ServerError):
+    """The disk write or read failed; the operation was not carried out and may be retried."""
+
+    code = "STORAGE_ERROR"
+    retriable = True
+
+
+class CorruptionError(ServerError):
+    """Stored bytes failed their checksum; they are never returned as data."""
+
+    code = "CORRUPTION"
+
+
+class PreemptedError(ServerError):
+    """The log's sequencer was replaced (its epoch sealed) while the append was in flight.
+
+    The append was not acknowledged; it may be retried and will get an LSN in the new epoch.
+    """
+
+    code = "PREEMPTED"
+    retriable = True
+
+
+class TimedOutError(ServerError):
+    """The operation did not complete within its time limit; its outcome is unknown."""
+
+    code = "TIMED_OUT"
+    retriable = True
+
+
+class OverloadedError(ServerError):
+    """A bounded queue is full; back off and retry."""
+
+    code = "OVERLOADED"
+    retriable = True
+
+
+_BY_CODE: dict[str, type[SeawayError]] = {}
+
+
+def _register(cls: type[SeawayError]) -> None:
+    _BY_CODE[cls.code] = cls
+    for sub in cls.__subclasses__():
+        _register(sub)
+
+
+_register(SeawayError)
+
+
+def error_class(code: str) -> type[SeawayError]:
+    """Return the error class for a stable ``code``; unknown codes map to :class:`SeawayError`."""
+    return _BY_CODE.get(code, SeawayError)

@@ -1,0 +1,57 @@
+"""``seaway.open()``: the embedded store, one entry point with a namespace per concept."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seaway._clock import Clock
+from seaway.log import DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig
+
+
+@dataclass(frozen=True)
+class SeawayConfig:
+    """Configuration of an embedded store; every part has safe defaults."""
+
+    logs: LogStoreConfig = field(default_factory=LogStoreConfig)
+    log_defaults: LogAttributes = field(default_factory=LogAttributes)
+    """Attributes of logs that neither they nor their group override."""
+
+
+class Seaway:
+    """An open Seaway store. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, path: str | os.PathLike[str], config: SeawayConfig | None = None,
+                 clock: Clock | None = None, disk_fault: DiskFault | None = None) -> None:
+        self.path = Path(path)
+        self.config = config or SeawayConfig()
+        self._store = EmbeddedLogStore(self.path, self.config.logs, clock, disk_fault=disk_fault)
+        try:
+            self.logs = Logs(self._store, self.config.log_defaults)
+        except BaseException:
+            self._store.close()
+            raise
+
+    def close(self) -> None:
+        """Finish accepted appends and close; idempotent."""
+        self._store.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._store.closed
+
+    def __enter__(self) -> Seaway:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open(path: str | os.PathLike[str], config: SeawayConfig | None = None,  # noqa: A001
+         clock: Clock | None = None) -> Seaway:
+    """Open (creating if needed) the embedded store in directory ``path``.
+
+    Raises :class:`DataDirLockedError` if another process or store has it open.
+    """
+    return Seaway(path, config, clock)

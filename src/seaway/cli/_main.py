@@ -1,0 +1,2 @@
+def main(argv: list[str] | None = None) -> int:
+    return 0

@@ -1,0 +1,172 @@
+"""Log names and log groups: named ranges of log ids whose logs inherit the group's attributes.
+
+The configuration is kept as JSON values under the log store's metadata keys ``cfg/group/<name>``
+and ``cfg/log/<name>``; each change is one durable metadata write.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from seaway._errors import InvalidArgumentError, LogExistsError, UnknownLogError
+from seaway._invariant import invariant
+from seaway.log._types import LogAttributes, overrides_from_json, overrides_to_json
+from seaway.logsdb import LogsDB
+
+LOG_ID_MAX = 2**62
+"""Log ids are in ``[1, LOG_ID_MAX]``."""
+NAME_CHARS_MAX = 255
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+_GROUP_PREFIX = b"cfg/group/"
+_LOG_PREFIX = b"cfg/log/"
+
+
+def check_name(name: str, what: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name) or len(name) > NAME_CHARS_MAX:
+        raise InvalidArgumentError(
+            f"{what} name must be 1-{NAME_CHARS_MAX} characters of letters, digits and ._/- "
+            f"starting with a letter or digit, got {name!r}")
+    return name
+
+
+@dataclass(frozen=True)
+class LogGroup:
+    """A named range ``[first_id, last_id]`` of log ids and the attributes its logs inherit."""
+
+    name: str
+    first_id: int
+    last_id: int
+    overrides: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LogInfo:
+    """A log's name, id, group and resolved attributes."""
+
+    name: str
+    log_id: int
+    group: str | None
+    attributes: LogAttributes
+    overrides: dict[str, Any]
+
+
+class LogsConfig:
+    """Names, ids and groups of the logs of one store. Thread-safe."""
+
+    def __init__(self, db: LogsDB, defaults: LogAttributes) -> None:
+        self._db = db
+        self._defaults = defaults
+        self._lock = threading.Lock()
+        self._groups: dict[str, LogGroup] = {}
+        self._logs: dict[str, LogInfo] = {}
+        self._by_id: dict[int, LogInfo] = {}
+        for _, raw in db.scan_meta(_GROUP_PREFIX):
+            g = json.loads(raw)
+            self._groups[g["name"]] = LogGroup(g["name"], g["first_id"], g["last_id"],
+                                               overrides_from_json(g["overrides"]))
+        for _, raw in db.scan_meta(_LOG_PREFIX):
+            entry = json.loads(raw)
+            self._add(entry["name"], entry["log_id"], entry["group"], overrides_from_json(entry["overrides"]))
+
+    def _resolve(self, group: str | None, overrides: dict[str, Any]) -> LogAttributes:
+        attrs = self._defaults
+        if group is not None:
+            attrs = attrs.with_overrides(self._groups[group].overrides)
+        return attrs.with_overrides(overrides)
+
+    def _add(self, name: str, log_id: int, group: str | None, overrides: dict[str, Any]) -> LogInfo:
+        info = LogInfo(name, log_id, group, self._resolve(group, overrides), overrides)
+        self._logs[name] = info
+        self._by_id[log_id] = info
+        return info
+
+    def create_group(self, name: str, first_id: int, last_id: int, overrides: dict[str, Any]) -> LogGroup:
+        check_name(name, "log group")
+        if not (isinstance(first_id, int) and isinstance(last_id, int) and 1 <= first_id <= last_id <= LOG_ID_MAX):
+            raise InvalidArgumentError(f"a group's ids must satisfy 1 <= first <= last <= 2**62, got "
+                                       f"[{first_id}, {last_id}]")
+        self._defaults.with_overrides(overrides)  # validates
+        with self._lock:
+            if name in self._groups:
+                raise LogExistsError(f"log group {name!r} exists")
+            for g in self._groups.values():
+                if first_id <= g.last_id and g.first_id <= last_id:
+                    raise LogExistsError(f"ids [{first_id}, {last_id}] overlap group {g.name!r}")
+            for info in self._logs.values():
+                if first_id <= info.log_id <= last_id:
+                    raise LogExistsError(f"log {info.name!r} (id {info.log_id}) is already in that range")
+            group = LogGroup(name, first_id, last_id, overrides)
+            self._db.put_meta(_GROUP_PREFIX + name.encode(), json.dumps(
+                {"name": name, "first_id": first_id, "last_id": last_id,
+                 "overrides": overrides_to_json(overrides)}).encode())
+            self._groups[name] = group
+            return group
+
+    def create_log(self, name: str, log_id: int | None, group: str | None,
+                   overrides: dict[str, Any]) -> LogInfo:
+        check_name(name, "log")
+        with self._lock:
+            if name in self._logs:
+                raise LogExistsError(f"log {name!r} exists")
+            if group is not None and group not in self._groups:
+                raise UnknownLogError(f"no log group {group!r}")
+            attrs = self._resolve(group, overrides)  # validates the overrides
+            log_id = self._choose_id(log_id, group)
+            self._db.put_meta(_LOG_PREFIX + name.encode(), json.dumps(
+                {"name": name, "log_id": log_id, "group": group,
+                 "overrides": overrides_to_json(overrides)}).encode())
+            info = self._add(name, log_id, group, overrides)
+            invariant(info.attributes == attrs, "a log's attributes resolve the same way twice")
+            return info
+
+    def _choose_id(self, log_id: int | None, group: str | None) -> int:
+        lo, hi = 1, LOG_ID_MAX
+        if group is not None:
+            lo, hi = self._groups[group].first_id, self._groups[group].last_id
+        if log_id is not None:
+            if not isinstance(log_id, int) or isinstance(log_id, bool) or not (lo <= log_id <= hi):
+                raise InvalidArgumentError(f"log id must be in [{lo}, {hi}], got {log_id!r}")
+            if log_id in self._by_id:
+                raise LogExistsError(f"log id {log_id} is taken by {self._by_id[log_id].name!r}")
+            if group is None and self._group_of_id(log_id) is not None:
+                raise InvalidArgumentError(f"log id {log_id} is inside group {self._group_of_id(log_id)!r}")
+            return log_id
+        used = [i for i in self._by_id if lo <= i <= hi]
+        candidate = max(used, default=lo - 1) + 1
+        while candidate <= hi:
+            g = self._group_of_id(candidate) if group is None else None
+            if g is None:
+                return candidate
+            candidate = self._groups[g].last_id + 1
+        raise InvalidArgumentError(f"no free log id left in [{lo}, {hi}]")
+
+    def _group_of_id(self, log_id: int) -> str | None:
+        for g in self._groups.values():
+            if g.first_id <= log_id <= g.last_id:
+                return g.name
+        return None
+
+    def get(self, name_or_id: str | int) -> LogInfo:
+        with self._lock:
+            info = self._by_id.get(name_or_id) if isinstance(name_or_id, int) else self._logs.get(name_or_id)
+        if info is None:
+            raise UnknownLogError(f"no log {name_or_id!r}")
+        return info
+
+    def logs(self) -> list[LogInfo]:
+        with self._lock:
+            return sorted(self._logs.values(), key=lambda i: i.log_id)
+
+    def groups(self) -> list[LogGroup]:
+        with self._lock:
+            return sorted(self._groups.values(), key=lambda g: g.first_id)
+
+    def backlog_ms(self, log_id: int) -> int | None:
+        info = self._by_id.get(log_id)
+        if info is None or info.attributes.backlog_s is None:
+            return None
+        return int(info.attributes.backlog_s * 1000)

@@ -1,0 +1,287 @@
+"""The embedded driver: runs the sequencers and the storage node in-process over LogsDB.
+
+One writer thread owns every state machine, so they need no locks: appends reach it through a
+bounded inbox, it carries out their effects (epoch-store bumps, disk writes) and resolves each
+append's future. Whatever arrives while a disk write is in progress goes out in the next one, so
+concurrent appends share fsyncs. Readers read LogsDB directly, never past the release point.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seaway._clock import Clock, SystemClock
+from seaway._errors import ClosedError, OverloadedError, SeawayError, StorageError
+from seaway._invariant import invariant
+from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
+from seaway.log._lsn import epoch_of
+from seaway.log._protocol import (
+    AppendAcked,
+    AppendFailed,
+    AppendRequest,
+    DiskWrite,
+    DiskWriteDone,
+    EpochFailed,
+    EpochGranted,
+    Released,
+    RequestEpoch,
+    SealReply,
+    SequencerEvent,
+    StorageEffect,
+    StorageEvent,
+    StoreReply,
+    Tick,
+)
+from seaway.log._reader import LogReadState, ReadChunk, ReadWant
+from seaway.log._sequencer import Sequencer, SequencerConfig
+from seaway.log._storage import StorageConfig, StorageNode
+from seaway.logsdb import LogsDB, LogsDBConfig
+
+DiskFault = Callable[[DiskWrite], SeawayError | None]
+"""A test hook: return an error to make a disk write fail without writing anything."""
+
+
+@dataclass(frozen=True)
+class LogStoreConfig:
+    logsdb: LogsDBConfig = field(default_factory=LogsDBConfig)
+    sequencer: SequencerConfig = field(default_factory=SequencerConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    inbox_appends_max: int = 100_000
+    """Appends waiting for the writer thread; more are refused as overloaded."""
+    read_chunk_bytes_max: int = 4 << 20
+    """The most entry bytes one reader reads from disk at a time."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    future: Future[range]
+    log_id: int
+
+
+class EmbeddedLogStore:
+    """Logs in a local directory, sequenced and stored in this process."""
+
+    def __init__(self, path: str | Path, config: LogStoreConfig | None = None,
+                 clock: Clock | None = None, epoch_store: EpochStore | None = None,
+                 disk_fault: DiskFault | None = None) -> None:
+        self._config = config or LogStoreConfig()
+        self._clock = clock or SystemClock()
+        path = Path(path)
+        self.logsdb = LogsDB(path / "logsdb", self._config.logsdb, self._clock)
+        try:
+            self._epochs = epoch_store or RocksDBEpochStore(path / "epochs")
+        except BaseException:
+            self.logsdb.close()
+            raise
+        self._disk_fault = disk_fault
+        log_ids = self.logsdb.log_ids()
+        self._storage = StorageNode({i: self.logsdb.last_lsn(i) for i in log_ids},
+                                    {i: self.logsdb.sealed_epoch(i) for i in log_ids}, self._config.storage)
+        self._sequencers: dict[int, Sequencer] = {}
+        # (log id, event) for a sequencer; (None, event) for the storage node.
+        self._events: deque[tuple[int | None, SequencerEvent | StorageEvent]] = deque()
+        self._pumping = False
+        self._pending: dict[int, _Pending] = {}
+        self._next_request_id = 0
+        self._inbox: deque[tuple[int, AppendRequest, Future[range]]] = deque()
+        self._inbox_cv = threading.Condition()
+        self._released = {i: self.logsdb.last_lsn(i) for i in log_ids}
+        self._release_cv = threading.Condition()
+        self._release_version = 0
+        self._closing = False
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="seaway-log-writer", daemon=True)
+        self._thread.start()
+
+    # --- appends (any thread) -------------------------------------------------------------------
+
+    def append_async(self, log_id: int, payloads: tuple[bytes, ...], sync: bool = True) -> Future[range]:
+        """Sequence and store ``payloads`` as one batch; the future gives their LSNs."""
+        future: Future[range] = Future()
+        with self._inbox_cv:
+            if self._closing:
+                raise ClosedError("the log store is closed")
+            if len(self._inbox) >= self._config.inbox_appends_max:
+                raise OverloadedError(f"{len(self._inbox)} appends are waiting to be written")
+            self._next_request_id += 1
+            request = AppendRequest(self._next_request_id, payloads, sync)
+            self._inbox.append((log_id, request, future))
+            self._inbox_cv.notify()
+        return future
+
+    # --- the writer thread ----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._inbox_cv:
+                while not self._inbox and not self._closing:
+                    self._inbox_cv.wait(timeout=self._wait_s())
+                    if not self._inbox:
+                        break
+                batch = list(self._inbox)
+                self._inbox.clear()
+                closing = self._closing
+            try:
+                for log_id, request, future in batch:
+                    self._pending[request.request_id] = _Pending(future, log_id)
+                    self._events.append((log_id, request))
+                self._tick()
+                self._pump()
+            except BaseException as exc:  # a bug: fail every waiter rather than hang them
+                self._fail_all(StorageError(f"log writer failed: {exc!r}"))
+                raise
+            if closing and not batch:
+                return
+
+    def _wait_s(self) -> float | None:
+        deadlines = [d for s in self._sequencers.values() if (d := s.next_deadline_ms) is not None]
+        if not deadlines:
+            return None
+        return max(0.001, (min(deadlines) - self._clock.now_ms()) / 1000)
+
+    def _tick(self) -> None:
+        now_ms = self._clock.now_ms()
+        for log_id, sequencer in list(self._sequencers.items()):
+            deadline = sequencer.next_deadline_ms
+            if deadline is not None and deadline <= now_ms:
+                self._events.append((log_id, Tick()))
+
+    def _pump(self) -> None:
+        """Run the state machines until nothing is left to do: events first, then the disk."""
+        if self._pumping:
+            return
+        self._pumping = True
+        try:
+            while True:
+                while self._events:
+                    target, event = self._events.popleft()
+                    if target is None:
+                        self._storage_effects(self._storage.handle(event))  # type: ignore[arg-type]
+                    else:
+                        self._sequencer_effects(target, event)  # type: ignore[arg-type]
+                flushed = self._storage.flush()
+                if not flushed:
+                    return
+                self._storage_effects(flushed)
+        finally:
+            self._pumping = False
+
+    def _sequencer_effects(self, log_id: int, event: SequencerEvent) -> None:
+        sequencer = self._sequencers.get(log_id)
+        if sequencer is None:
+            sequencer = self._sequencers[log_id] = Sequencer(log_id, self._config.sequencer)
+        for effect in sequencer.handle(event, self._clock.now_ms()):
+            if isinstance(effect, AppendAcked):
+                pending = self._pending.pop(effect.request_id)
+                pending.future.set_result(range(effect.first_lsn, effect.first_lsn + effect.count))
+            elif isinstance(effect, AppendFailed):
+                self._pending.pop(effect.request_id).future.set_exception(effect.error)
+            elif isinstance(effect, RequestEpoch):
+                try:
+                    granted: SequencerEvent = EpochGranted(bump_epoch(self._epochs, effect.log_id))
+                except SeawayError as exc:
+                    granted = EpochFailed(exc)
+                self._events.append((effect.log_id, granted))
+            else:
+                self._events.append((None, effect))
+
+    def _storage_effects(self, effects: list[StorageEffect]) -> None:
+        for effect in effects:
+            if isinstance(effect, DiskWrite):
+                self._events.append((None, DiskWriteDone(effect.write_id, self._write(effect))))
+            elif isinstance(effect, StoreReply | SealReply):
+                self._events.append((effect.log_id, effect))
+            elif isinstance(effect, Released):
+                with self._release_cv:
+                    self._released[effect.log_id] = effect.lsn
+                    self._release_version += 1
+                    self._release_cv.notify_all()
+
+    def _write(self, write: DiskWrite) -> SeawayError | None:
+        if self._disk_fault is not None:
+            injected = self._disk_fault(write)
+            if injected is not None:
+                return injected
+        try:
+            self.logsdb.write(write.ops, sync=write.sync)
+        except SeawayError as exc:
+            return exc
+        return None
+
+    def _fail_all(self, error: SeawayError) -> None:
+        for pending in self._pending.values():
+            if not pending.future.done():
+                pending.future.set_exception(error)
+        self._pending.clear()
+        with self._inbox_cv:
+            for _, _, future in self._inbox:
+                future.set_exception(error)
+            self._inbox.clear()
+
+    # --- reading (any thread) -------------------------------------------------------------------
+
+    def released(self, log_id: int) -> int:
+        """The last LSN of the log that readers may read (its tail)."""
+        with self._release_cv:
+            return self._released.get(log_id, 0)
+
+    def read_chunk(self, want: ReadWant) -> ReadChunk:
+        self._check_open()
+        entries, covered_to = self.logsdb.read(want.log_id, want.lsn_from, want.lsn_to,
+                                               self._config.read_chunk_bytes_max)
+        next_entry = None
+        if not entries or entries[-1].last_lsn < covered_to:
+            next_entry = self.logsdb.next_entry_lsn(want.log_id, covered_to)
+        ends = self.logsdb.epoch_ends(want.log_id, epoch_of(want.lsn_from), epoch_of(covered_to))
+        return ReadChunk(entries, covered_to, self.logsdb.trim_point(want.log_id), ends, next_entry)
+
+    def wait_for_release(self, version: int, timeout_s: float | None) -> int:
+        """Wait until the release point of any log moves past ``version``; return the new version."""
+        with self._release_cv:
+            if self._release_version == version and not self._closed:
+                self._release_cv.wait(timeout_s)
+            return self._release_version
+
+    @property
+    def release_version(self) -> int:
+        with self._release_cv:
+            return self._release_version
+
+    def read_state(self, log_id: int, lsn_from: int, lsn_until: int) -> LogReadState:
+        return LogReadState(log_id, lsn_from, lsn_until)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("the log store is closed")
+
+    def close(self) -> None:
+        """Finish the appends already accepted, then close. Idempotent."""
+        with self._inbox_cv:
+            if self._closing:
+                already = True
+            else:
+                already = False
+                self._closing = True
+                self._inbox_cv.notify()
+        if already:
+            self._thread.join()
+            return
+        self._thread.join()
+        self._fail_all(ClosedError("the log store closed before the append was written"))
+        invariant(not self._pending, "no append is left waiting")
+        with self._release_cv:
+            self._closed = True
+            self._release_cv.notify_all()
+        self._epochs.close()
+        self.logsdb.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed

@@ -1,0 +1,139 @@
+"""The reading side of one log, as a state machine with no I/O.
+
+It asks for chunks of stored entries up to the release point, and turns them into records and gaps
+in LSN order. Where no entry covers an LSN, the gap's type follows from what is known:
+
+- at or below the trim point: TRIM;
+- a hole plug: HOLE;
+- damaged bytes: DATALOSS;
+- inside an epoch that holds a later record, or at or below a sealed epoch's recorded end: DATALOSS
+  (the LSN was issued, so a record may have been written there);
+- otherwise, from an epoch's end to the start of the next epoch: BRIDGE.
+
+Every reader of the same log therefore sees the same records and the same gaps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from seaway._invariant import invariant
+from seaway.log._lsn import ESN_FIRST, ESN_MAX, LSN_MAX, epoch_of
+from seaway.log._types import Gap, GapType, ReadItem, Record
+from seaway.logsdb import CorruptEntry, Entry, HolePlugEntry, RecordsEntry
+
+
+@dataclass(frozen=True, slots=True)
+class ReadChunk:
+    """What the driver read for a :class:`ReadWant`: entries overlapping ``[lsn_from, covered_to]``."""
+
+    entries: list[Entry]
+    covered_to: int
+    """Every entry overlapping ``[lsn_from, covered_to]`` is in ``entries``."""
+    trim_point: int
+    epoch_ends: dict[int, int]
+    """Recorded last LSN of sealed epochs in the range read."""
+    next_entry_lsn: int | None = None
+    """First LSN of the first entry above ``covered_to``, when the chunk ends in a range with no
+    entry (so that range is classified as a longer read would classify it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadWant:
+    """Driver: read the log's entries from ``lsn_from`` to ``lsn_to`` (inclusive)."""
+
+    log_id: int
+    lsn_from: int
+    lsn_to: int
+
+
+class LogReadState:
+    """Reads log ``log_id`` from ``lsn_from`` to ``lsn_until`` (inclusive)."""
+
+    def __init__(self, log_id: int, lsn_from: int, lsn_until: int = LSN_MAX) -> None:
+        invariant(lsn_from <= lsn_until, "a read range is not empty")
+        self.log_id = log_id
+        self.next_lsn = lsn_from
+        self.until_lsn = lsn_until
+
+    @property
+    def done(self) -> bool:
+        return self.next_lsn > self.until_lsn
+
+    def want(self, released_lsn: int) -> ReadWant | None:
+        """The next range to read, or None when done or waiting for the release point to move."""
+        if self.done:
+            return None
+        to = min(self.until_lsn, released_lsn)
+        if to < self.next_lsn:
+            return None
+        return ReadWant(self.log_id, self.next_lsn, to)
+
+    def on_chunk(self, chunk: ReadChunk) -> list[ReadItem]:
+        """Turn a chunk read for :meth:`want` into records and gaps; advance past them."""
+        out: list[ReadItem] = []
+        limit = min(chunk.covered_to, self.until_lsn)
+        if self.next_lsn <= chunk.trim_point:
+            self._gap(out, GapType.TRIM, min(chunk.trim_point, self.until_lsn))
+        for entry in chunk.entries:
+            if self.next_lsn > limit:
+                break
+            if entry.last_lsn < self.next_lsn:
+                continue
+            if entry.first_lsn > limit:
+                break
+            if entry.first_lsn > self.next_lsn:
+                self._missing(out, entry.first_lsn - 1, entry.first_lsn, chunk.epoch_ends)
+            self._deliver(out, entry, limit)
+        if self.next_lsn <= limit:
+            self._missing(out, limit, chunk.next_entry_lsn, chunk.epoch_ends)
+        return out
+
+    def _gap(self, out: list[ReadItem], kind: GapType, hi: int) -> None:
+        lo = self.next_lsn
+        previous = out[-1] if out else None
+        if isinstance(previous, Gap) and previous.type is kind and previous.lsn_hi + 1 == lo:
+            out.pop()
+            lo = previous.lsn_lo
+        out.append(Gap(self.log_id, kind, lo, hi))
+        self.next_lsn = hi + 1
+
+    def _deliver(self, out: list[ReadItem], entry: Entry, limit: int) -> None:
+        last = min(entry.last_lsn, limit)
+        if isinstance(entry, HolePlugEntry):
+            self._gap(out, GapType.HOLE, last)
+        elif isinstance(entry, CorruptEntry):
+            self._gap(out, GapType.DATALOSS, last)
+        else:
+            self._records(out, entry, last)
+
+    def _records(self, out: list[ReadItem], entry: RecordsEntry, last: int) -> None:
+        log_id, ts, first = self.log_id, entry.timestamp_ms, entry.first_lsn
+        payloads = entry.payloads
+        for lsn in range(self.next_lsn, last + 1):
+            payload = payloads[lsn - first]
+            if payload is None:
+                self._gap(out, GapType.DATALOSS, lsn)
+            else:
+                out.append(Record(log_id, lsn, ts, payload))
+                self.next_lsn = lsn + 1
+
+    def _missing(self, out: list[ReadItem], hi: int, next_present: int | None,
+                 epoch_ends: dict[int, int]) -> None:
+        """Classify ``[next_lsn, hi]``, where no entry is stored, epoch by epoch."""
+        while self.next_lsn <= hi:
+            lo = self.next_lsn
+            epoch = epoch_of(lo)
+            seg_hi = min(hi, epoch << 32 | ESN_MAX)
+            if next_present is not None and epoch_of(next_present) == epoch:
+                issued_from = epoch << 32 | ESN_FIRST
+                if lo < issued_from:  # ESN 0 is never issued: part of the bridge into this epoch
+                    self._gap(out, GapType.BRIDGE, min(seg_hi, issued_from - 1))
+                    continue
+                self._gap(out, GapType.DATALOSS, seg_hi)
+                continue
+            end = epoch_ends.get(epoch)
+            if end is not None and lo <= end:
+                self._gap(out, GapType.DATALOSS, min(seg_hi, end))
+                continue
+            self._gap(out, GapType.BRIDGE, seg_hi)

@@ -1,0 +1,91 @@
+"""What readers receive (records and gaps) and the attributes a log has."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import Enum
+from typing import Any, NamedTuple
+
+from seaway._errors import InvalidArgumentError
+from seaway.logsdb import Durability
+
+
+class GapType(Enum):
+    """Why a range of LSNs holds no records for a reader."""
+
+    BRIDGE = "BRIDGE"
+    """No records were ever written there: the end of one epoch to the start of the next."""
+    HOLE = "HOLE"
+    """A slot that was sequenced but whose append never completed (plugged)."""
+    TRIM = "TRIM"
+    """At or below the log's trim point (trimmed, or dropped by retention)."""
+    DATALOSS = "DATALOSS"
+    """Records were written there but can no longer be read (damaged or lost)."""
+
+
+class Record(NamedTuple):
+    """One record of a log, as a reader receives it."""
+
+    log_id: int
+    lsn: int
+    timestamp_ms: int
+    payload: bytes
+
+
+class Gap(NamedTuple):
+    """A range ``[lsn_lo, lsn_hi]`` of a log holding no records, and why."""
+
+    log_id: int
+    type: GapType
+    lsn_lo: int
+    lsn_hi: int
+
+
+ReadItem = Record | Gap
+
+
+PAYLOAD_BYTES_MAX_LIMIT = 32 << 20
+"""No log may allow records larger than this."""
+
+
+@dataclass(frozen=True)
+class LogAttributes:
+    """The resolved attributes of a log.
+
+    ``backlog_s``: records older than this may be dropped by retention; ``None`` keeps them until
+    trimmed. ``payload_bytes_max``: the largest record payload accepted. ``durability``: when an
+    append is acknowledged (see :class:`Durability`).
+    """
+
+    backlog_s: float | None = None
+    payload_bytes_max: int = 1 << 20
+    durability: Durability = Durability.SYNC
+
+    def __post_init__(self) -> None:
+        if self.backlog_s is not None and not self.backlog_s > 0:
+            raise InvalidArgumentError(f"backlog_s must be positive or None, got {self.backlog_s!r}")
+        if not isinstance(self.payload_bytes_max, int) or not (
+            1 <= self.payload_bytes_max <= PAYLOAD_BYTES_MAX_LIMIT
+        ):
+            raise InvalidArgumentError(
+                f"payload_bytes_max must be in [1, {PAYLOAD_BYTES_MAX_LIMIT}], got {self.payload_bytes_max!r}")
+        if not isinstance(self.durability, Durability):
+            raise InvalidArgumentError(f"durability must be a Durability, got {self.durability!r}")
+
+    def with_overrides(self, overrides: dict[str, Any]) -> LogAttributes:
+        """These attributes with some replaced (the inheritance step of log groups)."""
+        known = {f.name for f in fields(self)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise InvalidArgumentError(f"unknown log attributes: {sorted(unknown)}")
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(overrides)
+        return LogAttributes(**values)
+
+
+def overrides_to_json(overrides: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v.value if isinstance(v, Durability) else v) for k, v in overrides.items()}
+
+
+def overrides_from_json(raw: dict[str, Any]) -> dict[str, Any]:
+    return {k: (Durability(v) if k == "durability" else v) for k, v in raw.items()}

@@ -1,0 +1,203 @@
+"""A writer that gathers single records into batches (LogDevice's BufferedWriter).
+
+A batch is sent when it holds ``flush_records_max`` records or ``flush_bytes_max`` bytes, or when its
+first record has waited ``flush_interval_s``. A batch that fails with a retriable error is sent again,
+with backoff, up to the retry policy's limit. In ``ordered`` mode one batch is in flight at a time, so
+a retried batch is stored before every batch written after it; otherwise up to
+``in_flight_batches_max`` batches are in flight and a retried batch may land after later ones.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from seaway._errors import ClosedError, InvalidArgumentError, PayloadTooLargeError, SeawayError
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently to retry a retriable failure."""
+
+    attempts_max: int = 5
+    backoff_s: float = 0.05
+    backoff_max_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.attempts_max < 1 or self.backoff_s < 0 or self.backoff_max_s < self.backoff_s:
+            raise InvalidArgumentError("retry policy needs attempts_max >= 1 and 0 <= backoff_s <= backoff_max_s")
+
+    def delay_s(self, attempt: int) -> float:
+        """The wait before attempt number ``attempt + 1`` (``attempt`` >= 1)."""
+        return float(min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1)))
+
+
+@dataclass(slots=True)
+class _Batch:
+    payloads: list[bytes] = field(default_factory=list)
+    futures: list[Future[int]] = field(default_factory=list)
+    size_bytes: int = 0
+    started_s: float = 0.0
+    attempts: int = 0
+    retry_at_s: float | None = None
+    sent: bool = False
+
+
+AppendBatch = Callable[[list[bytes]], "Future[range]"]
+
+
+class BatchingWriter:
+    """Gathers records into batches and appends them; see the module docstring."""
+
+    def __init__(self, append_batch: AppendBatch, *, flush_records_max: int = 500,
+                 flush_bytes_max: int = 1 << 20, flush_interval_s: float = 0.05, ordered: bool = True,
+                 retry: RetryPolicy | None = None, in_flight_batches_max: int = 4,
+                 payload_bytes_max: int = 1 << 20, buffered_bytes_max: int = 64 << 20) -> None:
+        if flush_records_max < 1 or flush_bytes_max < 1 or flush_interval_s <= 0 or in_flight_batches_max < 1:
+            raise InvalidArgumentError("flush limits, interval and in-flight batches must be positive")
+        self._append_batch = append_batch
+        self._records_max = flush_records_max
+        self._bytes_max = flush_bytes_max
+        self._interval_s = flush_interval_s
+        self._retry = retry or RetryPolicy()
+        self._in_flight_max = 1 if ordered else in_flight_batches_max
+        self._payload_bytes_max = payload_bytes_max
+        self._buffered_bytes_max = buffered_bytes_max
+        self._buffered_bytes = 0
+        self._cv = threading.Condition()
+        self._current = _Batch()
+        self._ready: deque[_Batch] = deque()
+        self._in_flight: list[_Batch] = []
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="seaway-batching-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, payload: bytes) -> Future[int]:
+        """Queue one record; the future gives its LSN once its batch is stored.
+
+        Blocks while ``buffered_bytes_max`` bytes are waiting (back-pressure).
+        """
+        if not isinstance(payload, bytes):
+            raise InvalidArgumentError(f"a payload must be bytes, got {type(payload).__name__}")
+        if len(payload) > self._payload_bytes_max:
+            raise PayloadTooLargeError(f"payload of {len(payload)} bytes exceeds {self._payload_bytes_max}")
+        future: Future[int] = Future()
+        with self._cv:
+            while self._buffered_bytes >= self._buffered_bytes_max and not self._closing:
+                self._cv.wait()
+            if self._closing:
+                raise ClosedError("the writer is closed")
+            batch = self._current
+            if not batch.payloads:
+                batch.started_s = time.monotonic()
+            batch.payloads.append(payload)
+            batch.futures.append(future)
+            batch.size_bytes += len(payload)
+            self._buffered_bytes += len(payload)
+            if len(batch.payloads) >= self._records_max or batch.size_bytes >= self._bytes_max:
+                self._seal_current()
+            self._cv.notify_all()
+        return future
+
+    def _seal_current(self) -> None:
+        if self._current.payloads:
+            self._ready.append(self._current)
+            self._current = _Batch()
+
+    def flush(self, timeout_s: float | None = None) -> None:
+        """Send what is gathered now and wait until every batch written so far is settled."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._cv:
+            self._seal_current()
+            self._cv.notify_all()
+            while self._ready or self._in_flight:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError("the writer did not flush in time")
+                self._cv.wait(remaining)
+
+    def close(self) -> None:
+        """Flush, then stop. Idempotent."""
+        with self._cv:
+            if self._closing:
+                return
+        self.flush()
+        with self._cv:
+            self._closing = True
+            self._cv.notify_all()
+        self._thread.join()
+
+    def __enter__(self) -> BatchingWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the sending thread ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                to_send = self._due_batches()
+                if not to_send:
+                    if self._closing and not self._ready and not self._in_flight:
+                        return
+                    self._cv.wait(self._wait_s())
+                    continue
+            for batch in to_send:
+                self._send(batch)
+
+    def _due_batches(self) -> list[_Batch]:
+        now = time.monotonic()
+        if self._current.payloads and now - self._current.started_s >= self._interval_s:
+            self._seal_current()
+        due = [b for b in self._in_flight if not b.sent and b.retry_at_s is not None and b.retry_at_s <= now]
+        while self._ready and len(self._in_flight) < self._in_flight_max:
+            batch = self._ready.popleft()
+            self._in_flight.append(batch)
+            due.append(batch)
+        for batch in due:
+            batch.sent = True
+            batch.retry_at_s = None
+            batch.attempts += 1
+        return due
+
+    def _wait_s(self) -> float | None:
+        times = [b.retry_at_s for b in self._in_flight if b.retry_at_s is not None]
+        if self._current.payloads:
+            times.append(self._current.started_s + self._interval_s)
+        if not times:
+            return None
+        return max(0.0005, min(times) - time.monotonic())
+
+    def _send(self, batch: _Batch) -> None:
+        try:
+            future = self._append_batch(batch.payloads)
+        except SeawayError as exc:
+            self._settle(batch, None, exc)
+            return
+        future.add_done_callback(lambda f: self._settle(batch, f, None))
+
+    def _settle(self, batch: _Batch, future: Future[range] | None, error: BaseException | None) -> None:
+        if future is not None:
+            error = future.exception()
+        with self._cv:
+            batch.sent = False
+            if error is None and future is not None:
+                lsns = future.result()
+                for fut, lsn in zip(batch.futures, lsns, strict=True):
+                    fut.set_result(lsn)
+            elif isinstance(error, SeawayError) and error.retriable and batch.attempts < self._retry.attempts_max:
+                batch.retry_at_s = time.monotonic() + self._retry.delay_s(batch.attempts)
+                self._cv.notify_all()
+                return
+            else:
+                for fut in batch.futures:
+                    fut.set_exception(error if error is not None else RuntimeError("no result"))
+            self._in_flight.remove(batch)
+            self._buffered_bytes -= batch.size_bytes
+            self._cv.notify_all()

@@ -1,0 +1,612 @@
+"""LogsDB: a time-ordered collection of RocksDB column families holding log entries.
+
+All new entries go to the newest partition. A partition is dropped whole once none of its records
+is retained. A metadata family holds the partition directory, per-log trim points, seals, epoch ends
+and the upper layers' own keys; every write that changes data also updates the directory in the same
+atomic RocksDB write batch.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+from rocksdict import (
+    DBCompressionType,
+    Options,
+    Rdict,
+    ReadOptions,
+    WriteBatch,
+    WriteOptions,
+)
+
+from seaway._clock import Clock, SystemClock
+from seaway._errors import (
+    ClosedError,
+    CorruptionError,
+    DataDirLockedError,
+    InvalidArgumentError,
+    PayloadTooLargeError,
+    StorageError,
+)
+from seaway._invariant import invariant
+from seaway.logsdb import _format as fmt
+from seaway.logsdb._types import (
+    CorruptEntry,
+    Entry,
+    HolePlugEntry,
+    LogsDBConfig,
+    PartitionInfo,
+    PutRecords,
+    PutSeal,
+    RecordsEntry,
+    WriteOp,
+)
+
+_META_CF = "meta"
+_LOCK_FILE = "SEAWAY.lock"
+
+# Metadata key prefixes.
+_P_PARTITION = b"P"  # + partition id -> created_ms
+_P_DIRECTORY = b"D"  # + partition id + log id -> DirEntry
+_P_TRIM = b"T"  # + log id -> trim point
+_P_SEAL = b"S"  # + log id -> sealed epoch
+_P_EPOCH_END = b"E"  # + log id + epoch -> last LSN of that epoch
+_P_USER = b"U"  # + upper layer's key -> its value
+
+_COMPRESSION = {
+    "none": DBCompressionType.none(),
+    "snappy": DBCompressionType.snappy(),
+    "lz4": DBCompressionType.lz4(),
+    "zstd": DBCompressionType.zstd(),
+}
+
+
+def _u64(value: int) -> bytes:
+    return fmt.encode_u64(value)
+
+
+def _cf_name(partition_id: int) -> str:
+    return f"p{partition_id:016x}"
+
+
+class LogsDB:
+    """The local log store. Thread-safe: one writer at a time, any number of concurrent readers.
+
+    Writes are atomic: a :meth:`write` call stores all of its operations or none. With ``sync=True``
+    it returns only once they are on stable storage.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], config: LogsDBConfig | None = None,
+                 clock: Clock | None = None) -> None:
+        self._path = Path(path)
+        self._config = config or LogsDBConfig()
+        self._clock = clock or SystemClock()
+        self._lock = threading.RLock()
+        self._closed = False
+        self._path.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = self._acquire_dir_lock()
+        try:
+            self._open_rocksdb()
+            self._load_metadata()
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+
+    # --- opening and closing --------------------------------------------------------------------
+
+    def _acquire_dir_lock(self) -> int:
+        fd = os.open(self._path / _LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DataDirLockedError(f"{self._path} is already open in another process or store") from None
+        return fd
+
+    def _cf_options(self) -> Options:
+        opts = Options(raw_mode=True)
+        opts.set_compression_type(_COMPRESSION[self._config.compression])
+        return opts
+
+    def _open_rocksdb(self) -> None:
+        opts = Options(raw_mode=True)
+        opts.create_if_missing(True)
+        opts.create_missing_column_families(True)
+        opts.set_max_background_jobs(2)
+        db_path = str(self._path / "rocksdb")
+        names = [_META_CF]
+        if (self._path / "rocksdb" / "CURRENT").exists():
+            names = sorted(set(Rdict.list_cf(db_path, Options(raw_mode=True))) | {_META_CF})
+        families = {name: self._cf_options() for name in names if name != "default"}
+        try:
+            self._db = Rdict(db_path, opts, column_families=families)
+        except Exception as exc:  # rocksdict raises bare Exception for I/O errors
+            raise StorageError(f"cannot open RocksDB at {db_path}: {exc}") from exc
+        self._meta = self._db.get_column_family(_META_CF)
+        self._meta_handle = self._db.get_column_family_handle(_META_CF)
+        self._write_sync = WriteOptions()
+        self._write_sync.sync = True
+        self._write_async = WriteOptions()
+        self._cf_names_on_open = [n for n in names if n.startswith("p")]
+
+    def _meta_scan(self, prefix: bytes, from_key: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Metadata keys starting with ``prefix`` (from ``from_key`` on), in key order."""
+        for raw_key, value in self._meta.items(from_key=from_key or prefix):
+            key = cast(bytes, raw_key)
+            if not key.startswith(prefix):
+                return
+            yield key, cast(bytes, value)
+
+    def _load_metadata(self) -> None:
+        # partition id -> (created_ms, Rdict, handle); directory: partition id -> log id -> DirEntry
+        self._partitions: dict[int, tuple[int, Any, Any]] = {}
+        self._directory: dict[int, dict[int, fmt.DirEntry]] = {}
+        created: dict[int, int] = {}
+        for key, value in self._meta_scan(_P_PARTITION):
+            created[fmt.decode_u64(key[1:9])] = fmt.decode_u64(value)
+        for name in self._cf_names_on_open:
+            pid = int(name[1:], 16)
+            if pid not in created:
+                # Created but never registered (crash in between), or dropped from the directory but
+                # not yet from RocksDB (crash in between): it holds nothing that is retained.
+                self._db.drop_column_family(name)
+                continue
+            self._partitions[pid] = (created[pid], self._db.get_column_family(name),
+                                     self._db.get_column_family_handle(name))
+            self._directory[pid] = {}
+        for key, value in self._meta_scan(_P_DIRECTORY):
+            pid, log_id = fmt.decode_u64(key[1:9]), fmt.decode_u64(key[9:17])
+            if pid in self._directory:
+                self._directory[pid][log_id] = fmt.DirEntry.decode(value)
+        self._trim: dict[int, int] = self._load_u64_map(_P_TRIM)
+        self._seal: dict[int, int] = self._load_u64_map(_P_SEAL)
+        self._last_lsn: dict[int, int] = {}
+        for entries in self._directory.values():
+            for log_id, d in entries.items():
+                self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
+
+    def _load_u64_map(self, prefix: bytes) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for key, value in self._meta_scan(prefix):
+            out[fmt.decode_u64(key[1:])] = fmt.decode_u64(value)
+        return out
+
+    def close(self) -> None:
+        """Close the store; idempotent. Later calls raise :class:`ClosedError`."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for _, cf, _ in self._partitions.values():
+                cf.close()
+            self._partitions.clear()
+            self._meta.close()
+            del self._meta, self._meta_handle
+            self._db.close()
+            del self._db
+            os.close(self._lock_fd)
+
+    def __enter__(self) -> LogsDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("the log store is closed")
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def config(self) -> LogsDBConfig:
+        return self._config
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def write(self, ops: Sequence[WriteOp], *, sync: bool = True) -> None:
+        """Store ``ops`` atomically. Raises :class:`StorageError` if nothing was stored."""
+        with self._lock:
+            self._check_open()
+            pid = self._partition_for_write()
+            _, _, handle = self._partitions[pid]
+            batch = WriteBatch(raw_mode=True)
+            directory = self._directory[pid]
+            changed: dict[int, fmt.DirEntry] = {}
+            seals: dict[int, int] = {}
+            total = 0
+            for op in ops:
+                if isinstance(op, PutSeal):
+                    self._batch_seal(batch, op)
+                    seals[op.log_id] = op.epoch
+                    continue
+                key = fmt.encode_key(op.log_id, op.first_lsn)
+                if isinstance(op, PutRecords):
+                    value = fmt.encode_records(key, op.timestamp_ms, list(op.payloads))
+                    last = op.first_lsn + len(op.payloads) - 1
+                else:
+                    value = fmt.encode_hole_plug(key, op.timestamp_ms, op.count)
+                    last = op.first_lsn + op.count - 1
+                if len(value) > self._config.entry_bytes_max:
+                    raise PayloadTooLargeError(
+                        f"entry of {len(value)} bytes exceeds entry_bytes_max={self._config.entry_bytes_max}")
+                invariant(op.first_lsn > self._last_lsn.get(op.log_id, 0),
+                          f"log {op.log_id}: LSN {op.first_lsn:#x} not above the last stored LSN")
+                total += len(value)
+                batch.put(key, value, handle)
+                d = changed.get(op.log_id) or directory.get(op.log_id)
+                changed[op.log_id] = self._dir_after(d, op.first_lsn, last, op.timestamp_ms, len(value))
+            if total > self._config.write_bytes_max:
+                raise PayloadTooLargeError(
+                    f"write of {total} bytes exceeds write_bytes_max={self._config.write_bytes_max}")
+            for log_id, d in changed.items():
+                batch.put(_P_DIRECTORY + _u64(pid) + _u64(log_id), d.encode(), self._meta_handle)
+            self._apply(batch, sync)
+            for log_id, d in changed.items():
+                directory[log_id] = d
+                self._last_lsn[log_id] = d.lsn_max
+            self._seal.update(seals)
+
+    @staticmethod
+    def _dir_after(d: fmt.DirEntry | None, first: int, last: int, ts: int, size: int) -> fmt.DirEntry:
+        if d is None:
+            return fmt.DirEntry(first, last, ts, ts, size, 1)
+        return fmt.DirEntry(d.lsn_min, last, d.timestamp_ms_min, max(d.timestamp_ms_max, ts),
+                            d.size_bytes + size, d.entries + 1)
+
+    def _batch_seal(self, batch: WriteBatch, op: PutSeal) -> None:
+        batch.put(_P_SEAL + _u64(op.log_id), _u64(op.epoch), self._meta_handle)
+        if op.ended_epoch:
+            key = _P_EPOCH_END + _u64(op.log_id) + _u64(op.ended_epoch)
+            batch.put(key, _u64(op.ended_lsn), self._meta_handle)
+
+    def _apply(self, batch: WriteBatch, sync: bool) -> None:
+        try:
+            self._db.write(batch, self._write_sync if sync else self._write_async)
+        except Exception as exc:
+            raise StorageError(f"RocksDB write failed: {exc}") from exc
+
+    def _partition_for_write(self) -> int:
+        now_ms = self._clock.now_ms()
+        if self._partitions:
+            newest = max(self._partitions)
+            created_ms = self._partitions[newest][0]
+            size = sum(d.size_bytes for d in self._directory[newest].values())
+            age_s = (now_ms - created_ms) / 1000
+            if age_s < self._config.partition_duration_s and size < self._config.partition_bytes_max:
+                return newest
+            pid = newest + 1
+        else:
+            pid = 1
+        return self._create_partition(pid, now_ms)
+
+    def _create_partition(self, pid: int, now_ms: int) -> int:
+        name = _cf_name(pid)
+        try:
+            cf = self._db.create_column_family(name, self._cf_options())
+            # Registered after it exists: a crash in between leaves an unregistered, empty family
+            # that the next open drops.
+            self._meta.put(_P_PARTITION + _u64(pid), _u64(now_ms), self._write_sync)
+        except Exception as exc:
+            raise StorageError(f"cannot create partition {pid}: {exc}") from exc
+        self._partitions[pid] = (now_ms, cf, self._db.get_column_family_handle(name))
+        self._directory[pid] = {}
+        return pid
+
+    # --- metadata -------------------------------------------------------------------------------
+
+    def trim(self, log_id: int, lsn: int) -> None:
+        """Raise the log's trim point to ``lsn`` (durably). Lowering it is a no-op."""
+        with self._lock:
+            self._check_open()
+            if lsn <= self._trim.get(log_id, 0):
+                return
+            self._meta_put_sync(_P_TRIM + _u64(log_id), _u64(lsn))
+            self._trim[log_id] = lsn
+
+    def _meta_put_sync(self, key: bytes, value: bytes) -> None:
+        try:
+            self._meta.put(key, value, self._write_sync)
+        except Exception as exc:
+            raise StorageError(f"RocksDB metadata write failed: {exc}") from exc
+
+    def trim_point(self, log_id: int) -> int:
+        """The highest trimmed LSN of the log; 0 if none."""
+        return self._trim.get(log_id, 0)
+
+    def last_lsn(self, log_id: int) -> int:
+        """The highest LSN ever stored for the log (records or hole plug), or its trim point; 0 if none."""
+        return max(self._last_lsn.get(log_id, 0), self._trim.get(log_id, 0))
+
+    def sealed_epoch(self, log_id: int) -> int:
+        """The highest epoch sealed for the log; 0 if never sealed."""
+        return self._seal.get(log_id, 0)
+
+    def epoch_ends(self, log_id: int, epoch_min: int, epoch_max: int) -> dict[int, int]:
+        """Last LSN of each sealed epoch of the log in ``[epoch_min, epoch_max]`` that held data."""
+        self._check_open()
+        prefix = _P_EPOCH_END + _u64(log_id)
+        out: dict[int, int] = {}
+        for key, value in self._meta_scan(prefix, prefix + _u64(epoch_min)):
+            epoch = fmt.decode_u64(key[9:])
+            if epoch > epoch_max:
+                break
+            out[epoch] = fmt.decode_u64(value)
+        return out
+
+    def log_ids(self) -> list[int]:
+        """Every log that has stored data or a trim point."""
+        with self._lock:
+            return sorted(set(self._last_lsn) | set(self._trim))
+
+    def data_size(self, log_id: int) -> int:
+        """Bytes of entries the log holds in partitions not yet dropped."""
+        with self._lock:
+            return sum(d[log_id].size_bytes for d in self._directory.values() if log_id in d)
+
+    def partitions(self) -> list[PartitionInfo]:
+        with self._lock:
+            return [
+                PartitionInfo(pid, created, sum(d.size_bytes for d in self._directory[pid].values()),
+                              tuple(sorted(self._directory[pid])))
+                for pid, (created, _, _) in sorted(self._partitions.items())
+            ]
+
+    def put_meta(self, key: bytes, value: bytes) -> None:
+        """Durably store an upper layer's metadata key."""
+        self._check_open()
+        self._meta_put_sync(_P_USER + key, value)
+
+    def delete_meta(self, key: bytes) -> None:
+        self._check_open()
+        try:
+            self._meta.delete(_P_USER + key, self._write_sync)
+        except Exception as exc:
+            raise StorageError(f"RocksDB metadata delete failed: {exc}") from exc
+
+    def get_meta(self, key: bytes) -> bytes | None:
+        self._check_open()
+        value: bytes | None = self._meta.get(_P_USER + key)
+        return value
+
+    def scan_meta(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Upper-layer metadata keys starting with ``prefix``, in key order (prefix kept)."""
+        self._check_open()
+        for key, value in self._meta_scan(_P_USER + prefix):
+            yield key[len(_P_USER):], value
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def _log_partitions(self, log_id: int, lsn_min: int, lsn_max: int) -> list[tuple[int, Any, fmt.DirEntry]]:
+        with self._lock:
+            self._check_open()
+            out = []
+            for pid in sorted(self._directory):
+                d = self._directory[pid].get(log_id)
+                if d is not None and d.lsn_max >= lsn_min and d.lsn_min <= lsn_max:
+                    out.append((pid, self._partitions[pid][1], replace(d)))
+            return out
+
+    def read(self, log_id: int, lsn_from: int, lsn_to: int, bytes_max: int) -> tuple[list[Entry], int]:
+        """Entries of the log that overlap ``[lsn_from, lsn_to]``, in LSN order, and how far they cover.
+
+        Stops after the entry that brings the total past ``bytes_max`` (at least one entry is
+        returned when any exists); the second value is the highest LSN up to which every entry was
+        returned. Damaged entries come back as :class:`CorruptEntry`, never as data.
+        """
+        if lsn_from > lsn_to:
+            raise InvalidArgumentError(f"lsn_from {lsn_from:#x} is above lsn_to {lsn_to:#x}")
+        out: list[Entry] = []
+        budget = [bytes_max]
+        for _, cf, d in self._log_partitions(log_id, lsn_from, lsn_to):
+            if self._read_partition(cf, d, log_id, lsn_from, lsn_to, budget, out):
+                return out, min(out[-1].last_lsn, lsn_to)
+        return out, lsn_to
+
+    def next_entry_lsn(self, log_id: int, after_lsn: int) -> int | None:
+        """The first LSN of the first entry of the log that starts above ``after_lsn``, if any."""
+        if after_lsn >= 2**64 - 1:
+            return None
+        for _, cf, _ in self._log_partitions(log_id, after_lsn + 1, 2**64 - 1):
+            it = cf.iter(ReadOptions())
+            it.seek(fmt.encode_key(log_id, after_lsn + 1))
+            if it.valid():
+                entry_log, lsn = fmt.decode_key(it.key())
+                if entry_log == log_id:
+                    return lsn
+        return None
+
+    def _read_partition(self, cf: Any, d: fmt.DirEntry, log_id: int, lsn_from: int, lsn_to: int,
+                        budget: list[int], out: list[Entry]) -> bool:
+        """Append this partition's entries to ``out``; True once the byte budget is spent."""
+        opts = ReadOptions()
+        opts.set_iterate_upper_bound(fmt.encode_key(log_id + 1, 0) if log_id < 2**64 - 1 else b"\xff" * 17)
+        start = fmt.encode_key(log_id, lsn_from)
+        pending_corrupt: int | None = None  # first LSN of a damaged entry whose extent is unknown
+        position = max(lsn_from, d.lsn_min)
+        try:
+            it = cf.iter(opts)
+            it.seek_for_prev(start)
+            if not it.valid() or it.key()[:8] != start[:8]:
+                it.seek(start)
+            while it.valid():
+                key = it.key()
+                _, lsn = fmt.decode_key(key)
+                if pending_corrupt is not None:
+                    out.append(CorruptEntry(log_id, pending_corrupt, lsn - 1))
+                    pending_corrupt = None
+                if lsn > lsn_to:
+                    return False
+                value = it.value()
+                try:
+                    header = fmt.decode_header(key, value)
+                except fmt.HeaderCorrupt:
+                    pending_corrupt = lsn
+                    position = lsn
+                    it.next()
+                    continue
+                entry = self._entry(log_id, lsn, header, value)
+                position = entry.last_lsn + 1
+                if entry.last_lsn >= lsn_from:
+                    out.append(entry)
+                    budget[0] -= len(value)
+                    if budget[0] <= 0:
+                        return True
+                it.next()
+            it.status()
+        except Exception as exc:
+            # rocksdict reports RocksDB errors (a damaged block, say) as a bare Exception; anything
+            # more specific is a bug and must not be dressed up as data loss.
+            if type(exc) is not Exception:
+                raise
+            if pending_corrupt is None:
+                pending_corrupt = position
+        if pending_corrupt is not None and pending_corrupt <= d.lsn_max:
+            out.append(CorruptEntry(log_id, pending_corrupt, d.lsn_max))
+        return False
+
+    @staticmethod
+    def _entry(log_id: int, lsn: int, header: fmt.EntryHeader, value: bytes) -> Entry:
+        if header.kind is fmt.EntryKind.HOLE_PLUG:
+            return HolePlugEntry(log_id, lsn, lsn + header.count - 1, header.timestamp_ms)
+        return RecordsEntry(log_id, lsn, header.timestamp_ms, fmt.decode_payloads(value, header.count))
+
+    def find_time(self, log_id: int, timestamp_ms: int) -> int:
+        """The first LSN above the trim point whose entry is stamped at or after ``timestamp_ms``.
+
+        Returns the LSN after the last stored one if every entry is older. Uses the partition
+        directory and a binary search by seeks, never a scan.
+        """
+        trim = self.trim_point(log_id)
+        last = self.last_lsn(log_id)
+        for _, cf, d in self._log_partitions(log_id, trim + 1, 2**64 - 1):
+            if d.timestamp_ms_max < timestamp_ms:
+                continue
+            found = self._bisect_time(cf, log_id, max(trim + 1, d.lsn_min), d.lsn_max, timestamp_ms)
+            if found is not None:
+                return found
+        return last + 1
+
+    def _bisect_time(self, cf: Any, log_id: int, lo: int, hi: int, timestamp_ms: int) -> int | None:
+        it = cf.iter(ReadOptions())
+
+        def entry_at_or_after(lsn: int) -> tuple[int, int, int] | None:
+            it.seek(fmt.encode_key(log_id, lsn))
+            if not it.valid():
+                return None
+            key = it.key()
+            entry_log, first = fmt.decode_key(key)
+            if entry_log != log_id:
+                return None
+            try:
+                header = fmt.decode_header(key, it.value())
+            except fmt.HeaderCorrupt as exc:
+                raise CorruptionError(f"log {log_id}: entry at LSN {first:#x} is damaged") from exc
+            return first, first + header.count - 1, header.timestamp_ms
+
+        # The entry holding `lo` may start below it.
+        it.seek_for_prev(fmt.encode_key(log_id, lo))
+        if it.valid() and fmt.decode_key(it.key())[0] == log_id:
+            first = fmt.decode_key(it.key())[1]
+            covering = entry_at_or_after(first)
+            if covering is not None and covering[1] >= lo and covering[2] >= timestamp_ms:
+                return lo
+        # The first entry starting in [lo, hi] stamped at or after the timestamp. Timestamps do not
+        # decrease along a log, so bisect: every entry starting below `low` is older; the answer,
+        # if any, starts below `high` or is `best`. Each step moves `low` up or `high` down.
+        low, high, best = lo, hi + 1, None
+        while low < high:
+            mid = (low + high) // 2
+            found = entry_at_or_after(mid)
+            if found is None or found[0] >= high:
+                high = mid
+            elif found[2] >= timestamp_ms:
+                best = high = found[0]
+            else:
+                low = found[0] + 1
+        return best
+
+    # --- retention ------------------------------------------------------------------------------
+
+    def drop_expired(self, backlog_ms_of: Callable[[int], int | None]) -> list[int]:
+        """Drop the oldest partitions none of whose records is retained; return their ids.
+
+        A log's records in a partition are retained unless all are at or below the log's trim point
+        or, for a log with a backlog, all are older than ``now - backlog``. The newest partition is
+        never dropped. Each log's trim point is raised over what was dropped, so readers see TRIM.
+        """
+        dropped: list[int] = []
+        with self._lock:
+            self._check_open()
+            now_ms = self._clock.now_ms()
+            newest = max(self._partitions, default=0)
+            for pid in sorted(self._partitions):
+                if pid == newest or not self._expired(pid, now_ms, backlog_ms_of):
+                    break
+                self._drop_partition(pid)
+                dropped.append(pid)
+        return dropped
+
+    def _expired(self, pid: int, now_ms: int, backlog_ms_of: Callable[[int], int | None]) -> bool:
+        for log_id, d in self._directory[pid].items():
+            if d.lsn_max <= self._trim.get(log_id, 0):
+                continue
+            backlog_ms = backlog_ms_of(log_id)
+            if backlog_ms is None or d.timestamp_ms_max >= now_ms - backlog_ms:
+                return False
+        return True
+
+    def _drop_partition(self, pid: int) -> None:
+        batch = WriteBatch(raw_mode=True)
+        raised: dict[int, int] = {}
+        for log_id, d in self._directory[pid].items():
+            if d.lsn_max > self._trim.get(log_id, 0):
+                raised[log_id] = d.lsn_max
+                batch.put(_P_TRIM + _u64(log_id), _u64(d.lsn_max), self._meta_handle)
+            batch.delete(_P_DIRECTORY + _u64(pid) + _u64(log_id), self._meta_handle)
+        batch.delete(_P_PARTITION + _u64(pid), self._meta_handle)
+        self._apply(batch, sync=True)
+        self._trim.update(raised)
+        _, cf, _ = self._partitions.pop(pid)
+        del self._directory[pid]
+        cf.close()
+        try:
+            self._db.drop_column_family(_cf_name(pid))
+        except Exception as exc:  # unregistered now: the next open drops it
+            raise StorageError(f"cannot drop partition {pid}: {exc}") from exc
+
+    # --- test and repair hooks -----------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Flush memtables to SST files (for tests and before backups)."""
+        with self._lock:
+            self._check_open()
+            for _, cf, _ in self._partitions.values():
+                cf.flush(True)
+            self._meta.flush(True)
+
+    def overwrite_raw(self, log_id: int, lsn: int, value: bytes) -> None:
+        """Replace the stored bytes of an entry. Only for tests that simulate corruption."""
+        with self._lock:
+            for pid in sorted(self._directory, reverse=True):
+                d = self._directory[pid].get(log_id)
+                if d is not None and d.lsn_min <= lsn <= d.lsn_max:
+                    self._partitions[pid][1].put(fmt.encode_key(log_id, lsn), value, self._write_sync)
+                    return
+        raise InvalidArgumentError(f"log {log_id} holds no entry at {lsn:#x}")
+
+    def raw_value(self, log_id: int, lsn: int) -> bytes | None:
+        """The stored bytes of an entry (for tests)."""
+        for _, cf, _ in self._log_partitions(log_id, lsn, lsn):
+            value: bytes | None = cf.get(fmt.encode_key(log_id, lsn))
+            if value is not None:
+                return value
+        return None

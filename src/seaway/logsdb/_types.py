@@ -1,0 +1,129 @@
+"""Values that cross the LogsDB interface: configuration, write operations and stored entries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Durability(Enum):
+    """When a write is acknowledged.
+
+    ``SYNC`` (the default): after the write batch is fsynced; it survives ``kill -9`` and power loss.
+    ``ASYNC``: after it is in RocksDB's write-ahead log in the page cache; it survives ``kill -9`` of
+    the process but not a crash of the machine.
+    """
+
+    SYNC = "sync"
+    ASYNC = "async"
+
+
+@dataclass(frozen=True)
+class LogsDBConfig:
+    """Tuning of the local log store. The defaults suit a laptop or a small server."""
+
+    partition_duration_s: float = 900.0
+    """A new partition is started once the newest is this old."""
+    partition_bytes_max: int = 1 << 30
+    """... or once it holds this many bytes of entries."""
+    entry_bytes_max: int = 64 << 20
+    """The largest encoded batch one write may store."""
+    write_bytes_max: int = 256 << 20
+    """The largest write batch (all entries and metadata of one write)."""
+    compression: str = "lz4"
+    """RocksDB compression of partition files: none, snappy, lz4, zstd."""
+
+    def __post_init__(self) -> None:
+        if self.partition_duration_s <= 0:
+            raise ValueError("partition_duration_s must be positive")
+        if self.partition_bytes_max <= 0 or self.entry_bytes_max <= 0 or self.write_bytes_max <= 0:
+            raise ValueError("byte limits must be positive")
+        if self.compression not in ("none", "snappy", "lz4", "zstd"):
+            raise ValueError(f"unknown compression {self.compression!r}")
+
+
+# --- Write operations ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PutRecords:
+    """Store ``payloads`` at consecutive LSNs from ``first_lsn`` on, with one timestamp."""
+
+    log_id: int
+    first_lsn: int
+    timestamp_ms: int
+    payloads: tuple[bytes, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PutHolePlug:
+    """Mark ``count`` LSNs from ``first_lsn`` on as never to hold records."""
+
+    log_id: int
+    first_lsn: int
+    count: int
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PutSeal:
+    """Refuse stores of epochs up to ``epoch``; record where the last written epoch ended."""
+
+    log_id: int
+    epoch: int
+    ended_epoch: int
+    """The epoch of the log's last stored LSN when sealed (0 if none)."""
+    ended_lsn: int
+    """That epoch's last stored LSN (0 if none)."""
+
+
+WriteOp = PutRecords | PutHolePlug | PutSeal
+
+
+# --- Stored entries, as reads return them -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsEntry:
+    """Records with consecutive LSNs; a payload that failed its checksum is ``None``."""
+
+    log_id: int
+    first_lsn: int
+    timestamp_ms: int
+    payloads: list[bytes | None]
+
+    @property
+    def last_lsn(self) -> int:
+        return self.first_lsn + len(self.payloads) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class HolePlugEntry:
+    """LSNs that never held records (an append that did not complete)."""
+
+    log_id: int
+    first_lsn: int
+    last_lsn: int
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CorruptEntry:
+    """LSNs whose stored bytes could not be read back intact."""
+
+    log_id: int
+    first_lsn: int
+    last_lsn: int
+
+
+Entry = RecordsEntry | HolePlugEntry | CorruptEntry
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    """One time partition (a RocksDB column family) and what it holds."""
+
+    partition_id: int
+    created_ms: int
+    size_bytes: int
+    log_ids: tuple[int, ...]
