@@ -6,7 +6,7 @@ them in-process over LogsDB, and :mod:`seaway.testing` drives them from a seeded
 """
 
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
-from seaway.log._embedded import DiskFault, EmbeddedLogStore, LogStoreConfig
+from seaway.log._embedded import DiskFault, EmbeddedLogStore, LogStoreConfig, read_chunk
 from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
 from seaway.log._logs import BATCH_RECORDS_MAX, Log, Logs, Reader
 from seaway.log._lsn import (
@@ -101,4 +101,5 @@ __all__ = [
     "esn_of",
     "lsn_str",
     "make_lsn",
+    "read_chunk",
 ]

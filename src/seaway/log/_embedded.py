@@ -57,6 +57,16 @@ class LogStoreConfig:
     """The most entry bytes one reader reads from disk at a time."""
 
 
+def read_chunk(db: LogsDB, want: ReadWant, bytes_max: int) -> ReadChunk:
+    """Read what a reader wants from LogsDB (the reader's disk access, for any driver)."""
+    entries, covered_to = db.read(want.log_id, want.lsn_from, want.lsn_to, bytes_max)
+    next_entry = None
+    if not entries or entries[-1].last_lsn < covered_to:
+        next_entry = db.next_entry_lsn(want.log_id, covered_to)
+    ends = db.epoch_ends(want.log_id, epoch_of(want.lsn_from), epoch_of(covered_to))
+    return ReadChunk(entries, covered_to, db.trim_point(want.log_id), ends, next_entry)
+
+
 @dataclass(slots=True)
 class _Pending:
     future: Future[range]
@@ -232,13 +242,7 @@ class EmbeddedLogStore:
 
     def read_chunk(self, want: ReadWant) -> ReadChunk:
         self._check_open()
-        entries, covered_to = self.logsdb.read(want.log_id, want.lsn_from, want.lsn_to,
-                                               self._config.read_chunk_bytes_max)
-        next_entry = None
-        if not entries or entries[-1].last_lsn < covered_to:
-            next_entry = self.logsdb.next_entry_lsn(want.log_id, covered_to)
-        ends = self.logsdb.epoch_ends(want.log_id, epoch_of(want.lsn_from), epoch_of(covered_to))
-        return ReadChunk(entries, covered_to, self.logsdb.trim_point(want.log_id), ends, next_entry)
+        return read_chunk(self.logsdb, want, self._config.read_chunk_bytes_max)
 
     def wait_for_release(self, version: int, timeout_s: float | None) -> int:
         """Wait until the release point of any log moves past ``version``; return the new version."""

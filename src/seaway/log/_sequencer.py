@@ -93,10 +93,14 @@ class Sequencer:
         self.released_lsn = 0
         self._slots: dict[int, _Slot] = {}  # by first LSN, in LSN order
         self._queue: deque[AppendRequest] = deque()
+        self._seal_deadline_ms: int | None = None
+        self._seal_attempts = 0
 
     @property
     def next_deadline_ms(self) -> int | None:
         pending = [s.deadline_ms for s in self._slots.values() if s.state is not _SlotState.DONE]
+        if self._seal_deadline_ms is not None:
+            pending.append(self._seal_deadline_ms)
         return min(pending, default=None)
 
     @property
@@ -110,7 +114,7 @@ class Sequencer:
         elif isinstance(event, StoreReply):
             self._on_store_reply(event, now_ms, out)
         elif isinstance(event, EpochGranted):
-            self._on_epoch(event, out)
+            self._on_epoch(event, now_ms, out)
         elif isinstance(event, SealReply):
             self._on_seal_reply(event, now_ms, out)
         elif isinstance(event, EpochFailed):
@@ -213,6 +217,11 @@ class Sequencer:
             out.append(ReleaseMsg(self.log_id, released))
 
     def _on_tick(self, now_ms: int, out: list[SequencerEffect]) -> None:
+        if self._seal_deadline_ms is not None and self._seal_deadline_ms <= now_ms:
+            self._resend_seal(now_ms, out)
+        if self.state is SequencerState.ACTIVE and self.released_lsn:
+            # Release messages are idempotent and may be lost: repeat the latest on every tick.
+            out.append(ReleaseMsg(self.log_id, self.released_lsn))
         for slot in list(self._slots.values()):
             if slot.state is _SlotState.DONE or slot.deadline_ms > now_ms:
                 continue
@@ -233,7 +242,7 @@ class Sequencer:
 
     # --- epochs ---------------------------------------------------------------------------------
 
-    def _on_epoch(self, granted: EpochGranted, out: list[SequencerEffect]) -> None:
+    def _on_epoch(self, granted: EpochGranted, now_ms: int, out: list[SequencerEffect]) -> None:
         if self.state is not SequencerState.ACTIVATING:
             return
         invariant(granted.epoch > self.epoch, "the epoch store never goes backwards")
@@ -243,15 +252,27 @@ class Sequencer:
             return
         self.epoch = granted.epoch
         self._next_esn = ESN_FIRST
+        self._seal_attempts = 1
+        self._seal_deadline_ms = now_ms + self._config.store_timeout_ms
+        out.append(SealMsg(self.log_id, self.epoch - 1))
+
+    def _resend_seal(self, now_ms: int, out: list[SequencerEffect]) -> None:
+        """The seal went unanswered. Keep sealing (only a seal releases what is stored), but do not
+        keep appends waiting for ever."""
+        self._seal_attempts += 1
+        if self._seal_attempts > self._config.store_attempts_max:
+            self._fail_queue(TimedOutError(f"log {self.log_id}: activation unanswered after "
+                                           f"{self._seal_attempts - 1} seals"), out)
+        self._seal_deadline_ms = now_ms + self._config.store_timeout_ms
         out.append(SealMsg(self.log_id, self.epoch - 1))
 
     def _on_seal_reply(self, reply: SealReply, now_ms: int, out: list[SequencerEffect]) -> None:
         if self.state is not SequencerState.ACTIVATING or reply.epoch != self.epoch - 1:
             return
         if reply.error is not None:
-            self._fail_queue(reply.error, out)
-            self.state = SequencerState.INACTIVE
+            self._resend_seal(now_ms, out)
             return
+        self._seal_deadline_ms = None
         self.state = SequencerState.ACTIVE
         # Everything below the seal is decided: what is stored stays, the rest never will be.
         if reply.last_lsn > self.released_lsn:
@@ -275,9 +296,9 @@ class Sequencer:
                 out.append(AppendFailed(slot.request_id, TimedOutError(
                     f"log {self.log_id}: epoch {self.epoch} abandoned; the append may or may not be stored")))
         self._slots.clear()
-        self.state = SequencerState.INACTIVE
-        if self._queue:
-            self._activate(out)
+        # Activate again at once even with nothing queued: only the seal of a new epoch releases
+        # what this epoch stored, and acknowledged records must become readable.
+        self._activate(out)
 
     def _fail_queue(self, error: SeawayError, out: list[SequencerEffect]) -> None:
         while self._queue:

@@ -49,6 +49,8 @@ class StorageNode:
         self._last_lsn = dict(last_lsns)  # durable: highest LSN stored (records or plug)
         self._seal = dict(seals)  # durable: highest sealed epoch
         self._released = dict(last_lsns)  # after a restart everything stored is decided
+        # First LSNs stored above the release point: what a retransmission may find already written.
+        self._stored: dict[int, set[int]] = {}
         self._queue: list[_Msg] = []
         self._writing: list[tuple[_Msg, bool]] | None = None  # (message, writes something)
         self._write_id = 0
@@ -70,15 +72,32 @@ class StorageNode:
         if isinstance(event, DiskWriteDone):
             self._on_write_done(event, out)
         elif isinstance(event, ReleaseMsg):
-            if event.lsn > self._released.get(event.log_id, 0):
-                self._released[event.log_id] = event.lsn
-                out.append(Released(event.log_id, event.lsn))
-        elif isinstance(event, StoreMsg | PlugMsg) and event.first_lsn <= self._last_lsn.get(event.log_id, 0):
-            # A retransmission of what is stored already (FIFO links: nothing else reaches here).
-            out.append(StoreReply(event.log_id, event.first_lsn, None))
+            self._on_release(event, out)
+        elif isinstance(event, StoreMsg | PlugMsg):
+            self._on_store(event, out)
         else:
             self._queue.append(event)
         return out
+
+    def _on_release(self, msg: ReleaseMsg, out: list[StorageEffect]) -> None:
+        if msg.lsn > self._released.get(msg.log_id, 0):
+            self._released[msg.log_id] = msg.lsn
+            stored = self._stored.get(msg.log_id)
+            if stored:
+                stored.difference_update([lsn for lsn in stored if lsn <= msg.lsn])
+            out.append(Released(msg.log_id, msg.lsn))
+
+    def _on_store(self, msg: StoreMsg | PlugMsg, out: list[StorageEffect]) -> None:
+        log_id = msg.log_id
+        if epoch_of(msg.first_lsn) <= self._seal.get(log_id, 0):
+            out.append(StoreReply(log_id, msg.first_lsn, PreemptedError(
+                f"log {log_id}: epoch {epoch_of(msg.first_lsn)} is sealed")))
+        elif msg.first_lsn <= self._released.get(log_id, 0) or msg.first_lsn in self._stored.get(log_id, ()):
+            # A retransmission of a slot that is decided or stored already. A plug for a stored
+            # slot is answered the same way: the record stays, its append's outcome was unknown.
+            out.append(StoreReply(log_id, msg.first_lsn, None))
+        else:
+            self._queue.append(msg)
 
     def flush(self) -> list[StorageEffect]:
         """Start a disk write with everything queued, unless one is in progress already."""
@@ -92,6 +111,7 @@ class StorageNode:
         group: list[tuple[_Msg, bool]] = []
         seal = dict(self._seal)
         last = dict(self._last_lsn)
+        in_group: set[tuple[int, int]] = set()
         size = 0
         sync = False
         taken = 0
@@ -112,18 +132,20 @@ class StorageNode:
                 out.append(StoreReply(log_id, msg.first_lsn, PreemptedError(
                     f"log {log_id}: epoch {epoch_of(msg.first_lsn)} is sealed")))
                 continue
-            if msg.first_lsn <= last.get(log_id, 0):
+            if (log_id, msg.first_lsn) in in_group:
                 group.append((msg, False))  # a duplicate riding on the write of its original
                 continue
+            in_group.add((log_id, msg.first_lsn))
             if isinstance(msg, StoreMsg):
                 ops.append(PutRecords(log_id, msg.first_lsn, msg.timestamp_ms, msg.payloads))
                 size += sum(len(p) for p in msg.payloads)
-                last[log_id] = msg.first_lsn + len(msg.payloads) - 1
+                msg_last = msg.first_lsn + len(msg.payloads) - 1
                 sync = sync or msg.sync
             else:
                 ops.append(PutHolePlug(log_id, msg.first_lsn, msg.count, msg.timestamp_ms))
-                last[log_id] = msg.first_lsn + msg.count - 1
+                msg_last = msg.first_lsn + msg.count - 1
                 sync = True
+            last[log_id] = max(last.get(log_id, 0), msg_last)
             group.append((msg, True))
         del self._queue[:taken]
         if not group:
@@ -141,6 +163,9 @@ class StorageNode:
         if done.error is None:
             self._seal = self._write_seal
             self._last_lsn = self._write_last
+            for msg, wrote in group:
+                if wrote and not isinstance(msg, SealMsg):
+                    self._stored.setdefault(msg.log_id, set()).add(msg.first_lsn)
         for msg, _ in group:
             out.append(self._reply(msg, done.error))
 

@@ -238,8 +238,8 @@ class LogsDB:
                 if len(value) > self._config.entry_bytes_max:
                     raise PayloadTooLargeError(
                         f"entry of {len(value)} bytes exceeds entry_bytes_max={self._config.entry_bytes_max}")
-                invariant(op.first_lsn > self._last_lsn.get(op.log_id, 0),
-                          f"log {op.log_id}: LSN {op.first_lsn:#x} not above the last stored LSN")
+                invariant(op.first_lsn > self._trim.get(op.log_id, 0),
+                          f"log {op.log_id}: LSN {op.first_lsn:#x} is at or below the trim point")
                 total += len(value)
                 batch.put(key, value, handle)
                 d = changed.get(op.log_id) or directory.get(op.log_id)
@@ -252,15 +252,16 @@ class LogsDB:
             self._apply(batch, sync)
             for log_id, d in changed.items():
                 directory[log_id] = d
-                self._last_lsn[log_id] = d.lsn_max
+                self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
             self._seal.update(seals)
 
     @staticmethod
     def _dir_after(d: fmt.DirEntry | None, first: int, last: int, ts: int, size: int) -> fmt.DirEntry:
         if d is None:
             return fmt.DirEntry(first, last, ts, ts, size, 1)
-        return fmt.DirEntry(d.lsn_min, last, d.timestamp_ms_min, max(d.timestamp_ms_max, ts),
-                            d.size_bytes + size, d.entries + 1)
+        # A slot retransmitted after a later one was stored arrives out of LSN order.
+        return fmt.DirEntry(min(d.lsn_min, first), max(d.lsn_max, last), min(d.timestamp_ms_min, ts),
+                            max(d.timestamp_ms_max, ts), d.size_bytes + size, d.entries + 1)
 
     def _batch_seal(self, batch: WriteBatch, op: PutSeal) -> None:
         batch.put(_P_SEAL + _u64(op.log_id), _u64(op.epoch), self._meta_handle)
@@ -406,10 +407,19 @@ class LogsDB:
             raise InvalidArgumentError(f"lsn_from {lsn_from:#x} is above lsn_to {lsn_to:#x}")
         out: list[Entry] = []
         budget = [bytes_max]
+        covered_to = lsn_to
         for _, cf, d in self._log_partitions(log_id, lsn_from, lsn_to):
-            if self._read_partition(cf, d, log_id, lsn_from, lsn_to, budget, out):
-                return out, min(out[-1].last_lsn, lsn_to)
-        return out, lsn_to
+            if covered_to < d.lsn_min:
+                continue
+            # Past the budget, later partitions are read only up to what is covered so far: a slot
+            # stored late (a retransmission) may sit in a newer partition than the LSNs after it.
+            if self._read_partition(cf, d, log_id, lsn_from, covered_to, budget, out) and covered_to == lsn_to:
+                covered_to = min(out[-1].last_lsn, lsn_to)
+                budget[0] = 2**63
+        out.sort(key=lambda e: e.first_lsn)
+        while out and out[-1].first_lsn > covered_to:
+            out.pop()
+        return out, covered_to
 
     def next_entry_lsn(self, log_id: int, after_lsn: int) -> int | None:
         """The first LSN of the first entry of the log that starts above ``after_lsn``, if any."""

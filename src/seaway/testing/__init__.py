@@ -1,0 +1,7 @@
+"""Fakes, a clock, a seeded simulator and crash helpers shared by Seaway's tests."""
+
+from seaway.testing._clock import FakeClock
+from seaway.testing._epochs import MemoryEpochStore
+from seaway.testing._sim import SimConfig, SimReport, Simulation, simulate
+
+__all__ = ["FakeClock", "MemoryEpochStore", "SimConfig", "SimReport", "Simulation", "simulate"]

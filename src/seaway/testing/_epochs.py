@@ -1,0 +1,29 @@
+"""An in-memory epoch store, for the simulator and unit tests."""
+
+from __future__ import annotations
+
+import threading
+
+
+class MemoryEpochStore:
+    """Epoch counters in a dict; same contract as the durable stores, durable for a process only."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._epochs: dict[int, int] = {}
+        self.cas_calls = 0
+
+    def get(self, log_id: int) -> int:
+        with self._lock:
+            return self._epochs.get(log_id, 0)
+
+    def compare_and_set(self, log_id: int, expected: int, new: int) -> bool:
+        with self._lock:
+            self.cas_calls += 1
+            if self._epochs.get(log_id, 0) != expected:
+                return False
+            self._epochs[log_id] = new
+            return True
+
+    def close(self) -> None:
+        pass
