@@ -14,6 +14,7 @@ It checks the guarantees of the log layer:
 
 from __future__ import annotations
 
+import functools
 import heapq
 import random
 from collections import Counter
@@ -196,24 +197,23 @@ class Simulation:
                     self.failed.add(effect.request_id)
             elif isinstance(effect, RequestEpoch):
                 granted = EpochGranted(bump_epoch(self.epochs, log))
-                self._at(self.rng.randint(0, 5), lambda g=granted, n=generation: self._to_sequencer(log, g, n))
+                self._at(self.rng.randint(0, 5), functools.partial(self._to_sequencer, log, granted, generation))
             else:
                 if isinstance(effect, StoreMsg):
                     for i, payload in enumerate(effect.payloads):
                         self.sent[(log, effect.first_lsn + i)] = payload
-                self._send(("seq", log * 1000 + generation),
-                           lambda e=effect: self._to_storage(e))
+                self._send(("seq", log * 1000 + generation), functools.partial(self._to_storage, effect))
 
     def _to_storage(self, event: object) -> None:
         effects = self.storage.handle(event)  # type: ignore[arg-type]
         effects += self.storage.flush()
         for effect in effects:
             if isinstance(effect, DiskWrite):
-                self._at(self.rng.randint(0, self.config.disk_ms_max), lambda w=effect: self._disk(w))
+                self._at(self.rng.randint(0, self.config.disk_ms_max), functools.partial(self._disk, effect))
             elif isinstance(effect, StoreReply | SealReply):
                 generation = self._seq_generation[effect.log_id]
                 self._send(("storage", effect.log_id * 1000 + generation),
-                           lambda e=effect, n=generation: self._to_sequencer(e.log_id, e, n))
+                           functools.partial(self._to_sequencer, effect.log_id, effect, generation))
 
     def _disk(self, write: DiskWrite) -> None:
         error = None
