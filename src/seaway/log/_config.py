@@ -135,7 +135,7 @@ class LogsConfig:
             if group is None and self._group_of_id(log_id) is not None:
                 raise InvalidArgumentError(f"log id {log_id} is inside group {self._group_of_id(log_id)!r}")
             return log_id
-        used = [i for i in self._by_id if lo <= i <= hi]
+        used = [info.log_id for info in self._by_id.values() if info.group == group]
         candidate = max(used, default=lo - 1) + 1
         while candidate <= hi:
             g = self._group_of_id(candidate) if group is None else None

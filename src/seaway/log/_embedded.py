@@ -96,6 +96,8 @@ class EmbeddedLogStore:
         # (log id, event) for a sequencer; (None, event) for the storage node.
         self._events: deque[tuple[int | None, SequencerEvent | StorageEvent]] = deque()
         self._pumping = False
+        self._completions: list[tuple[Future[range], range | SeawayError]] = []
+        self._broken: SeawayError | None = None
         self._pending: dict[int, _Pending] = {}
         self._next_request_id = 0
         self._inbox: deque[tuple[int, AppendRequest, Future[range]]] = deque()
@@ -114,6 +116,8 @@ class EmbeddedLogStore:
         """Sequence and store ``payloads`` as one batch; the future gives their LSNs."""
         future: Future[range] = Future()
         with self._inbox_cv:
+            if self._broken is not None:
+                raise self._broken
             if self._closing:
                 raise ClosedError("the log store is closed")
             if len(self._inbox) >= self._config.inbox_appends_max:
@@ -143,7 +147,15 @@ class EmbeddedLogStore:
                 self._tick()
                 self._pump()
             except BaseException as exc:  # a bug: fail every waiter rather than hang them
-                self._fail_all(StorageError(f"log writer failed: {exc!r}"))
+                error = StorageError(f"log writer failed: {exc!r}")
+                with self._inbox_cv:
+                    self._broken = error
+                    self._closing = True
+                for future, _ in self._completions:
+                    if not future.done():
+                        future.set_exception(error)
+                self._completions.clear()
+                self._fail_all(error)
                 raise
             if closing and not batch:
                 return
@@ -176,10 +188,18 @@ class EmbeddedLogStore:
                         self._sequencer_effects(target, event)  # type: ignore[arg-type]
                 flushed = self._storage.flush()
                 if not flushed:
-                    return
+                    break
                 self._storage_effects(flushed)
         finally:
             self._pumping = False
+        # Answer appends only now, once the releases they caused are published: a caller that
+        # reads right after its append returns finds its records.
+        done, self._completions = self._completions, []
+        for future, result in done:
+            if isinstance(result, range):
+                future.set_result(result)
+            else:
+                future.set_exception(result)
 
     def _sequencer_effects(self, log_id: int, event: SequencerEvent) -> None:
         sequencer = self._sequencers.get(log_id)
@@ -188,9 +208,9 @@ class EmbeddedLogStore:
         for effect in sequencer.handle(event, self._clock.now_ms()):
             if isinstance(effect, AppendAcked):
                 pending = self._pending.pop(effect.request_id)
-                pending.future.set_result(range(effect.first_lsn, effect.first_lsn + effect.count))
+                self._completions.append((pending.future, range(effect.first_lsn, effect.first_lsn + effect.count)))
             elif isinstance(effect, AppendFailed):
-                self._pending.pop(effect.request_id).future.set_exception(effect.error)
+                self._completions.append((self._pending.pop(effect.request_id).future, effect.error))
             elif isinstance(effect, RequestEpoch):
                 try:
                     granted: SequencerEvent = EpochGranted(bump_epoch(self._epochs, effect.log_id))

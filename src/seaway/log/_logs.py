@@ -240,11 +240,11 @@ class Reader:
 
     def _fill(self) -> None:
         for state in self._states.values():
-            while len(self._buffer) < self._buffered_items_max:
+            while (room := self._buffered_items_max - len(self._buffer)) > 0:
                 want = state.want(self._store.released(state.log_id))
                 if want is None:
                     break
-                self._buffer.extend(state.on_chunk(self._store.read_chunk(want)))
+                self._buffer.extend(state.on_chunk(self._store.read_chunk(want), room))
 
     def __iter__(self) -> Iterator[ReadItem]:
         """Every item until all logs are done (forever when tailing)."""

@@ -69,23 +69,32 @@ class LogReadState:
             return None
         return ReadWant(self.log_id, self.next_lsn, to)
 
-    def on_chunk(self, chunk: ReadChunk) -> list[ReadItem]:
-        """Turn a chunk read for :meth:`want` into records and gaps; advance past them."""
+    def on_chunk(self, chunk: ReadChunk, items_max: int | None = None) -> list[ReadItem]:
+        """Turn a chunk read for :meth:`want` into records and gaps; advance past them.
+
+        With ``items_max``, stop after about that many items (a run of records is cut there; the
+        next :meth:`want` starts where this stopped).
+        """
         out: list[ReadItem] = []
         limit = min(chunk.covered_to, self.until_lsn)
+        cap = max(1, items_max) if items_max is not None else None
         if self.next_lsn <= chunk.trim_point:
             self._gap(out, GapType.TRIM, min(chunk.trim_point, self.until_lsn))
         for entry in chunk.entries:
-            if self.next_lsn > limit:
-                break
+            if self.next_lsn > limit or (cap is not None and len(out) >= cap):
+                return out
             if entry.last_lsn < self.next_lsn:
                 continue
             if entry.first_lsn > limit:
                 break
             if entry.first_lsn > self.next_lsn:
                 self._missing(out, entry.first_lsn - 1, entry.first_lsn, chunk.epoch_ends)
-            self._deliver(out, entry, limit)
-        if self.next_lsn <= limit:
+            if isinstance(entry, RecordsEntry) and cap is not None:
+                # Records past the cap stay for the next chunk, which starts where this stopped.
+                self._records(out, entry, min(entry.last_lsn, limit, self.next_lsn + max(0, cap - len(out)) - 1))
+            else:
+                self._deliver(out, entry, limit)
+        if self.next_lsn <= limit and (cap is None or len(out) < cap):
             self._missing(out, limit, chunk.next_entry_lsn, chunk.epoch_ends)
         return out
 

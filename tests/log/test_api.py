@@ -1,0 +1,312 @@
+"""The embedded log API: attributes and groups, bad input, async appends, readers, writers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+import seaway
+from seaway import (
+    ClosedError,
+    DataDirLockedError,
+    Durability,
+    GapType,
+    InvalidArgumentError,
+    LogExistsError,
+    LsnOutOfRangeError,
+    PayloadTooLargeError,
+    Record,
+    RetryPolicy,
+    StorageError,
+    TrimPastTailError,
+    UnknownLogError,
+)
+from seaway.log import BatchingWriter, DiskWrite
+from seaway.logsdb import PutRecords
+from seaway.testing import FakeClock
+
+
+def records(items: list[object]) -> list[bytes]:
+    return [i.payload for i in items if isinstance(i, Record)]
+
+
+def test_groups_give_ids_and_inherited_attributes(sw: seaway.Seaway) -> None:
+    sw.logs.create_group("web", 1000, 1999, backlog_s=3600, payload_bytes_max=100)
+    a = sw.logs.create("web/clicks", group="web")
+    b = sw.logs.create("web/views", group="web", payload_bytes_max=200)
+    c = sw.logs.create("audit", durability=Durability.ASYNC)
+    assert (a.id, b.id, c.id) == (1000, 1001, 1)
+    assert a.attributes.backlog_s == 3600 and a.attributes.payload_bytes_max == 100
+    assert b.attributes.payload_bytes_max == 200 and b.attributes.backlog_s == 3600
+    assert c.attributes.durability is Durability.ASYNC and c.attributes.backlog_s is None
+    with pytest.raises(PayloadTooLargeError):
+        a.append(b"x" * 101)
+    assert b.append(b"x" * 150) > 0
+    with pytest.raises(LogExistsError):
+        sw.logs.create_group("web2", 1500, 2500)
+    with pytest.raises(LogExistsError):
+        sw.logs.create("web/clicks")
+    with pytest.raises(InvalidArgumentError):
+        sw.logs.create("outside", group="web", log_id=5)
+    with pytest.raises(UnknownLogError):
+        sw.logs.create("x", group="nope")
+
+
+def test_configuration_survives_reopen(tmp_path: Path) -> None:
+    with seaway.open(tmp_path) as sw:
+        sw.logs.create_group("g", 10, 20, backlog_s=60)
+        sw.logs.create("one", group="g").append(b"1")
+    with seaway.open(tmp_path) as sw:
+        log = sw.logs.get("one")
+        assert log.id == 10 and log.attributes.backlog_s == 60
+        assert sw.logs.get(10) == log
+        assert [g.name for g in sw.logs.groups()] == ["g"]
+        assert records(list(log.read())) == [b"1"]
+
+
+@pytest.mark.parametrize("bad", ["", "-x", "a b", "x" * 300, 7])
+def test_bad_log_names(sw: seaway.Seaway, bad: object) -> None:
+    with pytest.raises(InvalidArgumentError):
+        sw.logs.create(bad)  # type: ignore[arg-type]
+
+
+def test_bad_input_is_a_typed_error_and_loses_nothing(sw: seaway.Seaway) -> None:
+    log = sw.logs.create("l", payload_bytes_max=10)
+    lsn = log.append(b"kept")
+    with pytest.raises(UnknownLogError):
+        sw.logs.get("missing")
+    with pytest.raises(PayloadTooLargeError):
+        log.append(b"x" * 11)
+    with pytest.raises(PayloadTooLargeError):
+        log.append_batch([b"ok", b"y" * 11])
+    with pytest.raises(InvalidArgumentError):
+        log.append_batch([])
+    with pytest.raises(InvalidArgumentError):
+        log.append("text")  # type: ignore[arg-type]
+    with pytest.raises(TrimPastTailError):
+        log.trim(lsn + 1)
+    with pytest.raises(LsnOutOfRangeError):
+        log.trim(-1)
+    with pytest.raises(LsnOutOfRangeError):
+        sw.logs.reader().start_reading(log, 10, 5)
+    with pytest.raises(LsnOutOfRangeError):
+        sw.logs.reader().start_reading(log, 2**64)
+    with pytest.raises(InvalidArgumentError):
+        log.find_time(-5)
+    with pytest.raises(seaway.InvalidArgumentError):
+        seaway.LogAttributes(payload_bytes_max=0)
+    assert records(list(log.read())) == [b"kept"]
+
+
+def test_closed_store_refuses_calls(tmp_path: Path) -> None:
+    sw = seaway.open(tmp_path)
+    log = sw.logs.create("l")
+    sw.close()
+    sw.close()
+    with pytest.raises(ClosedError):
+        log.append(b"x")
+    with pytest.raises(ClosedError):
+        log.tail_lsn()
+    with pytest.raises(ClosedError):
+        sw.logs.create("m")
+
+
+def test_second_process_cannot_open_the_data_directory(tmp_path: Path) -> None:
+    with seaway.open(tmp_path) as sw:
+        sw.logs.create("l").append(b"safe")
+        probe = ("import seaway, sys\ntry:\n    seaway.open(sys.argv[1])\nexcept seaway.DataDirLockedError as e:\n"
+                 "    print(e.code)\n")
+        out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True,
+                             timeout=60, check=True)
+        assert out.stdout.strip() == "DATA_DIR_LOCKED"
+        with pytest.raises(DataDirLockedError):
+            seaway.open(tmp_path)
+        assert records(list(sw.logs.get("l").read())) == [b"safe"]
+
+
+def test_async_appends_share_disk_writes(tmp_path: Path) -> None:
+    writes: list[int] = []
+
+    def count(write: DiskWrite) -> None:
+        writes.append(len(write.ops))
+
+    with seaway.Seaway(tmp_path, disk_fault=count) as sw:
+        log = sw.logs.create("l")
+        futures = [log.append_async(str(i).encode()) for i in range(300)]
+        lsns = [f.result(30) for f in futures]
+        assert lsns == sorted(lsns) and len(set(lsns)) == 300
+        assert records(list(log.read())) == [str(i).encode() for i in range(300)]
+    assert len(writes) < 300 and max(writes) > 1  # group commit: several appends per write
+
+
+def test_failed_disk_write_fails_the_append_and_leaves_a_hole(tmp_path: Path) -> None:
+    fail_next = threading.Event()
+
+    def fault(write: DiskWrite) -> StorageError | None:
+        if fail_next.is_set() and any(isinstance(op, PutRecords) for op in write.ops):
+            fail_next.clear()
+            return StorageError("injected")
+        return None
+
+    with seaway.Seaway(tmp_path, disk_fault=fault) as sw:
+        log = sw.logs.create("l")
+        first = log.append(b"before")
+        fail_next.set()
+        with pytest.raises(StorageError) as info:
+            log.append_batch([b"lost", b"lost too"])
+        assert info.value.retriable
+        after = log.append(b"after")
+        items = list(log.read(first))
+        assert [type(i).__name__ for i in items] == ["Record", "Gap", "Record"]
+        gap = items[1]
+        assert isinstance(gap, seaway.Gap) and gap.type is GapType.HOLE
+        assert (gap.lsn_lo, gap.lsn_hi) == (first + 1, after - 1) == (first + 1, first + 2)
+
+
+def test_tailing_reader_wakes_on_append_without_polling(sw: seaway.Seaway) -> None:
+    log = sw.logs.create("l")
+    reader = sw.logs.reader()
+    reader.start_reading(log)
+    assert reader.read(timeout_s=0.05) == []
+    got: list[object] = []
+    started = threading.Event()
+
+    def consume() -> None:
+        started.set()
+        while len([g for g in got if isinstance(g, Record)]) < 3:
+            got.extend(reader.read(timeout_s=10))
+
+    t = threading.Thread(target=consume)
+    t.start()
+    started.wait()
+    for p in (b"1", b"2", b"3"):
+        log.append(p)
+    t.join(20)
+    assert records(got) == [b"1", b"2", b"3"]
+    assert not reader.done
+
+
+def test_reader_over_many_logs_ends_at_until(sw: seaway.Seaway) -> None:
+    a, b = sw.logs.create("a"), sw.logs.create("b")
+    a.append_batch([b"a1", b"a2"])
+    b.append(b"b1")
+    items = list(sw.logs.read({a: seaway.OLDEST, "b": seaway.OLDEST}))
+    assert sorted(records(items)) == [b"a1", b"a2", b"b1"]
+    for log in (a, b):
+        mine = [i for i in items if i.log_id == log.id and isinstance(i, Record)]
+        assert [r.lsn for r in mine] == sorted(r.lsn for r in mine)
+
+
+def test_reader_buffer_is_bounded(sw: seaway.Seaway) -> None:
+    log = sw.logs.create("l")
+    for _ in range(5):
+        log.append_batch([b"x" * 10] * 200)
+    reader = sw.logs.reader(buffered_items_max=50)
+    reader.start_reading(log, 1, log.tail_lsn())
+    first = reader.read(items_max=10)
+    assert len(first) == 10 and len(reader._buffer) <= 50
+    rest = list(reader)
+    assert len(records(first + rest)) == 1000
+
+
+def test_is_empty_data_size_and_trim(sw: seaway.Seaway) -> None:
+    log = sw.logs.create("l")
+    assert log.is_empty() and log.tail_lsn() == 0 and log.data_size() == 0
+    lsns = log.append_batch([b"a", b"b"])
+    assert not log.is_empty() and log.data_size() > 0
+    log.trim(lsns[0])
+    assert not log.is_empty()
+    log.trim(lsns[1])
+    assert log.is_empty()
+    assert [i.type for i in log.read() if isinstance(i, seaway.Gap)] == [GapType.TRIM]
+
+
+def test_retention_drops_partitions_and_readers_see_trim(tmp_path: Path, clock: FakeClock) -> None:
+    config = seaway.SeawayConfig(logs=seaway.LogStoreConfig(logsdb=seaway.LogsDBConfig(partition_duration_s=60)))
+    with seaway.open(tmp_path, config, clock) as sw:
+        log = sw.logs.create("l", backlog_s=600)
+        forever = sw.logs.create("forever")
+        for minute in range(20):
+            log.append(f"m{minute}".encode())
+            clock.advance(61)
+        forever.trim(0)
+        assert len(sw.logs.partitions()) == 20
+        dropped = sw.logs.run_retention()
+        # Now is 20 * 61 s in; minute m's record is (20 - m) * 61 s old: m <= 10 is past 600 s.
+        assert len(dropped) == 11 and len(sw.logs.partitions()) == 9
+        items = list(log.read())
+        assert isinstance(items[0], seaway.Gap) and items[0].type is GapType.TRIM
+        assert records(items) == [f"m{m}".encode() for m in range(11, 20)]
+
+
+def test_batching_writer_flushes_on_count_bytes_and_time(sw: seaway.Seaway) -> None:
+    log = sw.logs.create("l")
+    with log.writer(flush_records_max=3, flush_bytes_max=1000, flush_interval_s=30) as w:
+        futures = [w.write(b"c") for _ in range(3)]  # count
+        lsns = [f.result(10) for f in futures]
+        assert lsns == list(range(lsns[0], lsns[0] + 3))
+        big = [w.write(b"y" * 600), w.write(b"y" * 600)]  # bytes
+        assert [f.result(10) for f in big] == [lsns[2] + 1, lsns[2] + 2]
+    with log.writer(flush_records_max=1000, flush_interval_s=0.05) as w:
+        f = w.write(b"t")
+        assert f.result(10) > lsns[2] + 2  # time: nothing else would flush it
+
+
+def _flaky(log: seaway.Log, failures: dict[bytes, int]) -> object:
+    """An append_batch that fails retriably the first times it sees a batch's first payload."""
+
+    def append(payloads: list[bytes]) -> Future[range]:
+        if failures.get(payloads[0], 0) > 0:
+            failures[payloads[0]] -= 1
+            f: Future[range] = Future()
+            f.set_exception(StorageError("flaky"))
+            return f
+        return log.append_batch_async(payloads)
+
+    return append
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_batching_writer_retries_and_ordered_mode_keeps_order(sw: seaway.Seaway, ordered: bool) -> None:
+    log = sw.logs.create("l")
+
+    writer = BatchingWriter(_flaky(log, {b"first": 2}), flush_records_max=1, flush_interval_s=10,  # type: ignore[arg-type]
+                            ordered=ordered, retry=RetryPolicy(attempts_max=5, backoff_s=0.05),
+                            in_flight_batches_max=4)
+    futures = [writer.write(p) for p in (b"first", b"second", b"third")]
+    writer.close()
+    assert all(f.result(10) for f in futures)
+    stored = records(list(log.read()))
+    assert sorted(stored) == sorted([b"first", b"second", b"third"])
+    if ordered:
+        assert stored == [b"first", b"second", b"third"]
+    else:
+        assert stored[0] == b"second"  # the retried batch landed after later ones
+
+
+def test_batching_writer_gives_up_after_the_policy(sw: seaway.Seaway) -> None:
+    log = sw.logs.create("l")
+
+    writer = BatchingWriter(_flaky(log, {b"doomed": 99}), flush_records_max=1, flush_interval_s=10,  # type: ignore[arg-type]
+                            retry=RetryPolicy(attempts_max=2, backoff_s=0.01))
+    doomed = writer.write(b"doomed")
+    fine = writer.write(b"fine")
+    writer.close()
+    with pytest.raises(StorageError):
+        doomed.result(10)
+    assert fine.result(10) > 0
+    assert records(list(log.read())) == [b"fine"]
+
+
+def test_async_durability_is_acknowledged_too(sw: seaway.Seaway) -> None:
+    log = sw.logs.create("fast", durability=Durability.ASYNC)
+    start = time.monotonic()
+    assert log.append_batch([b"x"] * 10)
+    assert time.monotonic() - start < 30
+    assert records(list(log.read())) == [b"x"] * 10
