@@ -137,9 +137,8 @@ def test_find_time_matches_brute_force_across_partitions(tmp_path: Path, clock: 
 
 
 def test_second_open_of_a_directory_is_refused(tmp_path: Path) -> None:
-    with LogsDB(tmp_path):
-        with pytest.raises(DataDirLockedError):
-            LogsDB(tmp_path)
+    with LogsDB(tmp_path), pytest.raises(DataDirLockedError):
+        LogsDB(tmp_path)
     with LogsDB(tmp_path):  # released on close
         pass
 
