@@ -53,7 +53,7 @@ class LogStoreConfig:
     storage: StorageConfig = field(default_factory=StorageConfig)
     inbox_appends_max: int = 100_000
     """Appends waiting for the writer thread; more are refused as overloaded."""
-    read_chunk_bytes_max: int = 4 << 20
+    read_chunk_bytes_max: int = 1 << 20
     """The most entry bytes one reader reads from disk at a time."""
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any
@@ -21,7 +20,7 @@ from seaway._errors import (
 from seaway.log._config import LogGroup, LogInfo, LogsConfig
 from seaway.log._embedded import EmbeddedLogStore
 from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn
-from seaway.log._reader import LogReadState
+from seaway.log._reader import LogReadState, ReadChunk
 from seaway.log._types import LogAttributes, ReadItem, Record
 from seaway.log._writer import BatchingWriter, RetryPolicy
 from seaway.logsdb import Durability, PartitionInfo
@@ -184,12 +183,13 @@ class Reader:
     items are held; the disk is read only as they are consumed.
     """
 
-    def __init__(self, logs: Logs, buffered_items_max: int = 10_000) -> None:
+    def __init__(self, logs: Logs, buffered_items_max: int = 2_000) -> None:
         self._logs = logs
         self._store = logs._store
         self._states: dict[int, LogReadState] = {}
-        self._buffer: deque[ReadItem] = deque()
+        self._buffer: list[ReadItem] = []
         self._buffered_items_max = buffered_items_max
+        self._unfinished: dict[int, ReadChunk] = {}
         self._closed = False
         self._lock = threading.Lock()
 
@@ -202,12 +202,14 @@ class Reader:
             raise LsnOutOfRangeError(f"cannot read from {lsn_from:#x} until {lsn_until:#x}")
         with self._lock:
             self._states[log_id] = LogReadState(log_id, lsn_from, lsn_until)
+            self._unfinished.pop(log_id, None)
 
     def stop_reading(self, log: Log | int | str) -> None:
         log_id = self._logs._resolve(log).id
         with self._lock:
             self._states.pop(log_id, None)
-            self._buffer = deque(i for i in self._buffer if i.log_id != log_id)
+            self._buffer = [i for i in self._buffer if i.log_id != log_id]
+            self._unfinished.pop(log_id, None)
 
     @property
     def done(self) -> bool:
@@ -231,8 +233,9 @@ class Reader:
             with self._lock:
                 self._fill()
                 if self._buffer or all(s.done for s in self._states.values()):
-                    n = min(items_max, len(self._buffer))
-                    return [self._buffer.popleft() for _ in range(n)]
+                    taken = self._buffer[:items_max]
+                    del self._buffer[:items_max]
+                    return taken
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return []
@@ -244,7 +247,13 @@ class Reader:
                 want = state.want(self._store.released(state.log_id))
                 if want is None:
                     break
-                self._buffer.extend(state.on_chunk(self._store.read_chunk(want), room))
+                # A chunk cut short by the buffer bound is kept and resumed, not read and decoded again.
+                chunk = self._unfinished.pop(state.log_id, None)
+                if chunk is None or chunk.covered_to < want.lsn_from:
+                    chunk = self._store.read_chunk(want)
+                self._buffer.extend(state.on_chunk(chunk, room))
+                if state.next_lsn <= min(chunk.covered_to, want.lsn_to):
+                    self._unfinished[state.log_id] = chunk
 
     def __iter__(self) -> Iterator[ReadItem]:
         """Every item until all logs are done (forever when tailing)."""
@@ -311,7 +320,7 @@ class Logs:
     def groups(self) -> builtins.list[LogGroup]:
         return self._config.groups()
 
-    def reader(self, buffered_items_max: int = 10_000) -> Reader:
+    def reader(self, buffered_items_max: int = 2_000) -> Reader:
         self._check_open()
         return Reader(self, buffered_items_max)
 

@@ -6,32 +6,42 @@ the order of logs and, within a log, of LSNs.
 A data value is an *entry*: one appended batch of records with consecutive LSNs starting at the key's
 LSN (or a hole plug covering ``count`` LSNs). Layout::
 
-    header  version u8 | kind u8 | flags u16 | timestamp_ms u64 | count u32 | header_crc u32
-    records (kind RECORDS only), ``count`` times:
-            length u32 | payload_crc u32 | payload (length bytes)
+    header    version u8 | kind u8 | flags u16 | timestamp_ms u64 | count u32 | header_sum u64
+    (kind RECORDS only:)
+    lengths   length u32, ``count`` times
+    sums      payload_sum u64, ``count`` times
+    payloads  the payloads, back to back
 
-``header_crc`` is the CRC-32 of the key followed by the header without its last field, so an entry
-that was moved under another key is caught too. ``payload_crc`` is the CRC-32 of the payload seeded
-with its length, so a damaged length is caught as well as a damaged payload.
+The table of lengths and sums comes first so that a read splits and verifies a batch with a few
+C-level passes instead of a Python loop per record; the read path is dominated by that work.
+
+Checksums are XXH3-64 (the ``xxhash`` package): it costs a fraction of CRC-32 per kilobyte, which
+matters because every read verifies every payload. ``header_sum`` covers the key followed by the
+header without its last field, so an entry moved under another key is caught too. ``payload_sum``
+is seeded with the payload's length, so a damaged length is caught as well as a damaged payload.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
 from enum import IntEnum
+from itertools import accumulate
+from operator import eq
+
+from xxhash import xxh3_64_intdigest
 
 FORMAT_VERSION = 1
 
 _KEY = struct.Struct(">QQ")
-_HEADER = struct.Struct(">BBHQII")
+_HEADER = struct.Struct(">BBHQIQ")
 _HEADER_BODY = struct.Struct(">BBHQI")
-_RECORD = struct.Struct(">II")
+_SUM = struct.Struct(">Q")
 
 KEY_BYTES = _KEY.size
 HEADER_BYTES = _HEADER.size
-RECORD_OVERHEAD_BYTES = _RECORD.size
+RECORD_OVERHEAD_BYTES = 12
+"""Per record: its length (u32) and its checksum (u64)."""
 
 
 class EntryKind(IntEnum):
@@ -50,19 +60,19 @@ def decode_key(key: bytes) -> tuple[int, int]:
 
 def _header(key: bytes, kind: EntryKind, flags: int, timestamp_ms: int, count: int) -> bytes:
     body = _HEADER_BODY.pack(FORMAT_VERSION, kind, flags, timestamp_ms, count)
-    return body + struct.pack(">I", zlib.crc32(body, zlib.crc32(key)))
+    return body + _SUM.pack(xxh3_64_intdigest(key + body))
+
+
+def _table(count: int) -> struct.Struct:
+    return struct.Struct(f">{count}I{count}Q")  # the struct module caches compiled formats
 
 
 def encode_records(key: bytes, timestamp_ms: int, payloads: list[bytes], flags: int = 0) -> bytes:
     """Encode a batch of record payloads as one entry stored under ``key``."""
-    parts = [_header(key, EntryKind.RECORDS, flags, timestamp_ms, len(payloads))]
-    pack = _RECORD.pack
-    crc32 = zlib.crc32
-    for payload in payloads:
-        length = len(payload)
-        parts.append(pack(length, crc32(payload, length)))
-        parts.append(payload)
-    return b"".join(parts)
+    lengths = list(map(len, payloads))
+    sums = list(map(xxh3_64_intdigest, payloads, lengths))
+    header = _header(key, EntryKind.RECORDS, flags, timestamp_ms, len(payloads))
+    return b"".join((header, _table(len(payloads)).pack(*lengths, *sums), *payloads))
 
 
 def encode_hole_plug(key: bytes, timestamp_ms: int, count: int) -> bytes:
@@ -91,9 +101,8 @@ def decode_header(key: bytes, value: bytes) -> EntryHeader:
     """Decode and verify an entry's header; raise :class:`HeaderCorrupt` if it does not verify."""
     if len(value) < HEADER_BYTES:
         raise HeaderCorrupt("entry shorter than its header")
-    version, kind, flags, timestamp_ms, count, crc = _HEADER.unpack_from(value)
-    body = memoryview(value)[: _HEADER_BODY.size]
-    if zlib.crc32(body, zlib.crc32(key)) != crc:
+    version, kind, flags, timestamp_ms, count, checksum = _HEADER.unpack_from(value)
+    if xxh3_64_intdigest(key + value[: _HEADER_BODY.size]) != checksum:
         raise HeaderCorrupt("entry header checksum mismatch")
     if version != FORMAT_VERSION or kind not in (EntryKind.RECORDS, EntryKind.HOLE_PLUG):
         raise HeaderCorrupt(f"unknown entry version {version} or kind {kind}")
@@ -103,29 +112,21 @@ def decode_header(key: bytes, value: bytes) -> EntryHeader:
 def decode_payloads(value: bytes, count: int) -> list[bytes | None]:
     """Split a RECORDS entry into its payloads, verifying each checksum.
 
-    A payload that fails its checksum is ``None``. Once one record's framing is damaged, the position
-    of every later record is unknown, so they are all ``None`` as well.
+    A payload that fails its checksum is ``None``. A damaged length shifts every later payload, so
+    those fail their checksums too; a damaged table makes the whole entry ``None``.
     """
-    out: list[bytes | None] = []
-    unpack = _RECORD.unpack_from
-    crc32 = zlib.crc32
-    end = len(value)
-    pos = HEADER_BYTES
-    for _ in range(count):
-        if pos + RECORD_OVERHEAD_BYTES > end:
-            break
-        length, crc = unpack(value, pos)
-        start = pos + RECORD_OVERHEAD_BYTES
-        pos = start + length
-        if pos > end:
-            break
-        payload = value[start:pos]
-        if crc32(payload, length) != crc:
-            out.append(None)
-            continue
-        out.append(payload)
-    out.extend([None] * (count - len(out)))
-    return out
+    table = _table(count)
+    if HEADER_BYTES + table.size > len(value):
+        return [None] * count
+    fields = table.unpack_from(value, HEADER_BYTES)
+    lengths, sums = fields[:count], fields[count:]
+    ends = list(accumulate(lengths, initial=HEADER_BYTES + table.size))
+    payloads: list[bytes | None] = list(map(value.__getitem__, map(slice, ends, ends[1:])))
+    verified = list(map(eq, map(xxh3_64_intdigest, payloads, lengths), sums))  # type: ignore[arg-type]
+    if ends[-1] == len(value) and all(verified):
+        return payloads
+    size = len(value)
+    return [p if ok and end <= size else None for p, ok, end in zip(payloads, verified, ends[1:], strict=True)]
 
 
 # --- Metadata values -------------------------------------------------------------------------------
