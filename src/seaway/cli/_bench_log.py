@@ -1,0 +1,132 @@
+"""``seaway bench log``: the embedded log against raw RocksDB, measured in the same run.
+
+Both sides write the same batches (1 KB records, 500 to a batch, an fsync per batch) and then read
+everything back in order. The figures that matter are the ratios: this machine is shared and noisy,
+so a time on its own says little.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
+
+import seaway
+from seaway.log import Record
+
+
+@dataclass(frozen=True)
+class LogBenchConfig:
+    batches: int = 200
+    batch_records: int = 500
+    record_bytes: int = 1024
+    rounds: int = 3
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    return {
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "system": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+    }
+
+
+def _batches(config: LogBenchConfig) -> list[list[bytes]]:
+    """Distinct, incompressible-enough payloads, made before any clock starts."""
+    seed = os.urandom(config.record_bytes)
+    out = []
+    for b in range(config.batches):
+        prefix = b.to_bytes(4, "big")
+        out.append([prefix + i.to_bytes(4, "big") + seed[8:] for i in range(config.batch_records)])
+    return out
+
+
+def _raw_rocksdb(path: Path, batches: list[list[bytes]]) -> tuple[float, float, int]:
+    """Append each batch as one fsynced write batch of one key per record, then scan them all."""
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    db = Rdict(str(path), opts)
+    sync = WriteOptions()
+    sync.sync = True
+    try:
+        key = 0
+        start = time.perf_counter()
+        for batch in batches:
+            wb = WriteBatch(raw_mode=True)
+            for payload in batch:
+                key += 1
+                wb.put(key.to_bytes(16, "big"), payload)
+            db.write(wb, sync)
+        append_s = time.perf_counter() - start
+        start = time.perf_counter()
+        count = 0
+        for _key, _value in db.items(read_opt=ReadOptions()):
+            count += 1
+        read_s = time.perf_counter() - start
+    finally:
+        db.close()
+    return append_s, read_s, count
+
+
+def _seaway(path: Path, batches: list[list[bytes]]) -> tuple[float, float, int]:
+    """Append each batch with ``append_batch`` (default durability), then read the log to its tail."""
+    with seaway.open(path) as sw:
+        log = sw.logs.create("bench")
+        start = time.perf_counter()
+        for batch in batches:
+            log.append_batch(batch)
+        append_s = time.perf_counter() - start
+        start = time.perf_counter()
+        count = 0
+        reader = sw.logs.reader()
+        reader.start_reading(log, seaway.OLDEST, log.tail_lsn())
+        while items := reader.read():
+            count += sum(1 for item in items if type(item) is Record)
+        read_s = time.perf_counter() - start
+    return append_s, read_s, count
+
+
+def run_log_bench(config: LogBenchConfig) -> dict[str, Any]:
+    """Run both sides ``config.rounds`` times, alternating which goes first, and keep each side's
+    best time: on a shared machine the best run is the one least disturbed by others."""
+    batches = _batches(config)
+    records = config.batches * config.batch_records
+    raw_runs: list[tuple[float, float, int]] = []
+    sea_runs: list[tuple[float, float, int]] = []
+    with tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp:
+        for round_ in range(config.rounds):
+            sides = [(_raw_rocksdb, raw_runs), (_seaway, sea_runs)]
+            for run, runs in sides if round_ % 2 == 0 else reversed(sides):
+                path = Path(tmp) / f"{run.__name__}-{round_}"
+                runs.append(run(path, batches))
+                shutil.rmtree(path)
+    for _, _, count in raw_runs + sea_runs:
+        if count != records:
+            raise RuntimeError(f"benchmark read back {count} records, expected {records}")
+    raw_append_s, raw_read_s = min(r[0] for r in raw_runs), min(r[1] for r in raw_runs)
+    sea_append_s, sea_read_s = min(r[0] for r in sea_runs), min(r[1] for r in sea_runs)
+    return {
+        "benchmark": "log",
+        "records": records,
+        "record_bytes": config.record_bytes,
+        "batch_records": config.batch_records,
+        "rounds": config.rounds,
+        "durability": "sync (fsync per batch)",
+        "append_per_s": round(records / sea_append_s),
+        "read_per_s": round(records / sea_read_s),
+        "raw_append_per_s": round(records / raw_append_s),
+        "raw_read_per_s": round(records / raw_read_s),
+        "append_ratio": round(raw_append_s / sea_append_s, 3),
+        "read_ratio": round(raw_read_s / sea_read_s, 3),
+        "targets": {"append_ratio": 0.7, "read_ratio": 0.6},
+        "machine": machine(),
+    }

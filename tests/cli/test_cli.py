@@ -1,0 +1,44 @@
+"""The ``seaway`` command, run as a user runs it: a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seaway.cli._demo import run_demo
+
+
+def seaway_cmd(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "import sys, seaway.cli; sys.exit(seaway.cli.main())", *args],
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_demo_runs_twice_on_the_same_directory(tmp_path: Path) -> None:
+    lines: list[str] = []
+    first = run_demo(tmp_path, lines.append)
+    second = run_demo(tmp_path, lines.append)
+    assert first == second == {"records": 220, "gaps": 1}  # everything before this run's first record is trimmed
+    assert any("reopened log" in line for line in lines)
+    assert any(line.strip().startswith("gap TRIM") for line in lines)
+
+
+@pytest.mark.slow
+def test_bench_log_json_reports_figures_and_ratios() -> None:
+    result = seaway_cmd("bench", "log", "--batches", "4", "--rounds", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    for key in ("append_per_s", "read_per_s", "raw_append_per_s", "raw_read_per_s", "append_ratio", "read_ratio"):
+        assert figures[key] > 0, key
+    assert figures["records"] == 4 * 500
+    assert figures["append_ratio"] == pytest.approx(figures["append_per_s"] / figures["raw_append_per_s"], rel=0.01)
+    assert figures["machine"]["cpus"] >= 1
+
+
+def test_bad_arguments_exit_non_zero_with_one_line() -> None:
+    result = seaway_cmd("bench", "log", "--batches", "0")
+    assert result.returncode != 0
+    assert result.stderr.strip().count("\n") == 0 and "--batches" in result.stderr

@@ -1,0 +1,39 @@
+"""The public surface of ``seaway`` is deliberate: a change to it shows up here."""
+
+from __future__ import annotations
+
+import types
+
+import seaway
+import seaway.log
+import seaway.logsdb
+
+
+def test_exported_names_are_pinned() -> None:
+    assert sorted(seaway.__all__) == sorted([
+        "LSN_INVALID", "LSN_MAX", "LSN_OLDEST", "OLDEST", "BatchingWriter", "ClientError", "Clock",
+        "ClosedError", "CorruptionError", "DataDirLockedError", "Durability", "Gap", "GapType",
+        "InvalidArgumentError", "Log", "LogAttributes", "LogExistsError", "LogGroup", "LogStoreConfig",
+        "LogsDBConfig", "LsnOutOfRangeError", "OverloadedError", "PayloadTooLargeError", "PreemptedError",
+        "Reader", "Record", "RetryPolicy", "Seaway", "SeawayConfig", "SeawayError", "ServerError",
+        "StorageError", "SystemClock", "TimedOutError", "TrimPastTailError", "UnknownLogError",
+        "__version__", "epoch_of", "error_class", "esn_of", "lsn_str", "make_lsn", "open",
+    ])
+
+
+def test_every_exported_name_exists_and_modules_are_private() -> None:
+    for module in (seaway, seaway.log, seaway.logsdb):
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.{name}"
+        public_modules = [n for n in dir(module)
+                          if not n.startswith("_") and isinstance(getattr(module, n), types.ModuleType)]
+        assert set(public_modules) <= {"log", "logsdb", "cli", "testing"}, public_modules
+
+
+def test_error_codes_are_unique_and_found_by_code() -> None:
+    errors = [getattr(seaway, n) for n in seaway.__all__ if n.endswith("Error")]
+    codes = [e.code for e in errors]
+    assert len(codes) == len(set(codes))
+    for error in errors:
+        assert seaway.error_class(error.code) is error
+    assert seaway.error_class("NO_SUCH_CODE") is seaway.SeawayError
