@@ -11,13 +11,15 @@ import seaway.logsdb
 
 def test_exported_names_are_pinned() -> None:
     assert sorted(seaway.__all__) == sorted([
-        "LSN_INVALID", "LSN_MAX", "LSN_OLDEST", "OLDEST", "BatchingWriter", "ClientError", "Clock",
+        "LSN_INVALID", "LSN_MAX", "LSN_OLDEST", "OLDEST", "AuthenticationError", "BatchingWriter", "ClientError",
+        "Clock",
         "ClosedError", "CorruptionError", "DataDirLockedError", "Durability", "Gap", "GapType",
         "InvalidArgumentError", "Log", "LogAttributes", "LogExistsError", "LogGroup", "LogStoreConfig",
         "LogsDBConfig", "LsnOutOfRangeError", "OverloadedError", "PayloadTooLargeError", "PreemptedError",
-        "Reader", "Record", "RetryPolicy", "Seaway", "SeawayConfig", "SeawayError", "ServerError",
-        "StorageError", "SystemClock", "TimedOutError", "TrimPastTailError", "UnknownLogError",
-        "__version__", "epoch_of", "error_class", "esn_of", "lsn_str", "make_lsn", "open",
+        "Reader", "Record", "RemoteSeaway", "RetryPolicy", "Seaway", "SeawayConfig", "SeawayError", "ServerError",
+        "StorageError", "SystemClock", "TimedOutError", "TransportError", "TrimPastTailError",
+        "UnavailableError", "UnknownLogError",
+        "__version__", "connect", "epoch_of", "error_class", "esn_of", "lsn_str", "make_lsn", "open",
     ])
 
 
@@ -27,7 +29,7 @@ def test_every_exported_name_exists_and_modules_are_private() -> None:
             assert hasattr(module, name), f"{module.__name__}.{name}"
         public_modules = [n for n in dir(module)
                           if not n.startswith("_") and isinstance(getattr(module, n), types.ModuleType)]
-        assert set(public_modules) <= {"log", "logsdb", "cli", "testing"}, public_modules
+        assert set(public_modules) <= {"log", "logsdb", "cli", "client", "testing", "wire"}, public_modules
 
 
 def test_error_codes_are_unique_and_found_by_code() -> None:

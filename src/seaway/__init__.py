@@ -1,10 +1,12 @@
 """Seaway: durable, ordered, transactional event storage for Python.
 
-``seaway.open(path)`` opens the embedded store; its ``logs`` namespace holds LogDevice-style logs.
+``seaway.open(path)`` opens the embedded store; ``seaway.connect("seaway://host:port")`` a server
+with the same API. Their ``logs`` namespace holds LogDevice-style logs.
 """
 
 from seaway._clock import Clock, SystemClock
 from seaway._errors import (
+    AuthenticationError,
     ClientError,
     ClosedError,
     CorruptionError,
@@ -19,11 +21,14 @@ from seaway._errors import (
     ServerError,
     StorageError,
     TimedOutError,
+    TransportError,
     TrimPastTailError,
+    UnavailableError,
     UnknownLogError,
     error_class,
 )
 from seaway._seaway import Seaway, SeawayConfig, open  # noqa: A004
+from seaway.client import RemoteSeaway, connect
 from seaway.log import (
     LSN_INVALID,
     LSN_MAX,
@@ -55,6 +60,7 @@ __all__ = [
     "LSN_MAX",
     "LSN_OLDEST",
     "OLDEST",
+    "AuthenticationError",
     "BatchingWriter",
     "ClientError",
     "Clock",
@@ -77,6 +83,7 @@ __all__ = [
     "PreemptedError",
     "Reader",
     "Record",
+    "RemoteSeaway",
     "RetryPolicy",
     "Seaway",
     "SeawayConfig",
@@ -85,9 +92,12 @@ __all__ = [
     "StorageError",
     "SystemClock",
     "TimedOutError",
+    "TransportError",
     "TrimPastTailError",
+    "UnavailableError",
     "UnknownLogError",
     "__version__",
+    "connect",
     "epoch_of",
     "error_class",
     "esn_of",

@@ -64,6 +64,12 @@ class TrimPastTailError(LsnOutOfRangeError):
     code = "TRIM_PAST_TAIL"
 
 
+class AuthenticationError(ClientError):
+    """The request did not carry the server's token."""
+
+    code = "UNAUTHENTICATED"
+
+
 class ClosedError(ClientError):
     """The object was closed by its owner; it can no longer be used."""
 
@@ -120,6 +126,22 @@ class OverloadedError(ServerError):
 
     code = "OVERLOADED"
     retriable = True
+
+
+# --- The transport's fault: the request may or may not have reached the store. ----------------------
+
+
+class TransportError(SeawayError):
+    """The connection to the server failed; whether the request was carried out is unknown."""
+
+    code = "TRANSPORT_ERROR"
+    retriable = True
+
+
+class UnavailableError(TransportError):
+    """The server could not be reached (not running, restarting, or the network is down)."""
+
+    code = "UNAVAILABLE"
 
 
 _BY_CODE: dict[str, type[SeawayError]] = {}

@@ -4,22 +4,38 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from seaway._errors import SeawayError
+import seaway
+from seaway._errors import InvalidArgumentError, SeawayError
 from seaway.cli._bench_log import LogBenchConfig, run_log_bench
-from seaway.cli._demo import run_demo
+from seaway.cli._demo import run_demo, run_demo_remote
+from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
+from seaway.server import ServerConfig, serve
+
+DEFAULT_ADDRESS = "seaway://127.0.0.1:7070"
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seaway", description="Durable, ordered event storage.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = commands.add_parser("demo", help="write, trim and read logs in a local data directory")
+    demo = commands.add_parser("demo", help="start a local server and write, trim and read logs through it")
     demo.add_argument("--data-dir", type=Path, default=Path(".seaway-demo"))
+    demo.add_argument("--embedded", action="store_true", help="run in this process, without a server")
+
+    srv = commands.add_parser("serve", help="serve a data directory over gRPC until SIGTERM")
+    srv.add_argument("--data-dir", type=Path, required=True)
+    srv.add_argument("--listen", default="127.0.0.1:7070", help="host:port (default 127.0.0.1:7070; port 0: any)")
+    srv.add_argument("--metrics-listen", help="host:port for Prometheus /metrics (default: off)")
+    srv.add_argument("--tls-cert", type=Path)
+    srv.add_argument("--tls-key", type=Path)
+    srv.add_argument("--token-file", type=Path, help="file holding the shared secret (or set SEAWAY_TOKEN)")
 
     bench = commands.add_parser("bench", help="measure throughput against a reference in the same run")
     kinds = bench.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
@@ -27,6 +43,33 @@ def _parser() -> argparse.ArgumentParser:
     log.add_argument("--batches", type=int, default=200, help="batches of 500 1 KB records (default 200)")
     log.add_argument("--rounds", type=int, default=3, help="runs of each side; the best counts (default 3)")
     log.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+
+    logs = commands.add_parser("log", help="append, tail, trim, find-time, info, create")
+    ops = logs.add_subparsers(dest="op", required=True, metavar="OPERATION")
+    common = argparse.ArgumentParser(add_help=False)
+    where = common.add_mutually_exclusive_group()
+    where.add_argument("--address", default=os.environ.get("SEAWAY_ADDRESS", DEFAULT_ADDRESS),
+                       help=f"server URL (default $SEAWAY_ADDRESS or {DEFAULT_ADDRESS})")
+    where.add_argument("--data-dir", type=Path, help="use this data directory in-process instead of a server")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    create = ops.add_parser("create", parents=[common], help="create a log")
+    create.add_argument("log")
+    create.add_argument("--backlog-s", type=float)
+    append = ops.add_parser("append", parents=[common], help="append payloads (arguments, or lines of stdin)")
+    append.add_argument("log")
+    append.add_argument("payloads", nargs="*")
+    tail = ops.add_parser("tail", parents=[common], help="print records and gaps")
+    tail.add_argument("log")
+    tail.add_argument("--from", dest="lsn_from", type=int, default=1)
+    tail.add_argument("--follow", action="store_true", help="keep waiting for new records")
+    trim = ops.add_parser("trim", parents=[common], help="trim a log up to and including an LSN")
+    trim.add_argument("log")
+    trim.add_argument("lsn", type=int)
+    find = ops.add_parser("find-time", parents=[common], help="first LSN at or after a time (ms since 1970)")
+    find.add_argument("log")
+    find.add_argument("timestamp_ms", type=int)
+    info = ops.add_parser("info", parents=[common], help="logs and their state")
+    info.add_argument("log", nargs="?")
     return parser
 
 
@@ -38,7 +81,7 @@ def _print_figures(figures: dict[str, Any]) -> None:
 
 def _bench_log(args: argparse.Namespace) -> None:
     if args.batches < 1 or args.rounds < 1:
-        raise SystemExit("seaway: error: --batches and --rounds must be at least 1")
+        raise InvalidArgumentError("--batches and --rounds must be at least 1")
     figures = run_log_bench(LogBenchConfig(batches=args.batches, rounds=args.rounds))
     if args.json:
         print(json.dumps(figures))
@@ -46,15 +89,95 @@ def _bench_log(args: argparse.Namespace) -> None:
         _print_figures(figures)
 
 
+def _serve(args: argparse.Namespace) -> None:
+    token = os.environ.get("SEAWAY_TOKEN") or None
+    if args.token_file is not None:
+        token = args.token_file.read_text().strip() or None
+    serve(ServerConfig(data_dir=args.data_dir, listen=args.listen, token=token, tls_cert=args.tls_cert,
+                       tls_key=args.tls_key, metrics_listen=args.metrics_listen))
+
+
+@contextmanager
+def _store(args: argparse.Namespace) -> Iterator[Any]:
+    if args.data_dir is not None:
+        with seaway.open(args.data_dir) as sw:
+            yield sw
+    else:
+        with seaway.connect(args.address, token=os.environ.get("SEAWAY_TOKEN") or None) as sw:
+            yield sw
+
+
+def _item_json(item: ReadItem) -> dict[str, Any]:
+    if isinstance(item, Record):
+        try:
+            payload: Any = item.payload.decode()
+        except UnicodeDecodeError:
+            payload = {"hex": item.payload.hex()}
+        return {"lsn": item.lsn, "timestamp_ms": item.timestamp_ms, "payload": payload}
+    gap: Gap = item
+    return {"gap": gap.type.value, "lsn_lo": gap.lsn_lo, "lsn_hi": gap.lsn_hi}
+
+
+def _item_text(item: ReadItem) -> str:
+    if isinstance(item, Record):
+        return f"{lsn_str(item.lsn)}\t{item.timestamp_ms}\t{item.payload.decode(errors='replace')}"
+    return f"{item.type.value} gap {lsn_str(item.lsn_lo)}..{lsn_str(item.lsn_hi)}"
+
+
+def _log_command(args: argparse.Namespace) -> None:
+    with _store(args) as sw:
+        if args.op == "create":
+            log = sw.logs.create(args.log, **({"backlog_s": args.backlog_s} if args.backlog_s else {}))
+            _out(args, {"name": log.name, "log_id": log.id}, f"created {log.name} (id {log.id})")
+        elif args.op == "append":
+            log = sw.logs.get(args.log)
+            payloads = [p.encode() for p in args.payloads] or [line.rstrip("\n").encode() for line in sys.stdin]
+            lsns = log.append_batch(payloads)
+            _out(args, {"first_lsn": lsns[0], "count": len(lsns)},
+                 f"appended {len(lsns)} records at {lsn_str(lsns[0])}..{lsn_str(lsns[-1])}")
+        elif args.op == "tail":
+            log = sw.logs.get(args.log)
+            for item in log.read(args.lsn_from, LSN_MAX if args.follow else None):
+                print(json.dumps(_item_json(item)) if args.json else _item_text(item), flush=args.follow)
+        elif args.op == "trim":
+            sw.logs.get(args.log).trim(args.lsn)
+            _out(args, {"trimmed_to": args.lsn}, f"trimmed {args.log} up to {lsn_str(args.lsn)}")
+        elif args.op == "find-time":
+            lsn = sw.logs.get(args.log).find_time(args.timestamp_ms)
+            _out(args, {"lsn": lsn}, lsn_str(lsn))
+        elif args.op == "info":
+            logs = [sw.logs.get(args.log)] if args.log else sw.logs.list()
+            rows = [{"name": log.name, "log_id": log.id, "tail_lsn": log.tail_lsn(),
+                     "trim_point": log.trim_point(), "data_size": log.data_size(),
+                     "backlog_s": log.attributes.backlog_s} for log in logs]
+            if args.json:
+                print(json.dumps(rows))
+            else:
+                for row in rows:
+                    print(f"{row['name']}\tid {row['log_id']}\ttail {lsn_str(row['tail_lsn'])}\t"
+                          f"trimmed to {lsn_str(row['trim_point'])}\t{row['data_size']} bytes")
+
+
+def _out(args: argparse.Namespace, figures: dict[str, Any], text: str) -> None:
+    print(json.dumps(figures) if args.json else text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "demo":
-            run_demo(args.data_dir)
+            (run_demo if args.embedded else run_demo_remote)(args.data_dir)
+        elif args.command == "serve":
+            _serve(args)
         elif args.command == "bench" and args.bench == "log":
             _bench_log(args)
+        elif args.command == "log":
+            _log_command(args)
     except SeawayError as exc:
         print(f"seaway: error: {exc} [{exc.code}]", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"seaway: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

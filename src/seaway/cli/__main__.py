@@ -1,0 +1,5 @@
+import sys
+
+from seaway.cli import main
+
+sys.exit(main())

@@ -1,0 +1,484 @@
+"""The remote client: the embedded API (``sw.logs``, ``Log``, ``Reader``) over the gRPC protocol.
+
+Calls that are safe to repeat (reads of state, trims) are retried on transport failures with the
+client's :class:`RetryPolicy`. Appends are not retried here: a retried append could be stored twice.
+"""
+
+from __future__ import annotations
+
+import builtins
+import queue
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future
+from typing import Any
+from urllib.parse import urlparse
+
+import grpc
+
+from seaway._errors import (
+    ClosedError,
+    InvalidArgumentError,
+    LsnOutOfRangeError,
+    PayloadTooLargeError,
+    SeawayError,
+    UnknownLogError,
+)
+from seaway.log import (
+    BATCH_RECORDS_MAX,
+    LSN_MAX,
+    LSN_OLDEST,
+    BatchingWriter,
+    LogAttributes,
+    LogGroup,
+    LogInfo,
+    ReadItem,
+    RetryPolicy,
+)
+from seaway.logsdb import Durability
+from seaway.wire import (
+    TOKEN_KEY,
+    error_from_status,
+    items_from_msg,
+    log_info_from_msg,
+    overrides_to_msg,
+    seaway_pb2,
+    seaway_pb2_grpc,
+)
+
+pb = seaway_pb2
+_UNSET: Any = object()
+DEFAULT_PORT = 7070
+MESSAGE_BYTES_MAX = 64 << 20
+
+
+def _translate(exc: grpc.RpcError) -> SeawayError:
+    call: Any = exc
+    return error_from_status(call.code(), call.details(), call.trailing_metadata())
+
+
+def _payloads(payloads: Iterable[object], limit: int) -> list[bytes]:
+    batch: list[bytes] = []
+    for item in payloads:
+        p = bytes(item) if isinstance(item, bytearray | memoryview) else item
+        if not isinstance(p, bytes):
+            raise InvalidArgumentError(f"a payload must be bytes, got {type(p).__name__}")
+        if len(p) > limit:
+            raise PayloadTooLargeError(f"payload of {len(p)} bytes exceeds payload_bytes_max={limit}")
+        batch.append(p)
+    if not batch:
+        raise InvalidArgumentError("an append batch needs at least one record")
+    if len(batch) > BATCH_RECORDS_MAX:
+        raise PayloadTooLargeError(f"a batch holds at most {BATCH_RECORDS_MAX} records, got {len(batch)}")
+    return batch
+
+
+class RemoteSeaway:
+    """A connection to a Seaway server. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, target: str, *, token: str | None = None, tls_root_cert: bytes | None = None,
+                 tls: bool = False, timeout_s: float = 30.0, retry: RetryPolicy | None = None) -> None:
+        options = [("grpc.max_receive_message_length", MESSAGE_BYTES_MAX),
+                   ("grpc.max_send_message_length", MESSAGE_BYTES_MAX)]
+        if tls or tls_root_cert is not None:
+            self._channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(tls_root_cert), options)
+        else:
+            self._channel = grpc.insecure_channel(target, options)
+        self.target = target
+        self._stub = seaway_pb2_grpc.SeawayStub(self._channel)  # type: ignore[no-untyped-call]
+        self._metadata = ((TOKEN_KEY, f"Bearer {token}"),) if token else ()
+        self._timeout_s = timeout_s
+        self._retry = retry or RetryPolicy()
+        self._closed = False
+        self.logs = RemoteLogs(self)
+
+    # --- calls ----------------------------------------------------------------------------------
+
+    def _call(self, method: str, request: Any, *, idempotent: bool = True) -> Any:
+        """Make a unary call; retry transport failures of idempotent calls; raise typed errors."""
+        self._check_open()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return getattr(self._stub, method)(request, timeout=self._timeout_s, metadata=self._metadata)
+            except grpc.RpcError as exc:
+                error = _translate(exc)
+            if not (idempotent and error.retriable and attempt < self._retry.attempts_max):
+                raise error
+            time.sleep(self._retry.delay_s(attempt))
+
+    def _call_async(self, method: str, request: Any) -> Future[Any]:
+        self._check_open()
+        outer: Future[Any] = Future()
+        inner = getattr(self._stub, method).future(request, timeout=self._timeout_s, metadata=self._metadata)
+
+        def done(call: Any) -> None:
+            try:
+                outer.set_result(call.result())
+            except grpc.RpcError as exc:
+                outer.set_exception(_translate(exc))
+            except grpc.FutureCancelledError:
+                outer.set_exception(ClosedError("the client closed before the call finished"))
+
+        inner.add_done_callback(done)
+        return outer
+
+    def _stream(self, request: pb.ReadRequest) -> Any:
+        self._check_open()
+        return self._stub.Read(request, metadata=self._metadata)
+
+    def health(self) -> str:
+        """``SERVING`` when the server accepts calls."""
+        reply: pb.HealthReply = self._call("Health", pb.Empty())
+        return reply.status
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("the client is closed")
+
+    def close(self) -> None:
+        """Close the connection; idempotent. Calls in flight fail with a transport error."""
+        if not self._closed:
+            self._closed = True
+            self._channel.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> RemoteSeaway:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RemoteLog:
+    """A handle on one log of a server; the same methods as :class:`seaway.Log`."""
+
+    def __init__(self, logs: RemoteLogs, info: LogInfo) -> None:
+        self._logs = logs
+        self._client = logs._client
+        self.info = info
+
+    @property
+    def id(self) -> int:
+        return self.info.log_id
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def attributes(self) -> LogAttributes:
+        return self.info.attributes
+
+    def __repr__(self) -> str:
+        return f"RemoteLog(name={self.name!r}, id={self.id})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RemoteLog) and other.id == self.id and other._client is self._client
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def append_batch_async(self, payloads: Iterable[bytes]) -> Future[range]:
+        batch = _payloads(payloads, self.attributes.payload_bytes_max)
+        inner = self._client._call_async("Append", pb.AppendRequest(log_id=self.id, payloads=batch))
+        outer: Future[range] = Future()
+
+        def done(f: Future[Any]) -> None:
+            error = f.exception()
+            if error is not None:
+                outer.set_exception(error)
+            else:
+                reply: pb.AppendReply = f.result()
+                outer.set_result(range(reply.first_lsn, reply.first_lsn + reply.count))
+
+        inner.add_done_callback(done)
+        return outer
+
+    def append_batch(self, payloads: Iterable[bytes], timeout_s: float | None = None) -> range:
+        return self.append_batch_async(payloads).result(timeout_s)
+
+    def append_async(self, payload: bytes) -> Future[int]:
+        inner = self.append_batch_async((payload,))
+        outer: Future[int] = Future()
+
+        def done(f: Future[range]) -> None:
+            error = f.exception()
+            if error is not None:
+                outer.set_exception(error)
+            else:
+                outer.set_result(f.result()[0])
+
+        inner.add_done_callback(done)
+        return outer
+
+    def append(self, payload: bytes, timeout_s: float | None = None) -> int:
+        return self.append_batch((payload,), timeout_s)[0]
+
+    def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
+               flush_interval_s: float = 0.05, ordered: bool = True,
+               retry: RetryPolicy | None = None, in_flight_batches_max: int = 4) -> BatchingWriter:
+        return BatchingWriter(self.append_batch_async, flush_records_max=flush_records_max,
+                              flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
+                              ordered=ordered, retry=retry, in_flight_batches_max=in_flight_batches_max,
+                              payload_bytes_max=self.attributes.payload_bytes_max)
+
+    def _state(self) -> pb.LogState:
+        state: pb.LogState = self._client._call("GetLogState", pb.LogRef(log_id=self.id))
+        return state
+
+    def tail_lsn(self) -> int:
+        return self._state().tail_lsn
+
+    def trim_point(self) -> int:
+        return self._state().trim_point
+
+    def is_empty(self) -> bool:
+        return self._state().is_empty
+
+    def data_size(self) -> int:
+        return self._state().data_size
+
+    def trim(self, lsn: int) -> None:
+        _check_lsn(lsn, "lsn")
+        self._client._call("Trim", pb.TrimRequest(log_id=self.id, lsn=lsn))
+
+    def find_time(self, timestamp_ms: int) -> int:
+        if not isinstance(timestamp_ms, int) or isinstance(timestamp_ms, bool) or not 0 <= timestamp_ms < 2**63:
+            raise InvalidArgumentError(f"timestamp_ms must be a non-negative integer, got {timestamp_ms!r}")
+        reply: pb.LsnReply = self._client._call("FindTime", pb.FindTimeRequest(log_id=self.id,
+                                                                                timestamp_ms=timestamp_ms))
+        return reply.lsn
+
+    def read(self, lsn_from: int = LSN_OLDEST, lsn_until: int | None = None) -> Iterator[ReadItem]:
+        return self._logs.read({self: lsn_from}, until=lsn_until)
+
+
+def _check_lsn(lsn: object, what: str) -> int:
+    if not isinstance(lsn, int) or isinstance(lsn, bool) or not 0 <= lsn <= LSN_MAX:
+        raise LsnOutOfRangeError(f"{what} must be an integer in [0, 2**64 - 1], got {lsn!r}")
+    return lsn
+
+
+_DONE = object()
+
+
+class RemoteReader:
+    """Reads many logs of a server at once; the same contract as :class:`seaway.Reader`.
+
+    Each log is one server-push stream, drained by a thread into a bounded queue: when the caller
+    stops reading, the queue fills, the thread blocks, and HTTP/2 flow control stops the server.
+    """
+
+    def __init__(self, logs: RemoteLogs, buffered_messages_max: int = 8) -> None:
+        self._logs = logs
+        self._client = logs._client
+        self._queue: queue.Queue[tuple[int, Any]] = queue.Queue(buffered_messages_max)
+        self._calls: dict[int, Any] = {}
+        self._pending: list[ReadItem] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def start_reading(self, log: RemoteLog | int | str, lsn_from: int = LSN_OLDEST, lsn_until: int = LSN_MAX) -> None:
+        log_id = self._logs._resolve(log).id
+        _check_lsn(lsn_from, "lsn_from")
+        _check_lsn(lsn_until, "lsn_until")
+        if lsn_from < LSN_OLDEST or lsn_from > lsn_until:
+            raise LsnOutOfRangeError(f"cannot read from {lsn_from:#x} until {lsn_until:#x}")
+        self.stop_reading(log_id)
+        call = self._client._stream(pb.ReadRequest(log_id=log_id, lsn_from=lsn_from, lsn_until=lsn_until))
+        with self._lock:
+            self._calls[log_id] = call
+        threading.Thread(target=self._drain, args=(log_id, call), daemon=True,
+                         name=f"seaway-read-{log_id}").start()
+
+    def _drain(self, log_id: int, call: Any) -> None:
+        try:
+            for msg in call:
+                self._put(log_id, call, items_from_msg(msg))
+            self._put(log_id, call, _DONE)
+        except grpc.RpcError as exc:
+            if call.code() != grpc.StatusCode.CANCELLED:
+                self._put(log_id, call, _translate(exc))
+
+    def _put(self, log_id: int, call: Any, value: object) -> None:
+        while True:
+            with self._lock:
+                if self._calls.get(log_id) is not call:
+                    return  # stopped: drop what it still delivers
+            try:
+                self._queue.put((log_id, value), timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def stop_reading(self, log: RemoteLog | int | str) -> None:
+        log_id = self._logs._resolve(log).id if not isinstance(log, int) else log
+        with self._lock:
+            call = self._calls.pop(log_id, None)
+            self._pending = [i for i in self._pending if i.log_id != log_id]
+        if call is not None:
+            call.cancel()
+
+    @property
+    def done(self) -> bool:
+        with self._lock:
+            return not self._calls and not self._pending and self._queue.empty()
+
+    def read(self, items_max: int = 1000, timeout_s: float | None = None) -> list[ReadItem]:
+        if items_max < 1:
+            raise InvalidArgumentError("items_max must be at least 1")
+        if self._closed:
+            raise ClosedError("the reader is closed")
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while not self._pending:
+            with self._lock:
+                if not self._calls and self._queue.empty():
+                    return []
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return []
+            try:
+                log_id, value = self._queue.get(timeout=0.2 if remaining is None else min(remaining, 0.2))
+            except queue.Empty:
+                continue
+            with self._lock:
+                if log_id not in self._calls:
+                    continue
+                if value is _DONE:
+                    del self._calls[log_id]
+                elif isinstance(value, SeawayError):
+                    del self._calls[log_id]
+                    raise value
+                else:
+                    self._pending.extend(value)
+        with self._lock:
+            taken = self._pending[:items_max]
+            del self._pending[:items_max]
+        return taken
+
+    def __iter__(self) -> Iterator[ReadItem]:
+        while True:
+            items = self.read()
+            if not items:
+                return
+            yield from items
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for log_id in list(self._calls):
+            self.stop_reading(log_id)
+
+    def __enter__(self) -> RemoteReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RemoteLogs:
+    """The logs of a server; the same methods as :class:`seaway.log.Logs`."""
+
+    def __init__(self, client: RemoteSeaway) -> None:
+        self._client = client
+
+    def create(self, name: str, *, log_id: int | None = None, group: str | None = None,
+               backlog_s: float | None = _UNSET, payload_bytes_max: int = _UNSET,
+               durability: Durability = _UNSET) -> RemoteLog:
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"a log name must be a string, got {name!r}")
+        overrides = {k: v for k, v in (("backlog_s", backlog_s), ("payload_bytes_max", payload_bytes_max),
+                                       ("durability", durability)) if v is not _UNSET}
+        LogAttributes().with_overrides(overrides)  # the same validation, before the round trip
+        request = pb.CreateLogRequest(name=name, attributes=overrides_to_msg(overrides))
+        if log_id is not None:
+            request.log_id = _check_id(log_id)
+        if group is not None:
+            request.group = group
+        info: pb.LogInfo = self._client._call("CreateLog", request, idempotent=False)
+        return RemoteLog(self, log_info_from_msg(info))
+
+    def create_group(self, name: str, first_id: int, last_id: int, *, backlog_s: float | None = _UNSET,
+                     payload_bytes_max: int = _UNSET, durability: Durability = _UNSET) -> LogGroup:
+        overrides = {k: v for k, v in (("backlog_s", backlog_s), ("payload_bytes_max", payload_bytes_max),
+                                       ("durability", durability)) if v is not _UNSET}
+        LogAttributes().with_overrides(overrides)
+        reply: pb.GroupInfo = self._client._call("CreateGroup", pb.CreateGroupRequest(
+            name=name, first_id=_check_id(first_id), last_id=_check_id(last_id),
+            attributes=overrides_to_msg(overrides)), idempotent=False)
+        return LogGroup(reply.name, reply.first_id, reply.last_id, overrides)
+
+    def get(self, name_or_id: str | int) -> RemoteLog:
+        if isinstance(name_or_id, bool) or not isinstance(name_or_id, str | int):
+            raise UnknownLogError(f"no log {name_or_id!r}")
+        if isinstance(name_or_id, int):
+            if not 0 < name_or_id < 2**64:
+                raise UnknownLogError(f"no log {name_or_id!r}")
+            ref = pb.LogRef(log_id=name_or_id)
+        else:
+            ref = pb.LogRef(name=name_or_id)
+        info: pb.LogInfo = self._client._call("GetLog", ref)
+        return RemoteLog(self, log_info_from_msg(info))
+
+    def _resolve(self, log: RemoteLog | int | str) -> RemoteLog:
+        if isinstance(log, RemoteLog):
+            if log._client is not self._client:
+                raise UnknownLogError(f"{log!r} belongs to another connection")
+            return log
+        return self.get(log)
+
+    def list(self) -> builtins.list[RemoteLog]:
+        reply: pb.LogList = self._client._call("ListLogs", pb.Empty())
+        return [RemoteLog(self, log_info_from_msg(info)) for info in reply.logs]
+
+    def reader(self, buffered_messages_max: int = 8) -> RemoteReader:
+        self._client._check_open()
+        return RemoteReader(self, buffered_messages_max)
+
+    def read(self, starts: Mapping[RemoteLog | int | str, int], until: int | None = None) -> Iterator[ReadItem]:
+        reader = self.reader()
+        for log, lsn_from in starts.items():
+            resolved = self._resolve(log)
+            lsn_until = resolved.tail_lsn() if until is None else until
+            if lsn_from <= lsn_until:
+                reader.start_reading(resolved, lsn_from, lsn_until)
+        return _closing_iter(reader)
+
+
+def _closing_iter(reader: RemoteReader) -> Iterator[ReadItem]:
+    with reader:
+        yield from reader
+
+
+def _check_id(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**64:
+        raise InvalidArgumentError(f"a log id must be a positive 64-bit integer, got {value!r}")
+    return value
+
+
+def connect(url: str, *, token: str | None = None, tls_root_cert: bytes | None = None,
+            timeout_s: float = 30.0, retry: RetryPolicy | None = None) -> RemoteSeaway:
+    """Connect to a server at ``seaway://host:port`` (or ``seaways://`` for TLS).
+
+    Nothing is sent until the first call; a server that cannot be reached then raises
+    :class:`UnavailableError`.
+    """
+    parsed = urlparse(url)
+    if parsed.scheme not in ("seaway", "seaways") or not parsed.hostname:
+        raise InvalidArgumentError(f"a server address is seaway://host:port, got {url!r}")
+    try:
+        port = parsed.port or DEFAULT_PORT
+    except ValueError:
+        raise InvalidArgumentError(f"bad port in {url!r}") from None
+    host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
+    return RemoteSeaway(f"{host}:{port}", token=token, tls=parsed.scheme == "seaways",
+                        tls_root_cert=tls_root_cert, timeout_s=timeout_s, retry=retry)
+
+

@@ -1,0 +1,21 @@
+"""The server's Prometheus metrics, in a registry of its own (one per server, so tests can run many)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("seaway_requests_total", "Requests received, by method.", ["method"], registry=r)
+        self.errors = Counter("seaway_errors_total", "Requests that failed, by method and error code.",
+                              ["method", "code"], registry=r)
+        self.appended_records = Counter("seaway_appended_records_total", "Records appended.", registry=r)
+        self.appended_bytes = Counter("seaway_appended_bytes_total", "Payload bytes appended.", registry=r)
+        self.read_records = Counter("seaway_read_records_total", "Records sent to readers.", registry=r)
+        self.append_seconds = Histogram(
+            "seaway_append_seconds", "Time from receiving an append to its acknowledgement.", registry=r,
+            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0))
+        self.open_readers = Gauge("seaway_open_readers", "Streaming reads in progress.", registry=r)

@@ -1,0 +1,152 @@
+"""The server process: the embedded store behind gRPC, with metrics, JSON logs and a graceful stop."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from prometheus_client import start_http_server
+
+from seaway._errors import InvalidArgumentError
+from seaway._seaway import Seaway, SeawayConfig
+from seaway.server._metrics import Metrics
+from seaway.server._service import SeawayService, ServiceLimits
+from seaway.wire import seaway_pb2_grpc
+
+_log = logging.getLogger("seaway.server")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    data_dir: Path
+    listen: str = "127.0.0.1:7070"
+    """host:port; a port of 0 picks a free one (the chosen address is logged and printed)."""
+    token: str | None = None
+    """Shared secret every request must carry; required when listening beyond loopback."""
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    metrics_listen: str | None = None
+    """host:port for Prometheus's /metrics over HTTP; none by default."""
+    limits: ServiceLimits = field(default_factory=ServiceLimits)
+    store: SeawayConfig = field(default_factory=SeawayConfig)
+    shutdown_grace_s: float = 10.0
+    """How long in-flight calls may take to finish after SIGTERM."""
+
+
+def split_host_port(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise InvalidArgumentError(f"an address is host:port, got {address!r}")
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time, level, logger, message, and any ``extra`` fields."""
+
+    _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {"ts": round(record.created, 3), "level": record.levelname,
+                               "logger": record.name, "msg": record.getMessage()}
+        out.update({k: v for k, v in vars(record).items() if k not in self._STANDARD})
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+class Server:
+    """A running server. :meth:`stop` (or SIGTERM under :func:`serve`) stops it gracefully."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        host, _ = split_host_port(config.listen)
+        if not is_loopback(host) and not config.token:
+            raise InvalidArgumentError(f"listening on {host} (beyond loopback) needs a token")
+        if (config.tls_cert is None) != (config.tls_key is None):
+            raise InvalidArgumentError("TLS needs both a certificate and a key")
+        self.config = config
+        self.metrics = Metrics()
+        self._stopping = threading.Event()
+        self.store = Seaway(config.data_dir, config.store)
+        limits = config.limits
+        workers = limits.readers_max + 32  # a streaming reader holds a thread
+        self._grpc = grpc.server(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seaway-rpc"),
+                                 options=[("grpc.max_receive_message_length", limits.request_bytes_max),
+                                          ("grpc.max_send_message_length", limits.read_message_bytes_max + (1 << 20)),
+                                          ("grpc.so_reuseport", 0)])
+        seaway_pb2_grpc.add_SeawayServicer_to_server(  # type: ignore[no-untyped-call]
+            SeawayService(self.store, limits, self.metrics, config.token, self._stopping), self._grpc)
+        try:
+            if config.tls_cert is not None and config.tls_key is not None:
+                creds = grpc.ssl_server_credentials([(config.tls_key.read_bytes(), config.tls_cert.read_bytes())])
+                self.port = self._grpc.add_secure_port(config.listen, creds)
+            else:
+                self.port = self._grpc.add_insecure_port(config.listen)
+        except RuntimeError as exc:
+            self.store.close()
+            raise InvalidArgumentError(f"cannot listen on {config.listen}: {exc}") from exc
+        self.address = f"{host}:{self.port}"
+        self.metrics_port: int | None = None
+        if config.metrics_listen:
+            m_host, m_port = split_host_port(config.metrics_listen)
+            http, _ = start_http_server(m_port, m_host, registry=self.metrics.registry)
+            self.metrics_port = http.server_port
+
+    def start(self) -> None:
+        self._grpc.start()
+        _log.info("serving", extra={"address": self.address, "data_dir": str(self.config.data_dir),
+                                    "tls": self.config.tls_cert is not None, "token": bool(self.config.token),
+                                    "metrics_port": self.metrics_port})
+
+    def stop(self) -> None:
+        """Refuse new calls, let in-flight ones finish (up to the grace period), then close the store:
+        every append accepted before is written, and nothing acknowledged is lost."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        _log.info("stopping", extra={"grace_s": self.config.shutdown_grace_s})
+        self._grpc.stop(self.config.shutdown_grace_s).wait()
+        self.store.close()
+        _log.info("stopped")
+
+    def wait(self) -> None:
+        self._grpc.wait_for_termination()
+
+
+def serve(config: ServerConfig) -> None:
+    """Run a server until SIGTERM or SIGINT; print ``listening on HOST:PORT`` once it accepts calls."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    server = Server(config)
+    done = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        _log.info("signal", extra={"signal": signal.Signals(signum).name})
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    server.start()
+    print(f"listening on {server.address}", flush=True)
+    while not done.wait(0.5):
+        time.sleep(0)
+    server.stop()

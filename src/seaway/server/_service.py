@@ -1,0 +1,243 @@
+"""The gRPC service: each call checked, limited, counted, and answered with a typed error if it fails.
+
+Handlers translate messages with :mod:`seaway.wire` and call the embedded store's public API; they
+hold no state of their own beyond per-connection counters.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+import grpc
+
+from seaway._errors import (
+    AuthenticationError,
+    InvalidArgumentError,
+    OverloadedError,
+    SeawayError,
+    ServerError,
+)
+from seaway._seaway import Seaway
+from seaway.log import LSN_MAX, Log, ReadItem, Record
+from seaway.server._metrics import Metrics
+from seaway.wire import (
+    TOKEN_KEY,
+    error_metadata,
+    items_to_msg,
+    log_info_to_msg,
+    overrides_from_msg,
+    seaway_pb2,
+    seaway_pb2_grpc,
+    status_of,
+)
+
+pb = seaway_pb2
+_log = logging.getLogger("seaway.server")
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class ServiceLimits:
+    """What one connection may hold at once, and how much one message may carry."""
+
+    request_bytes_max: int = 64 << 20
+    appends_in_flight_per_connection_max: int = 64
+    readers_per_connection_max: int = 16
+    readers_max: int = 64
+    """Readers over all connections; each holds a server thread while it streams."""
+    read_message_items_max: int = 2000
+    read_message_bytes_max: int = 4 << 20
+    """A reader's next message is cut here; HTTP/2 flow control holds back the one after it. A reader
+    holds at most ``read_message_items_max`` items (of at most the log's ``payload_bytes_max``) at once."""
+    read_wait_s: float = 0.5
+    """How long a tailing read waits for new records before it checks that its client is still there."""
+
+
+class _PeerSlots:
+    """Counts of in-flight work per connection (gRPC peer), with a bound per kind."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[tuple[str, str]] = Counter()
+
+    def acquire(self, peer: str, kind: str, limit: int, total_limit: int | None = None) -> None:
+        with self._lock:
+            if self._counts[(peer, kind)] >= limit:
+                raise OverloadedError(f"{peer} already has {limit} {kind} in progress")
+            if total_limit is not None and sum(v for (_, k), v in self._counts.items() if k == kind) >= total_limit:
+                raise OverloadedError(f"the server already serves {total_limit} {kind}")
+            self._counts[(peer, kind)] += 1
+
+    def release(self, peer: str, kind: str) -> None:
+        with self._lock:
+            self._counts[(peer, kind)] -= 1
+            if self._counts[(peer, kind)] <= 0:
+                del self._counts[(peer, kind)]
+
+
+class SeawayService(seaway_pb2_grpc.SeawayServicer):
+    def __init__(self, store: Seaway, limits: ServiceLimits, metrics: Metrics, token: str | None,
+                 stopping: threading.Event) -> None:
+        self._store = store
+        self._limits = limits
+        self._metrics = metrics
+        self._token = token
+        self._stopping = stopping
+        self._slots = _PeerSlots()
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    def _check_token(self, context: grpc.ServicerContext) -> None:
+        if self._token is None:
+            return
+        supplied = dict(context.invocation_metadata()).get(TOKEN_KEY, "")
+        expected = f"Bearer {self._token}"
+        if not (isinstance(supplied, str) and hmac.compare_digest(supplied.encode(), expected.encode())):
+            _log.warning("refused a request without the right token", extra={"peer": context.peer()})
+            raise AuthenticationError("missing or wrong token")
+
+    def _fail(self, method: str, context: grpc.ServicerContext, exc: BaseException) -> None:
+        if isinstance(exc, SeawayError):
+            error = exc
+        elif isinstance(exc, TypeError | ValueError | OverflowError | KeyError):
+            error = InvalidArgumentError(f"bad request: {exc}")
+        else:
+            _log.exception("request failed with an unexpected error", extra={"method": method})
+            error = ServerError(f"internal error: {type(exc).__name__}")
+        self._metrics.errors.labels(method=method, code=error.code).inc()
+        context.set_trailing_metadata(error_metadata(error))
+        context.abort(status_of(error), str(error) or error.code)
+
+    def _log_of(self, log_id: int) -> Log:
+        return self._store.logs.get(int(log_id))
+
+    # --- unary calls ----------------------------------------------------------------------------
+
+    def Health(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.HealthReply:
+        from seaway import __version__  # noqa: PLC0415 - the package imports this module
+
+        status = "NOT_SERVING" if self._stopping.is_set() or self._store.closed else "SERVING"
+        return pb.HealthReply(status=status, version=__version__)
+
+    def CreateLog(self, request: pb.CreateLogRequest, context: grpc.ServicerContext) -> pb.LogInfo:
+        return self._unary("CreateLog", context, lambda: log_info_to_msg(self._store.logs.create(
+            request.name, log_id=request.log_id if request.HasField("log_id") else None,
+            group=request.group if request.HasField("group") else None,
+            **overrides_from_msg(request.attributes)).info))
+
+    def CreateGroup(self, request: pb.CreateGroupRequest, context: grpc.ServicerContext) -> pb.GroupInfo:
+        def run() -> pb.GroupInfo:
+            group = self._store.logs.create_group(request.name, request.first_id, request.last_id,
+                                                  **overrides_from_msg(request.attributes))
+            return pb.GroupInfo(name=group.name, first_id=group.first_id, last_id=group.last_id)
+        return self._unary("CreateGroup", context, run)
+
+    def GetLog(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.LogInfo:
+        def run() -> pb.LogInfo:
+            which = request.WhichOneof("ref")
+            if which is None:
+                raise InvalidArgumentError("a log is named by name or log_id")
+            key: str | int = request.name if which == "name" else request.log_id
+            return log_info_to_msg(self._store.logs.get(key).info)
+        return self._unary("GetLog", context, run)
+
+    def ListLogs(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.LogList:
+        return self._unary("ListLogs", context,
+                           lambda: pb.LogList(logs=[log_info_to_msg(log.info) for log in self._store.logs.list()]))
+
+    def Append(self, request: pb.AppendRequest, context: grpc.ServicerContext) -> pb.AppendReply:
+        def run() -> pb.AppendReply:
+            peer = context.peer()
+            self._slots.acquire(peer, "appends", self._limits.appends_in_flight_per_connection_max)
+            started = time.perf_counter()
+            try:
+                lsns = self._log_of(request.log_id).append_batch(request.payloads)
+            finally:
+                self._slots.release(peer, "appends")
+            self._metrics.append_seconds.observe(time.perf_counter() - started)
+            self._metrics.appended_records.inc(len(lsns))
+            self._metrics.appended_bytes.inc(sum(len(p) for p in request.payloads))
+            return pb.AppendReply(first_lsn=lsns[0], count=len(lsns))
+        return self._unary("Append", context, run)
+
+    def Trim(self, request: pb.TrimRequest, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._log_of(request.log_id).trim(request.lsn)
+            return pb.Empty()
+        return self._unary("Trim", context, run)
+
+    def GetLogState(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.LogState:
+        def run() -> pb.LogState:
+            log = self._log_of(request.log_id)
+            return pb.LogState(tail_lsn=log.tail_lsn(), trim_point=log.trim_point(), is_empty=log.is_empty(),
+                               data_size=log.data_size())
+        return self._unary("GetLogState", context, run)
+
+    def FindTime(self, request: pb.FindTimeRequest, context: grpc.ServicerContext) -> pb.LsnReply:
+        return self._unary("FindTime", context,
+                           lambda: pb.LsnReply(lsn=self._log_of(request.log_id).find_time(request.timestamp_ms)))
+
+    def _unary(self, method: str, context: grpc.ServicerContext, run: Callable[[], _T]) -> _T:
+        self._metrics.requests.labels(method=method).inc()
+        try:
+            self._check_token(context)
+            return run()
+        except Exception as exc:  # every failure becomes a typed status; see _fail
+            self._fail(method, context, exc)
+            raise  # not reached: abort raises
+
+    # --- the streaming read ---------------------------------------------------------------------
+
+    def Read(self, request: pb.ReadRequest, context: grpc.ServicerContext) -> Iterator[pb.ReadItems]:
+        self._metrics.requests.labels(method="Read").inc()
+        peer = context.peer()
+        try:
+            self._check_token(context)
+            log = self._log_of(request.log_id)
+            until = request.lsn_until or LSN_MAX
+            self._slots.acquire(peer, "readers", self._limits.readers_per_connection_max, self._limits.readers_max)
+        except Exception as exc:
+            self._fail("Read", context, exc)
+            return
+        self._metrics.open_readers.inc()
+        try:
+            yield from self._stream(log, request, until, context)
+        except Exception as exc:
+            self._fail("Read", context, exc)
+        finally:
+            self._metrics.open_readers.dec()
+            self._slots.release(peer, "readers")
+
+    def _stream(self, log: Log, request: pb.ReadRequest, until: int,
+                context: grpc.ServicerContext) -> Iterator[pb.ReadItems]:
+        items_max = max(1, min(request.items_max or self._limits.read_message_items_max,
+                               self._limits.read_message_items_max))
+        reader = self._store.logs.reader(buffered_items_max=items_max)
+        with reader:
+            reader.start_reading(log, request.lsn_from or 1, until)
+            while context.is_active() and not self._stopping.is_set():
+                items = reader.read(items_max, timeout_s=self._limits.read_wait_s)
+                if items:
+                    self._metrics.read_records.inc(sum(1 for i in items if type(i) is Record))
+                    yield from self._messages(log.id, items)
+                elif reader.done:
+                    return
+
+
+    def _messages(self, log_id: int, items: list[ReadItem]) -> Iterator[pb.ReadItems]:
+        """Items cut into messages of at most ``read_message_bytes_max`` payload bytes (one item at least)."""
+        limit = self._limits.read_message_bytes_max
+        start, size = 0, 0
+        for i, item in enumerate(items):
+            size += len(item.payload) if type(item) is Record else 0
+            if size > limit and i > start:
+                yield items_to_msg(log_id, items[start:i])
+                start, size = i, len(item.payload) if type(item) is Record else 0
+        yield items_to_msg(log_id, items[start:])

@@ -1,0 +1,37 @@
+"""Seaway's wire protocol: gRPC with protobuf (``seaway.proto``), and pure conversions to and from it.
+
+``seaway_pb2`` and ``seaway_pb2_grpc`` are generated from ``seaway.proto`` by ``make proto``.
+"""
+
+from seaway.wire import seaway_pb2, seaway_pb2_grpc
+from seaway.wire._codec import (
+    CODE_KEY,
+    RETRIABLE_KEY,
+    TOKEN_KEY,
+    error_from_status,
+    error_metadata,
+    items_from_msg,
+    items_to_msg,
+    log_info_from_msg,
+    log_info_to_msg,
+    overrides_from_msg,
+    overrides_to_msg,
+    status_of,
+)
+
+__all__ = [
+    "CODE_KEY",
+    "RETRIABLE_KEY",
+    "TOKEN_KEY",
+    "error_from_status",
+    "error_metadata",
+    "items_from_msg",
+    "items_to_msg",
+    "log_info_from_msg",
+    "log_info_to_msg",
+    "overrides_from_msg",
+    "overrides_to_msg",
+    "seaway_pb2",
+    "seaway_pb2_grpc",
+    "status_of",
+]

@@ -1,0 +1,165 @@
+"""Pure conversions between Seaway's values and the protocol's messages. No I/O, no gRPC calls.
+
+Errors cross the wire as a gRPC status whose trailing metadata carries the stable Seaway code and
+the retriable flag, so the client raises the same class the server raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import grpc
+
+from seaway._errors import (
+    AuthenticationError,
+    ClientError,
+    ClosedError,
+    InvalidArgumentError,
+    LogExistsError,
+    OverloadedError,
+    SeawayError,
+    ServerError,
+    TimedOutError,
+    UnavailableError,
+    UnknownLogError,
+    error_class,
+)
+from seaway.log import Gap, GapType, LogAttributes, LogInfo, ReadItem, Record
+from seaway.logsdb import Durability
+from seaway.wire import seaway_pb2 as pb
+
+CODE_KEY = "seaway-code"
+RETRIABLE_KEY = "seaway-retriable"
+TOKEN_KEY = "authorization"
+
+_GAP_TO_WIRE = {GapType.BRIDGE: pb.BRIDGE, GapType.HOLE: pb.HOLE, GapType.TRIM: pb.TRIM,
+                GapType.DATALOSS: pb.DATALOSS}
+_GAP_FROM_WIRE = {v: k for k, v in _GAP_TO_WIRE.items()}
+
+
+# --- errors ----------------------------------------------------------------------------------------
+
+
+def status_of(error: SeawayError) -> grpc.StatusCode:
+    """The gRPC status that best matches a Seaway error (the Seaway code travels beside it)."""
+    for cls, status in ((UnknownLogError, grpc.StatusCode.NOT_FOUND),
+                        (LogExistsError, grpc.StatusCode.ALREADY_EXISTS),
+                        (AuthenticationError, grpc.StatusCode.UNAUTHENTICATED),
+                        (ClosedError, grpc.StatusCode.FAILED_PRECONDITION),
+                        (ClientError, grpc.StatusCode.INVALID_ARGUMENT),
+                        (OverloadedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+                        (TimedOutError, grpc.StatusCode.DEADLINE_EXCEEDED)):
+        if isinstance(error, cls):
+            return status
+    return grpc.StatusCode.UNAVAILABLE if error.retriable else grpc.StatusCode.INTERNAL
+
+
+def error_metadata(error: SeawayError) -> tuple[tuple[str, str], ...]:
+    return ((CODE_KEY, error.code), (RETRIABLE_KEY, "1" if error.retriable else "0"))
+
+
+def error_from_status(status: grpc.StatusCode | None, details: str | None,
+                      metadata: Sequence[tuple[str, Any]] | None) -> SeawayError:
+    """The Seaway error a failed call stands for.
+
+    A status with a Seaway code is the server's error, re-raised as the same class. Without one the
+    call failed in transport (the server is down, the connection broke, a deadline passed).
+    """
+    code = dict(metadata or ()).get(CODE_KEY)
+    message = details or (status.name if status is not None else "unknown error")
+    if isinstance(code, str):
+        return error_class(code)(message)
+    if status == grpc.StatusCode.UNAUTHENTICATED:
+        return AuthenticationError(message)
+    if status == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return TimedOutError(message)
+    if status == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return InvalidArgumentError(f"request refused by the transport: {message}")
+    if status in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN) and "deserializ" in message.lower():
+        return InvalidArgumentError(f"malformed request: {message}")
+    if status == grpc.StatusCode.UNAVAILABLE:
+        return UnavailableError(message)
+    return ServerError(message) if status == grpc.StatusCode.INTERNAL else UnavailableError(message)
+
+
+# --- logs and attributes ----------------------------------------------------------------------------
+
+
+def overrides_to_msg(overrides: dict[str, Any]) -> pb.Attributes:
+    msg = pb.Attributes()
+    if "backlog_s" in overrides:
+        msg.backlog_s = overrides["backlog_s"] or 0.0
+    if "payload_bytes_max" in overrides:
+        msg.payload_bytes_max = overrides["payload_bytes_max"]
+    if "durability" in overrides:
+        durability = overrides["durability"]
+        msg.durability = durability.value if isinstance(durability, Durability) else str(durability)
+    return msg
+
+
+def overrides_from_msg(msg: pb.Attributes) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if msg.HasField("backlog_s"):
+        out["backlog_s"] = msg.backlog_s or None
+    if msg.HasField("payload_bytes_max"):
+        out["payload_bytes_max"] = msg.payload_bytes_max
+    if msg.HasField("durability"):
+        try:
+            out["durability"] = Durability(msg.durability)
+        except ValueError:
+            raise InvalidArgumentError(f"durability must be 'sync' or 'async', got {msg.durability!r}") from None
+    return out
+
+
+def log_info_to_msg(info: LogInfo) -> pb.LogInfo:
+    attrs = info.attributes
+    msg = pb.LogInfo(name=info.name, log_id=info.log_id, attributes=pb.Attributes(
+        backlog_s=attrs.backlog_s or 0.0, payload_bytes_max=attrs.payload_bytes_max,
+        durability=attrs.durability.value))
+    if info.group is not None:
+        msg.group = info.group
+    return msg
+
+
+def log_info_from_msg(msg: pb.LogInfo) -> LogInfo:
+    resolved = overrides_from_msg(msg.attributes)
+    return LogInfo(msg.name, msg.log_id, msg.group if msg.HasField("group") else None,
+                   LogAttributes(**resolved), {})
+
+
+# --- read items -----------------------------------------------------------------------------------
+
+
+def items_to_msg(log_id: int, items: Iterable[ReadItem]) -> pb.ReadItems:
+    """Pack one log's items: runs of records as parallel arrays, each gap as its own run."""
+    msg = pb.ReadItems(log_id=log_id)
+    records: pb.Records | None = None
+    for item in items:
+        if type(item) is Record:
+            if records is None:
+                records = msg.runs.add().records
+            records.lsns.append(item.lsn)
+            records.timestamps_ms.append(item.timestamp_ms)
+            records.payloads.append(item.payload)
+        else:
+            gap: Gap = item  # type: ignore[assignment]
+            records = None
+            msg.runs.add().gap.CopyFrom(pb.Gap(type=_GAP_TO_WIRE[gap.type], lsn_lo=gap.lsn_lo, lsn_hi=gap.lsn_hi))
+    return msg
+
+
+def items_from_msg(msg: pb.ReadItems) -> list[ReadItem]:
+    log_id = msg.log_id
+    out: list[ReadItem] = []
+    for run in msg.runs:
+        if run.HasField("records"):
+            r = run.records
+            out.extend(Record(log_id, lsn, ts, payload)
+                       for lsn, ts, payload in zip(r.lsns, r.timestamps_ms, r.payloads, strict=True))
+        elif run.HasField("gap"):
+            kind = _GAP_FROM_WIRE.get(run.gap.type)
+            if kind is None:
+                raise InvalidArgumentError(f"unknown gap type {run.gap.type}")
+            out.append(Gap(log_id, kind, run.gap.lsn_lo, run.gap.lsn_hi))
+    return out

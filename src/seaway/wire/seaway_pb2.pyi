@@ -1,0 +1,201 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GapType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    GAP_UNSPECIFIED: _ClassVar[GapType]
+    BRIDGE: _ClassVar[GapType]
+    HOLE: _ClassVar[GapType]
+    TRIM: _ClassVar[GapType]
+    DATALOSS: _ClassVar[GapType]
+GAP_UNSPECIFIED: GapType
+BRIDGE: GapType
+HOLE: GapType
+TRIM: GapType
+DATALOSS: GapType
+
+class Empty(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class HealthReply(_message.Message):
+    __slots__ = ("status", "version")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    status: str
+    version: str
+    def __init__(self, status: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
+
+class Attributes(_message.Message):
+    __slots__ = ("backlog_s", "payload_bytes_max", "durability")
+    BACKLOG_S_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_BYTES_MAX_FIELD_NUMBER: _ClassVar[int]
+    DURABILITY_FIELD_NUMBER: _ClassVar[int]
+    backlog_s: float
+    payload_bytes_max: int
+    durability: str
+    def __init__(self, backlog_s: _Optional[float] = ..., payload_bytes_max: _Optional[int] = ..., durability: _Optional[str] = ...) -> None: ...
+
+class CreateLogRequest(_message.Message):
+    __slots__ = ("name", "log_id", "group", "attributes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    log_id: int
+    group: str
+    attributes: Attributes
+    def __init__(self, name: _Optional[str] = ..., log_id: _Optional[int] = ..., group: _Optional[str] = ..., attributes: _Optional[_Union[Attributes, _Mapping]] = ...) -> None: ...
+
+class CreateGroupRequest(_message.Message):
+    __slots__ = ("name", "first_id", "last_id", "attributes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FIRST_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    first_id: int
+    last_id: int
+    attributes: Attributes
+    def __init__(self, name: _Optional[str] = ..., first_id: _Optional[int] = ..., last_id: _Optional[int] = ..., attributes: _Optional[_Union[Attributes, _Mapping]] = ...) -> None: ...
+
+class GroupInfo(_message.Message):
+    __slots__ = ("name", "first_id", "last_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FIRST_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    first_id: int
+    last_id: int
+    def __init__(self, name: _Optional[str] = ..., first_id: _Optional[int] = ..., last_id: _Optional[int] = ...) -> None: ...
+
+class LogRef(_message.Message):
+    __slots__ = ("name", "log_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    log_id: int
+    def __init__(self, name: _Optional[str] = ..., log_id: _Optional[int] = ...) -> None: ...
+
+class LogInfo(_message.Message):
+    __slots__ = ("name", "log_id", "group", "attributes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    log_id: int
+    group: str
+    attributes: Attributes
+    def __init__(self, name: _Optional[str] = ..., log_id: _Optional[int] = ..., group: _Optional[str] = ..., attributes: _Optional[_Union[Attributes, _Mapping]] = ...) -> None: ...
+
+class LogList(_message.Message):
+    __slots__ = ("logs",)
+    LOGS_FIELD_NUMBER: _ClassVar[int]
+    logs: _containers.RepeatedCompositeFieldContainer[LogInfo]
+    def __init__(self, logs: _Optional[_Iterable[_Union[LogInfo, _Mapping]]] = ...) -> None: ...
+
+class AppendRequest(_message.Message):
+    __slots__ = ("log_id", "payloads")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    PAYLOADS_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    payloads: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, log_id: _Optional[int] = ..., payloads: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class AppendReply(_message.Message):
+    __slots__ = ("first_lsn", "count")
+    FIRST_LSN_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    first_lsn: int
+    count: int
+    def __init__(self, first_lsn: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+
+class TrimRequest(_message.Message):
+    __slots__ = ("log_id", "lsn")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    LSN_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    lsn: int
+    def __init__(self, log_id: _Optional[int] = ..., lsn: _Optional[int] = ...) -> None: ...
+
+class LogState(_message.Message):
+    __slots__ = ("tail_lsn", "trim_point", "is_empty", "data_size")
+    TAIL_LSN_FIELD_NUMBER: _ClassVar[int]
+    TRIM_POINT_FIELD_NUMBER: _ClassVar[int]
+    IS_EMPTY_FIELD_NUMBER: _ClassVar[int]
+    DATA_SIZE_FIELD_NUMBER: _ClassVar[int]
+    tail_lsn: int
+    trim_point: int
+    is_empty: bool
+    data_size: int
+    def __init__(self, tail_lsn: _Optional[int] = ..., trim_point: _Optional[int] = ..., is_empty: _Optional[bool] = ..., data_size: _Optional[int] = ...) -> None: ...
+
+class FindTimeRequest(_message.Message):
+    __slots__ = ("log_id", "timestamp_ms")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    timestamp_ms: int
+    def __init__(self, log_id: _Optional[int] = ..., timestamp_ms: _Optional[int] = ...) -> None: ...
+
+class LsnReply(_message.Message):
+    __slots__ = ("lsn",)
+    LSN_FIELD_NUMBER: _ClassVar[int]
+    lsn: int
+    def __init__(self, lsn: _Optional[int] = ...) -> None: ...
+
+class ReadRequest(_message.Message):
+    __slots__ = ("log_id", "lsn_from", "lsn_until", "items_max")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    LSN_FROM_FIELD_NUMBER: _ClassVar[int]
+    LSN_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_MAX_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    lsn_from: int
+    lsn_until: int
+    items_max: int
+    def __init__(self, log_id: _Optional[int] = ..., lsn_from: _Optional[int] = ..., lsn_until: _Optional[int] = ..., items_max: _Optional[int] = ...) -> None: ...
+
+class Records(_message.Message):
+    __slots__ = ("lsns", "timestamps_ms", "payloads")
+    LSNS_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMPS_MS_FIELD_NUMBER: _ClassVar[int]
+    PAYLOADS_FIELD_NUMBER: _ClassVar[int]
+    lsns: _containers.RepeatedScalarFieldContainer[int]
+    timestamps_ms: _containers.RepeatedScalarFieldContainer[int]
+    payloads: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, lsns: _Optional[_Iterable[int]] = ..., timestamps_ms: _Optional[_Iterable[int]] = ..., payloads: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class Gap(_message.Message):
+    __slots__ = ("type", "lsn_lo", "lsn_hi")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    LSN_LO_FIELD_NUMBER: _ClassVar[int]
+    LSN_HI_FIELD_NUMBER: _ClassVar[int]
+    type: GapType
+    lsn_lo: int
+    lsn_hi: int
+    def __init__(self, type: _Optional[_Union[GapType, str]] = ..., lsn_lo: _Optional[int] = ..., lsn_hi: _Optional[int] = ...) -> None: ...
+
+class Run(_message.Message):
+    __slots__ = ("records", "gap")
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    GAP_FIELD_NUMBER: _ClassVar[int]
+    records: Records
+    gap: Gap
+    def __init__(self, records: _Optional[_Union[Records, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ...) -> None: ...
+
+class ReadItems(_message.Message):
+    __slots__ = ("log_id", "runs")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    runs: _containers.RepeatedCompositeFieldContainer[Run]
+    def __init__(self, log_id: _Optional[int] = ..., runs: _Optional[_Iterable[_Union[Run, _Mapping]]] = ...) -> None: ...

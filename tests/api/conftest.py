@@ -1,0 +1,52 @@
+"""One suite, every implementation of the API: the embedded store and the client against a server."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import seaway
+from seaway.server import ServerProcess
+
+_names = itertools.count()
+
+
+class Api:
+    """A store under test, and a fresh log name for each test (the remote server is shared)."""
+
+    def __init__(self, sw: Any, kind: str) -> None:
+        self.sw = sw
+        self.kind = kind
+
+    def name(self, base: str = "log") -> str:
+        return f"{base}-{next(_names)}"
+
+    def number(self) -> int:
+        return next(_names)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    proc = ServerProcess(tmp_path_factory.mktemp("server") / "data")
+    yield proc
+    code = proc.stop()
+    assert code == 0, f"the server exited with {code}:\n{proc.log_text()[-4000:]}"
+
+
+@pytest.fixture(params=["embedded", "remote"])
+def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+    if request.param == "embedded":
+        with seaway.open(tmp_path / "data") as sw:
+            yield Api(sw, "embedded")
+    else:
+        server: ServerProcess = request.getfixturevalue("server")
+        with seaway.connect(server.url, timeout_s=30) as sw:
+            try:
+                yield Api(sw, "remote")
+            except BaseException:
+                print(server.log_text()[-4000:])
+                raise
