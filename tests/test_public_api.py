@@ -16,7 +16,8 @@ def test_exported_names_are_pinned() -> None:
         "ClosedError", "CorruptionError", "DataDirLockedError", "Durability", "Gap", "GapType",
         "InvalidArgumentError", "Log", "LogAttributes", "LogExistsError", "LogGroup", "LogStoreConfig",
         "LogsDBConfig", "LsnOutOfRangeError", "OverloadedError", "PayloadTooLargeError", "PreemptedError",
-        "Reader", "Record", "RemoteSeaway", "RetryPolicy", "Seaway", "SeawayConfig", "SeawayError", "ServerError",
+        "Reader", "Record", "RemoteSeaway", "RetryPolicy", "Seaway",
+        "SequenceTooOldError", "SeawayConfig", "SeawayError", "ServerError",
         "StorageError", "SystemClock", "TimedOutError", "TransportError", "TrimPastTailError",
         "UnavailableError", "UnknownLogError",
         "__version__", "connect", "epoch_of", "error_class", "esn_of", "lsn_str", "make_lsn", "open",
@@ -29,7 +30,7 @@ def test_every_exported_name_exists_and_modules_are_private() -> None:
             assert hasattr(module, name), f"{module.__name__}.{name}"
         public_modules = [n for n in dir(module)
                           if not n.startswith("_") and isinstance(getattr(module, n), types.ModuleType)]
-        assert set(public_modules) <= {"log", "logsdb", "cli", "client", "testing", "wire"}, public_modules
+        assert set(public_modules) <= {"log", "logsdb", "cli", "client", "server", "testing", "wire"}, public_modules
 
 
 def test_error_codes_are_unique_and_found_by_code() -> None:

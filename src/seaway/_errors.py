@@ -70,6 +70,13 @@ class AuthenticationError(ClientError):
     code = "UNAUTHENTICATED"
 
 
+class SequenceTooOldError(ClientError):
+    """A producer's sequence number is older than every batch the log remembers of it: whether that
+    batch was stored cannot be told any more. The producer had too many batches in flight."""
+
+    code = "SEQUENCE_TOO_OLD"
+
+
 class ClosedError(ClientError):
     """The object was closed by its owner; it can no longer be used."""
 

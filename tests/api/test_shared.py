@@ -147,3 +147,13 @@ def test_large_batch_in_one_call(api: Api) -> None:
     lsns = log.append_batch(batch)
     assert len(lsns) == 5000
     assert payloads(list(log.read())) == batch
+
+
+def test_idempotent_appends_are_stored_once(api: Api) -> None:
+    log = api.sw.logs.create(api.name())
+    producer = f"producer-{api.number()}".encode()
+    first = log.append_batch([b"a", b"b"], producer_id=producer, sequence=1)
+    again = log.append_batch([b"a", b"b"], producer_id=producer, sequence=1)
+    assert again == first
+    log.append_batch([b"c"], producer_id=producer, sequence=2)
+    assert payloads(list(log.read())) == [b"a", b"b", b"c"]

@@ -261,7 +261,7 @@ def test_batching_writer_flushes_on_count_bytes_and_time(sw: seaway.Seaway) -> N
 def _flaky(log: seaway.Log, failures: dict[bytes, int]) -> object:
     """An append_batch that fails retriably the first times it sees a batch's first payload."""
 
-    def append(payloads: list[bytes]) -> Future[range]:
+    def append(payloads: list[bytes], sequence: int) -> Future[range]:
         if failures.get(payloads[0], 0) > 0:
             failures[payloads[0]] -= 1
             f: Future[range] = Future()
@@ -310,3 +310,61 @@ def test_async_durability_is_acknowledged_too(sw: seaway.Seaway) -> None:
     assert log.append_batch([b"x"] * 10)
     assert time.monotonic() - start < 30
     assert records(list(log.read())) == [b"x"] * 10
+
+
+def test_idempotent_append_is_stored_once_even_across_a_reopen(tmp_path: Path) -> None:
+    with seaway.open(tmp_path) as sw:
+        log = sw.logs.create("l")
+        first = log.append_batch([b"a", b"b"], producer_id=b"p1", sequence=7)
+        assert log.append_batch([b"a", b"b"], producer_id=b"p1", sequence=7) == first
+        other = log.append_batch([b"a", b"b"], producer_id=b"p2", sequence=7)  # another producer
+        assert other != first
+    with seaway.open(tmp_path) as sw:
+        log = sw.logs.get("l")
+        assert log.append_batch([b"a", b"b"], producer_id=b"p1", sequence=7) == first  # remembered on disk
+        assert records(list(log.read())) == [b"a", b"b", b"a", b"b"]
+
+
+def test_idempotent_retry_while_the_original_is_in_flight_gets_its_answer(sw: seaway.Seaway) -> None:
+    log = sw.logs.create("l")
+    futures = [log.append_batch_async([b"x"], producer_id=b"p", sequence=1) for _ in range(5)]
+    results = {f.result(10)[0] for f in futures}
+    assert len(results) == 1
+    assert records(list(log.read())) == [b"x"]
+
+
+def test_idempotent_sequence_older_than_the_window_is_refused(tmp_path: Path) -> None:
+    config = seaway.SeawayConfig(logs=seaway.LogStoreConfig(logsdb=seaway.LogsDBConfig(producer_window=4)))
+    with seaway.Seaway(tmp_path, config) as sw:
+        log = sw.logs.create("l")
+        for seq in range(10, 16):
+            log.append_batch([bytes([seq])], producer_id=b"p", sequence=seq)
+        with pytest.raises(seaway.SequenceTooOldError):
+            log.append_batch([b"?"], producer_id=b"p", sequence=11)
+        assert log.append_batch([b"late"], producer_id=b"p", sequence=100)  # new ones are fine
+        with pytest.raises(InvalidArgumentError):
+            log.append_batch([b"x"], producer_id=b"p")  # a sequence without... needs both
+        with pytest.raises(InvalidArgumentError):
+            log.append_batch([b"x"], producer_id=b"", sequence=1)
+
+
+def test_batching_writer_retry_after_a_lost_acknowledgement_stores_once(sw: seaway.Seaway) -> None:
+    log = sw.logs.create("l")
+    lost = {"left": 1}
+
+    def append(payloads: list[bytes], sequence: int) -> Future[range]:
+        stored = log.append_batch_async(payloads, producer_id=b"w", sequence=sequence)
+        if lost["left"]:
+            lost["left"] -= 1
+            stored.result(10)  # stored, but the caller hears only that it timed out
+            failed: Future[range] = Future()
+            failed.set_exception(seaway.TimedOutError("acknowledgement lost"))
+            return failed
+        return stored
+
+    writer = BatchingWriter(append, flush_records_max=2, flush_interval_s=10,
+                            retry=RetryPolicy(attempts_max=3, backoff_s=0.01))
+    futures = [writer.write(p) for p in (b"a", b"b", b"c", b"d")]
+    writer.close()
+    assert [f.result(10) for f in futures] == sorted(f.result(10) for f in futures)
+    assert records(list(log.read())) == [b"a", b"b", b"c", b"d"]

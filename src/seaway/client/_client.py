@@ -7,9 +7,11 @@ client's :class:`RetryPolicy`. Appends are not retried here: a retried append co
 from __future__ import annotations
 
 import builtins
+import itertools
 import queue
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any
@@ -35,8 +37,9 @@ from seaway.log import (
     LogInfo,
     ReadItem,
     RetryPolicy,
+    producer_mark,
 )
-from seaway.logsdb import Durability
+from seaway.logsdb import Durability, ProducerMark
 from seaway.wire import (
     TOKEN_KEY,
     error_from_status,
@@ -91,7 +94,15 @@ class RemoteSeaway:
         self._timeout_s = timeout_s
         self._retry = retry or RetryPolicy()
         self._closed = False
+        self.producer_id = uuid.uuid4().bytes
+        self._sequences: dict[int, itertools.count[int]] = {}
+        self._sequences_lock = threading.Lock()
         self.logs = RemoteLogs(self)
+
+    def _next_mark(self, log_id: int) -> ProducerMark:
+        with self._sequences_lock:
+            counter = self._sequences.setdefault(log_id, itertools.count())
+            return ProducerMark(self.producer_id, next(counter))
 
     # --- calls ----------------------------------------------------------------------------------
 
@@ -184,24 +195,45 @@ class RemoteLog:
     def __hash__(self) -> int:
         return hash(self.id)
 
-    def append_batch_async(self, payloads: Iterable[bytes]) -> Future[range]:
+    def append_batch_async(self, payloads: Iterable[bytes], *, producer_id: bytes | None = None,
+                           sequence: int | None = None) -> Future[range]:
+        """As :meth:`seaway.Log.append_batch_async`. Every batch is sent as an idempotent append
+        (this client's producer id and its next sequence number for the log, unless given), so a
+        retriable failure is retried, up to the client's retry policy, without storing it twice."""
         batch = _payloads(payloads, self.attributes.payload_bytes_max)
-        inner = self._client._call_async("Append", pb.AppendRequest(log_id=self.id, payloads=batch))
+        mark = producer_mark(producer_id, sequence) or self._client._next_mark(self.id)
+        request = pb.AppendRequest(log_id=self.id, payloads=batch, producer_id=mark.producer_id,
+                                   sequence=mark.sequence)
         outer: Future[range] = Future()
+        self._send(request, outer, 1)
+        return outer
+
+    def _send(self, request: pb.AppendRequest, outer: Future[range], attempt: int) -> None:
+        try:
+            inner = self._client._call_async("Append", request)
+        except SeawayError as exc:
+            outer.set_exception(exc)
+            return
 
         def done(f: Future[Any]) -> None:
             error = f.exception()
-            if error is not None:
-                outer.set_exception(error)
-            else:
+            if error is None:
                 reply: pb.AppendReply = f.result()
                 outer.set_result(range(reply.first_lsn, reply.first_lsn + reply.count))
+            elif (isinstance(error, SeawayError) and error.retriable and not self._client.closed
+                  and attempt < self._client._retry.attempts_max):
+                timer = threading.Timer(self._client._retry.delay_s(attempt), self._send,
+                                        (request, outer, attempt + 1))
+                timer.daemon = True
+                timer.start()
+            else:
+                outer.set_exception(error)
 
         inner.add_done_callback(done)
-        return outer
 
-    def append_batch(self, payloads: Iterable[bytes], timeout_s: float | None = None) -> range:
-        return self.append_batch_async(payloads).result(timeout_s)
+    def append_batch(self, payloads: Iterable[bytes], timeout_s: float | None = None, *,
+                     producer_id: bytes | None = None, sequence: int | None = None) -> range:
+        return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence).result(timeout_s)
 
     def append_async(self, payload: bytes) -> Future[int]:
         inner = self.append_batch_async((payload,))
@@ -223,7 +255,9 @@ class RemoteLog:
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
                flush_interval_s: float = 0.05, ordered: bool = True,
                retry: RetryPolicy | None = None, in_flight_batches_max: int = 4) -> BatchingWriter:
-        return BatchingWriter(self.append_batch_async, flush_records_max=flush_records_max,
+        # Each batch is an idempotent append of this client's already; the writer's own sequence is not needed.
+        return BatchingWriter(lambda payloads, _sequence: self.append_batch_async(payloads),
+                              flush_records_max=flush_records_max,
                               flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
                               ordered=ordered, retry=retry, in_flight_batches_max=in_flight_batches_max,
                               payload_bytes_max=self.attributes.payload_bytes_max)

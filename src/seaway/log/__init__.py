@@ -8,7 +8,7 @@ them in-process over LogsDB, and :mod:`seaway.testing` drives them from a seeded
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._embedded import DiskFault, EmbeddedLogStore, LogStoreConfig, read_chunk
 from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
-from seaway.log._logs import BATCH_RECORDS_MAX, Log, Logs, Reader
+from seaway.log._logs import BATCH_RECORDS_MAX, PRODUCER_ID_BYTES_MAX, Log, Logs, Reader, producer_mark
 from seaway.log._lsn import (
     EPOCH_MAX,
     ESN_FIRST,
@@ -55,6 +55,7 @@ __all__ = [
     "LSN_MAX",
     "LSN_OLDEST",
     "PAYLOAD_BYTES_MAX_LIMIT",
+    "PRODUCER_ID_BYTES_MAX",
     "AppendAcked",
     "AppendFailed",
     "AppendRequest",
@@ -101,5 +102,6 @@ __all__ = [
     "esn_of",
     "lsn_str",
     "make_lsn",
+    "producer_mark",
     "read_chunk",
 ]

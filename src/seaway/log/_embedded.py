@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seaway._clock import Clock, SystemClock
-from seaway._errors import ClosedError, OverloadedError, SeawayError, StorageError
+from seaway._errors import ClosedError, OverloadedError, SeawayError, SequenceTooOldError, StorageError
 from seaway._invariant import invariant
 from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
 from seaway.log._lsn import epoch_of
@@ -40,7 +40,7 @@ from seaway.log._protocol import (
 from seaway.log._reader import LogReadState, ReadChunk, ReadWant
 from seaway.log._sequencer import Sequencer, SequencerConfig
 from seaway.log._storage import StorageConfig, StorageNode
-from seaway.logsdb import LogsDB, LogsDBConfig
+from seaway.logsdb import LogsDB, LogsDBConfig, ProducerMark
 
 DiskFault = Callable[[DiskWrite], SeawayError | None]
 """A test hook: return an error to make a disk write fail without writing anything."""
@@ -71,6 +71,7 @@ def read_chunk(db: LogsDB, want: ReadWant, bytes_max: int) -> ReadChunk:
 class _Pending:
     future: Future[range]
     log_id: int
+    producer_key: tuple[int, bytes, int] | None = None
 
 
 class EmbeddedLogStore:
@@ -99,6 +100,8 @@ class EmbeddedLogStore:
         self._completions: list[tuple[Future[range], range | SeawayError]] = []
         self._broken: SeawayError | None = None
         self._pending: dict[int, _Pending] = {}
+        # (log id, producer id, sequence) of producers' batches in flight -> retries waiting on them
+        self._producing: dict[tuple[int, bytes, int], list[Future[range]]] = {}
         self._next_request_id = 0
         self._inbox: deque[tuple[int, AppendRequest, Future[range]]] = deque()
         self._inbox_cv = threading.Condition()
@@ -112,8 +115,13 @@ class EmbeddedLogStore:
 
     # --- appends (any thread) -------------------------------------------------------------------
 
-    def append_async(self, log_id: int, payloads: tuple[bytes, ...], sync: bool = True) -> Future[range]:
-        """Sequence and store ``payloads`` as one batch; the future gives their LSNs."""
+    def append_async(self, log_id: int, payloads: tuple[bytes, ...], sync: bool = True,
+                     producer: ProducerMark | None = None) -> Future[range]:
+        """Sequence and store ``payloads`` as one batch; the future gives their LSNs.
+
+        With ``producer``, a batch whose producer id and sequence number were stored before is not
+        stored again: the future gives the LSNs it got the first time (idempotent appends).
+        """
         future: Future[range] = Future()
         with self._inbox_cv:
             if self._broken is not None:
@@ -123,7 +131,7 @@ class EmbeddedLogStore:
             if len(self._inbox) >= self._config.inbox_appends_max:
                 raise OverloadedError(f"{len(self._inbox)} appends are waiting to be written")
             self._next_request_id += 1
-            request = AppendRequest(self._next_request_id, payloads, sync)
+            request = AppendRequest(self._next_request_id, payloads, sync, producer)
             self._inbox.append((log_id, request, future))
             self._inbox_cv.notify()
         return future
@@ -142,8 +150,7 @@ class EmbeddedLogStore:
                 closing = self._closing
             try:
                 for log_id, request, future in batch:
-                    self._pending[request.request_id] = _Pending(future, log_id)
-                    self._events.append((log_id, request))
+                    self._accept(log_id, request, future)
                 self._tick()
                 self._pump()
             except BaseException as exc:  # a bug: fail every waiter rather than hang them
@@ -159,6 +166,33 @@ class EmbeddedLogStore:
                 raise
             if closing and not batch:
                 return
+
+    def _accept(self, log_id: int, request: AppendRequest, future: Future[range]) -> None:
+        mark = request.producer
+        if mark is None:
+            self._pending[request.request_id] = _Pending(future, log_id)
+            self._events.append((log_id, request))
+            return
+        key = (log_id, mark.producer_id, mark.sequence)
+        if key in self._producing:  # a retry of a batch still in flight: answer both alike
+            self._producing[key].append(future)
+            return
+        stored = self.logsdb.produced(log_id, mark.producer_id, mark.sequence)
+        if isinstance(stored, range):
+            self._completions.append((future, stored))
+        elif stored is False:
+            self._completions.append((future, SequenceTooOldError(
+                f"log {log_id}: sequence {mark.sequence} is older than every batch remembered of its producer")))
+        else:
+            self._producing[key] = []
+            self._pending[request.request_id] = _Pending(future, log_id, key)
+            self._events.append((log_id, request))
+
+    def _settle(self, pending: _Pending, result: range | SeawayError) -> None:
+        self._completions.append((pending.future, result))
+        if pending.producer_key is not None:
+            for future in self._producing.pop(pending.producer_key, []):
+                self._completions.append((future, result))
 
     def _wait_s(self) -> float | None:
         deadlines = [d for s in self._sequencers.values() if (d := s.next_deadline_ms) is not None]
@@ -207,10 +241,10 @@ class EmbeddedLogStore:
             sequencer = self._sequencers[log_id] = Sequencer(log_id, self._config.sequencer)
         for effect in sequencer.handle(event, self._clock.now_ms()):
             if isinstance(effect, AppendAcked):
-                pending = self._pending.pop(effect.request_id)
-                self._completions.append((pending.future, range(effect.first_lsn, effect.first_lsn + effect.count)))
+                self._settle(self._pending.pop(effect.request_id),
+                             range(effect.first_lsn, effect.first_lsn + effect.count))
             elif isinstance(effect, AppendFailed):
-                self._completions.append((self._pending.pop(effect.request_id).future, effect.error))
+                self._settle(self._pending.pop(effect.request_id), effect.error)
             elif isinstance(effect, RequestEpoch):
                 try:
                     granted: SequencerEvent = EpochGranted(bump_epoch(self._epochs, effect.log_id))
@@ -248,6 +282,11 @@ class EmbeddedLogStore:
             if not pending.future.done():
                 pending.future.set_exception(error)
         self._pending.clear()
+        for waiting in self._producing.values():
+            for future in waiting:
+                if not future.done():
+                    future.set_exception(error)
+        self._producing.clear()
         with self._inbox_cv:
             for _, _, future in self._inbox:
                 future.set_exception(error)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,12 +24,24 @@ from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn
 from seaway.log._reader import LogReadState, ReadChunk
 from seaway.log._types import LogAttributes, ReadItem, Record
 from seaway.log._writer import BatchingWriter, RetryPolicy
-from seaway.logsdb import Durability, PartitionInfo
+from seaway.logsdb import Durability, PartitionInfo, ProducerMark
 
 BATCH_RECORDS_MAX = 100_000
 """The most records one append may carry."""
+PRODUCER_ID_BYTES_MAX = 64
 
 _UNSET: Any = object()
+
+
+def producer_mark(producer_id: bytes | None, sequence: int | None) -> ProducerMark | None:
+    """Check an idempotent append's producer id and sequence number (both, or neither)."""
+    if producer_id is None and sequence is None:
+        return None
+    if not isinstance(producer_id, bytes) or not 1 <= len(producer_id) <= PRODUCER_ID_BYTES_MAX:
+        raise InvalidArgumentError(f"producer_id must be 1-{PRODUCER_ID_BYTES_MAX} bytes, got {producer_id!r}")
+    if not isinstance(sequence, int) or isinstance(sequence, bool) or not 0 <= sequence < 2**63:
+        raise InvalidArgumentError(f"sequence must be an integer in [0, 2**63), got {sequence!r}")
+    return ProducerMark(producer_id, sequence)
 
 
 def _payload(payload: object) -> bytes:
@@ -83,18 +96,26 @@ class Log:
                     f"log {self.name!r}: payload of {len(p)} bytes exceeds payload_bytes_max={limit}")
         return batch
 
-    def append_batch_async(self, payloads: Iterable[bytes]) -> Future[range]:
+    def append_batch_async(self, payloads: Iterable[bytes], *, producer_id: bytes | None = None,
+                           sequence: int | None = None) -> Future[range]:
         """Append records as one batch: stored all together or not at all, at consecutive LSNs.
 
         The future gives the LSNs as a ``range``; it fails with a :class:`SeawayError` (check its
         ``retriable``) if the batch was not acknowledged.
+
+        Idempotent appends (Kafka's idempotent producer): with ``producer_id`` (1-64 bytes, unique
+        per producer) and a ``sequence`` number that the producer never reuses for another batch of
+        this log, sending the same batch again stores it once and answers with the same LSNs, even
+        across a crash. The last ``producer_window`` batches of each producer are remembered.
         """
         batch = self._check_batch(payloads)
-        return self._store.append_async(self.id, batch, self.attributes.durability is Durability.SYNC)
+        return self._store.append_async(self.id, batch, self.attributes.durability is Durability.SYNC,
+                                        producer_mark(producer_id, sequence))
 
-    def append_batch(self, payloads: Iterable[bytes], timeout_s: float | None = None) -> range:
+    def append_batch(self, payloads: Iterable[bytes], timeout_s: float | None = None, *,
+                     producer_id: bytes | None = None, sequence: int | None = None) -> range:
         """Append records as one durable batch and wait; return their LSNs."""
-        return self.append_batch_async(payloads).result(timeout_s)
+        return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence).result(timeout_s)
 
     def append_async(self, payload: bytes) -> Future[int]:
         """Append one record; the future gives its LSN."""
@@ -119,7 +140,12 @@ class Log:
                flush_interval_s: float = 0.05, ordered: bool = True,
                retry: RetryPolicy | None = None, in_flight_batches_max: int = 4) -> BatchingWriter:
         """A writer that gathers single records into batches (see :class:`BatchingWriter`)."""
-        return BatchingWriter(self.append_batch_async, flush_records_max=flush_records_max,
+        producer_id = os.urandom(16)  # one producer per writer: its retries are stored once
+
+        def append(payloads: list[bytes], sequence: int) -> Future[range]:
+            return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence)
+
+        return BatchingWriter(append, flush_records_max=flush_records_max,
                               flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
                               ordered=ordered, retry=retry, in_flight_batches_max=in_flight_batches_max,
                               payload_bytes_max=self.attributes.payload_bytes_max)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from seaway._errors import SeawayError
-from seaway.logsdb import WriteOp
+from seaway.logsdb import ProducerMark, WriteOp
 
 # --- Sequencer inputs ------------------------------------------------------------------------------
 
@@ -22,6 +22,7 @@ class AppendRequest:
     request_id: int
     payloads: tuple[bytes, ...]
     sync: bool = True
+    producer: ProducerMark | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,7 @@ class StoreMsg:
     timestamp_ms: int
     payloads: tuple[bytes, ...]
     sync: bool
+    producer: ProducerMark | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from seaway.log._protocol import (
     StoreReply,
     Tick,
 )
+from seaway.logsdb import ProducerMark
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class _Slot:
     timestamp_ms: int
     payloads: tuple[bytes, ...]
     sync: bool
+    producer: ProducerMark | None
     state: _SlotState
     attempts: int
     deadline_ms: int
@@ -156,12 +158,12 @@ class Sequencer:
             self._next_esn += count
             self._last_timestamp_ms = max(self._last_timestamp_ms, now_ms)
             slot = _Slot(request.request_id, first, self._last_timestamp_ms, request.payloads,
-                         request.sync, _SlotState.STORING, 1, now_ms + self._config.store_timeout_ms)
+                         request.sync, request.producer, _SlotState.STORING, 1, now_ms + self._config.store_timeout_ms)
             self._slots[first] = slot
             out.append(self._store_msg(slot))
 
     def _store_msg(self, slot: _Slot) -> StoreMsg:
-        return StoreMsg(self.log_id, slot.first_lsn, slot.timestamp_ms, slot.payloads, slot.sync)
+        return StoreMsg(self.log_id, slot.first_lsn, slot.timestamp_ms, slot.payloads, slot.sync, slot.producer)
 
     def _plug_msg(self, slot: _Slot) -> PlugMsg:
         return PlugMsg(self.log_id, slot.first_lsn, len(slot.payloads), slot.timestamp_ms)

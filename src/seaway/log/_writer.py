@@ -2,8 +2,10 @@
 
 A batch is sent when it holds ``flush_records_max`` records or ``flush_bytes_max`` bytes, or when its
 first record has waited ``flush_interval_s``. A batch that fails with a retriable error is sent again,
-with backoff, up to the retry policy's limit. In ``ordered`` mode one batch is in flight at a time, so
-a retried batch is stored before every batch written after it; otherwise up to
+with backoff, up to the retry policy's limit; each batch carries its own sequence number, kept across
+its retries, so an idempotent append function stores a retried batch once. In ``ordered`` mode one
+batch is in flight at a time, so a retried batch is stored before every batch written after it;
+otherwise up to
 ``in_flight_batches_max`` batches are in flight and a retried batch may land after later ones.
 """
 
@@ -43,11 +45,13 @@ class _Batch:
     size_bytes: int = 0
     started_s: float = 0.0
     attempts: int = 0
+    sequence: int = 0
     retry_at_s: float | None = None
     sent: bool = False
 
 
-AppendBatch = Callable[[list[bytes]], "Future[range]"]
+AppendBatch = Callable[[list[bytes], int], "Future[range]"]
+"""Appends a batch of payloads with its sequence number (the same on every retry of the batch)."""
 
 
 class BatchingWriter:
@@ -72,6 +76,7 @@ class BatchingWriter:
         self._current = _Batch()
         self._ready: deque[_Batch] = deque()
         self._in_flight: list[_Batch] = []
+        self._next_sequence = 0
         self._closing = False
         self._thread = threading.Thread(target=self._run, name="seaway-batching-writer", daemon=True)
         self._thread.start()
@@ -105,6 +110,8 @@ class BatchingWriter:
 
     def _seal_current(self) -> None:
         if self._current.payloads:
+            self._current.sequence = self._next_sequence
+            self._next_sequence += 1
             self._ready.append(self._current)
             self._current = _Batch()
 
@@ -176,8 +183,8 @@ class BatchingWriter:
 
     def _send(self, batch: _Batch) -> None:
         try:
-            future = self._append_batch(batch.payloads)
-        except SeawayError as exc:
+            future = self._append_batch(batch.payloads, batch.sequence)
+        except Exception as exc:  # fail this batch's writes; the sending thread must live on
             self._settle(batch, None, exc)
             return
         future.add_done_callback(lambda f: self._settle(batch, f, None))

@@ -161,6 +161,16 @@ class DirEntry:
 
 
 _U64 = struct.Struct(">Q")
+_PRODUCED = struct.Struct(">QQI")
+
+
+def encode_produced(window: dict[int, tuple[int, int]]) -> bytes:
+    """A producer's remembered batches: ``sequence -> (first LSN, count)``, oldest first."""
+    return b"".join(_PRODUCED.pack(seq, first, count) for seq, (first, count) in window.items())
+
+
+def decode_produced(raw: bytes) -> dict[int, tuple[int, int]]:
+    return {seq: (first, count) for seq, first, count in _PRODUCED.iter_unpack(raw)}
 
 
 def encode_u64(value: int) -> bytes:

@@ -42,6 +42,7 @@ from seaway.logsdb._types import (
     HolePlugEntry,
     LogsDBConfig,
     PartitionInfo,
+    ProducerMark,
     PutRecords,
     PutSeal,
     RecordsEntry,
@@ -58,6 +59,7 @@ _P_TRIM = b"T"  # + log id -> trim point
 _P_SEAL = b"S"  # + log id -> sealed epoch
 _P_EPOCH_END = b"E"  # + log id + epoch -> last LSN of that epoch
 _P_USER = b"U"  # + upper layer's key -> its value
+_P_PRODUCER = b"I"  # + log id + producer id -> its recent batches (idempotent appends)
 
 _COMPRESSION = {
     "none": DBCompressionType.none(),
@@ -166,6 +168,9 @@ class LogsDB:
                 self._directory[pid][log_id] = fmt.DirEntry.decode(value)
         self._trim: dict[int, int] = self._load_u64_map(_P_TRIM)
         self._seal: dict[int, int] = self._load_u64_map(_P_SEAL)
+        self._produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
+        for key, value in self._meta_scan(_P_PRODUCER):
+            self._produced[(fmt.decode_u64(key[1:9]), key[9:])] = fmt.decode_produced(value)
         self._last_lsn: dict[int, int] = {}
         for entries in self._directory.values():
             for log_id, d in entries.items():
@@ -222,6 +227,7 @@ class LogsDB:
             directory = self._directory[pid]
             changed: dict[int, fmt.DirEntry] = {}
             seals: dict[int, int] = {}
+            produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
             total = 0
             for op in ops:
                 if isinstance(op, PutSeal):
@@ -232,6 +238,8 @@ class LogsDB:
                 if isinstance(op, PutRecords):
                     value = fmt.encode_records(key, op.timestamp_ms, list(op.payloads))
                     last = op.first_lsn + len(op.payloads) - 1
+                    if op.producer is not None:
+                        self._remember(produced, op, op.producer)
                 else:
                     value = fmt.encode_hole_plug(key, op.timestamp_ms, op.count)
                     last = op.first_lsn + op.count - 1
@@ -249,11 +257,39 @@ class LogsDB:
                     f"write of {total} bytes exceeds write_bytes_max={self._config.write_bytes_max}")
             for log_id, d in changed.items():
                 batch.put(_P_DIRECTORY + _u64(pid) + _u64(log_id), d.encode(), self._meta_handle)
+            for (log_id, producer_id), window in produced.items():
+                batch.put(_P_PRODUCER + _u64(log_id) + producer_id, fmt.encode_produced(window), self._meta_handle)
             self._apply(batch, sync)
+            self._produced.update(produced)
             for log_id, d in changed.items():
                 directory[log_id] = d
                 self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
             self._seal.update(seals)
+
+    def _remember(self, produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]], op: PutRecords,
+                  mark: ProducerMark) -> None:
+        key = (op.log_id, mark.producer_id)
+        window = produced.get(key)
+        if window is None:
+            window = dict(self._produced.get(key, {}))
+            produced[key] = window
+        window[mark.sequence] = (op.first_lsn, len(op.payloads))
+        while len(window) > self._config.producer_window:
+            del window[next(iter(window))]
+
+    def produced(self, log_id: int, producer_id: bytes, sequence: int) -> range | bool | None:
+        """What became of a producer's batch: its LSNs if it is stored; ``None`` if it is not;
+        ``False`` if the sequence is older than every remembered one, so nobody can tell."""
+        with self._lock:
+            window = self._produced.get((log_id, producer_id))
+            if not window:
+                return None
+            found = window.get(sequence)
+            if found is not None:
+                return range(found[0], found[0] + found[1])
+            if len(window) >= self._config.producer_window and sequence < min(window):
+                return False
+            return None
 
     @staticmethod
     def _dir_after(d: fmt.DirEntry | None, first: int, last: int, ts: int, size: int) -> fmt.DirEntry:

@@ -32,12 +32,16 @@ class LogsDBConfig:
     """The largest write batch (all entries and metadata of one write)."""
     compression: str = "lz4"
     """RocksDB compression of partition files: none, snappy, lz4, zstd."""
+    producer_window: int = 128
+    """How many recent batches of each producer, per log, are remembered for deduplication."""
 
     def __post_init__(self) -> None:
         if self.partition_duration_s <= 0:
             raise ValueError("partition_duration_s must be positive")
         if self.partition_bytes_max <= 0 or self.entry_bytes_max <= 0 or self.write_bytes_max <= 0:
             raise ValueError("byte limits must be positive")
+        if not 1 <= self.producer_window <= 4096:
+            raise ValueError("producer_window must be in [1, 4096]")
         if self.compression not in ("none", "snappy", "lz4", "zstd"):
             raise ValueError(f"unknown compression {self.compression!r}")
 
@@ -46,13 +50,26 @@ class LogsDBConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ProducerMark:
+    """Which producer sent a batch, and its sequence number for the log (idempotent appends)."""
+
+    producer_id: bytes
+    sequence: int
+
+
+@dataclass(frozen=True, slots=True)
 class PutRecords:
-    """Store ``payloads`` at consecutive LSNs from ``first_lsn`` on, with one timestamp."""
+    """Store ``payloads`` at consecutive LSNs from ``first_lsn`` on, with one timestamp.
+
+    With ``producer``, the batch is also remembered under its producer and sequence number, in the
+    same atomic write, so that a retry of it is recognised even after a crash.
+    """
 
     log_id: int
     first_lsn: int
     timestamp_ms: int
     payloads: tuple[bytes, ...]
+    producer: ProducerMark | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,7 +158,12 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             self._slots.acquire(peer, "appends", self._limits.appends_in_flight_per_connection_max)
             started = time.perf_counter()
             try:
-                lsns = self._log_of(request.log_id).append_batch(request.payloads)
+                log = self._log_of(request.log_id)
+                if request.producer_id:
+                    lsns = log.append_batch(request.payloads, producer_id=request.producer_id,
+                                            sequence=request.sequence)
+                else:
+                    lsns = log.append_batch(request.payloads)
             finally:
                 self._slots.release(peer, "appends")
             self._metrics.append_seconds.observe(time.perf_counter() - started)

@@ -103,12 +103,16 @@ class LogList(_message.Message):
     def __init__(self, logs: _Optional[_Iterable[_Union[LogInfo, _Mapping]]] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
-    __slots__ = ("log_id", "payloads")
+    __slots__ = ("log_id", "payloads", "producer_id", "sequence")
     LOG_ID_FIELD_NUMBER: _ClassVar[int]
     PAYLOADS_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     log_id: int
     payloads: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, log_id: _Optional[int] = ..., payloads: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    producer_id: bytes
+    sequence: int
+    def __init__(self, log_id: _Optional[int] = ..., payloads: _Optional[_Iterable[bytes]] = ..., producer_id: _Optional[bytes] = ..., sequence: _Optional[int] = ...) -> None: ...
 
 class AppendReply(_message.Message):
     __slots__ = ("first_lsn", "count")
