@@ -83,7 +83,11 @@ class RemoteSeaway:
     def __init__(self, target: str, *, token: str | None = None, tls_root_cert: bytes | None = None,
                  tls: bool = False, timeout_s: float = 30.0, retry: RetryPolicy | None = None) -> None:
         options = [("grpc.max_receive_message_length", MESSAGE_BYTES_MAX),
-                   ("grpc.max_send_message_length", MESSAGE_BYTES_MAX)]
+                   ("grpc.max_send_message_length", MESSAGE_BYTES_MAX),
+                   # Reconnect quickly after a server restart; the retry policy bounds the waiting.
+                   ("grpc.initial_reconnect_backoff_ms", 100),
+                   ("grpc.min_reconnect_backoff_ms", 100),
+                   ("grpc.max_reconnect_backoff_ms", 1000)]
         if tls or tls_root_cert is not None:
             self._channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(tls_root_cert), options)
         else:

@@ -20,7 +20,7 @@ class ServerProcess:
     """
 
     def __init__(self, data_dir: str | os.PathLike[str], *, token: str | None = None,
-                 extra_args: tuple[str, ...] = (), start_timeout_s: float = 60.0) -> None:
+                 extra_args: tuple[str, ...] = (), start_timeout_s: float = 60.0, port: int = 0) -> None:
         self.data_dir = Path(data_dir)
         self.token = token
         self._extra = extra_args
@@ -29,12 +29,14 @@ class ServerProcess:
         os.close(fd)
         self.log_path = Path(name)
         self._proc: subprocess.Popen[str] | None = None
+        self.port = port
         self.address = ""
+        self.metrics_address: str | None = None
         self.start()
 
     def start(self) -> None:
         args = [sys.executable, "-m", "seaway.cli", "serve", "--data-dir", str(self.data_dir),
-                "--listen", "127.0.0.1:0", *self._extra]
+                "--listen", f"127.0.0.1:{self.port}", *self._extra]
         env = dict(os.environ)
         if self.token:
             env["SEAWAY_TOKEN"] = self.token
@@ -44,8 +46,11 @@ class ServerProcess:
         assert self._proc.stdout is not None
         while time.monotonic() < deadline:
             line = self._proc.stdout.readline()
+            if line.startswith("metrics on "):
+                self.metrics_address = line.split()[-1]
             if line.startswith("listening on "):
                 self.address = line.split()[-1]
+                self.port = int(self.address.rpartition(":")[2])  # a restart comes back on the same port
                 return
             if not line and self._proc.poll() is not None:
                 break
@@ -73,6 +78,12 @@ class ServerProcess:
             code = self._proc.wait()
         self._close()
         return code
+
+    def restart(self) -> None:
+        """Start again on the same port, after :meth:`stop` or :meth:`kill`."""
+        if self._proc is not None:
+            raise RuntimeError("the server is still running")
+        self.start()
 
     def kill(self) -> None:
         """SIGKILL: no chance to finish anything."""

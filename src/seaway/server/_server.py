@@ -146,6 +146,8 @@ def serve(config: ServerConfig) -> None:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     server.start()
+    if server.metrics_port is not None:
+        print(f"metrics on {split_host_port(config.metrics_listen or '')[0]}:{server.metrics_port}", flush=True)
     print(f"listening on {server.address}", flush=True)
     while not done.wait(0.5):
         time.sleep(0)

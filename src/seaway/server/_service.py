@@ -212,13 +212,20 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             self._fail("Read", context, exc)
             return
         self._metrics.open_readers.inc()
+        released = threading.Lock()
+
+        def release() -> None:  # once: when the stream ends, or at once when the client cancels it
+            if released.acquire(blocking=False):
+                self._metrics.open_readers.dec()
+                self._slots.release(peer, "readers")
+
+        context.add_callback(release)
         try:
             yield from self._stream(log, request, until, context)
         except Exception as exc:
             self._fail("Read", context, exc)
         finally:
-            self._metrics.open_readers.dec()
-            self._slots.release(peer, "readers")
+            release()
 
     def _stream(self, log: Log, request: pb.ReadRequest, until: int,
                 context: grpc.ServicerContext) -> Iterator[pb.ReadItems]:

@@ -18,6 +18,7 @@ from seaway._errors import (
     InvalidArgumentError,
     LogExistsError,
     OverloadedError,
+    PayloadTooLargeError,
     SeawayError,
     ServerError,
     TimedOutError,
@@ -75,7 +76,7 @@ def error_from_status(status: grpc.StatusCode | None, details: str | None,
     if status == grpc.StatusCode.DEADLINE_EXCEEDED:
         return TimedOutError(message)
     if status == grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return InvalidArgumentError(f"request refused by the transport: {message}")
+        return PayloadTooLargeError(f"the message exceeds a size limit: {message}")
     if status in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN) and "deserializ" in message.lower():
         return InvalidArgumentError(f"malformed request: {message}")
     if status == grpc.StatusCode.UNAVAILABLE:
