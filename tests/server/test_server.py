@@ -173,7 +173,7 @@ def test_log_commands_against_a_server(tmp_path: Path) -> None:
 def test_a_client_killed_mid_batch_leaves_nothing_half_visible(tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data") as server:
         with seaway.connect(server.url) as sw:
-            log = sw.logs.create("big")
+            sw.logs.create("big")
         script = ("import seaway, sys\n"
                   "log = seaway.connect(sys.argv[1]).logs.get('big')\n"
                   "n = 0\n"
