@@ -42,3 +42,17 @@ def test_bad_arguments_exit_non_zero_with_one_line() -> None:
     result = seaway_cmd("bench", "log", "--batches", "0")
     assert result.returncode != 0
     assert result.stderr.strip().count("\n") == 0 and "--batches" in result.stderr
+
+
+@pytest.mark.slow
+def test_bench_log_remote_reports_both_sides() -> None:
+    result = subprocess.run([sys.executable, "-m", "seaway.cli", "bench", "log", "--remote", "--batches", "2",
+                             "--paced-events-per-s", "3000", "--json"],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    for key in ("produced_per_s", "consumed_per_s", "latency_p50_ms", "latency_p99_ms", "paced_latency_p50_ms",
+                "embedded_produced_per_s", "embedded_consumed_per_s"):
+        assert figures[key] > 0, key
+    assert figures["latency_p50_ms"] <= figures["latency_p99_ms"]
+    assert "started for this run" in figures["server"]

@@ -14,6 +14,7 @@ from typing import Any
 import seaway
 from seaway._errors import InvalidArgumentError, SeawayError
 from seaway.cli._bench_log import LogBenchConfig, run_log_bench
+from seaway.cli._bench_remote import RemoteBenchConfig, run_remote_bench
 from seaway.cli._demo import run_demo, run_demo_remote
 from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
 from seaway.server import ServerConfig, serve
@@ -43,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     log.add_argument("--batches", type=int, default=200, help="batches of 500 1 KB records (default 200)")
     log.add_argument("--rounds", type=int, default=3, help="runs of each side; the best counts (default 3)")
     log.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    log.add_argument("--remote", action="store_true",
+                     help="3 producer and 3 consumer processes against a server, beside the embedded figures")
+    log.add_argument("--address", help="with --remote: use this server (seaway://host:port) instead of starting one")
+    log.add_argument("--paced-events-per-s", type=int, default=20_000, help="with --remote: the paced run's rate")
 
     logs = commands.add_parser("log", help="append, tail, trim, find-time, info, create")
     ops = logs.add_subparsers(dest="op", required=True, metavar="OPERATION")
@@ -80,9 +85,13 @@ def _print_figures(figures: dict[str, Any]) -> None:
 
 
 def _bench_log(args: argparse.Namespace) -> None:
-    if args.batches < 1 or args.rounds < 1:
-        raise InvalidArgumentError("--batches and --rounds must be at least 1")
-    figures = run_log_bench(LogBenchConfig(batches=args.batches, rounds=args.rounds))
+    if args.batches < 1 or args.rounds < 1 or args.paced_events_per_s < 1:
+        raise InvalidArgumentError("--batches, --rounds and --paced-events-per-s must be at least 1")
+    if args.remote:
+        figures = run_remote_bench(RemoteBenchConfig(batches=args.batches, address=args.address,
+                                                     paced_events_per_s=args.paced_events_per_s))
+    else:
+        figures = run_log_bench(LogBenchConfig(batches=args.batches, rounds=args.rounds))
     if args.json:
         print(json.dumps(figures))
     else:

@@ -135,19 +135,25 @@ def log_info_from_msg(msg: pb.LogInfo) -> LogInfo:
 def items_to_msg(log_id: int, items: Iterable[ReadItem]) -> pb.ReadItems:
     """Pack one log's items: runs of records as parallel arrays, each gap as its own run."""
     msg = pb.ReadItems(log_id=log_id)
-    records: pb.Records | None = None
+    run: list[Record] = []
     for item in items:
         if type(item) is Record:
-            if records is None:
-                records = msg.runs.add().records
-            records.lsns.append(item.lsn)
-            records.timestamps_ms.append(item.timestamp_ms)
-            records.payloads.append(item.payload)
-        else:
-            gap: Gap = item  # type: ignore[assignment]
-            records = None
-            msg.runs.add().gap.CopyFrom(pb.Gap(type=_GAP_TO_WIRE[gap.type], lsn_lo=gap.lsn_lo, lsn_hi=gap.lsn_hi))
+            run.append(item)
+            continue
+        _add_records(msg, run)
+        run = []
+        gap: Gap = item  # type: ignore[assignment]
+        msg.runs.add().gap.CopyFrom(pb.Gap(type=_GAP_TO_WIRE[gap.type], lsn_lo=gap.lsn_lo, lsn_hi=gap.lsn_hi))
+    _add_records(msg, run)
     return msg
+
+
+def _add_records(msg: pb.ReadItems, run: list[Record]) -> None:
+    if run:  # one extend per column: far cheaper than three appends per record
+        records = msg.runs.add().records
+        records.lsns.extend([r.lsn for r in run])
+        records.timestamps_ms.extend([r.timestamp_ms for r in run])
+        records.payloads.extend([r.payload for r in run])
 
 
 def items_from_msg(msg: pb.ReadItems) -> list[ReadItem]:

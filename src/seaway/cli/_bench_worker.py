@@ -1,0 +1,32 @@
+"""A producer or consumer process of ``seaway bench log --remote``; prints one JSON line of figures.
+
+``python -m seaway.cli._bench_worker produce URL LOG BATCHES BATCH_RECORDS RECORD_BYTES IN_FLIGHT RATE``
+``python -m seaway.cli._bench_worker consume URL LOG RECORDS``
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import seaway
+from seaway.cli._bench_remote import consume, produce
+
+
+def _worker(argv: list[str]) -> None:
+    role, url, log_name = argv[0], argv[1], argv[2]
+    numbers = [float(a) for a in argv[3:]]
+    with seaway.connect(url, timeout_s=120) as sw:
+        log = sw.logs.get(log_name)
+        if role == "produce":
+            batches, batch_records, record_bytes, in_flight, rate = numbers
+            result: dict[str, Any] = produce(log, int(batches), int(batch_records), int(record_bytes),
+                                             int(in_flight), rate or None)
+        else:
+            result = consume(sw.logs.reader, log, int(numbers[0]))
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1:])
