@@ -87,7 +87,8 @@ class RemoteSeaway:
                    # Reconnect quickly after a server restart; the retry policy bounds the waiting.
                    ("grpc.initial_reconnect_backoff_ms", 100),
                    ("grpc.min_reconnect_backoff_ms", 100),
-                   ("grpc.max_reconnect_backoff_ms", 1000)]
+                   ("grpc.max_reconnect_backoff_ms", 1000),
+                   ("grpc.http2.lookahead_bytes", 8 << 20)]
         if tls or tls_root_cert is not None:
             self._channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(tls_root_cert), options)
         else:

@@ -91,7 +91,8 @@ class Server:
         self._grpc = grpc.server(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seaway-rpc"),
                                  options=[("grpc.max_receive_message_length", limits.request_bytes_max),
                                           ("grpc.max_send_message_length", limits.read_message_bytes_max + (1 << 20)),
-                                          ("grpc.so_reuseport", 0)])
+                                          ("grpc.so_reuseport", 0),
+                                          ("grpc.http2.lookahead_bytes", 8 << 20)])
         seaway_pb2_grpc.add_SeawayServicer_to_server(  # type: ignore[no-untyped-call]
             SeawayService(self.store, limits, self.metrics, config.token, self._stopping), self._grpc)
         try:

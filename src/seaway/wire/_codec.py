@@ -7,6 +7,8 @@ the retriable flag, so the client raises the same class the server raised.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
+from itertools import repeat
 from typing import Any
 
 import grpc
@@ -29,6 +31,9 @@ from seaway._errors import (
 from seaway.log import Gap, GapType, LogAttributes, LogInfo, ReadItem, Record
 from seaway.logsdb import Durability
 from seaway.wire import seaway_pb2 as pb
+
+# Record(*fields) without the Python-level __new__ of a named tuple: one is made per record received.
+_new_record = partial(tuple.__new__, Record)
 
 CODE_KEY = "seaway-code"
 RETRIABLE_KEY = "seaway-retriable"
@@ -162,8 +167,9 @@ def items_from_msg(msg: pb.ReadItems) -> list[ReadItem]:
     for run in msg.runs:
         if run.HasField("records"):
             r = run.records
-            out.extend(Record(log_id, lsn, ts, payload)
-                       for lsn, ts, payload in zip(r.lsns, r.timestamps_ms, r.payloads, strict=True))
+            if not len(r.lsns) == len(r.timestamps_ms) == len(r.payloads):
+                raise InvalidArgumentError("a run of records has columns of different lengths")
+            out.extend(map(_new_record, zip(repeat(log_id), r.lsns, r.timestamps_ms, r.payloads)))
         elif run.HasField("gap"):
             kind = _GAP_FROM_WIRE.get(run.gap.type)
             if kind is None:
