@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench proto clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/seaway bench log
+
+proto: $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc -I src --python_out=src --grpc_python_out=src --pyi_out=src \
+		src/seaway/wire/seaway.proto
 
 clean:
 	rm -rf $(VENV) .seaway-demo .pytest_cache .mypy_cache .ruff_cache
