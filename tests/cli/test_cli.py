@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from seaway.cli._demo import run_demo
+from seaway.cli._progress import Progress
 
 
 def seaway_cmd(*args: str) -> subprocess.CompletedProcess[str]:
@@ -56,3 +58,15 @@ def test_bench_log_remote_reports_both_sides() -> None:
         assert figures[key] > 0, key
     assert figures["latency_p50_ms"] <= figures["latency_p99_ms"]
     assert "started for this run" in figures["server"]
+
+
+def test_progress_bar_draws_on_a_terminal_only() -> None:
+    shown = io.StringIO()
+    with Progress(4, "work", stream=shown, force=True) as progress:
+        for _ in range(4):
+            progress.advance()
+    assert "100% work" in shown.getvalue() and "[" + "#" * Progress.WIDTH + "]" in shown.getvalue()
+    hidden = io.StringIO()  # not a terminal: nothing drawn
+    with Progress(4, "work", stream=hidden) as progress:
+        progress.advance(4)
+    assert hidden.getvalue() == ""

@@ -19,6 +19,7 @@ from typing import Any
 from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 import seaway
+from seaway.cli._progress import Progress
 from seaway.log import Record
 
 
@@ -102,13 +103,15 @@ def run_log_bench(config: LogBenchConfig) -> dict[str, Any]:
     records = config.batches * config.batch_records
     raw_runs: list[tuple[float, float, int]] = []
     sea_runs: list[tuple[float, float, int]] = []
-    with tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp, \
+            Progress(2 * config.rounds, "bench log") as progress:
         for round_ in range(config.rounds):
             sides = [(_raw_rocksdb, raw_runs), (_seaway, sea_runs)]
             for run, runs in sides if round_ % 2 == 0 else reversed(sides):
                 path = Path(tmp) / f"{run.__name__}-{round_}"
                 runs.append(run(path, batches))
                 shutil.rmtree(path)
+                progress.advance(label=f"round {round_ + 1}: {run.__name__.strip('_')} done")
     for _, _, count in raw_runs + sea_runs:
         if count != records:
             raise RuntimeError(f"benchmark read back {count} records, expected {records}")

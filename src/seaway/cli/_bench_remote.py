@@ -28,6 +28,7 @@ from typing import Any
 
 import seaway
 from seaway.cli._bench_log import machine
+from seaway.cli._progress import Progress
 from seaway.log import LSN_MAX, Record
 from seaway.server import ServerProcess
 
@@ -156,16 +157,22 @@ def _embedded_round(config: RemoteBenchConfig) -> dict[str, float]:
 def run_remote_bench(config: RemoteBenchConfig) -> dict[str, Any]:
     paced_batches = max(1, round(config.paced_events_per_s * config.paced_s / config.batch_records / config.producers))
     rate = config.paced_events_per_s / config.producers
-    if config.address:
-        full = _remote_round(config.address, config, "full", config.batches, 0)
-        paced = _remote_round(config.address, config, "paced", paced_batches, rate)
-        where = config.address
-    else:
-        with tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp, ServerProcess(Path(tmp) / "data") as server:
-            full = _remote_round(server.url, config, "full", config.batches, 0)
-            paced = _remote_round(server.url, config, "paced", paced_batches, rate)
-            where = f"{server.url} (started for this run)"
-    embedded = _embedded_round(config)
+    with Progress(3, "remote, full speed") as progress:
+        if config.address:
+            full = _remote_round(config.address, config, "full", config.batches, 0)
+            progress.advance(label=f"remote, paced at {config.paced_events_per_s} events/s")
+            paced = _remote_round(config.address, config, "paced", paced_batches, rate)
+            where = config.address
+        else:
+            with tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp, \
+                    ServerProcess(Path(tmp) / "data") as server:
+                full = _remote_round(server.url, config, "full", config.batches, 0)
+                progress.advance(label=f"remote, paced at {config.paced_events_per_s} events/s")
+                paced = _remote_round(server.url, config, "paced", paced_batches, rate)
+                where = f"{server.url} (started for this run)"
+        progress.advance(label="embedded reference")
+        embedded = _embedded_round(config)
+        progress.advance(label="done")
     return {
         "benchmark": "log --remote",
         "server": where,
