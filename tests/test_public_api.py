@@ -16,7 +16,7 @@ def test_exported_names_are_pinned() -> None:
         "ClosedError", "CorruptionError", "DataDirLockedError", "Durability", "Gap", "GapType",
         "InvalidArgumentError", "Log", "LogAttributes", "LogExistsError", "LogGroup", "LogStoreConfig",
         "LogsDBConfig", "LsnOutOfRangeError", "OverloadedError", "PayloadTooLargeError", "PreemptedError",
-        "Reader", "Record", "RemoteSeaway", "RetryPolicy", "Seaway",
+        "Reader", "Record", "RecordRun", "RemoteSeaway", "RetryPolicy", "Seaway",
         "SequenceTooOldError", "SeawayConfig", "SeawayError", "ServerError",
         "StorageError", "SystemClock", "TimedOutError", "TransportError", "TrimPastTailError",
         "UnavailableError", "UnknownLogError",

@@ -368,3 +368,20 @@ def test_batching_writer_retry_after_a_lost_acknowledgement_stores_once(sw: seaw
     writer.close()
     assert [f.result(10) for f in futures] == sorted(f.result(10) for f in futures)
     assert records(list(log.read())) == [b"a", b"b", b"c", b"d"]
+
+
+def test_reader_in_runs_mode_delivers_the_same_records_and_gaps(sw: seaway.Seaway) -> None:
+    log = sw.logs.create("l")
+    for size in (1, 7, 300, 2, 1000, 5):
+        log.append_batch([f"{size}/{i}".encode() for i in range(size)])
+    log.trim(3)
+    plain = list(log.read())
+    runs = sw.logs.reader(buffered_items_max=250, runs=True)
+    runs.start_reading(log, 1, log.tail_lsn())
+    flattened: list[object] = []
+    while items := runs.read(100):
+        assert sum(seaway.log.weight(i) for i in items) <= 100 or len(items) == 1
+        for item in items:
+            flattened.extend(item.records() if isinstance(item, seaway.RecordRun) else [item])
+    assert flattened == plain
+    assert any(isinstance(i, Record) for i in plain) and plain[0].type is GapType.TRIM  # type: ignore[union-attr]

@@ -45,11 +45,18 @@ def test_transport_failures_without_a_code() -> None:
                       seaway.InvalidArgumentError)
 
 
-def test_mismatched_record_columns_are_refused() -> None:
+def test_record_runs_outside_the_lsn_range_are_refused() -> None:
     msg = seaway_pb2.ReadItems(log_id=1)
-    msg.runs.add().records.lsns.extend([1, 2])
+    msg.runs.add().records.CopyFrom(seaway_pb2.RecordRun(first_lsn=2**64 - 1, payloads=[b"a", b"b"]))
     with pytest.raises(seaway.InvalidArgumentError):
         items_from_msg(msg)
+
+
+@given(st.lists(st.binary(max_size=20), min_size=1, max_size=20), st.integers(1, 2**40))
+def test_record_runs_arrive_as_records(payloads: list[bytes], first: int) -> None:
+    run = seaway.RecordRun(3, first, 99, payloads)
+    msg = seaway_pb2.ReadItems.FromString(items_to_msg(3, [run]).SerializeToString())
+    assert items_from_msg(msg) == run.records()
 
 
 def test_generated_code_matches_the_proto(tmp_path: Path) -> None:

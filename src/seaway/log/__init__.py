@@ -42,7 +42,17 @@ from seaway.log._protocol import (
 from seaway.log._reader import LogReadState, ReadChunk, ReadWant
 from seaway.log._sequencer import Sequencer, SequencerConfig, SequencerState
 from seaway.log._storage import StorageConfig, StorageNode
-from seaway.log._types import PAYLOAD_BYTES_MAX_LIMIT, Gap, GapType, LogAttributes, ReadItem, Record
+from seaway.log._types import (
+    PAYLOAD_BYTES_MAX_LIMIT,
+    Gap,
+    GapType,
+    LogAttributes,
+    ReadItem,
+    Record,
+    RecordRun,
+    RunItem,
+    weight,
+)
 from seaway.log._writer import BatchingWriter, RetryPolicy
 
 __all__ = [
@@ -82,11 +92,13 @@ __all__ = [
     "ReadWant",
     "Reader",
     "Record",
+    "RecordRun",
     "ReleaseMsg",
     "Released",
     "RequestEpoch",
     "RetryPolicy",
     "RocksDBEpochStore",
+    "RunItem",
     "SealMsg",
     "SealReply",
     "Sequencer",
@@ -104,4 +116,5 @@ __all__ = [
     "make_lsn",
     "producer_mark",
     "read_chunk",
+    "weight",
 ]

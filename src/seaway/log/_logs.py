@@ -22,7 +22,7 @@ from seaway.log._config import LogGroup, LogInfo, LogsConfig
 from seaway.log._embedded import EmbeddedLogStore
 from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn
 from seaway.log._reader import LogReadState, ReadChunk
-from seaway.log._types import LogAttributes, ReadItem, Record
+from seaway.log._types import LogAttributes, ReadItem, Record, weight
 from seaway.log._writer import BatchingWriter, RetryPolicy
 from seaway.logsdb import Durability, PartitionInfo, ProducerMark
 
@@ -209,7 +209,11 @@ class Reader:
     items are held; the disk is read only as they are consumed.
     """
 
-    def __init__(self, logs: Logs, buffered_items_max: int = 2_000) -> None:
+    def __init__(self, logs: Logs, buffered_items_max: int = 2_000, *, runs: bool = False) -> None:
+        if buffered_items_max < 1:
+            raise InvalidArgumentError("buffered_items_max must be at least 1")
+        self._runs = runs
+        self._buffered = 0  # records and gaps in the buffer (a run counts its records)
         self._logs = logs
         self._store = logs._store
         self._states: dict[int, LogReadState] = {}
@@ -227,7 +231,7 @@ class Reader:
         if lsn_from < LSN_OLDEST or lsn_from > lsn_until:
             raise LsnOutOfRangeError(f"cannot read from {lsn_from:#x} until {lsn_until:#x}")
         with self._lock:
-            self._states[log_id] = LogReadState(log_id, lsn_from, lsn_until)
+            self._states[log_id] = LogReadState(log_id, lsn_from, lsn_until, runs=self._runs)
             self._unfinished.pop(log_id, None)
 
     def stop_reading(self, log: Log | int | str) -> None:
@@ -235,6 +239,7 @@ class Reader:
         with self._lock:
             self._states.pop(log_id, None)
             self._buffer = [i for i in self._buffer if i.log_id != log_id]
+            self._buffered = sum(map(weight, self._buffer))
             self._unfinished.pop(log_id, None)
 
     @property
@@ -259,17 +264,30 @@ class Reader:
             with self._lock:
                 self._fill()
                 if self._buffer or all(s.done for s in self._states.values()):
-                    taken = self._buffer[:items_max]
-                    del self._buffer[:items_max]
-                    return taken
+                    return self._take(items_max)
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return []
             self._store.wait_for_release(version, remaining)
 
+    def _take(self, items_max: int) -> list[ReadItem]:
+        if not self._runs:
+            taken = self._buffer[:items_max]
+            del self._buffer[:items_max]
+            self._buffered -= len(taken)
+            return taken
+        count = end = 0  # whole runs, up to items_max records (at least one item)
+        while end < len(self._buffer) and (end == 0 or count + weight(self._buffer[end]) <= items_max):
+            count += weight(self._buffer[end])
+            end += 1
+        taken = self._buffer[:end]
+        del self._buffer[:end]
+        self._buffered -= count
+        return taken
+
     def _fill(self) -> None:
         for state in self._states.values():
-            while (room := self._buffered_items_max - len(self._buffer)) > 0:
+            while (room := self._buffered_items_max - self._buffered) > 0:
                 want = state.want(self._store.released(state.log_id))
                 if want is None:
                     break
@@ -277,7 +295,9 @@ class Reader:
                 chunk = self._unfinished.pop(state.log_id, None)
                 if chunk is None or chunk.covered_to < want.lsn_from:
                     chunk = self._store.read_chunk(want)
-                self._buffer.extend(state.on_chunk(chunk, room))
+                items = state.on_chunk(chunk, room)
+                self._buffer.extend(items)
+                self._buffered += len(items) if not self._runs else sum(map(weight, items))
                 if state.next_lsn <= min(chunk.covered_to, want.lsn_to):
                     self._unfinished[state.log_id] = chunk
 
@@ -346,9 +366,12 @@ class Logs:
     def groups(self) -> builtins.list[LogGroup]:
         return self._config.groups()
 
-    def reader(self, buffered_items_max: int = 2_000) -> Reader:
+    def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False) -> Reader:
+        """A reader over any of these logs. With ``runs``, it delivers :class:`RecordRun` items (one
+        per stored batch, or part of one) instead of a :class:`Record` each: for bulk consumers, and
+        counted by their records against ``buffered_items_max`` and ``read``'s ``items_max``."""
         self._check_open()
-        return Reader(self, buffered_items_max)
+        return Reader(self, buffered_items_max, runs=runs)
 
     def read(self, starts: Mapping[Log | int | str, int], until: int | None = None) -> Iterator[ReadItem]:
         """Records and gaps of several logs, each from its start LSN.

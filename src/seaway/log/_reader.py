@@ -21,7 +21,7 @@ from itertools import repeat
 
 from seaway._invariant import invariant
 from seaway.log._lsn import ESN_FIRST, ESN_MAX, LSN_MAX, epoch_of
-from seaway.log._types import Gap, GapType, ReadItem, Record
+from seaway.log._types import Gap, GapType, ReadItem, Record, RecordRun
 from seaway.logsdb import CorruptEntry, Entry, HolePlugEntry, RecordsEntry
 
 # Record(*fields) without the Python-level __new__ of a named tuple: the read path makes one per record.
@@ -55,11 +55,14 @@ class ReadWant:
 class LogReadState:
     """Reads log ``log_id`` from ``lsn_from`` to ``lsn_until`` (inclusive)."""
 
-    def __init__(self, log_id: int, lsn_from: int, lsn_until: int = LSN_MAX) -> None:
+    def __init__(self, log_id: int, lsn_from: int, lsn_until: int = LSN_MAX, *, runs: bool = False) -> None:
+        """With ``runs``, records come as :class:`RecordRun` items, a run per stored batch (or part)."""
         invariant(lsn_from <= lsn_until, "a read range is not empty")
         self.log_id = log_id
         self.next_lsn = lsn_from
         self.until_lsn = lsn_until
+        self._runs = runs
+        self._emitted = 0  # records and gaps delivered by the current on_chunk call
 
     @property
     def done(self) -> bool:
@@ -81,12 +84,13 @@ class LogReadState:
         next :meth:`want` starts where this stopped).
         """
         out: list[ReadItem] = []
+        self._emitted = 0
         limit = min(chunk.covered_to, self.until_lsn)
         cap = max(1, items_max) if items_max is not None else None
         if self.next_lsn <= chunk.trim_point:
             self._gap(out, GapType.TRIM, min(chunk.trim_point, self.until_lsn))
         for entry in chunk.entries:
-            if self.next_lsn > limit or (cap is not None and len(out) >= cap):
+            if self.next_lsn > limit or (cap is not None and self._emitted >= cap):
                 return out
             if entry.last_lsn < self.next_lsn:
                 continue
@@ -96,10 +100,10 @@ class LogReadState:
                 self._missing(out, entry.first_lsn - 1, entry.first_lsn, chunk.epoch_ends)
             if isinstance(entry, RecordsEntry) and cap is not None:
                 # Records past the cap stay for the next chunk, which starts where this stopped.
-                self._records(out, entry, min(entry.last_lsn, limit, self.next_lsn + max(0, cap - len(out)) - 1))
+                self._records(out, entry, min(entry.last_lsn, limit, self.next_lsn + max(0, cap - self._emitted) - 1))
             else:
                 self._deliver(out, entry, limit)
-        if self.next_lsn <= limit and (cap is None or len(out) < cap):
+        if self.next_lsn <= limit and (cap is None or self._emitted < cap):
             self._missing(out, limit, chunk.next_entry_lsn, chunk.epoch_ends)
         return out
 
@@ -109,7 +113,9 @@ class LogReadState:
         if isinstance(previous, Gap) and previous.type is kind and previous.lsn_hi + 1 == lo:
             out.pop()
             lo = previous.lsn_lo
+            self._emitted -= 1
         out.append(Gap(self.log_id, kind, lo, hi))
+        self._emitted += 1
         self.next_lsn = hi + 1
 
     def _deliver(self, out: list[ReadItem], entry: Entry, limit: int) -> None:
@@ -129,7 +135,11 @@ class LogReadState:
             return
         window = payloads[start - first:last - first + 1]
         if None not in window:  # the common case, in one pass: this loop is the read path's hot spot
-            out.extend(map(_new_record, zip(repeat(log_id), range(start, last + 1), repeat(ts), window)))
+            if self._runs:
+                out.append(RecordRun(log_id, start, ts, window))  # type: ignore[arg-type]
+            else:
+                out.extend(map(_new_record, zip(repeat(log_id), range(start, last + 1), repeat(ts), window)))
+            self._emitted += last + 1 - start
             self.next_lsn = last + 1
             return
         for lsn in range(start, last + 1):
@@ -137,7 +147,9 @@ class LogReadState:
             if payload is None:
                 self._gap(out, GapType.DATALOSS, lsn)
             else:
-                out.append(Record(log_id, lsn, ts, payload))
+                out.append(RecordRun(log_id, lsn, ts, [payload]) if self._runs  # type: ignore[arg-type]
+                           else Record(log_id, lsn, ts, payload))
+                self._emitted += 1
                 self.next_lsn = lsn + 1
 
     def _missing(self, out: list[ReadItem], hi: int, next_present: int | None,

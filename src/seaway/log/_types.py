@@ -41,7 +41,30 @@ class Gap(NamedTuple):
     lsn_hi: int
 
 
+class RecordRun(NamedTuple):
+    """Records at consecutive LSNs from ``first_lsn`` on, all stamped ``timestamp_ms``: what a reader
+    made with ``runs=True`` delivers instead of one :class:`Record` each, for bulk consumers."""
+
+    log_id: int
+    first_lsn: int
+    timestamp_ms: int
+    payloads: list[bytes]
+
+    @property
+    def last_lsn(self) -> int:
+        return self.first_lsn + len(self.payloads) - 1
+
+    def records(self) -> list[Record]:
+        return [Record(self.log_id, self.first_lsn + i, self.timestamp_ms, p) for i, p in enumerate(self.payloads)]
+
+
 ReadItem = Record | Gap
+RunItem = RecordRun | Gap
+
+
+def weight(item: ReadItem | RunItem) -> int:
+    """How many records an item stands for (a gap counts as one), for buffer bounds."""
+    return len(item.payloads) if type(item) is RecordRun else 1
 
 
 PAYLOAD_BYTES_MAX_LIMIT = 32 << 20

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import grpc
 
@@ -25,7 +25,7 @@ from seaway._errors import (
     ServerError,
 )
 from seaway._seaway import Seaway
-from seaway.log import LSN_MAX, Log, ReadItem, Record
+from seaway.log import LSN_MAX, Log, RecordRun, RunItem, weight
 from seaway.server._metrics import Metrics
 from seaway.wire import (
     TOKEN_KEY,
@@ -231,25 +231,39 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                 context: grpc.ServicerContext) -> Iterator[pb.ReadItems]:
         items_max = max(1, min(request.items_max or self._limits.read_message_items_max,
                                self._limits.read_message_items_max))
-        reader = self._store.logs.reader(buffered_items_max=items_max)
+        # Runs, not a Record each: the server only moves payloads from disk to the wire.
+        reader = self._store.logs.reader(buffered_items_max=items_max, runs=True)
         with reader:
             reader.start_reading(log, request.lsn_from or 1, until)
             while context.is_active() and not self._stopping.is_set():
-                items = reader.read(items_max, timeout_s=self._limits.read_wait_s)
+                items = cast(list[RunItem], reader.read(items_max, timeout_s=self._limits.read_wait_s))
                 if items:
-                    self._metrics.read_records.inc(sum(1 for i in items if type(i) is Record))
+                    self._metrics.read_records.inc(sum(weight(i) for i in items if isinstance(i, RecordRun)))
                     yield from self._messages(log.id, items)
                 elif reader.done:
                     return
 
 
-    def _messages(self, log_id: int, items: list[ReadItem]) -> Iterator[pb.ReadItems]:
-        """Items cut into messages of at most ``read_message_bytes_max`` payload bytes (one item at least)."""
+    def _messages(self, log_id: int, items: list[RunItem]) -> Iterator[pb.ReadItems]:
+        """Items cut into messages of at most ``read_message_bytes_max`` payload bytes (a run is cut
+        between records where needed; a single record larger than that goes alone)."""
         limit = self._limits.read_message_bytes_max
-        start, size = 0, 0
-        for i, item in enumerate(items):
-            size += len(item.payload) if type(item) is Record else 0
-            if size > limit and i > start:
-                yield items_to_msg(log_id, items[start:i])
-                start, size = i, len(item.payload) if type(item) is Record else 0
-        yield items_to_msg(log_id, items[start:])
+        pending: list[RunItem] = []
+        size = 0
+        for item in items:
+            if not isinstance(item, RecordRun):
+                pending.append(item)
+                continue
+            run = item
+            start = 0
+            for i, payload in enumerate(run.payloads):
+                if size + len(payload) > limit and (pending or i > start):
+                    if i > start:
+                        pending.append(RecordRun(log_id, run.first_lsn + start, run.timestamp_ms,
+                                                 run.payloads[start:i]))
+                    yield items_to_msg(log_id, pending)
+                    pending, size, start = [], 0, i
+                size += len(payload)
+            pending.append(run if start == 0 else RecordRun(log_id, run.first_lsn + start, run.timestamp_ms,
+                                                            run.payloads[start:]))
+        yield items_to_msg(log_id, pending)

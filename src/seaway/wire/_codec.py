@@ -28,7 +28,7 @@ from seaway._errors import (
     UnknownLogError,
     error_class,
 )
-from seaway.log import Gap, GapType, LogAttributes, LogInfo, ReadItem, Record
+from seaway.log import LSN_MAX, Gap, GapType, LogAttributes, LogInfo, ReadItem, Record, RecordRun, RunItem
 from seaway.logsdb import Durability
 from seaway.wire import seaway_pb2 as pb
 
@@ -137,28 +137,26 @@ def log_info_from_msg(msg: pb.LogInfo) -> LogInfo:
 # --- read items -----------------------------------------------------------------------------------
 
 
-def items_to_msg(log_id: int, items: Iterable[ReadItem]) -> pb.ReadItems:
-    """Pack one log's items: runs of records as parallel arrays, each gap as its own run."""
+def items_to_msg(log_id: int, items: Iterable[ReadItem | RunItem]) -> pb.ReadItems:
+    """Pack one log's items, in order: each record run or single record as a run, each gap as one."""
     msg = pb.ReadItems(log_id=log_id)
-    run: list[Record] = []
+    runs = msg.runs
     for item in items:
-        if type(item) is Record:
-            run.append(item)
-            continue
-        _add_records(msg, run)
-        run = []
-        gap: Gap = item  # type: ignore[assignment]
-        msg.runs.add().gap.CopyFrom(pb.Gap(type=_GAP_TO_WIRE[gap.type], lsn_lo=gap.lsn_lo, lsn_hi=gap.lsn_hi))
-    _add_records(msg, run)
+        kind = type(item)
+        if kind is RecordRun:
+            run: RecordRun = item  # type: ignore[assignment]
+            records = runs.add().records
+            records.first_lsn = run.first_lsn
+            records.timestamp_ms = run.timestamp_ms
+            records.payloads.extend(run.payloads)
+        elif kind is Record:
+            record: Record = item  # type: ignore[assignment]
+            runs.add().records.CopyFrom(pb.RecordRun(first_lsn=record.lsn, timestamp_ms=record.timestamp_ms,
+                                                     payloads=[record.payload]))
+        else:
+            gap: Gap = item  # type: ignore[assignment]
+            runs.add().gap.CopyFrom(pb.Gap(type=_GAP_TO_WIRE[gap.type], lsn_lo=gap.lsn_lo, lsn_hi=gap.lsn_hi))
     return msg
-
-
-def _add_records(msg: pb.ReadItems, run: list[Record]) -> None:
-    if run:  # one extend per column: far cheaper than three appends per record
-        records = msg.runs.add().records
-        records.lsns.extend([r.lsn for r in run])
-        records.timestamps_ms.extend([r.timestamp_ms for r in run])
-        records.payloads.extend([r.payload for r in run])
 
 
 def items_from_msg(msg: pb.ReadItems) -> list[ReadItem]:
@@ -167,9 +165,11 @@ def items_from_msg(msg: pb.ReadItems) -> list[ReadItem]:
     for run in msg.runs:
         if run.HasField("records"):
             r = run.records
-            if not len(r.lsns) == len(r.timestamps_ms) == len(r.payloads):
-                raise InvalidArgumentError("a run of records has columns of different lengths")
-            out.extend(map(_new_record, zip(repeat(log_id), r.lsns, r.timestamps_ms, r.payloads)))
+            if r.first_lsn < 1 or r.first_lsn + len(r.payloads) - 1 > LSN_MAX:
+                raise InvalidArgumentError(f"a run of records from {r.first_lsn} is outside the LSN range")
+            first = r.first_lsn
+            out.extend(map(_new_record, zip(repeat(log_id), range(first, first + len(r.payloads)),
+                                            repeat(r.timestamp_ms), r.payloads)))
         elif run.HasField("gap"):
             kind = _GAP_FROM_WIRE.get(run.gap.type)
             if kind is None:

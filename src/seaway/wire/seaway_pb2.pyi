@@ -168,15 +168,15 @@ class ReadRequest(_message.Message):
     items_max: int
     def __init__(self, log_id: _Optional[int] = ..., lsn_from: _Optional[int] = ..., lsn_until: _Optional[int] = ..., items_max: _Optional[int] = ...) -> None: ...
 
-class Records(_message.Message):
-    __slots__ = ("lsns", "timestamps_ms", "payloads")
-    LSNS_FIELD_NUMBER: _ClassVar[int]
-    TIMESTAMPS_MS_FIELD_NUMBER: _ClassVar[int]
+class RecordRun(_message.Message):
+    __slots__ = ("first_lsn", "timestamp_ms", "payloads")
+    FIRST_LSN_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
     PAYLOADS_FIELD_NUMBER: _ClassVar[int]
-    lsns: _containers.RepeatedScalarFieldContainer[int]
-    timestamps_ms: _containers.RepeatedScalarFieldContainer[int]
+    first_lsn: int
+    timestamp_ms: int
     payloads: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, lsns: _Optional[_Iterable[int]] = ..., timestamps_ms: _Optional[_Iterable[int]] = ..., payloads: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    def __init__(self, first_lsn: _Optional[int] = ..., timestamp_ms: _Optional[int] = ..., payloads: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class Gap(_message.Message):
     __slots__ = ("type", "lsn_lo", "lsn_hi")
@@ -192,9 +192,9 @@ class Run(_message.Message):
     __slots__ = ("records", "gap")
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     GAP_FIELD_NUMBER: _ClassVar[int]
-    records: Records
+    records: RecordRun
     gap: Gap
-    def __init__(self, records: _Optional[_Union[Records, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ...) -> None: ...
+    def __init__(self, records: _Optional[_Union[RecordRun, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ...) -> None: ...
 
 class ReadItems(_message.Message):
     __slots__ = ("log_id", "runs")
