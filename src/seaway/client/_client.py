@@ -23,20 +23,20 @@ from seaway._errors import (
     ClosedError,
     InvalidArgumentError,
     LsnOutOfRangeError,
-    PayloadTooLargeError,
     SeawayError,
     UnknownLogError,
 )
 from seaway.log import (
-    BATCH_RECORDS_MAX,
     LSN_MAX,
     LSN_OLDEST,
+    UNSET,
     BatchingWriter,
-    LogAttributes,
     LogGroup,
+    LogHandle,
     LogInfo,
     ReadItem,
     RetryPolicy,
+    attribute_overrides,
     producer_mark,
 )
 from seaway.logsdb import Durability, ProducerMark
@@ -51,7 +51,6 @@ from seaway.wire import (
 )
 
 pb = seaway_pb2
-_UNSET: Any = object()
 DEFAULT_PORT = 7070
 MESSAGE_BYTES_MAX = 64 << 20
 
@@ -59,22 +58,6 @@ MESSAGE_BYTES_MAX = 64 << 20
 def _translate(exc: grpc.RpcError) -> SeawayError:
     call: Any = exc
     return error_from_status(call.code(), call.details(), call.trailing_metadata())
-
-
-def _payloads(payloads: Iterable[object], limit: int) -> list[bytes]:
-    batch: list[bytes] = []
-    for item in payloads:
-        p = bytes(item) if isinstance(item, bytearray | memoryview) else item
-        if not isinstance(p, bytes):
-            raise InvalidArgumentError(f"a payload must be bytes, got {type(p).__name__}")
-        if len(p) > limit:
-            raise PayloadTooLargeError(f"payload of {len(p)} bytes exceeds payload_bytes_max={limit}")
-        batch.append(p)
-    if not batch:
-        raise InvalidArgumentError("an append batch needs at least one record")
-    if len(batch) > BATCH_RECORDS_MAX:
-        raise PayloadTooLargeError(f"a batch holds at most {BATCH_RECORDS_MAX} records, got {len(batch)}")
-    return batch
 
 
 class RemoteSeaway:
@@ -171,41 +154,20 @@ class RemoteSeaway:
         self.close()
 
 
-class RemoteLog:
+class RemoteLog(LogHandle):
     """A handle on one log of a server; the same methods as :class:`seaway.Log`."""
 
     def __init__(self, logs: RemoteLogs, info: LogInfo) -> None:
+        super().__init__(info, logs._client)
         self._logs = logs
         self._client = logs._client
-        self.info = info
-
-    @property
-    def id(self) -> int:
-        return self.info.log_id
-
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-    @property
-    def attributes(self) -> LogAttributes:
-        return self.info.attributes
-
-    def __repr__(self) -> str:
-        return f"RemoteLog(name={self.name!r}, id={self.id})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RemoteLog) and other.id == self.id and other._client is self._client
-
-    def __hash__(self) -> int:
-        return hash(self.id)
 
     def append_batch_async(self, payloads: Iterable[bytes], *, producer_id: bytes | None = None,
                            sequence: int | None = None) -> Future[range]:
         """As :meth:`seaway.Log.append_batch_async`. Every batch is sent as an idempotent append
         (this client's producer id and its next sequence number for the log, unless given), so a
         retriable failure is retried, up to the client's retry policy, without storing it twice."""
-        batch = _payloads(payloads, self.attributes.payload_bytes_max)
+        batch = self._check_batch(payloads)
         mark = producer_mark(producer_id, sequence) or self._client._next_mark(self.id)
         request = pb.AppendRequest(log_id=self.id, payloads=batch, producer_id=mark.producer_id,
                                    sequence=mark.sequence)
@@ -235,27 +197,6 @@ class RemoteLog:
                 outer.set_exception(error)
 
         inner.add_done_callback(done)
-
-    def append_batch(self, payloads: Iterable[bytes], timeout_s: float | None = None, *,
-                     producer_id: bytes | None = None, sequence: int | None = None) -> range:
-        return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence).result(timeout_s)
-
-    def append_async(self, payload: bytes) -> Future[int]:
-        inner = self.append_batch_async((payload,))
-        outer: Future[int] = Future()
-
-        def done(f: Future[range]) -> None:
-            error = f.exception()
-            if error is not None:
-                outer.set_exception(error)
-            else:
-                outer.set_result(f.result()[0])
-
-        inner.add_done_callback(done)
-        return outer
-
-    def append(self, payload: bytes, timeout_s: float | None = None) -> int:
-        return self.append_batch((payload,), timeout_s)[0]
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
                flush_interval_s: float = 0.05, ordered: bool = True,
@@ -429,13 +370,11 @@ class RemoteLogs:
         self._client = client
 
     def create(self, name: str, *, log_id: int | None = None, group: str | None = None,
-               backlog_s: float | None = _UNSET, payload_bytes_max: int = _UNSET,
-               durability: Durability = _UNSET) -> RemoteLog:
+               backlog_s: float | None = UNSET, payload_bytes_max: int = UNSET,
+               durability: Durability = UNSET) -> RemoteLog:
         if not isinstance(name, str):
             raise InvalidArgumentError(f"a log name must be a string, got {name!r}")
-        overrides = {k: v for k, v in (("backlog_s", backlog_s), ("payload_bytes_max", payload_bytes_max),
-                                       ("durability", durability)) if v is not _UNSET}
-        LogAttributes().with_overrides(overrides)  # the same validation, before the round trip
+        overrides = attribute_overrides(backlog_s, payload_bytes_max, durability)
         request = pb.CreateLogRequest(name=name, attributes=overrides_to_msg(overrides))
         if log_id is not None:
             request.log_id = _check_id(log_id)
@@ -444,11 +383,9 @@ class RemoteLogs:
         info: pb.LogInfo = self._client._call("CreateLog", request, idempotent=False)
         return RemoteLog(self, log_info_from_msg(info))
 
-    def create_group(self, name: str, first_id: int, last_id: int, *, backlog_s: float | None = _UNSET,
-                     payload_bytes_max: int = _UNSET, durability: Durability = _UNSET) -> LogGroup:
-        overrides = {k: v for k, v in (("backlog_s", backlog_s), ("payload_bytes_max", payload_bytes_max),
-                                       ("durability", durability)) if v is not _UNSET}
-        LogAttributes().with_overrides(overrides)
+    def create_group(self, name: str, first_id: int, last_id: int, *, backlog_s: float | None = UNSET,
+                     payload_bytes_max: int = UNSET, durability: Durability = UNSET) -> LogGroup:
+        overrides = attribute_overrides(backlog_s, payload_bytes_max, durability)
         reply: pb.GroupInfo = self._client._call("CreateGroup", pb.CreateGroupRequest(
             name=name, first_id=_check_id(first_id), last_id=_check_id(last_id),
             attributes=overrides_to_msg(overrides)), idempotent=False)

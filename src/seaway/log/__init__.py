@@ -8,7 +8,15 @@ them in-process over LogsDB, and :mod:`seaway.testing` drives them from a seeded
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._embedded import DiskFault, EmbeddedLogStore, LogStoreConfig, read_chunk
 from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
-from seaway.log._logs import BATCH_RECORDS_MAX, PRODUCER_ID_BYTES_MAX, Log, Logs, Reader, producer_mark
+from seaway.log._handle import (
+    BATCH_RECORDS_MAX,
+    PRODUCER_ID_BYTES_MAX,
+    UNSET,
+    LogHandle,
+    attribute_overrides,
+    producer_mark,
+)
+from seaway.log._logs import Log, Logs, Reader
 from seaway.log._lsn import (
     EPOCH_MAX,
     ESN_FIRST,
@@ -66,6 +74,7 @@ __all__ = [
     "LSN_OLDEST",
     "PAYLOAD_BYTES_MAX_LIMIT",
     "PRODUCER_ID_BYTES_MAX",
+    "UNSET",
     "AppendAcked",
     "AppendFailed",
     "AppendRequest",
@@ -82,6 +91,7 @@ __all__ = [
     "Log",
     "LogAttributes",
     "LogGroup",
+    "LogHandle",
     "LogInfo",
     "LogReadState",
     "LogStoreConfig",
@@ -109,6 +119,7 @@ __all__ = [
     "StoreMsg",
     "StoreReply",
     "Tick",
+    "attribute_overrides",
     "bump_epoch",
     "epoch_of",
     "esn_of",

@@ -8,93 +8,33 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
-from typing import Any
 
 from seaway._errors import (
     ClosedError,
     InvalidArgumentError,
     LsnOutOfRangeError,
-    PayloadTooLargeError,
     TrimPastTailError,
     UnknownLogError,
 )
 from seaway.log._config import LogGroup, LogInfo, LogsConfig
 from seaway.log._embedded import EmbeddedLogStore
+from seaway.log._handle import UNSET, LogHandle, attribute_overrides, producer_mark
 from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn
 from seaway.log._reader import LogReadState, ReadChunk
 from seaway.log._types import LogAttributes, ReadItem, Record, weight
 from seaway.log._writer import BatchingWriter, RetryPolicy
-from seaway.logsdb import Durability, PartitionInfo, ProducerMark
-
-BATCH_RECORDS_MAX = 100_000
-"""The most records one append may carry."""
-PRODUCER_ID_BYTES_MAX = 64
-
-_UNSET: Any = object()
+from seaway.logsdb import Durability, PartitionInfo
 
 
-def producer_mark(producer_id: bytes | None, sequence: int | None) -> ProducerMark | None:
-    """Check an idempotent append's producer id and sequence number (both, or neither)."""
-    if producer_id is None and sequence is None:
-        return None
-    if not isinstance(producer_id, bytes) or not 1 <= len(producer_id) <= PRODUCER_ID_BYTES_MAX:
-        raise InvalidArgumentError(f"producer_id must be 1-{PRODUCER_ID_BYTES_MAX} bytes, got {producer_id!r}")
-    if not isinstance(sequence, int) or isinstance(sequence, bool) or not 0 <= sequence < 2**63:
-        raise InvalidArgumentError(f"sequence must be an integer in [0, 2**63), got {sequence!r}")
-    return ProducerMark(producer_id, sequence)
-
-
-def _payload(payload: object) -> bytes:
-    if isinstance(payload, bytes):
-        return payload
-    if isinstance(payload, bytearray | memoryview):
-        return bytes(payload)
-    raise InvalidArgumentError(f"a payload must be bytes, got {type(payload).__name__}")
-
-
-class Log:
-    """A handle on one log. Cheap to create; all state lives in the store."""
+class Log(LogHandle):
+    """A handle on one log of the embedded store. Cheap to create; all state lives in the store."""
 
     def __init__(self, logs: Logs, info: LogInfo) -> None:
+        super().__init__(info, logs._store)
         self._logs = logs
         self._store = logs._store
-        self.info = info
-
-    @property
-    def id(self) -> int:
-        return self.info.log_id
-
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-    @property
-    def attributes(self) -> LogAttributes:
-        return self.info.attributes
-
-    def __repr__(self) -> str:
-        return f"Log(name={self.name!r}, id={self.id})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Log) and other.id == self.id and other._store is self._store
-
-    def __hash__(self) -> int:
-        return hash(self.id)
 
     # --- appending ------------------------------------------------------------------------------
-
-    def _check_batch(self, payloads: Iterable[object]) -> tuple[bytes, ...]:
-        batch = tuple(_payload(p) for p in payloads)
-        if not batch:
-            raise InvalidArgumentError("an append batch needs at least one record")
-        if len(batch) > BATCH_RECORDS_MAX:
-            raise PayloadTooLargeError(f"a batch holds at most {BATCH_RECORDS_MAX} records, got {len(batch)}")
-        limit = self.attributes.payload_bytes_max
-        for p in batch:
-            if len(p) > limit:
-                raise PayloadTooLargeError(
-                    f"log {self.name!r}: payload of {len(p)} bytes exceeds payload_bytes_max={limit}")
-        return batch
 
     def append_batch_async(self, payloads: Iterable[bytes], *, producer_id: bytes | None = None,
                            sequence: int | None = None) -> Future[range]:
@@ -109,32 +49,7 @@ class Log:
         across a crash. The last ``producer_window`` batches of each producer are remembered.
         """
         batch = self._check_batch(payloads)
-        return self._store.append_async(self.id, batch, self.attributes.durability is Durability.SYNC,
-                                        producer_mark(producer_id, sequence))
-
-    def append_batch(self, payloads: Iterable[bytes], timeout_s: float | None = None, *,
-                     producer_id: bytes | None = None, sequence: int | None = None) -> range:
-        """Append records as one durable batch and wait; return their LSNs."""
-        return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence).result(timeout_s)
-
-    def append_async(self, payload: bytes) -> Future[int]:
-        """Append one record; the future gives its LSN."""
-        inner = self.append_batch_async((payload,))
-        outer: Future[int] = Future()
-
-        def done(f: Future[range]) -> None:
-            error = f.exception()
-            if error is not None:
-                outer.set_exception(error)
-            else:
-                outer.set_result(f.result()[0])
-
-        inner.add_done_callback(done)
-        return outer
-
-    def append(self, payload: bytes, timeout_s: float | None = None) -> int:
-        """Append one record and wait until it is durable; return its LSN."""
-        return self.append_batch((payload,), timeout_s)[0]
+        return self._store.append_async(self.id, batch, self._sync, producer_mark(producer_id, sequence))
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
                flush_interval_s: float = 0.05, ordered: bool = True,
@@ -331,20 +246,18 @@ class Logs:
             raise ClosedError("the store is closed")
 
     def create(self, name: str, *, log_id: int | None = None, group: str | None = None,
-               backlog_s: float | None = _UNSET, payload_bytes_max: int = _UNSET,
-               durability: Durability = _UNSET) -> Log:
+               backlog_s: float | None = UNSET, payload_bytes_max: int = UNSET,
+               durability: Durability = UNSET) -> Log:
         """Create a log. Attributes not given are inherited from its group, then the defaults."""
         self._check_open()
-        overrides = {k: v for k, v in (("backlog_s", backlog_s), ("payload_bytes_max", payload_bytes_max),
-                                       ("durability", durability)) if v is not _UNSET}
+        overrides = attribute_overrides(backlog_s, payload_bytes_max, durability)
         return Log(self, self._config.create_log(name, log_id, group, overrides))
 
-    def create_group(self, name: str, first_id: int, last_id: int, *, backlog_s: float | None = _UNSET,
-                     payload_bytes_max: int = _UNSET, durability: Durability = _UNSET) -> LogGroup:
+    def create_group(self, name: str, first_id: int, last_id: int, *, backlog_s: float | None = UNSET,
+                     payload_bytes_max: int = UNSET, durability: Durability = UNSET) -> LogGroup:
         """Create a named range of log ids whose logs inherit the attributes given here."""
         self._check_open()
-        overrides = {k: v for k, v in (("backlog_s", backlog_s), ("payload_bytes_max", payload_bytes_max),
-                                       ("durability", durability)) if v is not _UNSET}
+        overrides = attribute_overrides(backlog_s, payload_bytes_max, durability)
         return self._config.create_group(name, first_id, last_id, overrides)
 
     def get(self, name_or_id: str | int) -> Log:

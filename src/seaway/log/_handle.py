@@ -1,0 +1,122 @@
+"""What every log handle shares, embedded or remote: identity, checks, and the single-record forms
+of appending, all built on the one method each implementation provides, ``append_batch_async``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import Future
+from typing import Any
+
+from seaway._errors import InvalidArgumentError, PayloadTooLargeError
+from seaway.log._config import LogInfo
+from seaway.log._types import LogAttributes
+from seaway.logsdb import Durability, ProducerMark
+
+BATCH_RECORDS_MAX = 100_000
+"""The most records one append may carry."""
+PRODUCER_ID_BYTES_MAX = 64
+
+UNSET: Any = object()
+"""Marks an attribute argument not given, so that it is inherited."""
+
+
+def attribute_overrides(backlog_s: Any = UNSET, payload_bytes_max: Any = UNSET,
+                        durability: Any = UNSET) -> dict[str, Any]:
+    """The attributes actually given to ``create`` or ``create_group``, checked."""
+    overrides = {k: v for k, v in (("backlog_s", backlog_s), ("payload_bytes_max", payload_bytes_max),
+                                   ("durability", durability)) if v is not UNSET}
+    LogAttributes().with_overrides(overrides)  # raises InvalidArgumentError for bad values
+    return overrides
+
+
+def producer_mark(producer_id: bytes | None, sequence: int | None) -> ProducerMark | None:
+    """Check an idempotent append's producer id and sequence number (both, or neither)."""
+    if producer_id is None and sequence is None:
+        return None
+    if not isinstance(producer_id, bytes) or not 1 <= len(producer_id) <= PRODUCER_ID_BYTES_MAX:
+        raise InvalidArgumentError(f"producer_id must be 1-{PRODUCER_ID_BYTES_MAX} bytes, got {producer_id!r}")
+    if not isinstance(sequence, int) or isinstance(sequence, bool) or not 0 <= sequence < 2**63:
+        raise InvalidArgumentError(f"sequence must be an integer in [0, 2**63), got {sequence!r}")
+    return ProducerMark(producer_id, sequence)
+
+
+def _payload(payload: object) -> bytes:
+    if isinstance(payload, bytes):
+        return payload
+    if isinstance(payload, bytearray | memoryview):
+        return bytes(payload)
+    raise InvalidArgumentError(f"a payload must be bytes, got {type(payload).__name__}")
+
+
+class LogHandle:
+    """A handle on one log. Cheap to create; all state lives in the store (or the server)."""
+
+    def __init__(self, info: LogInfo, owner: object) -> None:
+        self.info = info
+        self._owner = owner  # the store or connection: handles are equal only within one
+
+    @property
+    def id(self) -> int:
+        return self.info.log_id
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def attributes(self) -> LogAttributes:
+        return self.info.attributes
+
+    @property
+    def _sync(self) -> bool:
+        return self.attributes.durability is Durability.SYNC
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, id={self.id})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.id == self.id and other._owner is self._owner
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def _check_batch(self, payloads: Iterable[object]) -> tuple[bytes, ...]:
+        batch = tuple(map(_payload, payloads))
+        if not batch:
+            raise InvalidArgumentError("an append batch needs at least one record")
+        if len(batch) > BATCH_RECORDS_MAX:
+            raise PayloadTooLargeError(f"a batch holds at most {BATCH_RECORDS_MAX} records, got {len(batch)}")
+        limit = self.attributes.payload_bytes_max
+        longest = max(map(len, batch))
+        if longest > limit:
+            raise PayloadTooLargeError(
+                f"log {self.name!r}: payload of {longest} bytes exceeds payload_bytes_max={limit}")
+        return batch
+
+    def append_batch_async(self, payloads: Iterable[bytes], *, producer_id: bytes | None = None,
+                           sequence: int | None = None) -> Future[range]:
+        raise NotImplementedError
+
+    def append_batch(self, payloads: Iterable[bytes], timeout_s: float | None = None, *,
+                     producer_id: bytes | None = None, sequence: int | None = None) -> range:
+        """Append records as one durable batch and wait; return their LSNs."""
+        return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence).result(timeout_s)
+
+    def append_async(self, payload: bytes) -> Future[int]:
+        """Append one record; the future gives its LSN."""
+        inner = self.append_batch_async((payload,))
+        outer: Future[int] = Future()
+
+        def done(f: Future[range]) -> None:
+            error = f.exception()
+            if error is not None:
+                outer.set_exception(error)
+            else:
+                outer.set_result(f.result()[0])
+
+        inner.add_done_callback(done)
+        return outer
+
+    def append(self, payload: bytes, timeout_s: float | None = None) -> int:
+        """Append one record and wait until it is durable; return its LSN."""
+        return self.append_batch((payload,), timeout_s)[0]
