@@ -191,3 +191,24 @@ def test_a_client_killed_mid_batch_leaves_nothing_half_visible(tmp_path: Path) -
         assert len(records) % 2000 == 0  # whole batches only
         for start in range(0, len(records), 2000):
             assert len({r.payload for r in records[start:start + 2000]}) == 1
+
+
+def test_the_server_runs_retention_on_its_own(tmp_path: Path) -> None:
+    store = seaway.SeawayConfig(logs=seaway.LogStoreConfig(logsdb=seaway.LogsDBConfig(partition_duration_s=0.2)))
+    server = Server(ServerConfig(data_dir=tmp_path, listen="127.0.0.1:0", store=store, retention_interval_s=0.1))
+    server.start()
+    try:
+        with seaway.connect(f"seaway://{server.address}") as sw:
+            log = sw.logs.create("short", backlog_s=0.5)
+            old = log.append(b"old")
+            time.sleep(0.3)
+            log.append(b"new")  # lands in a newer time partition
+            deadline = time.monotonic() + 20
+            while log.trim_point() < old and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert log.trim_point() >= old, "retention never dropped the expired partition"
+            items = list(log.read())
+            assert items[0].type is seaway.GapType.TRIM  # type: ignore[union-attr]
+            assert payloads(items) == [b"new"]
+    finally:
+        server.stop()

@@ -17,7 +17,7 @@ from typing import Any
 import grpc
 from prometheus_client import start_http_server
 
-from seaway._errors import InvalidArgumentError
+from seaway._errors import InvalidArgumentError, SeawayError
 from seaway._seaway import Seaway, SeawayConfig
 from seaway.server._metrics import Metrics
 from seaway.server._service import SeawayService, ServiceLimits
@@ -40,6 +40,8 @@ class ServerConfig:
     limits: ServiceLimits = field(default_factory=ServiceLimits)
     store: SeawayConfig = field(default_factory=SeawayConfig)
     shutdown_grace_s: float = 10.0
+    retention_interval_s: float = 60.0
+    """How often the server drops the time partitions that no log retains any more."""
     """How long in-flight calls may take to finish after SIGTERM."""
 
 
@@ -113,6 +115,8 @@ class Server:
 
     def start(self) -> None:
         self._grpc.start()
+        self._retention = threading.Thread(target=self._retain, name="seaway-retention", daemon=True)
+        self._retention.start()
         _log.info("serving", extra={"address": self.address, "data_dir": str(self.config.data_dir),
                                     "tls": self.config.tls_cert is not None, "token": bool(self.config.token),
                                     "metrics_port": self.metrics_port})
@@ -125,8 +129,20 @@ class Server:
         self._stopping.set()
         _log.info("stopping", extra={"grace_s": self.config.shutdown_grace_s})
         self._grpc.stop(self.config.shutdown_grace_s).wait()
+        self._retention.join()
         self.store.close()
         _log.info("stopped")
+
+    def _retain(self) -> None:
+        """Run retention (backlogs, trims) every ``retention_interval_s`` until the server stops."""
+        while not self._stopping.wait(self.config.retention_interval_s):
+            try:
+                dropped = self.store.logs.run_retention()
+            except SeawayError:
+                _log.exception("retention failed; it runs again at the next interval")
+                continue
+            if dropped:
+                _log.info("retention dropped time partitions", extra={"partitions": dropped})
 
     def wait(self) -> None:
         self._grpc.wait_for_termination()
