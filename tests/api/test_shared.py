@@ -16,6 +16,7 @@ from seaway import (
     LsnOutOfRangeError,
     PayloadTooLargeError,
     Record,
+    RecordRun,
     TrimPastTailError,
     UnknownLogError,
 )
@@ -157,3 +158,17 @@ def test_idempotent_appends_are_stored_once(api: Api) -> None:
     assert again == first
     log.append_batch([b"c"], producer_id=producer, sequence=2)
     assert payloads(list(log.read())) == [b"a", b"b", b"c"]
+
+
+def test_runs_reader_delivers_the_same_records(api: Api) -> None:
+    log = api.sw.logs.create(api.name())
+    for size in (1, 7, 300, 2):
+        log.append_batch([f"{size}/{i}".encode() for i in range(size)])
+    plain = list(log.read())
+    with api.sw.logs.reader(buffered_items_max=100, runs=True) as reader:
+        reader.start_reading(log, 1, log.tail_lsn())
+        flattened: list[object] = []
+        while items := reader.read(50):
+            for item in items:
+                flattened.extend(item.records() if isinstance(item, RecordRun) else [item])
+    assert flattened == plain and len(payloads(plain)) == 310

@@ -38,6 +38,7 @@ from seaway.log import (
     RetryPolicy,
     attribute_overrides,
     producer_mark,
+    take,
 )
 from seaway.logsdb import Durability, ProducerMark
 from seaway.wire import (
@@ -255,10 +256,16 @@ class RemoteReader:
     stops reading, the queue fills, the thread blocks, and HTTP/2 flow control stops the server.
     """
 
-    def __init__(self, logs: RemoteLogs, buffered_messages_max: int = 8) -> None:
+    def __init__(self, logs: RemoteLogs, buffered_items_max: int = 2_000, *, runs: bool = False) -> None:
+        if buffered_items_max < 1:
+            raise InvalidArgumentError("buffered_items_max must be at least 1")
+        # The server sends messages of at most this many items; two wait in the queue, one is taken
+        # apart: a reader holds about three times ``buffered_items_max`` items at most.
+        self._message_items_max = min(buffered_items_max, 2_000)
+        self._runs = runs
         self._logs = logs
         self._client = logs._client
-        self._queue: queue.Queue[tuple[int, Any]] = queue.Queue(buffered_messages_max)
+        self._queue: queue.Queue[tuple[int, Any]] = queue.Queue(2)
         self._calls: dict[int, Any] = {}
         self._pending: list[ReadItem] = []
         self._lock = threading.Lock()
@@ -271,7 +278,8 @@ class RemoteReader:
         if lsn_from < LSN_OLDEST or lsn_from > lsn_until:
             raise LsnOutOfRangeError(f"cannot read from {lsn_from:#x} until {lsn_until:#x}")
         self.stop_reading(log_id)
-        call = self._client._stream(pb.ReadRequest(log_id=log_id, lsn_from=lsn_from, lsn_until=lsn_until))
+        call = self._client._stream(pb.ReadRequest(log_id=log_id, lsn_from=lsn_from, lsn_until=lsn_until,
+                                                   items_max=self._message_items_max))
         with self._lock:
             self._calls[log_id] = call
         threading.Thread(target=self._drain, args=(log_id, call), daemon=True,
@@ -280,7 +288,7 @@ class RemoteReader:
     def _drain(self, log_id: int, call: Any) -> None:
         try:
             for msg in call:
-                self._put(log_id, call, items_from_msg(msg))
+                self._put(log_id, call, items_from_msg(msg, self._runs))
             self._put(log_id, call, _DONE)
         except grpc.RpcError as exc:
             if call.code() != grpc.StatusCode.CANCELLED:
@@ -338,9 +346,7 @@ class RemoteReader:
                 else:
                     self._pending.extend(value)
         with self._lock:
-            taken = self._pending[:items_max]
-            del self._pending[:items_max]
-        return taken
+            return take(self._pending, items_max)[0]
 
     def __iter__(self) -> Iterator[ReadItem]:
         while True:
@@ -414,9 +420,10 @@ class RemoteLogs:
         reply: pb.LogList = self._client._call("ListLogs", pb.Empty())
         return [RemoteLog(self, log_info_from_msg(info)) for info in reply.logs]
 
-    def reader(self, buffered_messages_max: int = 8) -> RemoteReader:
+    def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False) -> RemoteReader:
+        """As :meth:`seaway.log.Logs.reader`."""
         self._client._check_open()
-        return RemoteReader(self, buffered_messages_max)
+        return RemoteReader(self, buffered_items_max, runs=runs)
 
     def read(self, starts: Mapping[RemoteLog | int | str, int], until: int | None = None) -> Iterator[ReadItem]:
         reader = self.reader()

@@ -59,6 +59,7 @@ from seaway.log._types import (
     Record,
     RecordRun,
     RunItem,
+    take,
     weight,
 )
 from seaway.log._writer import BatchingWriter, RetryPolicy
@@ -127,5 +128,6 @@ __all__ = [
     "make_lsn",
     "producer_mark",
     "read_chunk",
+    "take",
     "weight",
 ]

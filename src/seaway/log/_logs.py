@@ -21,7 +21,7 @@ from seaway.log._embedded import EmbeddedLogStore
 from seaway.log._handle import UNSET, LogHandle, attribute_overrides, producer_mark
 from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn
 from seaway.log._reader import LogReadState, ReadChunk
-from seaway.log._types import LogAttributes, ReadItem, Record, weight
+from seaway.log._types import LogAttributes, ReadItem, Record, take, weight
 from seaway.log._writer import BatchingWriter, RetryPolicy
 from seaway.logsdb import Durability, PartitionInfo
 
@@ -191,12 +191,7 @@ class Reader:
             del self._buffer[:items_max]
             self._buffered -= len(taken)
             return taken
-        count = end = 0  # whole runs, up to items_max records (at least one item)
-        while end < len(self._buffer) and (end == 0 or count + weight(self._buffer[end]) <= items_max):
-            count += weight(self._buffer[end])
-            end += 1
-        taken = self._buffer[:end]
-        del self._buffer[:end]
+        taken, count = take(self._buffer, items_max)
         self._buffered -= count
         return taken
 

@@ -67,6 +67,18 @@ def weight(item: ReadItem | RunItem) -> int:
     return len(item.payloads) if type(item) is RecordRun else 1
 
 
+def take(buffer: list[Any], items_max: int) -> tuple[list[Any], int]:
+    """Remove from the front of ``buffer`` whole items worth at most ``items_max`` records (at least
+    one item); return them and what they weigh."""
+    count = end = 0
+    while end < len(buffer) and (end == 0 or count + weight(buffer[end]) <= items_max):
+        count += weight(buffer[end])
+        end += 1
+    taken = buffer[:end]
+    del buffer[:end]
+    return taken, count
+
+
 PAYLOAD_BYTES_MAX_LIMIT = 32 << 20
 """No log may allow records larger than this."""
 

@@ -159,15 +159,19 @@ def items_to_msg(log_id: int, items: Iterable[ReadItem | RunItem]) -> pb.ReadIte
     return msg
 
 
-def items_from_msg(msg: pb.ReadItems) -> list[ReadItem]:
+def items_from_msg(msg: pb.ReadItems, runs: bool = False) -> list[ReadItem]:
+    """The items of a message: a :class:`Record` each, or with ``runs`` a :class:`RecordRun` per run."""
     log_id = msg.log_id
-    out: list[ReadItem] = []
+    out: list[Any] = []
     for run in msg.runs:
         if run.HasField("records"):
             r = run.records
             if r.first_lsn < 1 or r.first_lsn + len(r.payloads) - 1 > LSN_MAX:
                 raise InvalidArgumentError(f"a run of records from {r.first_lsn} is outside the LSN range")
             first = r.first_lsn
+            if runs:
+                out.append(RecordRun(log_id, first, r.timestamp_ms, list(r.payloads)))
+                continue
             out.extend(map(_new_record, zip(repeat(log_id), range(first, first + len(r.payloads)),
                                             repeat(r.timestamp_ms), r.payloads)))
         elif run.HasField("gap"):
