@@ -385,3 +385,20 @@ def test_reader_in_runs_mode_delivers_the_same_records_and_gaps(sw: seaway.Seawa
             flattened.extend(item.records() if isinstance(item, seaway.RecordRun) else [item])
     assert flattened == plain
     assert any(isinstance(i, Record) for i in plain) and plain[0].type is GapType.TRIM  # type: ignore[union-attr]
+
+
+def test_each_log_remembers_a_bounded_number_of_producers(tmp_path: Path) -> None:
+    config = seaway.SeawayConfig(logs=seaway.LogStoreConfig(logsdb=seaway.LogsDBConfig(producers_per_log_max=2)))
+    with seaway.Seaway(tmp_path, config) as sw:
+        log = sw.logs.create("l")
+        first = {p: log.append_batch([p], producer_id=p, sequence=1) for p in (b"a", b"b", b"c")}
+        assert log.append_batch([b"c"], producer_id=b"c", sequence=1) == first[b"c"]  # remembered
+        assert log.append_batch([b"b"], producer_id=b"b", sequence=1) == first[b"b"]
+        assert log.append_batch([b"a"], producer_id=b"a", sequence=1) != first[b"a"]  # forgotten: stored again
+    with seaway.Seaway(tmp_path, config) as sw:
+        log = sw.logs.get("l")
+        assert log.append_batch([b"a"], producer_id=b"a", sequence=1)[0] > first[b"c"][0]
+        # "a" came back and pushed out the least recent of the others: at most two are remembered.
+        remembered = [p for p in (b"a", b"b", b"c")
+                      if sw._store.logsdb.produced(log.id, p, 1) is not None]
+        assert len(remembered) == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -169,8 +170,12 @@ class LogsDB:
         self._trim: dict[int, int] = self._load_u64_map(_P_TRIM)
         self._seal: dict[int, int] = self._load_u64_map(_P_SEAL)
         self._produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
+        # Per log, its producers from least to most recently appending (for the bound on them).
+        self._producers: dict[int, OrderedDict[bytes, None]] = {}
         for key, value in self._meta_scan(_P_PRODUCER):
-            self._produced[(fmt.decode_u64(key[1:9]), key[9:])] = fmt.decode_produced(value)
+            log_id, producer_id = fmt.decode_u64(key[1:9]), key[9:]
+            self._produced[(log_id, producer_id)] = fmt.decode_produced(value)
+            self._producers.setdefault(log_id, OrderedDict())[producer_id] = None
         self._last_lsn: dict[int, int] = {}
         for entries in self._directory.values():
             for log_id, d in entries.items():
@@ -259,8 +264,17 @@ class LogsDB:
                 batch.put(_P_DIRECTORY + _u64(pid) + _u64(log_id), d.encode(), self._meta_handle)
             for (log_id, producer_id), window in produced.items():
                 batch.put(_P_PRODUCER + _u64(log_id) + producer_id, fmt.encode_produced(window), self._meta_handle)
+            forgotten = self._producers_to_forget(produced)
+            for gone_log, gone_producer in forgotten:
+                batch.delete(_P_PRODUCER + _u64(gone_log) + gone_producer, self._meta_handle)
             self._apply(batch, sync)
             self._produced.update(produced)
+            for log_id, producer_id in produced:
+                self._producers.setdefault(log_id, OrderedDict())[producer_id] = None
+                self._producers[log_id].move_to_end(producer_id)
+            for log_id, producer_id in forgotten:
+                del self._produced[(log_id, producer_id)]
+                del self._producers[log_id][producer_id]
             for log_id, d in changed.items():
                 directory[log_id] = d
                 self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
@@ -276,6 +290,21 @@ class LogsDB:
         window[mark.sequence] = (op.first_lsn, len(op.payloads))
         while len(window) > self._config.producer_window:
             del window[next(iter(window))]
+
+    def _producers_to_forget(self, produced: dict[tuple[int, bytes], Any]) -> list[tuple[int, bytes]]:
+        """The least recently appending producers past each log's bound, once this write is in."""
+        out: list[tuple[int, bytes]] = []
+        for log_id in {log_id for log_id, _ in produced}:
+            known = self._producers.get(log_id, OrderedDict())
+            new = sum(1 for (log, pid) in produced if log == log_id and pid not in known)
+            excess = len(known) + new - self._config.producers_per_log_max
+            for producer_id in known:
+                if excess <= 0:
+                    break
+                if (log_id, producer_id) not in produced:
+                    out.append((log_id, producer_id))
+                    excess -= 1
+        return out
 
     def produced(self, log_id: int, producer_id: bytes, sequence: int) -> range | bool | None:
         """What became of a producer's batch: its LSNs if it is stored; ``None`` if it is not;

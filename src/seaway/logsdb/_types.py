@@ -34,6 +34,9 @@ class LogsDBConfig:
     """RocksDB compression of partition files: none, snappy, lz4, zstd."""
     producer_window: int = 128
     """How many recent batches of each producer, per log, are remembered for deduplication."""
+    producers_per_log_max: int = 1024
+    """How many producers each log remembers; the one that appended least recently is forgotten
+    first (a retry of its batches would then be stored again)."""
 
     def __post_init__(self) -> None:
         if self.partition_duration_s <= 0:
@@ -42,6 +45,8 @@ class LogsDBConfig:
             raise ValueError("byte limits must be positive")
         if not 1 <= self.producer_window <= 4096:
             raise ValueError("producer_window must be in [1, 4096]")
+        if not 1 <= self.producers_per_log_max <= 1 << 20:
+            raise ValueError("producers_per_log_max must be in [1, 2**20]")
         if self.compression not in ("none", "snappy", "lz4", "zstd"):
             raise ValueError(f"unknown compression {self.compression!r}")
 
