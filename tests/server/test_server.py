@@ -212,3 +212,22 @@ def test_the_server_runs_retention_on_its_own(tmp_path: Path) -> None:
             assert payloads(items) == [b"new"]
     finally:
         server.stop()
+
+
+def test_a_tailing_reader_is_told_when_the_server_stops(tmp_path: Path) -> None:
+    server = Server(ServerConfig(data_dir=tmp_path, listen="127.0.0.1:0", shutdown_grace_s=5))
+    server.start()
+    with seaway.connect(f"seaway://{server.address}") as sw:
+        log = sw.logs.create("t")
+        log.append(b"one")
+        reader = sw.logs.reader()
+        reader.start_reading(log, 1, seaway.LSN_MAX)
+        assert payloads(reader.read(10, timeout_s=10)) == [b"one"]
+        stopper = threading.Thread(target=server.stop)
+        stopper.start()
+        with pytest.raises(SeawayError) as raised:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                reader.read(10, timeout_s=1)
+        assert raised.value.retriable  # not the end of the log: a transport condition, try again
+        stopper.join(30)

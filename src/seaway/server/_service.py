@@ -23,6 +23,7 @@ from seaway._errors import (
     OverloadedError,
     SeawayError,
     ServerError,
+    UnavailableError,
 )
 from seaway._seaway import Seaway
 from seaway.log import LSN_MAX, Log, RecordRun, RunItem, weight
@@ -242,7 +243,9 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                     yield from self._messages(log.id, items)
                 elif reader.done:
                     return
-
+        if self._stopping.is_set():
+            # Not the end of the log: a tailing client must not take this for one.
+            raise UnavailableError("the server is shutting down; read again from the next LSN")
 
     def _messages(self, log_id: int, items: list[RunItem]) -> Iterator[pb.ReadItems]:
         """Items cut into messages of at most ``read_message_bytes_max`` payload bytes (a run is cut
@@ -255,6 +258,11 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                 pending.append(item)
                 continue
             run = item
+            run_bytes = sum(map(len, run.payloads))
+            if size + run_bytes <= limit:  # the common case: the whole run fits
+                pending.append(run)
+                size += run_bytes
+                continue
             start = 0
             for i, payload in enumerate(run.payloads):
                 if size + len(payload) > limit and (pending or i > start):
