@@ -231,3 +231,25 @@ def test_a_tailing_reader_is_told_when_the_server_stops(tmp_path: Path) -> None:
                 reader.read(10, timeout_s=1)
         assert raised.value.retriable  # not the end of the log: a transport condition, try again
         stopper.join(30)
+
+
+@pytest.mark.slow
+def test_a_tailing_reader_rides_out_a_server_restart(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data")
+    patient = seaway.RetryPolicy(attempts_max=100, backoff_s=0.05, backoff_max_s=0.25)
+    try:
+        with seaway.connect(server.url, retry=patient) as sw:
+            log = sw.logs.create("t")
+            log.append_batch([b"a", b"b"])
+            with sw.logs.reader() as reader:
+                reader.start_reading(log, 1, seaway.LSN_MAX)
+                seen = payloads(reader.read(10, timeout_s=10))
+                server.kill()
+                server.restart()  # same port
+                log.append_batch([b"c", b"d"])
+                deadline = time.monotonic() + 30
+                while len(seen) < 4 and time.monotonic() < deadline:
+                    seen += payloads(reader.read(10, timeout_s=1))
+            assert seen == [b"a", b"b", b"c", b"d"]  # nothing skipped, nothing twice
+    finally:
+        server.stop()

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
@@ -31,10 +32,12 @@ from seaway.log import (
     LSN_OLDEST,
     UNSET,
     BatchingWriter,
+    Gap,
     LogGroup,
     LogHandle,
     LogInfo,
     ReadItem,
+    RecordRun,
     RetryPolicy,
     attribute_overrides,
     producer_mark,
@@ -249,11 +252,30 @@ def _check_lsn(lsn: object, what: str) -> int:
 _DONE = object()
 
 
+@dataclass(eq=False)
+class _Stream:
+    """One log's server-push stream; reopened from ``next_lsn`` after a retriable failure."""
+
+    log_id: int
+    next_lsn: int
+    until: int
+    call: Any = None
+    stopped: bool = False
+
+
+def _last_lsn(item: Any) -> int:
+    if isinstance(item, Gap):
+        return item.lsn_hi
+    return item.last_lsn if isinstance(item, RecordRun) else int(item.lsn)
+
+
 class RemoteReader:
     """Reads many logs of a server at once; the same contract as :class:`seaway.Reader`.
 
     Each log is one server-push stream, drained by a thread into a bounded queue: when the caller
     stops reading, the queue fills, the thread blocks, and HTTP/2 flow control stops the server.
+    A stream that fails retriably (the server restarted, say) is reopened where it stopped, with
+    the client's retry policy; the caller sees an error only once that gives up.
     """
 
     def __init__(self, logs: RemoteLogs, buffered_items_max: int = 2_000, *, runs: bool = False) -> None:
@@ -265,8 +287,8 @@ class RemoteReader:
         self._runs = runs
         self._logs = logs
         self._client = logs._client
-        self._queue: queue.Queue[tuple[int, Any]] = queue.Queue(2)
-        self._calls: dict[int, Any] = {}
+        self._queue: queue.Queue[tuple[_Stream, Any]] = queue.Queue(2)
+        self._calls: dict[int, _Stream] = {}
         self._pending: list[ReadItem] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -278,29 +300,51 @@ class RemoteReader:
         if lsn_from < LSN_OLDEST or lsn_from > lsn_until:
             raise LsnOutOfRangeError(f"cannot read from {lsn_from:#x} until {lsn_until:#x}")
         self.stop_reading(log_id)
-        call = self._client._stream(pb.ReadRequest(log_id=log_id, lsn_from=lsn_from, lsn_until=lsn_until,
-                                                   items_max=self._message_items_max))
+        stream = _Stream(log_id, lsn_from, lsn_until)
+        stream.call = self._open(stream)
         with self._lock:
-            self._calls[log_id] = call
-        threading.Thread(target=self._drain, args=(log_id, call), daemon=True,
-                         name=f"seaway-read-{log_id}").start()
+            self._calls[log_id] = stream
+        threading.Thread(target=self._drain, args=(stream,), daemon=True, name=f"seaway-read-{log_id}").start()
 
-    def _drain(self, log_id: int, call: Any) -> None:
-        try:
-            for msg in call:
-                self._put(log_id, call, items_from_msg(msg, self._runs))
-            self._put(log_id, call, _DONE)
-        except grpc.RpcError as exc:
-            if call.code() != grpc.StatusCode.CANCELLED:
-                self._put(log_id, call, _translate(exc))
+    def _open(self, stream: _Stream) -> Any:
+        return self._client._stream(pb.ReadRequest(log_id=stream.log_id, lsn_from=stream.next_lsn,
+                                                   lsn_until=stream.until, items_max=self._message_items_max))
 
-    def _put(self, log_id: int, call: Any, value: object) -> None:
+    def _drain(self, stream: _Stream) -> None:
+        retry = self._client._retry
+        attempt = 0
+        while not stream.stopped:
+            try:
+                for msg in stream.call:
+                    items = items_from_msg(msg, self._runs)
+                    if items:
+                        stream.next_lsn = _last_lsn(items[-1]) + 1
+                    attempt = 0
+                    self._put(stream, items)
+                self._put(stream, _DONE)
+                return
+            except grpc.RpcError as exc:
+                if stream.stopped or stream.call.code() == grpc.StatusCode.CANCELLED:
+                    return
+                error = _translate(exc)
+            attempt += 1
+            if not error.retriable or attempt >= retry.attempts_max or self._client.closed:
+                self._put(stream, error)
+                return
+            time.sleep(retry.delay_s(attempt))
+            try:
+                stream.call = self._open(stream)
+            except SeawayError as exc:
+                self._put(stream, exc)
+                return
+
+    def _put(self, stream: _Stream, value: object) -> None:
         while True:
             with self._lock:
-                if self._calls.get(log_id) is not call:
+                if self._calls.get(stream.log_id) is not stream:
                     return  # stopped: drop what it still delivers
             try:
-                self._queue.put((log_id, value), timeout=0.2)
+                self._queue.put((stream, value), timeout=0.2)
                 return
             except queue.Full:
                 continue
@@ -308,10 +352,11 @@ class RemoteReader:
     def stop_reading(self, log: RemoteLog | int | str) -> None:
         log_id = self._logs._resolve(log).id if not isinstance(log, int) else log
         with self._lock:
-            call = self._calls.pop(log_id, None)
+            stream = self._calls.pop(log_id, None)
             self._pending = [i for i in self._pending if i.log_id != log_id]
-        if call is not None:
-            call.cancel()
+        if stream is not None:
+            stream.stopped = True
+            stream.call.cancel()
 
     @property
     def done(self) -> bool:
@@ -332,16 +377,16 @@ class RemoteReader:
             if remaining is not None and remaining <= 0:
                 return []
             try:
-                log_id, value = self._queue.get(timeout=0.2 if remaining is None else min(remaining, 0.2))
+                stream, value = self._queue.get(timeout=0.2 if remaining is None else min(remaining, 0.2))
             except queue.Empty:
                 continue
             with self._lock:
-                if log_id not in self._calls:
+                if self._calls.get(stream.log_id) is not stream:
                     continue
                 if value is _DONE:
-                    del self._calls[log_id]
+                    del self._calls[stream.log_id]
                 elif isinstance(value, SeawayError):
-                    del self._calls[log_id]
+                    del self._calls[stream.log_id]
                     raise value
                 else:
                     self._pending.extend(value)
