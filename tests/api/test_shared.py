@@ -59,6 +59,17 @@ def test_groups_pass_attributes_to_their_logs(api: Api) -> None:
     group = api.sw.logs.create_group(api.name("group"), base, base + 99, backlog_s=3600)
     log = api.sw.logs.create(api.name(), group=group.name)
     assert base <= log.id <= base + 99 and log.attributes.backlog_s == 3600
+    listed = {g.name: g for g in api.sw.logs.groups()}
+    assert listed[group.name].first_id == base and listed[group.name].overrides == {"backlog_s": 3600}
+
+
+def test_partitions_and_retention(api: Api) -> None:
+    log = api.sw.logs.create(api.name())
+    log.append(b"x")
+    partitions = api.sw.logs.partitions()
+    assert partitions and log.id in partitions[-1].log_ids and partitions[-1].size_bytes > 0
+    assert api.sw.logs.run_retention() == []  # nothing has a backlog that expired
+    assert payloads(list(log.read())) == [b"x"]
 
 
 def test_bad_input_is_a_typed_error_and_loses_nothing(api: Api) -> None:

@@ -43,12 +43,13 @@ from seaway.log import (
     producer_mark,
     take,
 )
-from seaway.logsdb import Durability, ProducerMark
+from seaway.logsdb import Durability, PartitionInfo, ProducerMark
 from seaway.wire import (
     TOKEN_KEY,
     error_from_status,
     items_from_msg,
     log_info_from_msg,
+    overrides_from_msg,
     overrides_to_msg,
     seaway_pb2,
     seaway_pb2_grpc,
@@ -464,6 +465,19 @@ class RemoteLogs:
     def list(self) -> builtins.list[RemoteLog]:
         reply: pb.LogList = self._client._call("ListLogs", pb.Empty())
         return [RemoteLog(self, log_info_from_msg(info)) for info in reply.logs]
+
+    def groups(self) -> builtins.list[LogGroup]:
+        reply: pb.GroupList = self._client._call("ListGroups", pb.Empty())
+        return [LogGroup(g.name, g.first_id, g.last_id, overrides_from_msg(g.attributes)) for g in reply.groups]
+
+    def partitions(self) -> builtins.list[PartitionInfo]:
+        reply: pb.PartitionList = self._client._call("ListPartitions", pb.Empty())
+        return [PartitionInfo(p.partition_id, p.created_ms, p.size_bytes, tuple(p.log_ids)) for p in reply.partitions]
+
+    def run_retention(self) -> builtins.list[int]:
+        """Drop the time partitions no log retains any more; return their ids."""
+        reply: pb.PartitionIds = self._client._call("RunRetention", pb.Empty())
+        return list(reply.partition_ids)
 
     def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False) -> RemoteReader:
         """As :meth:`seaway.log.Logs.reader`."""

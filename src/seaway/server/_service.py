@@ -34,6 +34,7 @@ from seaway.wire import (
     items_to_msg,
     log_info_to_msg,
     overrides_from_msg,
+    overrides_to_msg,
     seaway_pb2,
     seaway_pb2_grpc,
     status_of,
@@ -137,7 +138,8 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         def run() -> pb.GroupInfo:
             group = self._store.logs.create_group(request.name, request.first_id, request.last_id,
                                                   **overrides_from_msg(request.attributes))
-            return pb.GroupInfo(name=group.name, first_id=group.first_id, last_id=group.last_id)
+            return pb.GroupInfo(name=group.name, first_id=group.first_id, last_id=group.last_id,
+                                attributes=overrides_to_msg(group.overrides))
         return self._unary("CreateGroup", context, run)
 
     def GetLog(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.LogInfo:
@@ -152,6 +154,20 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def ListLogs(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.LogList:
         return self._unary("ListLogs", context,
                            lambda: pb.LogList(logs=[log_info_to_msg(log.info) for log in self._store.logs.list()]))
+
+    def ListGroups(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.GroupList:
+        return self._unary("ListGroups", context, lambda: pb.GroupList(groups=[
+            pb.GroupInfo(name=g.name, first_id=g.first_id, last_id=g.last_id,
+                         attributes=overrides_to_msg(g.overrides)) for g in self._store.logs.groups()]))
+
+    def ListPartitions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.PartitionList:
+        return self._unary("ListPartitions", context, lambda: pb.PartitionList(partitions=[
+            pb.PartitionInfo(partition_id=p.partition_id, created_ms=p.created_ms, size_bytes=p.size_bytes,
+                             log_ids=p.log_ids) for p in self._store.logs.partitions()]))
+
+    def RunRetention(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.PartitionIds:
+        return self._unary("RunRetention", context,
+                           lambda: pb.PartitionIds(partition_ids=self._store.logs.run_retention()))
 
     def Append(self, request: pb.AppendRequest, context: grpc.ServicerContext) -> pb.AppendReply:
         def run() -> pb.AppendReply:

@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18seaway/wire/seaway.proto\x12\tseaway.v1\"\x07\n\x05\x45mpty\".\n\x0bHealthReply\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x90\x01\n\nAttributes\x12\x16\n\tbacklog_s\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x1e\n\x11payload_bytes_max\x18\x02 \x01(\rH\x01\x88\x01\x01\x12\x17\n\ndurability\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_backlog_sB\x14\n\x12_payload_bytes_maxB\r\n\x0b_durability\"\x89\x01\n\x10\x43reateLogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06log_id\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05group\x18\x03 \x01(\tH\x01\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\t\n\x07_log_idB\x08\n\x06_group\"p\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"<\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\"1\n\x06LogRef\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x10\n\x06log_id\x18\x02 \x01(\x04H\x00\x42\x05\n\x03ref\"p\n\x07LogInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06log_id\x18\x02 \x01(\x04\x12\x12\n\x05group\x18\x03 \x01(\tH\x00\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\x08\n\x06_group\"+\n\x07LogList\x12 \n\x04logs\x18\x01 \x03(\x0b\x32\x12.seaway.v1.LogInfo\"X\n\rAppendRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08payloads\x18\x02 \x03(\x0c\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x0c\x12\x10\n\x08sequence\x18\x04 \x01(\x04\"/\n\x0b\x41ppendReply\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\r\n\x05\x63ount\x18\x02 \x01(\r\"*\n\x0bTrimRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x0b\n\x03lsn\x18\x02 \x01(\x04\"U\n\x08LogState\x12\x10\n\x08tail_lsn\x18\x01 \x01(\x04\x12\x12\n\ntrim_point\x18\x02 \x01(\x04\x12\x10\n\x08is_empty\x18\x03 \x01(\x08\x12\x11\n\tdata_size\x18\x04 \x01(\x04\"7\n\x0f\x46indTimeRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\"\x17\n\x08LsnReply\x12\x0b\n\x03lsn\x18\x01 \x01(\x04\"U\n\x0bReadRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08lsn_from\x18\x02 \x01(\x04\x12\x11\n\tlsn_until\x18\x03 \x01(\x04\x12\x11\n\titems_max\x18\x04 \x01(\r\"F\n\tRecordRun\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x10\n\x08payloads\x18\x03 \x03(\x0c\"G\n\x03Gap\x12 \n\x04type\x18\x01 \x01(\x0e\x32\x12.seaway.v1.GapType\x12\x0e\n\x06lsn_lo\x18\x02 \x01(\x04\x12\x0e\n\x06lsn_hi\x18\x03 \x01(\x04\"T\n\x03Run\x12\'\n\x07records\x18\x01 \x01(\x0b\x32\x14.seaway.v1.RecordRunH\x00\x12\x1d\n\x03gap\x18\x02 \x01(\x0b\x32\x0e.seaway.v1.GapH\x00\x42\x05\n\x03run\"9\n\tReadItems\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x1c\n\x04runs\x18\x02 \x03(\x0b\x32\x0e.seaway.v1.Run*L\n\x07GapType\x12\x13\n\x0fGAP_UNSPECIFIED\x10\x00\x12\n\n\x06\x42RIDGE\x10\x01\x12\x08\n\x04HOLE\x10\x02\x12\x08\n\x04TRIM\x10\x03\x12\x0c\n\x08\x44\x41TALOSS\x10\x04\x32\xbb\x04\n\x06Seaway\x12\x32\n\x06Health\x12\x10.seaway.v1.Empty\x1a\x16.seaway.v1.HealthReply\x12<\n\tCreateLog\x12\x1b.seaway.v1.CreateLogRequest\x1a\x12.seaway.v1.LogInfo\x12\x42\n\x0b\x43reateGroup\x12\x1d.seaway.v1.CreateGroupRequest\x1a\x14.seaway.v1.GroupInfo\x12/\n\x06GetLog\x12\x11.seaway.v1.LogRef\x1a\x12.seaway.v1.LogInfo\x12\x30\n\x08ListLogs\x12\x10.seaway.v1.Empty\x1a\x12.seaway.v1.LogList\x12:\n\x06\x41ppend\x12\x18.seaway.v1.AppendRequest\x1a\x16.seaway.v1.AppendReply\x12\x30\n\x04Trim\x12\x16.seaway.v1.TrimRequest\x1a\x10.seaway.v1.Empty\x12\x35\n\x0bGetLogState\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LogState\x12;\n\x08\x46indTime\x12\x1a.seaway.v1.FindTimeRequest\x1a\x13.seaway.v1.LsnReply\x12\x36\n\x04Read\x12\x16.seaway.v1.ReadRequest\x1a\x14.seaway.v1.ReadItems0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18seaway/wire/seaway.proto\x12\tseaway.v1\"\x07\n\x05\x45mpty\".\n\x0bHealthReply\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x90\x01\n\nAttributes\x12\x16\n\tbacklog_s\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x1e\n\x11payload_bytes_max\x18\x02 \x01(\rH\x01\x88\x01\x01\x12\x17\n\ndurability\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_backlog_sB\x14\n\x12_payload_bytes_maxB\r\n\x0b_durability\"\x89\x01\n\x10\x43reateLogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06log_id\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05group\x18\x03 \x01(\tH\x01\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\t\n\x07_log_idB\x08\n\x06_group\"p\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"g\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"1\n\tGroupList\x12$\n\x06groups\x18\x01 \x03(\x0b\x32\x14.seaway.v1.GroupInfo\"^\n\rPartitionInfo\x12\x14\n\x0cpartition_id\x18\x01 \x01(\x04\x12\x12\n\ncreated_ms\x18\x02 \x01(\x03\x12\x12\n\nsize_bytes\x18\x03 \x01(\x04\x12\x0f\n\x07log_ids\x18\x04 \x03(\x04\"=\n\rPartitionList\x12,\n\npartitions\x18\x01 \x03(\x0b\x32\x18.seaway.v1.PartitionInfo\"%\n\x0cPartitionIds\x12\x15\n\rpartition_ids\x18\x01 \x03(\x04\"1\n\x06LogRef\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x10\n\x06log_id\x18\x02 \x01(\x04H\x00\x42\x05\n\x03ref\"p\n\x07LogInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06log_id\x18\x02 \x01(\x04\x12\x12\n\x05group\x18\x03 \x01(\tH\x00\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\x08\n\x06_group\"+\n\x07LogList\x12 \n\x04logs\x18\x01 \x03(\x0b\x32\x12.seaway.v1.LogInfo\"X\n\rAppendRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08payloads\x18\x02 \x03(\x0c\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x0c\x12\x10\n\x08sequence\x18\x04 \x01(\x04\"/\n\x0b\x41ppendReply\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\r\n\x05\x63ount\x18\x02 \x01(\r\"*\n\x0bTrimRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x0b\n\x03lsn\x18\x02 \x01(\x04\"U\n\x08LogState\x12\x10\n\x08tail_lsn\x18\x01 \x01(\x04\x12\x12\n\ntrim_point\x18\x02 \x01(\x04\x12\x10\n\x08is_empty\x18\x03 \x01(\x08\x12\x11\n\tdata_size\x18\x04 \x01(\x04\"7\n\x0f\x46indTimeRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\"\x17\n\x08LsnReply\x12\x0b\n\x03lsn\x18\x01 \x01(\x04\"U\n\x0bReadRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08lsn_from\x18\x02 \x01(\x04\x12\x11\n\tlsn_until\x18\x03 \x01(\x04\x12\x11\n\titems_max\x18\x04 \x01(\r\"F\n\tRecordRun\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x10\n\x08payloads\x18\x03 \x03(\x0c\"G\n\x03Gap\x12 \n\x04type\x18\x01 \x01(\x0e\x32\x12.seaway.v1.GapType\x12\x0e\n\x06lsn_lo\x18\x02 \x01(\x04\x12\x0e\n\x06lsn_hi\x18\x03 \x01(\x04\"T\n\x03Run\x12\'\n\x07records\x18\x01 \x01(\x0b\x32\x14.seaway.v1.RecordRunH\x00\x12\x1d\n\x03gap\x18\x02 \x01(\x0b\x32\x0e.seaway.v1.GapH\x00\x42\x05\n\x03run\"9\n\tReadItems\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x1c\n\x04runs\x18\x02 \x03(\x0b\x32\x0e.seaway.v1.Run*L\n\x07GapType\x12\x13\n\x0fGAP_UNSPECIFIED\x10\x00\x12\n\n\x06\x42RIDGE\x10\x01\x12\x08\n\x04HOLE\x10\x02\x12\x08\n\x04TRIM\x10\x03\x12\x0c\n\x08\x44\x41TALOSS\x10\x04\x32\xea\x05\n\x06Seaway\x12\x32\n\x06Health\x12\x10.seaway.v1.Empty\x1a\x16.seaway.v1.HealthReply\x12<\n\tCreateLog\x12\x1b.seaway.v1.CreateLogRequest\x1a\x12.seaway.v1.LogInfo\x12\x42\n\x0b\x43reateGroup\x12\x1d.seaway.v1.CreateGroupRequest\x1a\x14.seaway.v1.GroupInfo\x12/\n\x06GetLog\x12\x11.seaway.v1.LogRef\x1a\x12.seaway.v1.LogInfo\x12\x30\n\x08ListLogs\x12\x10.seaway.v1.Empty\x1a\x12.seaway.v1.LogList\x12\x34\n\nListGroups\x12\x10.seaway.v1.Empty\x1a\x14.seaway.v1.GroupList\x12<\n\x0eListPartitions\x12\x10.seaway.v1.Empty\x1a\x18.seaway.v1.PartitionList\x12\x39\n\x0cRunRetention\x12\x10.seaway.v1.Empty\x1a\x17.seaway.v1.PartitionIds\x12:\n\x06\x41ppend\x12\x18.seaway.v1.AppendRequest\x1a\x16.seaway.v1.AppendReply\x12\x30\n\x04Trim\x12\x16.seaway.v1.TrimRequest\x1a\x10.seaway.v1.Empty\x12\x35\n\x0bGetLogState\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LogState\x12;\n\x08\x46indTime\x12\x1a.seaway.v1.FindTimeRequest\x1a\x13.seaway.v1.LsnReply\x12\x36\n\x04Read\x12\x16.seaway.v1.ReadRequest\x1a\x14.seaway.v1.ReadItems0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'seaway.wire.seaway_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_GAPTYPE']._serialized_start=1498
-  _globals['_GAPTYPE']._serialized_end=1574
+  _globals['_GAPTYPE']._serialized_start=1790
+  _globals['_GAPTYPE']._serialized_end=1866
   _globals['_EMPTY']._serialized_start=39
   _globals['_EMPTY']._serialized_end=46
   _globals['_HEALTHREPLY']._serialized_start=48
@@ -44,35 +44,43 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREATEGROUPREQUEST']._serialized_start=383
   _globals['_CREATEGROUPREQUEST']._serialized_end=495
   _globals['_GROUPINFO']._serialized_start=497
-  _globals['_GROUPINFO']._serialized_end=557
-  _globals['_LOGREF']._serialized_start=559
-  _globals['_LOGREF']._serialized_end=608
-  _globals['_LOGINFO']._serialized_start=610
-  _globals['_LOGINFO']._serialized_end=722
-  _globals['_LOGLIST']._serialized_start=724
-  _globals['_LOGLIST']._serialized_end=767
-  _globals['_APPENDREQUEST']._serialized_start=769
-  _globals['_APPENDREQUEST']._serialized_end=857
-  _globals['_APPENDREPLY']._serialized_start=859
-  _globals['_APPENDREPLY']._serialized_end=906
-  _globals['_TRIMREQUEST']._serialized_start=908
-  _globals['_TRIMREQUEST']._serialized_end=950
-  _globals['_LOGSTATE']._serialized_start=952
-  _globals['_LOGSTATE']._serialized_end=1037
-  _globals['_FINDTIMEREQUEST']._serialized_start=1039
-  _globals['_FINDTIMEREQUEST']._serialized_end=1094
-  _globals['_LSNREPLY']._serialized_start=1096
-  _globals['_LSNREPLY']._serialized_end=1119
-  _globals['_READREQUEST']._serialized_start=1121
-  _globals['_READREQUEST']._serialized_end=1206
-  _globals['_RECORDRUN']._serialized_start=1208
-  _globals['_RECORDRUN']._serialized_end=1278
-  _globals['_GAP']._serialized_start=1280
-  _globals['_GAP']._serialized_end=1351
-  _globals['_RUN']._serialized_start=1353
-  _globals['_RUN']._serialized_end=1437
-  _globals['_READITEMS']._serialized_start=1439
-  _globals['_READITEMS']._serialized_end=1496
-  _globals['_SEAWAY']._serialized_start=1577
-  _globals['_SEAWAY']._serialized_end=2148
+  _globals['_GROUPINFO']._serialized_end=600
+  _globals['_GROUPLIST']._serialized_start=602
+  _globals['_GROUPLIST']._serialized_end=651
+  _globals['_PARTITIONINFO']._serialized_start=653
+  _globals['_PARTITIONINFO']._serialized_end=747
+  _globals['_PARTITIONLIST']._serialized_start=749
+  _globals['_PARTITIONLIST']._serialized_end=810
+  _globals['_PARTITIONIDS']._serialized_start=812
+  _globals['_PARTITIONIDS']._serialized_end=849
+  _globals['_LOGREF']._serialized_start=851
+  _globals['_LOGREF']._serialized_end=900
+  _globals['_LOGINFO']._serialized_start=902
+  _globals['_LOGINFO']._serialized_end=1014
+  _globals['_LOGLIST']._serialized_start=1016
+  _globals['_LOGLIST']._serialized_end=1059
+  _globals['_APPENDREQUEST']._serialized_start=1061
+  _globals['_APPENDREQUEST']._serialized_end=1149
+  _globals['_APPENDREPLY']._serialized_start=1151
+  _globals['_APPENDREPLY']._serialized_end=1198
+  _globals['_TRIMREQUEST']._serialized_start=1200
+  _globals['_TRIMREQUEST']._serialized_end=1242
+  _globals['_LOGSTATE']._serialized_start=1244
+  _globals['_LOGSTATE']._serialized_end=1329
+  _globals['_FINDTIMEREQUEST']._serialized_start=1331
+  _globals['_FINDTIMEREQUEST']._serialized_end=1386
+  _globals['_LSNREPLY']._serialized_start=1388
+  _globals['_LSNREPLY']._serialized_end=1411
+  _globals['_READREQUEST']._serialized_start=1413
+  _globals['_READREQUEST']._serialized_end=1498
+  _globals['_RECORDRUN']._serialized_start=1500
+  _globals['_RECORDRUN']._serialized_end=1570
+  _globals['_GAP']._serialized_start=1572
+  _globals['_GAP']._serialized_end=1643
+  _globals['_RUN']._serialized_start=1645
+  _globals['_RUN']._serialized_end=1729
+  _globals['_READITEMS']._serialized_start=1731
+  _globals['_READITEMS']._serialized_end=1788
+  _globals['_SEAWAY']._serialized_start=1869
+  _globals['_SEAWAY']._serialized_end=2615
 # @@protoc_insertion_point(module_scope)

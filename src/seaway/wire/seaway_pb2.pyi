@@ -67,14 +67,46 @@ class CreateGroupRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., first_id: _Optional[int] = ..., last_id: _Optional[int] = ..., attributes: _Optional[_Union[Attributes, _Mapping]] = ...) -> None: ...
 
 class GroupInfo(_message.Message):
-    __slots__ = ("name", "first_id", "last_id")
+    __slots__ = ("name", "first_id", "last_id", "attributes")
     NAME_FIELD_NUMBER: _ClassVar[int]
     FIRST_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     name: str
     first_id: int
     last_id: int
-    def __init__(self, name: _Optional[str] = ..., first_id: _Optional[int] = ..., last_id: _Optional[int] = ...) -> None: ...
+    attributes: Attributes
+    def __init__(self, name: _Optional[str] = ..., first_id: _Optional[int] = ..., last_id: _Optional[int] = ..., attributes: _Optional[_Union[Attributes, _Mapping]] = ...) -> None: ...
+
+class GroupList(_message.Message):
+    __slots__ = ("groups",)
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[GroupInfo]
+    def __init__(self, groups: _Optional[_Iterable[_Union[GroupInfo, _Mapping]]] = ...) -> None: ...
+
+class PartitionInfo(_message.Message):
+    __slots__ = ("partition_id", "created_ms", "size_bytes", "log_ids")
+    PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LOG_IDS_FIELD_NUMBER: _ClassVar[int]
+    partition_id: int
+    created_ms: int
+    size_bytes: int
+    log_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, partition_id: _Optional[int] = ..., created_ms: _Optional[int] = ..., size_bytes: _Optional[int] = ..., log_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class PartitionList(_message.Message):
+    __slots__ = ("partitions",)
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionInfo]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ...) -> None: ...
+
+class PartitionIds(_message.Message):
+    __slots__ = ("partition_ids",)
+    PARTITION_IDS_FIELD_NUMBER: _ClassVar[int]
+    partition_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, partition_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class LogRef(_message.Message):
     __slots__ = ("name", "log_id")

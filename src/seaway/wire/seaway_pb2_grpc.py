@@ -59,6 +59,21 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.LogList.FromString,
                 _registered_method=True)
+        self.ListGroups = channel.unary_unary(
+                '/seaway.v1.Seaway/ListGroups',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.GroupList.FromString,
+                _registered_method=True)
+        self.ListPartitions = channel.unary_unary(
+                '/seaway.v1.Seaway/ListPartitions',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.PartitionList.FromString,
+                _registered_method=True)
+        self.RunRetention = channel.unary_unary(
+                '/seaway.v1.Seaway/RunRetention',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.PartitionIds.FromString,
+                _registered_method=True)
         self.Append = channel.unary_unary(
                 '/seaway.v1.Seaway/Append',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.AppendRequest.SerializeToString,
@@ -115,6 +130,25 @@ class SeawayServicer:
 
     def ListLogs(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPartitions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RunRetention(self, request, context):
+        """Drop the time partitions no log retains any more; the server also does this on its own.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -178,6 +212,21 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.ListLogs,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.LogList.SerializeToString,
+            ),
+            'ListGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGroups,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.GroupList.SerializeToString,
+            ),
+            'ListPartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPartitions,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.PartitionList.SerializeToString,
+            ),
+            'RunRetention': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunRetention,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.PartitionIds.SerializeToString,
             ),
             'Append': grpc.unary_unary_rpc_method_handler(
                     servicer.Append,
@@ -340,6 +389,87 @@ class Seaway:
             '/seaway.v1.Seaway/ListLogs',
             seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.LogList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/ListGroups',
+            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.GroupList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/ListPartitions',
+            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.PartitionList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunRetention(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/RunRetention',
+            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.PartitionIds.FromString,
             options,
             channel_credentials,
             insecure,
