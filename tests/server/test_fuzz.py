@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,7 @@ def _touches(method: str, raw: bytes, protected: int) -> bool:
 def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp_path: Path) -> None:
     seed = int(os.environ.get("SEAWAY_FUZZ_SEED", str(random.randrange(2**32))))
     rng = random.Random(seed)
-    server = ServerProcess(tmp_path / "data")
+    server = ServerProcess(tmp_path / "data", extra_args=("--metrics-listen", "127.0.0.1:0"))
     acked: dict[int, bytes] = {}
     stop = threading.Event()
     producer_errors: list[SeawayError] = []
@@ -176,6 +177,13 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
             for lsn, payload in acked.items():
                 assert stored.get(lsn) == payload, f"seed {seed}: acknowledged record at {lsn:#x} lost or changed"
             assert sw.health() == "SERVING"
+        log = server.log_text()
+        assert log.count("refused undecodable requests") <= 2, "undecodable requests flood the log"
+        assert "Traceback" not in log
+        with urllib.request.urlopen(f"http://{server.metrics_address}/metrics", timeout=10) as response:
+            metrics = response.read().decode()
+        undecodable = [line for line in metrics.splitlines() if line.startswith("seaway_undecodable_requests_total")]
+        assert undecodable and float(undecodable[0].split()[1]) > 0, "undecodable requests went uncounted"
     except BaseException:
         stop.set()
         print(server.log_text()[-6000:])

@@ -18,4 +18,7 @@ class Metrics:
         self.append_seconds = Histogram(
             "seaway_append_seconds", "Time from receiving an append to its acknowledgement.", registry=r,
             buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0))
+        self.undecodable_requests = Counter(
+            "seaway_undecodable_requests_total", "Requests refused before any handler: not a valid message.",
+            registry=r)
         self.open_readers = Gauge("seaway_open_readers", "Streaming reads in progress.", registry=r)

@@ -75,6 +75,27 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
+class _UndecodableRequests(logging.Filter):
+    """grpc logs each request it cannot decode at ERROR, with a traceback: a client's mistake, and a
+    flood when a client is broken or hostile. Count them, and let one line a minute through."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        super().__init__()
+        self._metrics = metrics
+        self._logged_s = -60.0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "deserializ" not in record.getMessage():
+            return True
+        self._metrics.undecodable_requests.inc()
+        now = time.monotonic()
+        if now - self._logged_s < 60:
+            return False
+        self._logged_s = now
+        _log.warning("refused undecodable requests (counted in seaway_undecodable_requests_total)")
+        return False
+
+
 class Server:
     """A running server. :meth:`stop` (or SIGTERM under :func:`serve`) stops it gracefully."""
 
@@ -86,6 +107,8 @@ class Server:
             raise InvalidArgumentError("TLS needs both a certificate and a key")
         self.config = config
         self.metrics = Metrics()
+        self._undecodable = _UndecodableRequests(self.metrics)
+        logging.getLogger("grpc._common").addFilter(self._undecodable)
         self._stopping = threading.Event()
         self.store = Seaway(config.data_dir, config.store)
         limits = config.limits
@@ -131,6 +154,7 @@ class Server:
         self._grpc.stop(self.config.shutdown_grace_s).wait()
         self._retention.join()
         self.store.close()
+        logging.getLogger("grpc._common").removeFilter(self._undecodable)
         _log.info("stopped")
 
     def _retain(self) -> None:
