@@ -149,6 +149,9 @@ def _cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
 def test_log_commands_against_a_server(tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data") as server:
         where = ("--address", server.url)
+        assert _cli("log", "create-group", "g", "100", "199", "--backlog-s", "60", *where).returncode == 0
+        grouped = _cli("log", "create", "in-group", "--group", "g", *where, "--json")
+        assert json.loads(grouped.stdout)["log_id"] == 100, grouped.stderr
         assert _cli("log", "create", "cli", *where).returncode == 0
         appended = _cli("log", "append", "cli", "one", "two", *where, "--json")
         assert appended.returncode == 0, appended.stderr
@@ -158,8 +161,9 @@ def test_log_commands_against_a_server(tmp_path: Path) -> None:
         items = [json.loads(line) for line in tail.stdout.splitlines()]
         assert [i["payload"] for i in items if "payload" in i] == ["one", "two", "three", "four"]
         assert _cli("log", "trim", "cli", str(first), *where).returncode == 0
-        info = json.loads(_cli("log", "info", *where, "--json").stdout)
-        assert info[0]["name"] == "cli" and info[0]["trim_point"] == first
+        info = {row["name"]: row for row in json.loads(_cli("log", "info", *where, "--json").stdout)}
+        assert info["cli"]["trim_point"] == first and info["in-group"]["group"] == "g"
+        assert info["in-group"]["backlog_s"] == 60
         found = json.loads(_cli("log", "find-time", "cli", "0", *where, "--json").stdout)
         assert found["lsn"] == first + 1
         missing = _cli("log", "append", "nope", "x", *where)

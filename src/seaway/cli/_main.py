@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     log.add_argument("--address", help="with --remote: use this server (seaway://host:port) instead of starting one")
     log.add_argument("--paced-events-per-s", type=int, default=20_000, help="with --remote: the paced run's rate")
 
-    logs = commands.add_parser("log", help="append, tail, trim, find-time, info, create")
+    logs = commands.add_parser("log", help="append, tail, trim, find-time, info, create, create-group")
     ops = logs.add_subparsers(dest="op", required=True, metavar="OPERATION")
     common = argparse.ArgumentParser(add_help=False)
     where = common.add_mutually_exclusive_group()
@@ -60,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     create = ops.add_parser("create", parents=[common], help="create a log")
     create.add_argument("log")
     create.add_argument("--backlog-s", type=float)
+    group = ops.add_parser("create-group", parents=[common], help="create a named range of log ids")
+    group.add_argument("group")
+    group.add_argument("first_id", type=int)
+    group.add_argument("last_id", type=int)
+    group.add_argument("--backlog-s", type=float)
     append = ops.add_parser("append", parents=[common], help="append payloads (arguments, or lines of stdin)")
     append.add_argument("log")
     append.add_argument("payloads", nargs="*")
@@ -73,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     find = ops.add_parser("find-time", parents=[common], help="first LSN at or after a time (ms since 1970)")
     find.add_argument("log")
     find.add_argument("timestamp_ms", type=int)
+    create.add_argument("--group", help="a log group to take the id from, and the attributes")
     info = ops.add_parser("info", parents=[common], help="logs and their state")
     info.add_argument("log", nargs="?")
     return parser
@@ -136,8 +142,14 @@ def _item_text(item: ReadItem) -> str:
 def _log_command(args: argparse.Namespace) -> None:
     with _store(args) as sw:
         if args.op == "create":
-            log = sw.logs.create(args.log, **({"backlog_s": args.backlog_s} if args.backlog_s else {}))
+            log = sw.logs.create(args.log, group=args.group,
+                                 **({"backlog_s": args.backlog_s} if args.backlog_s else {}))
             _out(args, {"name": log.name, "log_id": log.id}, f"created {log.name} (id {log.id})")
+        elif args.op == "create-group":
+            made = sw.logs.create_group(args.group, args.first_id, args.last_id,
+                                        **({"backlog_s": args.backlog_s} if args.backlog_s else {}))
+            _out(args, {"group": made.name, "first_id": made.first_id, "last_id": made.last_id},
+                 f"created group {made.name} (ids {made.first_id}-{made.last_id})")
         elif args.op == "append":
             log = sw.logs.get(args.log)
             payloads = [p.encode() for p in args.payloads] or [line.rstrip("\n").encode() for line in sys.stdin]
@@ -156,7 +168,7 @@ def _log_command(args: argparse.Namespace) -> None:
             _out(args, {"lsn": lsn}, lsn_str(lsn))
         elif args.op == "info":
             logs = [sw.logs.get(args.log)] if args.log else sw.logs.list()
-            rows = [{"name": log.name, "log_id": log.id, "tail_lsn": log.tail_lsn(),
+            rows = [{"name": log.name, "log_id": log.id, "group": log.info.group, "tail_lsn": log.tail_lsn(),
                      "trim_point": log.trim_point(), "data_size": log.data_size(),
                      "backlog_s": log.attributes.backlog_s} for log in logs]
             if args.json:
