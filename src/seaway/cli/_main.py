@@ -60,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     create = ops.add_parser("create", parents=[common], help="create a log")
     create.add_argument("log")
     create.add_argument("--backlog-s", type=float)
+    create.add_argument("--group", help="a log group to take the id from, and the attributes")
     group = ops.add_parser("create-group", parents=[common], help="create a named range of log ids")
     group.add_argument("group")
     group.add_argument("first_id", type=int)
@@ -78,7 +79,6 @@ def _parser() -> argparse.ArgumentParser:
     find = ops.add_parser("find-time", parents=[common], help="first LSN at or after a time (ms since 1970)")
     find.add_argument("log")
     find.add_argument("timestamp_ms", type=int)
-    create.add_argument("--group", help="a log group to take the id from, and the attributes")
     info = ops.add_parser("info", parents=[common], help="logs and their state")
     info.add_argument("log", nargs="?")
     return parser
