@@ -124,13 +124,18 @@ def test_reader_over_many_logs_and_tailing(api: Api) -> None:
 
         def later() -> None:
             time.sleep(0.2)
-            b.append(b"b2")
+            appended.append(b.append(b"b2"))
 
-        threading.Thread(target=later).start()
+        # A reader may see the record before its append is answered: join the appender before the
+        # connection closes, or its answer would arrive on a closed channel.
+        appended: list[int] = []
+        appender = threading.Thread(target=later)
+        appender.start()
         got: list[bytes] = []
         while not got and time.monotonic() < deadline:
             got = payloads(reader.read(100, timeout_s=5))
-        assert got == [b"b2"]
+        appender.join(30)
+        assert got == [b"b2"] and len(appended) == 1
         assert not reader.done
 
 
