@@ -11,10 +11,12 @@ import sys
 from typing import Any
 
 import seaway
+from seaway._alloc import keep_large_buffers_in_heap
 from seaway.cli._bench_remote import consume, produce
 
 
 def _worker(argv: list[str]) -> None:
+    keep_large_buffers_in_heap()  # as the server does: batches pass through large buffers
     role, url, log_name = argv[0], argv[1], argv[2]
     numbers = [float(a) for a in argv[3:]]
     with seaway.connect(url, timeout_s=120) as sw:

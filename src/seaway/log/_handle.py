@@ -81,7 +81,9 @@ class LogHandle:
         return hash(self.id)
 
     def _check_batch(self, payloads: Iterable[object]) -> tuple[bytes, ...]:
-        batch = tuple(map(_payload, payloads))
+        batch: tuple[Any, ...] = tuple(payloads)
+        if set(map(type, batch)) != {bytes}:  # a pass in C for the common case: all bytes already
+            batch = tuple(map(_payload, batch))
         if not batch:
             raise InvalidArgumentError("an append batch needs at least one record")
         if len(batch) > BATCH_RECORDS_MAX:

@@ -138,7 +138,7 @@ class StorageNode:
             in_group.add((log_id, msg.first_lsn))
             if isinstance(msg, StoreMsg):
                 ops.append(PutRecords(log_id, msg.first_lsn, msg.timestamp_ms, msg.payloads, msg.producer))
-                size += sum(len(p) for p in msg.payloads)
+                size += sum(map(len, msg.payloads))
                 msg_last = msg.first_lsn + len(msg.payloads) - 1
                 sync = sync or msg.sync
             else:

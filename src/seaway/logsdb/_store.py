@@ -90,6 +90,10 @@ class LogsDB:
         self._path = Path(path)
         self._config = config or LogsDBConfig()
         self._clock = clock or SystemClock()
+        # Writers hold _write_lock for a whole write, RocksDB's included, so they go one at a time.
+        # _lock guards the in-memory maps and is held only briefly: readers never wait for a disk
+        # write. A map changes only under both locks, so a writer may read them under its own.
+        self._write_lock = threading.Lock()
         self._lock = threading.RLock()
         self._closed = False
         self._path.mkdir(parents=True, exist_ok=True)
@@ -122,6 +126,9 @@ class LogsDB:
         opts.create_if_missing(True)
         opts.create_missing_column_families(True)
         opts.set_max_background_jobs(2)
+        # Reuse old write-ahead log files rather than growing new ones: an fdatasync of a file whose
+        # size does not change needs no journal commit, and the pages are already cached.
+        opts.set_recycle_log_file_num(4)
         db_path = str(self._path / "rocksdb")
         names = [_META_CF]
         if (self._path / "rocksdb" / "CURRENT").exists():
@@ -189,7 +196,7 @@ class LogsDB:
 
     def close(self) -> None:
         """Close the store; idempotent. Later calls raise :class:`ClosedError`."""
-        with self._lock:
+        with self._write_lock, self._lock:
             if self._closed:
                 return
             self._closed = True
@@ -224,7 +231,7 @@ class LogsDB:
 
     def write(self, ops: Sequence[WriteOp], *, sync: bool = True) -> None:
         """Store ``ops`` atomically. Raises :class:`StorageError` if nothing was stored."""
-        with self._lock:
+        with self._write_lock:
             self._check_open()
             pid = self._partition_for_write()
             _, _, handle = self._partitions[pid]
@@ -268,17 +275,18 @@ class LogsDB:
             for gone_log, gone_producer in forgotten:
                 batch.delete(_P_PRODUCER + _u64(gone_log) + gone_producer, self._meta_handle)
             self._apply(batch, sync)
-            self._produced.update(produced)
-            for log_id, producer_id in produced:
-                self._producers.setdefault(log_id, OrderedDict())[producer_id] = None
-                self._producers[log_id].move_to_end(producer_id)
-            for log_id, producer_id in forgotten:
-                del self._produced[(log_id, producer_id)]
-                del self._producers[log_id][producer_id]
-            for log_id, d in changed.items():
-                directory[log_id] = d
-                self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
-            self._seal.update(seals)
+            with self._lock:
+                self._produced.update(produced)
+                for log_id, producer_id in produced:
+                    self._producers.setdefault(log_id, OrderedDict())[producer_id] = None
+                    self._producers[log_id].move_to_end(producer_id)
+                for log_id, producer_id in forgotten:
+                    del self._produced[(log_id, producer_id)]
+                    del self._producers[log_id][producer_id]
+                for log_id, d in changed.items():
+                    directory[log_id] = d
+                    self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
+                self._seal.update(seals)
 
     def _remember(self, produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]], op: PutRecords,
                   mark: ProducerMark) -> None:
@@ -335,10 +343,19 @@ class LogsDB:
             batch.put(key, _u64(op.ended_lsn), self._meta_handle)
 
     def _apply(self, batch: WriteBatch, sync: bool) -> None:
+        # rocksdict holds the GIL through a write, so a synced write would stall every other
+        # thread for its fsync. The write goes to the write-ahead log unsynced, then the log is
+        # synced by a call that lets the GIL go. Nothing reads the entries before this returns:
+        # readers find them through the directory, which changes only afterwards.
         try:
-            self._db.write(batch, self._write_sync if sync else self._write_async)
+            self._db.write(batch, self._write_async)
         except Exception as exc:
             raise StorageError(f"RocksDB write failed: {exc}") from exc
+        if sync:
+            try:
+                self._db.flush_wal(True)
+            except Exception as exc:
+                raise StorageError(f"RocksDB write-ahead log sync failed: {exc}") from exc
 
     def _partition_for_write(self) -> int:
         now_ms = self._clock.now_ms()
@@ -363,20 +380,22 @@ class LogsDB:
             self._meta.put(_P_PARTITION + _u64(pid), _u64(now_ms), self._write_sync)
         except Exception as exc:
             raise StorageError(f"cannot create partition {pid}: {exc}") from exc
-        self._partitions[pid] = (now_ms, cf, self._db.get_column_family_handle(name))
-        self._directory[pid] = {}
+        with self._lock:
+            self._partitions[pid] = (now_ms, cf, self._db.get_column_family_handle(name))
+            self._directory[pid] = {}
         return pid
 
     # --- metadata -------------------------------------------------------------------------------
 
     def trim(self, log_id: int, lsn: int) -> None:
         """Raise the log's trim point to ``lsn`` (durably). Lowering it is a no-op."""
-        with self._lock:
+        with self._write_lock:
             self._check_open()
             if lsn <= self._trim.get(log_id, 0):
                 return
             self._meta_put_sync(_P_TRIM + _u64(log_id), _u64(lsn))
-            self._trim[log_id] = lsn
+            with self._lock:
+                self._trim[log_id] = lsn
 
     def _meta_put_sync(self, key: bytes, value: bytes) -> None:
         try:
@@ -428,15 +447,17 @@ class LogsDB:
 
     def put_meta(self, key: bytes, value: bytes) -> None:
         """Durably store an upper layer's metadata key."""
-        self._check_open()
-        self._meta_put_sync(_P_USER + key, value)
+        with self._write_lock:
+            self._check_open()
+            self._meta_put_sync(_P_USER + key, value)
 
     def delete_meta(self, key: bytes) -> None:
-        self._check_open()
-        try:
-            self._meta.delete(_P_USER + key, self._write_sync)
-        except Exception as exc:
-            raise StorageError(f"RocksDB metadata delete failed: {exc}") from exc
+        with self._write_lock:
+            self._check_open()
+            try:
+                self._meta.delete(_P_USER + key, self._write_sync)
+            except Exception as exc:
+                raise StorageError(f"RocksDB metadata delete failed: {exc}") from exc
 
     def get_meta(self, key: bytes) -> bytes | None:
         self._check_open()
@@ -619,7 +640,7 @@ class LogsDB:
         never dropped. Each log's trim point is raised over what was dropped, so readers see TRIM.
         """
         dropped: list[int] = []
-        with self._lock:
+        with self._write_lock:
             self._check_open()
             now_ms = self._clock.now_ms()
             newest = max(self._partitions, default=0)
@@ -649,9 +670,10 @@ class LogsDB:
             batch.delete(_P_DIRECTORY + _u64(pid) + _u64(log_id), self._meta_handle)
         batch.delete(_P_PARTITION + _u64(pid), self._meta_handle)
         self._apply(batch, sync=True)
-        self._trim.update(raised)
-        _, cf, _ = self._partitions.pop(pid)
-        del self._directory[pid]
+        with self._lock:
+            self._trim.update(raised)
+            _, cf, _ = self._partitions.pop(pid)
+            del self._directory[pid]
         cf.close()
         try:
             self._db.drop_column_family(_cf_name(pid))
@@ -662,7 +684,7 @@ class LogsDB:
 
     def flush(self) -> None:
         """Flush memtables to SST files (for tests and before backups)."""
-        with self._lock:
+        with self._write_lock:
             self._check_open()
             for _, cf, _ in self._partitions.values():
                 cf.flush(True)
@@ -670,7 +692,7 @@ class LogsDB:
 
     def overwrite_raw(self, log_id: int, lsn: int, value: bytes) -> None:
         """Replace the stored bytes of an entry. Only for tests that simulate corruption."""
-        with self._lock:
+        with self._write_lock:
             for pid in sorted(self._directory, reverse=True):
                 d = self._directory[pid].get(log_id)
                 if d is not None and d.lsn_min <= lsn <= d.lsn_max:

@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 from prometheus_client import start_http_server
 
+from seaway._alloc import keep_large_buffers_in_heap
 from seaway._errors import InvalidArgumentError, SeawayError
 from seaway._seaway import Seaway, SeawayConfig
 from seaway.server._metrics import Metrics
@@ -177,6 +178,7 @@ def serve(config: ServerConfig) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    tuned = keep_large_buffers_in_heap()
     server = Server(config)
     done = threading.Event()
 
@@ -187,6 +189,7 @@ def serve(config: ServerConfig) -> None:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     server.start()
+    _log.info("allocator", extra={"large_buffers_in_heap": tuned})
     if server.metrics_port is not None:
         print(f"metrics on {split_host_port(config.metrics_listen or '')[0]}:{server.metrics_port}", flush=True)
     print(f"listening on {server.address}", flush=True)

@@ -176,16 +176,16 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             started = time.perf_counter()
             try:
                 log = self._log_of(request.log_id)
+                payloads = tuple(request.payloads)  # each access to the field would copy them again
                 if request.producer_id:
-                    lsns = log.append_batch(request.payloads, producer_id=request.producer_id,
-                                            sequence=request.sequence)
+                    lsns = log.append_batch(payloads, producer_id=request.producer_id, sequence=request.sequence)
                 else:
-                    lsns = log.append_batch(request.payloads)
+                    lsns = log.append_batch(payloads)
             finally:
                 self._slots.release(peer, "appends")
             self._metrics.append_seconds.observe(time.perf_counter() - started)
             self._metrics.appended_records.inc(len(lsns))
-            self._metrics.appended_bytes.inc(sum(len(p) for p in request.payloads))
+            self._metrics.appended_bytes.inc(sum(map(len, payloads)))
             return pb.AppendReply(first_lsn=lsns[0], count=len(lsns))
         return self._unary("Append", context, run)
 
