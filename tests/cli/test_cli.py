@@ -6,10 +6,13 @@ import io
 import json
 import subprocess
 import sys
+import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
+from seaway.cli._bench_remote import produce
 from seaway.cli._demo import run_demo
 from seaway.cli._progress import Progress
 
@@ -70,3 +73,27 @@ def test_progress_bar_draws_on_a_terminal_only() -> None:
     with Progress(4, "work", stream=hidden) as progress:
         progress.advance(4)
     assert hidden.getvalue() == ""
+
+
+class _TimedLog:
+    """Stands in for a log: records when each batch is sent and answers at once."""
+
+    def __init__(self) -> None:
+        self.sent_s: list[float] = []
+
+    def append_batch_async(self, payloads: list[bytes]) -> Future[range]:
+        self.sent_s.append(time.time())
+        done: Future[range] = Future()
+        done.set_result(range(1, len(payloads) + 1))
+        return done
+
+
+def test_paced_producers_send_at_their_phase_of_the_interval() -> None:
+    calls: list[str] = []
+    log = _TimedLog()
+    # 100 records a batch at 2,000 records/s: a batch every 50 ms, this producer half an interval in.
+    figures = produce(log, 4, 100, 16, 1, 2_000, lambda: calls.append("ready"), phase=0.5)
+    offsets_ms = [(t - figures["started"]) * 1000 for t in log.sent_s]
+    assert calls == ["ready"] and figures["records"] == 400
+    for n, offset in enumerate(offsets_ms):
+        assert (n + 0.5) * 50 - 1 <= offset <= (n + 0.5) * 50 + 40, offsets_ms

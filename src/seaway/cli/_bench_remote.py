@@ -7,7 +7,9 @@ runs embedded (threads in one process, no network) as the reference from the sam
 remotely with the producers paced to a fixed total rate, for the latency at a moderate load.
 
 Worker processes run ``python -m seaway.cli._bench_worker ROLE ...``; each prints one JSON line with
-what it measured.
+what it measured. The clock starts once every worker is running (consumers tailing, producers
+connected), so the start of Python processes is not measured. Consumers read record runs, as bulk
+consumers do. Paced producers send at evenly spread phases: together, one evenly paced stream.
 """
 
 from __future__ import annotations
@@ -58,13 +60,18 @@ def _batch(record_bytes: int, count: int) -> list[bytes]:
 
 
 def produce(log: Any, batches: int, batch_records: int, record_bytes: int, in_flight: int,
-            events_per_s: float | None) -> dict[str, float]:
-    """Append ``batches`` batches, keeping up to ``in_flight`` in flight (paced, if a rate is given)."""
+            events_per_s: float | None, ready: Callable[[], None] = lambda: None,
+            phase: float = 0.0) -> dict[str, float]:
+    """Append ``batches`` batches, keeping up to ``in_flight`` in flight, once ``ready`` returns.
+
+    Paced, if a rate is given: batch ``n`` is sent ``(n + phase)`` batch intervals after the start, so
+    producers given phases ``k / producers`` together send one evenly spaced stream."""
+    ready()
     started = time.time()
     pending: list[Future[range]] = []
     for n in range(batches):
         if events_per_s:
-            due = started + n * batch_records / events_per_s
+            due = started + (n + phase) * batch_records / events_per_s
             delay = due - time.time()
             if delay > 0:
                 time.sleep(delay)
@@ -76,8 +83,10 @@ def produce(log: Any, batches: int, batch_records: int, record_bytes: int, in_fl
     return {"started": started, "ended": time.time(), "records": batches * batch_records}
 
 
-def consume(reader_of: Callable[..., Any], log: Any, records: int) -> dict[str, Any]:
-    """Tail ``log`` until ``records`` records arrived; latencies in ms from the stamps.
+def consume(reader_of: Callable[..., Any], log: Any, records: int,
+            ready: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """Tail ``log`` until ``records`` records arrived; latencies in ms from the stamps. ``ready`` is
+    called once the reader is tailing.
 
     A bulk consumer: its reader hands out record runs (a stored batch each), not a ``Record`` each;
     every record's latency is still measured from its own stamp."""
@@ -86,6 +95,7 @@ def consume(reader_of: Callable[..., Any], log: Any, records: int) -> dict[str, 
     unpack = _STAMP.unpack_from
     with reader_of(runs=True) as reader:
         reader.start_reading(log, 1, LSN_MAX)
+        ready()
         while len(latencies) < records:
             items = reader.read(2000, timeout_s=60)
             if not items:
@@ -127,16 +137,33 @@ def _remote_round(url: str, config: RemoteBenchConfig, tag: str, batches: int,
     python = [sys.executable, "-m", "seaway.cli._bench_worker"]
     consumers = [subprocess.Popen([*python, "consume", url, name, str(records)], stdout=subprocess.PIPE, text=True)
                  for name in names]
-    time.sleep(1.0)  # consumers connected and tailing before the first record is sent
     producers = [subprocess.Popen([*python, "produce", url, name, str(batches), str(config.batch_records),
-                                   str(config.record_bytes), str(config.in_flight_batches), str(rate_per_producer)],
-                                  stdout=subprocess.PIPE, text=True) for name in names]
-    results = []
-    for proc in producers + consumers:
-        out, _ = proc.communicate(timeout=600)
-        if proc.returncode != 0:
-            raise RuntimeError(f"a benchmark worker failed with status {proc.returncode}")
-        results.append(json.loads(out.strip().splitlines()[-1]))
+                                   str(config.record_bytes), str(config.in_flight_batches), str(rate_per_producer),
+                                   str(k / len(names))],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                 for k, name in enumerate(names)]
+    try:
+        # What is measured is the workload, not the start of Python processes: every consumer is
+        # tailing and every producer connected before any producer sends its first batch.
+        for proc in consumers + producers:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"a benchmark worker failed to start (status {proc.wait(60)})")
+        for proc in producers:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        results = []
+        for proc in producers + consumers:
+            out, _ = proc.communicate(timeout=600)
+            if proc.returncode != 0:
+                raise RuntimeError(f"a benchmark worker failed with status {proc.returncode}")
+            results.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for proc in consumers + producers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     return _summary(results[: len(producers)], results[len(producers):])
 
 

@@ -1,6 +1,9 @@
 """A producer or consumer process of ``seaway bench log --remote``; prints one JSON line of figures.
 
-``python -m seaway.cli._bench_worker produce URL LOG BATCHES BATCH_RECORDS RECORD_BYTES IN_FLIGHT RATE``
+Each prints ``ready`` once connected (a consumer: once tailing); a producer then waits for a line on
+its standard input before it sends anything.
+
+``python -m seaway.cli._bench_worker produce URL LOG BATCHES BATCH_RECORDS RECORD_BYTES IN_FLIGHT RATE PHASE``
 ``python -m seaway.cli._bench_worker consume URL LOG RECORDS``
 """
 
@@ -15,6 +18,15 @@ from seaway._alloc import keep_large_buffers_in_heap
 from seaway.cli._bench_remote import consume, produce
 
 
+def _ready() -> None:
+    print("ready", flush=True)
+
+
+def _ready_then_go() -> None:
+    _ready()
+    sys.stdin.readline()  # the parent's signal: every worker is ready
+
+
 def _worker(argv: list[str]) -> None:
     keep_large_buffers_in_heap()  # as the server does: batches pass through large buffers
     role, url, log_name = argv[0], argv[1], argv[2]
@@ -22,11 +34,11 @@ def _worker(argv: list[str]) -> None:
     with seaway.connect(url, timeout_s=120) as sw:
         log = sw.logs.get(log_name)
         if role == "produce":
-            batches, batch_records, record_bytes, in_flight, rate = numbers
+            batches, batch_records, record_bytes, in_flight, rate, phase = numbers
             result: dict[str, Any] = produce(log, int(batches), int(batch_records), int(record_bytes),
-                                             int(in_flight), rate or None)
+                                             int(in_flight), rate or None, _ready_then_go, phase)
         else:
-            result = consume(sw.logs.reader, log, int(numbers[0]))
+            result = consume(sw.logs.reader, log, int(numbers[0]), _ready)
     print(json.dumps(result), flush=True)
 
 
