@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -227,3 +229,32 @@ def test_a_byte_flipped_in_a_file_on_disk_is_never_returned_as_data(tmp_path: Pa
     # RocksDB's block checksums catch a flip in a data block: the damage must show, as DATALOSS.
     assert len(records) < len(written), f"seed {seed}: a flipped byte went unnoticed"
     assert any(getattr(i, "type", None) is GapType.DATALOSS for i in items), f"seed {seed}: loss not reported"
+
+
+def test_readers_do_not_wait_for_a_write_in_progress(tmp_path: Path, clock: FakeClock,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write holds the writers' lock through RocksDB and its sync; reads and metadata lookups go on."""
+    with LogsDB(tmp_path, clock=clock) as db:
+        put(db, 7, E1 + 1, [b"a"], 100)
+        entered, release = threading.Event(), threading.Event()
+        apply = db._apply
+
+        def slow_apply(batch: object, sync: bool) -> None:
+            entered.set()
+            assert release.wait(30)
+            apply(batch, sync)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(db, "_apply", slow_apply)
+        writer = threading.Thread(target=put, args=(db, 7, E1 + 2, [b"b"], 101))
+        writer.start()
+        try:
+            assert entered.wait(30)
+            started = time.monotonic()
+            assert [e.first_lsn for e in all_entries(db, 7)] == [E1 + 1]  # the new entry is not visible yet
+            assert db.last_lsn(7) == E1 + 1 and db.log_ids() == [7] and db.data_size(7) > 0
+            assert time.monotonic() - started < 5
+        finally:
+            release.set()
+            writer.join(30)
+        assert [e.first_lsn for e in all_entries(db, 7)] == [E1 + 1, E1 + 2]
+        assert db.last_lsn(7) == E1 + 2
