@@ -22,12 +22,14 @@ payloads = st.binary(min_size=0, max_size=64)
 
 
 class LogMachine(RuleBasedStateMachine):
+    store_config = LogStoreConfig(logsdb=LogsDBConfig(partition_duration_s=10))
+
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="seaway-model-"))
         self.clock = FakeClock()
         # Small partitions, so the clock rule makes several and reads and find_time cross them.
-        self.config = SeawayConfig(logs=LogStoreConfig(logsdb=LogsDBConfig(partition_duration_s=10)))
+        self.config = SeawayConfig(logs=self.store_config)
         self.sw = seaway.open(self.dir, self.config, self.clock)
         self.models = {name: LogModel() for name in LOGS}
         for name in LOGS:
@@ -117,3 +119,15 @@ class LogMachine(RuleBasedStateMachine):
 
 LogMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
 TestLogModel = LogMachine.TestCase
+
+
+class EntryByEntryLogMachine(LogMachine):
+    """Readers read one entry at a time, so after their first chunk they ask for the entry that starts
+    where they stand: the tail cache answers, and its bound (a few entries) makes it evict and miss."""
+
+    store_config = LogStoreConfig(logsdb=LogsDBConfig(partition_duration_s=10), read_chunk_bytes_max=1,
+                                  tail_cache_bytes_max=600)
+
+
+EntryByEntryLogMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+TestLogModelEntryByEntry = EntryByEntryLogMachine.TestCase

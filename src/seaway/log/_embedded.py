@@ -40,7 +40,8 @@ from seaway.log._protocol import (
 from seaway.log._reader import LogReadState, ReadChunk, ReadWant
 from seaway.log._sequencer import Sequencer, SequencerConfig
 from seaway.log._storage import StorageConfig, StorageNode
-from seaway.logsdb import LogsDB, LogsDBConfig, ProducerMark
+from seaway.log._tail import TailCache
+from seaway.logsdb import LogsDB, LogsDBConfig, ProducerMark, PutHolePlug, PutRecords
 
 DiskFault = Callable[[DiskWrite], SeawayError | None]
 """A test hook: return an error to make a disk write fail without writing anything."""
@@ -55,6 +56,8 @@ class LogStoreConfig:
     """Appends waiting for the writer thread; more are refused as overloaded."""
     read_chunk_bytes_max: int = 1 << 20
     """The most entry bytes one reader reads from disk at a time."""
+    tail_cache_bytes_max: int = 64 << 20
+    """Payload bytes of the entries just written kept in memory for tailing readers (0: none)."""
 
 
 def read_chunk(db: LogsDB, want: ReadWant, bytes_max: int) -> ReadChunk:
@@ -90,6 +93,7 @@ class EmbeddedLogStore:
             self.logsdb.close()
             raise
         self._disk_fault = disk_fault
+        self._tail = TailCache(self._config.tail_cache_bytes_max)
         log_ids = self.logsdb.log_ids()
         self._storage = StorageNode({i: self.logsdb.last_lsn(i) for i in log_ids},
                                     {i: self.logsdb.sealed_epoch(i) for i in log_ids}, self._config.storage)
@@ -275,6 +279,11 @@ class EmbeddedLogStore:
             self.logsdb.write(write.ops, sync=write.sync)
         except SeawayError as exc:
             return exc
+        for op in write.ops:
+            if isinstance(op, PutRecords):
+                self._tail.add(op.log_id, op.first_lsn, op.timestamp_ms, op.payloads)
+            elif isinstance(op, PutHolePlug):
+                self._tail.forget(op.log_id)
         return None
 
     def _fail_all(self, error: SeawayError) -> None:
@@ -301,6 +310,14 @@ class EmbeddedLogStore:
 
     def read_chunk(self, want: ReadWant) -> ReadChunk:
         self._check_open()
+        log_id = want.log_id
+        trim_point = self.logsdb.trim_point(log_id)
+        if want.lsn_from > trim_point:
+            cached = self._tail.take(log_id, want.lsn_from, want.lsn_to, self._config.read_chunk_bytes_max)
+            if cached:
+                # Consecutive LSNs from lsn_from on, so every entry overlapping them is here and no
+                # range in between lacks one: nothing for epoch ends to classify.
+                return ReadChunk(cached, min(cached[-1].last_lsn, want.lsn_to), trim_point, {})
         return read_chunk(self.logsdb, want, self._config.read_chunk_bytes_max)
 
     def wait_for_release(self, version: int, timeout_s: float | None) -> int:
