@@ -192,6 +192,21 @@ def test_tailing_reader_wakes_on_append_without_polling(sw: seaway.Seaway) -> No
     assert not reader.done
 
 
+def test_a_tailing_reader_is_woken_by_its_own_logs_only(sw: seaway.Seaway) -> None:
+    mine, other = sw.logs.create("mine"), sw.logs.create("other")
+    with sw.logs.reader() as reader:
+        reader.start_reading(mine)
+        assert reader.read(timeout_s=0.01) == []
+        other.append(b"not for this reader")
+        assert not reader._wake.is_set()
+        mine.append(b"x")
+        assert reader._wake.is_set()
+        assert records(reader.read(timeout_s=1)) == [b"x"]
+        reader.stop_reading(mine)
+        mine.append(b"y")
+        assert not reader._wake.is_set()
+
+
 def test_reader_over_many_logs_ends_at_until(sw: seaway.Seaway) -> None:
     a, b = sw.logs.create("a"), sw.logs.create("b")
     a.append_batch([b"a1", b"a2"])

@@ -110,8 +110,8 @@ class EmbeddedLogStore:
         self._inbox: deque[tuple[int, AppendRequest, Future[range]]] = deque()
         self._inbox_cv = threading.Condition()
         self._released = {i: self.logsdb.last_lsn(i) for i in log_ids}
-        self._release_cv = threading.Condition()
-        self._release_version = 0
+        self._release_lock = threading.Lock()
+        self._watchers: dict[int, set[threading.Event]] = {}  # log id -> its readers' wake-up events
         self._closing = False
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="seaway-log-writer", daemon=True)
@@ -265,10 +265,11 @@ class EmbeddedLogStore:
             elif isinstance(effect, StoreReply | SealReply):
                 self._events.append((effect.log_id, effect))
             elif isinstance(effect, Released):
-                with self._release_cv:
+                with self._release_lock:
                     self._released[effect.log_id] = effect.lsn
-                    self._release_version += 1
-                    self._release_cv.notify_all()
+                    watchers = tuple(self._watchers.get(effect.log_id, ()))
+                for wake in watchers:  # only the readers of this log: the others would wake for nothing
+                    wake.set()
 
     def _write(self, write: DiskWrite) -> SeawayError | None:
         if self._disk_fault is not None:
@@ -305,7 +306,7 @@ class EmbeddedLogStore:
 
     def released(self, log_id: int) -> int:
         """The last LSN of the log that readers may read (its tail)."""
-        with self._release_cv:
+        with self._release_lock:
             return self._released.get(log_id, 0)
 
     def read_chunk(self, want: ReadWant) -> ReadChunk:
@@ -320,17 +321,20 @@ class EmbeddedLogStore:
                 return ReadChunk(cached, min(cached[-1].last_lsn, want.lsn_to), trim_point, {})
         return read_chunk(self.logsdb, want, self._config.read_chunk_bytes_max)
 
-    def wait_for_release(self, version: int, timeout_s: float | None) -> int:
-        """Wait until the release point of any log moves past ``version``; return the new version."""
-        with self._release_cv:
-            if self._release_version == version and not self._closed:
-                self._release_cv.wait(timeout_s)
-            return self._release_version
+    def watch_releases(self, log_id: int, wake: threading.Event) -> None:
+        """Set ``wake`` whenever the log's release point moves, and when the store closes."""
+        with self._release_lock:
+            self._watchers.setdefault(log_id, set()).add(wake)
+            if self._closed:
+                wake.set()
 
-    @property
-    def release_version(self) -> int:
-        with self._release_cv:
-            return self._release_version
+    def unwatch_releases(self, log_id: int, wake: threading.Event) -> None:
+        with self._release_lock:
+            watchers = self._watchers.get(log_id)
+            if watchers is not None:
+                watchers.discard(wake)
+                if not watchers:
+                    del self._watchers[log_id]
 
     def read_state(self, log_id: int, lsn_from: int, lsn_until: int) -> LogReadState:
         return LogReadState(log_id, lsn_from, lsn_until)
@@ -356,9 +360,11 @@ class EmbeddedLogStore:
         self._thread.join()
         self._fail_all(ClosedError("the log store closed before the append was written"))
         invariant(not self._pending, "no append is left waiting")
-        with self._release_cv:
+        with self._release_lock:
             self._closed = True
-            self._release_cv.notify_all()
+            watchers = [wake for wakes in self._watchers.values() for wake in wakes]
+        for wake in watchers:
+            wake.set()
         self._epochs.close()
         self.logsdb.close()
 

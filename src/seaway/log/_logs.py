@@ -137,6 +137,7 @@ class Reader:
         self._unfinished: dict[int, ReadChunk] = {}
         self._closed = False
         self._lock = threading.Lock()
+        self._wake = threading.Event()  # set when a log read here may have more, or on close
 
     def start_reading(self, log: Log | int | str, lsn_from: int = LSN_OLDEST, lsn_until: int = LSN_MAX) -> None:
         """Read ``log`` from ``lsn_from`` to ``lsn_until`` inclusive (forever if ``LSN_MAX``)."""
@@ -148,6 +149,8 @@ class Reader:
         with self._lock:
             self._states[log_id] = LogReadState(log_id, lsn_from, lsn_until, runs=self._runs)
             self._unfinished.pop(log_id, None)
+        self._store.watch_releases(log_id, self._wake)
+        self._wake.set()
 
     def stop_reading(self, log: Log | int | str) -> None:
         log_id = self._logs._resolve(log).id
@@ -156,6 +159,7 @@ class Reader:
             self._buffer = [i for i in self._buffer if i.log_id != log_id]
             self._buffered = sum(map(weight, self._buffer))
             self._unfinished.pop(log_id, None)
+        self._store.unwatch_releases(log_id, self._wake)
 
     @property
     def done(self) -> bool:
@@ -175,7 +179,7 @@ class Reader:
             if self._closed:
                 raise ClosedError("the reader is closed")
             self._logs._check_open()
-            version = self._store.release_version
+            self._wake.clear()  # before looking: a release from here on sets it again
             with self._lock:
                 self._fill()
                 if self._buffer or all(s.done for s in self._states.values()):
@@ -183,7 +187,7 @@ class Reader:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return []
-            self._store.wait_for_release(version, remaining)
+            self._wake.wait(remaining)
 
     def _take(self, items_max: int) -> list[ReadItem]:
         if not self._runs:
@@ -221,6 +225,11 @@ class Reader:
 
     def close(self) -> None:
         self._closed = True
+        with self._lock:
+            log_ids = list(self._states)
+        for log_id in log_ids:
+            self._store.unwatch_releases(log_id, self._wake)
+        self._wake.set()
 
     def __enter__(self) -> Reader:
         return self
