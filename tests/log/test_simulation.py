@@ -19,6 +19,15 @@ def test_simulation_keeps_guarantees(seed: int, tmp_path: Path) -> None:
     assert report.acked > 0 and report.records_read > 0
 
 
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_simulation_keeps_guarantees_with_two_writes_in_flight(seed: int, tmp_path: Path) -> None:
+    """The embedded store's two-stage group commit: the next write is applied while one syncs."""
+    config = SimConfig(writes_in_flight_max=2)
+    report = simulate(seed, tmp_path, config)
+    assert report.violations == [], f"replay with simulate({seed}, path, {config}): {report.violations[:5]}"
+    assert report.acked > 0 and report.records_read > 0
+
+
 def test_simulation_exercises_every_gap_and_failure(tmp_path: Path) -> None:
     totals: dict[str, int] = {}
     crashes = failed = 0

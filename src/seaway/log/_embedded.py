@@ -51,7 +51,8 @@ DiskFault = Callable[[DiskWrite], SeawayError | None]
 class LogStoreConfig:
     logsdb: LogsDBConfig = field(default_factory=LogsDBConfig)
     sequencer: SequencerConfig = field(default_factory=SequencerConfig)
-    storage: StorageConfig = field(default_factory=StorageConfig)
+    storage: StorageConfig = field(default_factory=lambda: StorageConfig(writes_in_flight_max=2))
+    """Two writes in flight: the next group is applied while the previous one syncs."""
     inbox_appends_max: int = 100_000
     """Appends waiting for the writer thread; more are refused as overloaded."""
     read_chunk_bytes_max: int = 1 << 20
@@ -77,6 +78,51 @@ class _Pending:
     producer_key: tuple[int, bytes, int] | None = None
 
 
+class _Syncer:
+    """Makes applied disk writes durable, in the order they were applied: one WAL sync covers every
+    write applied before it started. Reports each write's outcome, in order, to ``report``."""
+
+    def __init__(self, db: LogsDB, report: Callable[[list[DiskWriteDone]], None]) -> None:
+        self._db = db
+        self._report = report
+        self._cv = threading.Condition()
+        self._pending: list[tuple[int, bool, SeawayError | None]] = []
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="seaway-log-syncer", daemon=True)
+        self._thread.start()
+
+    def submit(self, write_id: int, sync: bool, error: SeawayError | None) -> None:
+        """A write applied (or failed: ``error``); reported after the next sync if ``sync``."""
+        with self._cv:
+            self._pending.append((write_id, sync, error))
+            self._cv.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._pending and not self._closing:
+                    self._cv.wait()
+                if not self._pending:
+                    return
+                taken, self._pending = self._pending, []
+            failed: SeawayError | None = None
+            if any(sync and error is None for _, sync, error in taken):
+                try:
+                    self._db.sync_wal()
+                except SeawayError as exc:
+                    failed = exc
+                except Exception as exc:  # a bug: fail these writes rather than leave them waiting
+                    failed = StorageError(f"write-ahead log sync failed: {exc!r}")
+            self._report([DiskWriteDone(write_id, error or failed) for write_id, _, error in taken])
+
+    def close(self) -> None:
+        """Report what is pending, then stop."""
+        with self._cv:
+            self._closing = True
+            self._cv.notify()
+        self._thread.join()
+
+
 class EmbeddedLogStore:
     """Logs in a local directory, sequenced and stored in this process."""
 
@@ -94,6 +140,8 @@ class EmbeddedLogStore:
             raise
         self._disk_fault = disk_fault
         self._tail = TailCache(self._config.tail_cache_bytes_max)
+        self._synced: deque[DiskWriteDone] = deque()  # from the syncer, for the writer thread
+        self._failed_apply: int | None = None  # a write that failed to apply, until the node hears
         log_ids = self.logsdb.log_ids()
         self._storage = StorageNode({i: self.logsdb.last_lsn(i) for i in log_ids},
                                     {i: self.logsdb.sealed_epoch(i) for i in log_ids}, self._config.storage)
@@ -114,8 +162,14 @@ class EmbeddedLogStore:
         self._watchers: dict[int, set[threading.Event]] = {}  # log id -> its readers' wake-up events
         self._closing = False
         self._closed = False
+        self._syncer = _Syncer(self.logsdb, self._on_synced) if self._config.storage.writes_in_flight_max > 1 else None
         self._thread = threading.Thread(target=self._run, name="seaway-log-writer", daemon=True)
         self._thread.start()
+
+    def _on_synced(self, done: list[DiskWriteDone]) -> None:
+        with self._inbox_cv:
+            self._synced.extend(done)
+            self._inbox_cv.notify()
 
     # --- appends (any thread) -------------------------------------------------------------------
 
@@ -145,14 +199,20 @@ class EmbeddedLogStore:
     def _run(self) -> None:
         while True:
             with self._inbox_cv:
-                while not self._inbox and not self._closing:
+                while not self._inbox and not self._synced and (not self._closing or self._storage.busy):
                     self._inbox_cv.wait(timeout=self._wait_s())
-                    if not self._inbox:
+                    if not self._inbox and not self._synced:
                         break
                 batch = list(self._inbox)
                 self._inbox.clear()
+                synced = list(self._synced)
+                self._synced.clear()
                 closing = self._closing
             try:
+                for done in synced:
+                    if done.write_id == self._failed_apply:
+                        self._failed_apply = None  # the node hears of it now: later writes are new
+                    self._events.append((None, done))
                 for log_id, request, future in batch:
                     self._accept(log_id, request, future)
                 self._tick()
@@ -168,7 +228,7 @@ class EmbeddedLogStore:
                 self._completions.clear()
                 self._fail_all(error)
                 raise
-            if closing and not batch:
+            if closing and not batch and not self._storage.busy:
                 return
 
     def _accept(self, log_id: int, request: AppendRequest, future: Future[range]) -> None:
@@ -261,7 +321,19 @@ class EmbeddedLogStore:
     def _storage_effects(self, effects: list[StorageEffect]) -> None:
         for effect in effects:
             if isinstance(effect, DiskWrite):
-                self._events.append((None, DiskWriteDone(effect.write_id, self._write(effect))))
+                if self._syncer is None:
+                    self._events.append((None, DiskWriteDone(effect.write_id, self._write(effect, effect.sync))))
+                elif self._failed_apply is not None:
+                    # Started on top of a write that failed: the storage node will fail it too, so
+                    # it must not reach the disk either.
+                    self._syncer.submit(effect.write_id, False, StorageError("an earlier disk write failed"))
+                else:
+                    # Applied now, durable once the syncer's next WAL sync returns: meanwhile this
+                    # thread goes on, and may apply the next write (two-stage group commit).
+                    error = self._write(effect, False)
+                    if error is not None:
+                        self._failed_apply = effect.write_id
+                    self._syncer.submit(effect.write_id, effect.sync, error)
             elif isinstance(effect, StoreReply | SealReply):
                 self._events.append((effect.log_id, effect))
             elif isinstance(effect, Released):
@@ -271,13 +343,13 @@ class EmbeddedLogStore:
                 for wake in watchers:  # only the readers of this log: the others would wake for nothing
                     wake.set()
 
-    def _write(self, write: DiskWrite) -> SeawayError | None:
+    def _write(self, write: DiskWrite, sync: bool) -> SeawayError | None:
         if self._disk_fault is not None:
             injected = self._disk_fault(write)
             if injected is not None:
                 return injected
         try:
-            self.logsdb.write(write.ops, sync=write.sync)
+            self.logsdb.write(write.ops, sync=sync)
         except SeawayError as exc:
             return exc
         for op in write.ops:
@@ -358,6 +430,8 @@ class EmbeddedLogStore:
             self._thread.join()
             return
         self._thread.join()
+        if self._syncer is not None:
+            self._syncer.close()
         self._fail_all(ClosedError("the log store closed before the append was written"))
         invariant(not self._pending, "no append is left waiting")
         with self._release_lock:

@@ -9,9 +9,10 @@ point for readers.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
-from seaway._errors import PreemptedError, SeawayError
+from seaway._errors import PreemptedError, SeawayError, StorageError
 from seaway.log._lsn import epoch_of
 from seaway.log._protocol import (
     DiskWrite,
@@ -35,9 +36,20 @@ class StorageConfig:
     """The most stores, plugs and seals one disk write carries."""
     write_bytes_max: int = 64 << 20
     """The most payload bytes one disk write carries (one oversized store still goes alone)."""
+    writes_in_flight_max: int = 1
+    """Disk writes started and not yet durable. With 2, the driver may apply the next write while
+    the previous one syncs; it must report every write's completion in the order they started."""
 
 
 _Msg = StoreMsg | PlugMsg | SealMsg
+
+
+@dataclass(slots=True)
+class _Write:
+    write_id: int
+    group: list[tuple[_Msg, bool]]  # (message, writes something)
+    seal: dict[int, int]  # the sealed epochs once this write is durable
+    last: dict[int, int]  # the last LSNs once this write is durable
 
 
 class StorageNode:
@@ -52,10 +64,12 @@ class StorageNode:
         # First LSNs stored above the release point: what a retransmission may find already written.
         self._stored: dict[int, set[int]] = {}
         self._queue: list[_Msg] = []
-        self._writing: list[tuple[_Msg, bool]] | None = None  # (message, writes something)
+        # Writes in flight, oldest first: their messages and the state each leaves once durable.
+        self._writing: deque[_Write] = deque()
         self._write_id = 0
-        self._write_seal: dict[int, int] = {}
-        self._write_last: dict[int, int] = {}
+        # Writes started on top of one that then failed: they fail too, and nothing builds on them.
+        self._doomed: set[int] = set()
+        self._slots_writing: dict[tuple[int, int], _Write] = {}  # (log id, first LSN) -> its write
 
     def released(self, log_id: int) -> int:
         return self._released.get(log_id, 0)
@@ -65,7 +79,7 @@ class StorageNode:
 
     @property
     def busy(self) -> bool:
-        return self._writing is not None or bool(self._queue)
+        return bool(self._writing) or bool(self._queue)
 
     def handle(self, event: StorageEvent) -> list[StorageEffect]:
         out: list[StorageEffect] = []
@@ -102,15 +116,17 @@ class StorageNode:
     def flush(self) -> list[StorageEffect]:
         """Start a disk write with everything queued, unless one is in progress already."""
         out: list[StorageEffect] = []
-        if self._writing is None and self._queue:
+        if len(self._writing) < self._config.writes_in_flight_max and self._queue:
             self._start_write(out)
         return out
 
     def _start_write(self, out: list[StorageEffect]) -> None:
         ops: list[WriteOp] = []
         group: list[tuple[_Msg, bool]] = []
-        seal = dict(self._seal)
-        last = dict(self._last_lsn)
+        # On top of the writes in flight: this one is durable only after they are.
+        base = next((w for w in reversed(self._writing) if w.write_id not in self._doomed), None)
+        seal = dict(base.seal if base else self._seal)
+        last = dict(base.last if base else self._last_lsn)
         in_group: set[tuple[int, int]] = set()
         size = 0
         sync = False
@@ -132,10 +148,18 @@ class StorageNode:
                 out.append(StoreReply(log_id, msg.first_lsn, PreemptedError(
                     f"log {log_id}: epoch {epoch_of(msg.first_lsn)} is sealed")))
                 continue
-            if (log_id, msg.first_lsn) in in_group:
+            slot = (log_id, msg.first_lsn)
+            if slot in in_group:
                 group.append((msg, False))  # a duplicate riding on the write of its original
                 continue
-            in_group.add((log_id, msg.first_lsn))
+            if msg.first_lsn <= self._released.get(log_id, 0) or msg.first_lsn in self._stored.get(log_id, ()):
+                out.append(StoreReply(log_id, msg.first_lsn, None))  # became durable while it waited
+                continue
+            earlier = self._slots_writing.get(slot)
+            if earlier is not None:
+                earlier.group.append((msg, False))  # rides on the write in flight that stores it
+                continue
+            in_group.add(slot)
             if isinstance(msg, StoreMsg):
                 ops.append(PutRecords(log_id, msg.first_lsn, msg.timestamp_ms, msg.payloads, msg.producer))
                 size += sum(map(len, msg.payloads))
@@ -151,23 +175,35 @@ class StorageNode:
         if not group:
             return
         self._write_id += 1
-        self._writing = group
-        self._write_seal = seal
-        self._write_last = last
+        write = _Write(self._write_id, group, seal, last)
+        self._writing.append(write)
+        for slot in in_group:
+            self._slots_writing[slot] = write
         out.append(DiskWrite(self._write_id, tuple(ops), sync))
 
     def _on_write_done(self, done: DiskWriteDone, out: list[StorageEffect]) -> None:
-        if self._writing is None or done.write_id != self._write_id:
+        if not self._writing or done.write_id != self._writing[0].write_id:
             return
-        group, self._writing = self._writing, None
-        if done.error is None:
-            self._seal = self._write_seal
-            self._last_lsn = self._write_last
-            for msg, wrote in group:
+        write = self._writing.popleft()
+        for msg, wrote in write.group:
+            if wrote and not isinstance(msg, SealMsg):
+                self._slots_writing.pop((msg.log_id, msg.first_lsn), None)
+        error = done.error
+        if write.write_id in self._doomed:
+            # Started on top of a write that failed: what it assumed did not happen.
+            self._doomed.discard(write.write_id)
+            error = error or StorageError(f"disk write {write.write_id} followed a failed one")
+        elif error is not None:
+            # Every write in flight was started while this one was, so on top of it.
+            self._doomed.update(w.write_id for w in self._writing)
+        if error is None:
+            self._seal = write.seal
+            self._last_lsn = write.last
+            for msg, wrote in write.group:
                 if wrote and not isinstance(msg, SealMsg):
                     self._stored.setdefault(msg.log_id, set()).add(msg.first_lsn)
-        for msg, _ in group:
-            out.append(self._reply(msg, done.error))
+        for msg, _ in write.group:
+            out.append(self._reply(msg, error))
 
     def _reply(self, msg: _Msg, error: SeawayError | None) -> StoreReply | SealReply:
         if isinstance(msg, SealMsg):

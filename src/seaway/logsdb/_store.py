@@ -357,6 +357,15 @@ class LogsDB:
             except Exception as exc:
                 raise StorageError(f"RocksDB write-ahead log sync failed: {exc}") from exc
 
+    def sync_wal(self) -> None:
+        """Make every write stored so far durable (for writers that store with ``sync=False`` and
+        sync later, while the next write goes on). Lets other threads run meanwhile."""
+        self._check_open()
+        try:
+            self._db.flush_wal(True)
+        except Exception as exc:
+            raise StorageError(f"RocksDB write-ahead log sync failed: {exc}") from exc
+
     def _partition_for_write(self) -> int:
         now_ms = self._clock.now_ms()
         if self._partitions:

@@ -40,6 +40,7 @@ from seaway.log import (
     SealReply,
     Sequencer,
     SequencerConfig,
+    StorageConfig,
     StorageNode,
     StoreMsg,
     StoreReply,
@@ -66,6 +67,9 @@ class SimConfig:
     append_gap_ms_max: int = 6
     read_every_ms: int = 15
     tick_every_ms: int = 10
+    writes_in_flight_max: int = 1
+    """As the embedded store's storage config: with 2, a write is applied when it starts (or fails
+    then) and completes later, in order, as the store's WAL syncer completes them."""
 
 
 @dataclass
@@ -100,6 +104,8 @@ class Simulation:
         self.log_ids = list(range(1, self.config.logs + 1))
         self.sequencers = {log: Sequencer(log, self.seq_config) for log in self.log_ids}
         self._seq_generation = dict.fromkeys(self.log_ids, 0)
+        self._disk_done_at_ms = 0
+        self._failed_apply: int | None = None
         self.storage = self._new_storage()
         self._next_request = 0
         self.requests: dict[int, tuple[int, tuple[bytes, ...]]] = {}
@@ -111,7 +117,8 @@ class Simulation:
 
     def _new_storage(self) -> StorageNode:
         logs = self.db.log_ids()
-        return StorageNode({i: self.db.last_lsn(i) for i in logs}, {i: self.db.sealed_epoch(i) for i in logs})
+        return StorageNode({i: self.db.last_lsn(i) for i in logs}, {i: self.db.sealed_epoch(i) for i in logs},
+                           StorageConfig(writes_in_flight_max=self.config.writes_in_flight_max))
 
     # --- the event loop -------------------------------------------------------------------------
 
@@ -176,6 +183,7 @@ class Simulation:
         for log in self.log_ids:
             self._seq_generation[log] += 1
             self.sequencers[log] = Sequencer(log, self.seq_config)
+        self._failed_apply = None
         self.storage = self._new_storage()
 
     def _tick(self) -> None:
@@ -209,11 +217,35 @@ class Simulation:
         effects += self.storage.flush()
         for effect in effects:
             if isinstance(effect, DiskWrite):
-                self._at(self.rng.randint(0, self.config.disk_ms_max), functools.partial(self._disk, effect))
+                if self.config.writes_in_flight_max > 1:
+                    self._pipelined_disk(effect)
+                else:
+                    self._at(self.rng.randint(0, self.config.disk_ms_max), functools.partial(self._disk, effect))
             elif isinstance(effect, StoreReply | SealReply):
                 generation = self._seq_generation[effect.log_id]
                 self._send(("storage", effect.log_id * 1000 + generation),
                            functools.partial(self._to_sequencer, effect.log_id, effect, generation))
+
+    def _pipelined_disk(self, write: DiskWrite) -> None:
+        """The embedded store's two-stage commit: apply now, complete later and in order; a write
+        issued while an earlier one's failure is not yet reported is not applied."""
+        error: StorageError | None = None
+        if self._failed_apply is not None:
+            error = StorageError("an earlier disk write failed")
+        elif self.rng.random() < self.config.disk_fail_p:
+            error = StorageError("simulated disk failure")
+            self._failed_apply = write.write_id
+        else:
+            self.db.write(write.ops, sync=False)
+        done_at = max(self.clock.now_ms() + self.rng.randint(0, self.config.disk_ms_max), self._disk_done_at_ms)
+        self._disk_done_at_ms = done_at
+
+        def complete() -> None:
+            if write.write_id == self._failed_apply:
+                self._failed_apply = None
+            self._to_storage(DiskWriteDone(write.write_id, error))
+
+        self._at(done_at - self.clock.now_ms(), complete)
 
     def _disk(self, write: DiskWrite) -> None:
         error = None
