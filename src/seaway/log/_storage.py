@@ -101,12 +101,16 @@ class StorageNode:
                 stored.difference_update([lsn for lsn in stored if lsn <= msg.lsn])
             out.append(Released(msg.log_id, msg.lsn))
 
+    def _durable(self, msg: StoreMsg | PlugMsg) -> bool:
+        """Whether the message's slot is decided or stored already (so storing it again is moot)."""
+        return msg.first_lsn <= self._released.get(msg.log_id, 0) or msg.first_lsn in self._stored.get(msg.log_id, ())
+
     def _on_store(self, msg: StoreMsg | PlugMsg, out: list[StorageEffect]) -> None:
         log_id = msg.log_id
         if epoch_of(msg.first_lsn) <= self._seal.get(log_id, 0):
             out.append(StoreReply(log_id, msg.first_lsn, PreemptedError(
                 f"log {log_id}: epoch {epoch_of(msg.first_lsn)} is sealed")))
-        elif msg.first_lsn <= self._released.get(log_id, 0) or msg.first_lsn in self._stored.get(log_id, ()):
+        elif self._durable(msg):
             # A retransmission of a slot that is decided or stored already. A plug for a stored
             # slot is answered the same way: the record stays, its append's outcome was unknown.
             out.append(StoreReply(log_id, msg.first_lsn, None))
@@ -152,7 +156,7 @@ class StorageNode:
             if slot in in_group:
                 group.append((msg, False))  # a duplicate riding on the write of its original
                 continue
-            if msg.first_lsn <= self._released.get(log_id, 0) or msg.first_lsn in self._stored.get(log_id, ()):
+            if self._durable(msg):
                 out.append(StoreReply(log_id, msg.first_lsn, None))  # became durable while it waited
                 continue
             earlier = self._slots_writing.get(slot)

@@ -352,10 +352,7 @@ class LogsDB:
         except Exception as exc:
             raise StorageError(f"RocksDB write failed: {exc}") from exc
         if sync:
-            try:
-                self._db.flush_wal(True)
-            except Exception as exc:
-                raise StorageError(f"RocksDB write-ahead log sync failed: {exc}") from exc
+            self.sync_wal()
 
     def sync_wal(self) -> None:
         """Make every write stored so far durable (for writers that store with ``sync=False`` and
