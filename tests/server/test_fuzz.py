@@ -24,7 +24,8 @@ pb = seaway_pb2
 REQUESTS = int(os.environ.get("SEAWAY_FUZZ_REQUESTS", "10000"))
 METHODS = {
     "Health": pb.Empty, "CreateLog": pb.CreateLogRequest, "CreateGroup": pb.CreateGroupRequest,
-    "GetLog": pb.LogRef, "ListLogs": pb.Empty, "Append": pb.AppendRequest, "Trim": pb.TrimRequest,
+    "GetLog": pb.LogRef, "ListLogs": pb.Empty, "Append": pb.AppendRequest, "AppendMany": pb.AppendManyRequest,
+    "Trim": pb.TrimRequest,
     "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "Read": pb.ReadRequest,
 }
 
@@ -66,6 +67,9 @@ def _valid(method: str, rng: random.Random, known_ids: list[int]) -> Any:
             msg.producer_id = rng.randbytes(rng.choice([1, 16, 64, 65, 300]))
             msg.sequence = _u64(rng)
         return msg
+    if method == "AppendMany":
+        count = rng.choice([0, 1, 2, 4, 65])  # 65: over the server's limit of batches a call
+        return pb.AppendManyRequest(batches=[_valid("Append", rng, known_ids) for _ in range(count)])
     if method == "Trim":
         return pb.TrimRequest(log_id=log_id, lsn=_u64(rng))
     if method == "FindTime":
@@ -152,7 +156,14 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
                         for _ in calls[method](raw, timeout=0.3):
                             pass
                     else:
-                        calls[method](raw, timeout=10)
+                        reply = calls[method](raw, timeout=10)
+                        if method == "AppendMany":  # each batch has its own result: typed errors too
+                            for result in pb.AppendManyReply.FromString(reply).results:
+                                if result.HasField("error"):
+                                    assert result.error.code not in ("SERVER_ERROR", "SEAWAY_ERROR"), (
+                                        f"seed {seed}: request {n}: a batch got {result.error}")
+                                    key = f"{result.error.code} (one batch)"
+                                    outcomes[key] = outcomes.get(key, 0) + 1
                     outcomes["ok"] = outcomes.get("ok", 0) + 1
                 except grpc.RpcError as exc:
                     call: Any = exc
@@ -172,6 +183,7 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
             assert not producer_errors, f"seed {seed}: appends failed during the fuzzing: {producer_errors[:3]}"
             assert outcomes.get("ok", 0) > REQUESTS // 20, outcomes
             assert len([c for c in outcomes if c.isupper()]) >= 5, outcomes  # many kinds of typed refusal
+            assert any(c.endswith("(one batch)") for c in outcomes), outcomes
             stored = {r.lsn: r.payload for r in kept.read() if isinstance(r, Record)}
             assert len(acked) > 100
             for lsn, payload in acked.items():

@@ -11,6 +11,7 @@ import urllib.request
 from concurrent.futures import Future
 from pathlib import Path
 
+import grpc
 import pytest
 
 import seaway
@@ -24,6 +25,7 @@ from seaway import (
     UnavailableError,
 )
 from seaway.server import Server, ServerConfig, ServerProcess, ServiceLimits
+from seaway.wire import seaway_pb2, seaway_pb2_grpc
 
 
 def payloads(items: list[object]) -> list[bytes]:
@@ -255,5 +257,46 @@ def test_a_tailing_reader_rides_out_a_server_restart(tmp_path: Path) -> None:
                 while len(seen) < 4 and time.monotonic() < deadline:
                     seen += payloads(reader.read(10, timeout_s=1))
             assert seen == [b"a", b"b", b"c", b"d"]  # nothing skipped, nothing twice
+    finally:
+        server.stop()
+
+
+def test_append_many_answers_each_batch_on_its_own(tmp_path: Path) -> None:
+    pb = seaway_pb2
+    limits = ServiceLimits(append_batches_per_call_max=8)
+    server = Server(ServerConfig(data_dir=tmp_path, listen="127.0.0.1:0", limits=limits))
+    server.start()
+    try:
+        with seaway.connect(f"seaway://{server.address}") as sw, grpc.insecure_channel(server.address) as channel:
+            log = sw.logs.create("a")
+            small = sw.logs.create("small", payload_bytes_max=10)
+            stub = seaway_pb2_grpc.SeawayStub(channel)  # type: ignore[no-untyped-call]
+            batches = [pb.AppendRequest(log_id=log.id, payloads=[b"1", b"2"]),
+                       pb.AppendRequest(log_id=987654321, payloads=[b"lost"]),
+                       pb.AppendRequest(log_id=small.id, payloads=[b"x" * 100]),
+                       pb.AppendRequest(log_id=log.id, payloads=[b"3"]),
+                       pb.AppendRequest(log_id=log.id, payloads=[]),
+                       pb.AppendRequest(log_id=log.id, payloads=[b"4"], producer_id=b"p", sequence=5),
+                       pb.AppendRequest(log_id=log.id, payloads=[b"4"], producer_id=b"p", sequence=5)]
+            reply = stub.AppendMany(pb.AppendManyRequest(batches=batches), timeout=30)
+            outcome = [r.error.code if r.HasField("error") else (r.appended.first_lsn, r.appended.count)
+                       for r in reply.results]
+            assert outcome[1:3] == ["UNKNOWN_LOG", "PAYLOAD_TOO_LARGE"]
+            assert outcome[4] == "INVALID_ARGUMENT"
+            assert all(r.error.message for r in reply.results if r.HasField("error"))
+            assert reply.results[2].error.retriable is False
+            first, third, fourth, again = outcome[0], outcome[3], outcome[5], outcome[6]
+            assert isinstance(first, tuple) and isinstance(third, tuple) and isinstance(fourth, tuple)
+            assert first[1] == 2 and third[1] == 1 and again == fourth  # stored once, same LSNs
+            assert first[0] < third[0] < fourth[0]  # in the order of the request
+            assert payloads(list(log.read())) == [b"1", b"2", b"3", b"4"]
+            assert payloads(list(small.read())) == []
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.AppendMany(pb.AppendManyRequest(batches=[batches[0]] * 9), timeout=30)
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+            assert payloads(list(log.read())) == [b"1", b"2", b"3", b"4"]
+        errors = server.metrics.errors
+        assert errors.labels(method="AppendMany", code="UNKNOWN_LOG")._value.get() == 1
+        assert errors.labels(method="AppendMany", code="INVALID_ARGUMENT")._value.get() == 2
     finally:
         server.stop()

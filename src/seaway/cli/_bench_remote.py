@@ -14,6 +14,7 @@ consumers do. Paced producers send at evenly spread phases: together, one evenly
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import struct
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from array import array
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -158,7 +160,10 @@ def _remote_round(url: str, config: RemoteBenchConfig, tag: str, batches: int,
             out, _ = proc.communicate(timeout=600)
             if proc.returncode != 0:
                 raise RuntimeError(f"a benchmark worker failed with status {proc.returncode}")
-            results.append(json.loads(out.strip().splitlines()[-1]))
+            result = json.loads(out.strip().splitlines()[-1])
+            if "latencies_ms" in result:
+                result["latencies_ms"] = array("d", base64.b64decode(result["latencies_ms"])).tolist()
+            results.append(result)
     finally:
         for proc in consumers + producers:
             if proc.poll() is None:

@@ -1,7 +1,8 @@
 """The remote client: the embedded API (``sw.logs``, ``Log``, ``Reader``) over the gRPC protocol.
 
 Calls that are safe to repeat (reads of state, trims) are retried on transport failures with the
-client's :class:`RetryPolicy`. Appends are not retried here: a retried append could be stored twice.
+client's :class:`RetryPolicy`. Appends are retried too: each batch carries the client's producer id
+and a sequence number, so the server stores a batch sent twice once (see ``_append.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from seaway._errors import (
     SeawayError,
     UnknownLogError,
 )
+from seaway.client._append import AppendQueue, AppendQueueConfig
 from seaway.log import (
     LSN_MAX,
     LSN_OLDEST,
@@ -69,7 +71,8 @@ class RemoteSeaway:
     """A connection to a Seaway server. Use as a context manager, or call :meth:`close`."""
 
     def __init__(self, target: str, *, token: str | None = None, tls_root_cert: bytes | None = None,
-                 tls: bool = False, timeout_s: float = 30.0, retry: RetryPolicy | None = None) -> None:
+                 tls: bool = False, timeout_s: float = 30.0, retry: RetryPolicy | None = None,
+                 appends: AppendQueueConfig | None = None) -> None:
         options = [("grpc.max_receive_message_length", MESSAGE_BYTES_MAX),
                    ("grpc.max_send_message_length", MESSAGE_BYTES_MAX),
                    # Reconnect quickly after a server restart; the retry policy bounds the waiting.
@@ -87,6 +90,8 @@ class RemoteSeaway:
         self._timeout_s = timeout_s
         self._retry = retry or RetryPolicy()
         self._closed = False
+        self._appends = AppendQueue(lambda request: self._call_async("AppendMany", request), self._retry,
+                                    appends or AppendQueueConfig())
         self.producer_id = uuid.uuid4().bytes
         self._sequences: dict[int, itertools.count[int]] = {}
         self._sequences_lock = threading.Lock()
@@ -146,6 +151,7 @@ class RemoteSeaway:
         """Close the connection; idempotent. Calls in flight fail with a transport error."""
         if not self._closed:
             self._closed = True
+            self._appends.close()
             self._channel.close()
 
     @property
@@ -171,37 +177,12 @@ class RemoteLog(LogHandle):
                            sequence: int | None = None) -> Future[range]:
         """As :meth:`seaway.Log.append_batch_async`. Every batch is sent as an idempotent append
         (this client's producer id and its next sequence number for the log, unless given), so a
-        retriable failure is retried, up to the client's retry policy, without storing it twice."""
+        retriable failure is retried, up to the client's retry policy, without storing it twice.
+        Batches appended while the client's earlier calls are in flight go together in its next
+        call (see :class:`~seaway.client.AppendQueueConfig`)."""
         batch = self._check_batch(payloads)
         mark = producer_mark(producer_id, sequence) or self._client._next_mark(self.id)
-        request = pb.AppendRequest(log_id=self.id, payloads=batch, producer_id=mark.producer_id,
-                                   sequence=mark.sequence)
-        outer: Future[range] = Future()
-        self._send(request, outer, 1)
-        return outer
-
-    def _send(self, request: pb.AppendRequest, outer: Future[range], attempt: int) -> None:
-        try:
-            inner = self._client._call_async("Append", request)
-        except SeawayError as exc:
-            outer.set_exception(exc)
-            return
-
-        def done(f: Future[Any]) -> None:
-            error = f.exception()
-            if error is None:
-                reply: pb.AppendReply = f.result()
-                outer.set_result(range(reply.first_lsn, reply.first_lsn + reply.count))
-            elif (isinstance(error, SeawayError) and error.retriable and not self._client.closed
-                  and attempt < self._client._retry.attempts_max):
-                timer = threading.Timer(self._client._retry.delay_s(attempt), self._send,
-                                        (request, outer, attempt + 1))
-                timer.daemon = True
-                timer.start()
-            else:
-                outer.set_exception(error)
-
-        inner.add_done_callback(done)
+        return self._client._appends.put(self.id, batch, mark, self._client._timeout_s)
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
                flush_interval_s: float = 0.05, ordered: bool = True,
@@ -506,7 +487,8 @@ def _check_id(value: object) -> int:
 
 
 def connect(url: str, *, token: str | None = None, tls_root_cert: bytes | None = None,
-            timeout_s: float = 30.0, retry: RetryPolicy | None = None) -> RemoteSeaway:
+            timeout_s: float = 30.0, retry: RetryPolicy | None = None,
+            appends: AppendQueueConfig | None = None) -> RemoteSeaway:
     """Connect to a server at ``seaway://host:port`` (or ``seaways://`` for TLS).
 
     Nothing is sent until the first call; a server that cannot be reached then raises
@@ -521,6 +503,6 @@ def connect(url: str, *, token: str | None = None, tls_root_cert: bytes | None =
         raise InvalidArgumentError(f"bad port in {url!r}") from None
     host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
     return RemoteSeaway(f"{host}:{port}", token=token, tls=parsed.scheme == "seaways",
-                        tls_root_cert=tls_root_cert, timeout_s=timeout_s, retry=retry)
+                        tls_root_cert=tls_root_cert, timeout_s=timeout_s, retry=retry, appends=appends)
 
 

@@ -11,7 +11,8 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
@@ -31,6 +32,7 @@ from seaway.server._metrics import Metrics
 from seaway.wire import (
     TOKEN_KEY,
     error_metadata,
+    error_to_msg,
     items_to_msg,
     log_info_to_msg,
     overrides_from_msg,
@@ -51,6 +53,9 @@ class ServiceLimits:
 
     request_bytes_max: int = 64 << 20
     appends_in_flight_per_connection_max: int = 64
+    """Batches being appended for one connection at once (an ``AppendMany`` call counts each)."""
+    append_batches_per_call_max: int = 64
+    """The most batches one ``AppendMany`` call may carry."""
     readers_per_connection_max: int = 16
     readers_max: int = 64
     """Readers over all connections; each holds a server thread while it streams."""
@@ -69,17 +74,17 @@ class _PeerSlots:
         self._lock = threading.Lock()
         self._counts: Counter[tuple[str, str]] = Counter()
 
-    def acquire(self, peer: str, kind: str, limit: int, total_limit: int | None = None) -> None:
+    def acquire(self, peer: str, kind: str, limit: int, total_limit: int | None = None, n: int = 1) -> None:
         with self._lock:
-            if self._counts[(peer, kind)] >= limit:
-                raise OverloadedError(f"{peer} already has {limit} {kind} in progress")
-            if total_limit is not None and sum(v for (_, k), v in self._counts.items() if k == kind) >= total_limit:
+            if self._counts[(peer, kind)] + n > limit:
+                raise OverloadedError(f"{peer} would have more than {limit} {kind} in progress")
+            if total_limit is not None and sum(v for (_, k), v in self._counts.items() if k == kind) + n > total_limit:
                 raise OverloadedError(f"the server already serves {total_limit} {kind}")
-            self._counts[(peer, kind)] += 1
+            self._counts[(peer, kind)] += n
 
-    def release(self, peer: str, kind: str) -> None:
+    def release(self, peer: str, kind: str, n: int = 1) -> None:
         with self._lock:
-            self._counts[(peer, kind)] -= 1
+            self._counts[(peer, kind)] -= n
             if self._counts[(peer, kind)] <= 0:
                 del self._counts[(peer, kind)]
 
@@ -106,16 +111,21 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             raise AuthenticationError("missing or wrong token")
 
     def _fail(self, method: str, context: grpc.ServicerContext, exc: BaseException) -> None:
+        error = self._typed(method, exc)
+        self._metrics.errors.labels(method=method, code=error.code).inc()
+        context.set_trailing_metadata(error_metadata(error))
+        context.abort(status_of(error), str(error) or error.code)
+
+    def _typed(self, method: str, exc: BaseException) -> SeawayError:
+        """The typed error a failure is answered with."""
         if isinstance(exc, SeawayError):
             error = exc
         elif isinstance(exc, TypeError | ValueError | OverflowError | KeyError):
             error = InvalidArgumentError(f"bad request: {exc}")
         else:
-            _log.exception("request failed with an unexpected error", extra={"method": method})
+            _log.error("request failed with an unexpected error", extra={"method": method}, exc_info=exc)
             error = ServerError(f"internal error: {type(exc).__name__}")
-        self._metrics.errors.labels(method=method, code=error.code).inc()
-        context.set_trailing_metadata(error_metadata(error))
-        context.abort(status_of(error), str(error) or error.code)
+        return error
 
     def _log_of(self, log_id: int) -> Log:
         return self._store.logs.get(int(log_id))
@@ -171,23 +181,64 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def Append(self, request: pb.AppendRequest, context: grpc.ServicerContext) -> pb.AppendReply:
         def run() -> pb.AppendReply:
-            peer = context.peer()
-            self._slots.acquire(peer, "appends", self._limits.appends_in_flight_per_connection_max)
-            started = time.perf_counter()
-            try:
-                log = self._log_of(request.log_id)
-                payloads = tuple(request.payloads)  # each access to the field would copy them again
-                if request.producer_id:
-                    lsns = log.append_batch(payloads, producer_id=request.producer_id, sequence=request.sequence)
-                else:
-                    lsns = log.append_batch(payloads)
-            finally:
-                self._slots.release(peer, "appends")
-            self._metrics.append_seconds.observe(time.perf_counter() - started)
-            self._metrics.appended_records.inc(len(lsns))
-            self._metrics.appended_bytes.inc(sum(map(len, payloads)))
-            return pb.AppendReply(first_lsn=lsns[0], count=len(lsns))
+            (result,) = self._append(context, (request,), "Append")
+            if isinstance(result, SeawayError):
+                raise result
+            return pb.AppendReply(first_lsn=result.start, count=len(result))
         return self._unary("Append", context, run)
+
+    def AppendMany(self, request: pb.AppendManyRequest, context: grpc.ServicerContext) -> pb.AppendManyReply:
+        def run() -> pb.AppendManyReply:
+            limit = self._limits.append_batches_per_call_max
+            if len(request.batches) > limit:
+                raise InvalidArgumentError(f"a call carries at most {limit} batches, not {len(request.batches)}")
+            results = []
+            for r in self._append(context, request.batches, "AppendMany"):
+                if isinstance(r, SeawayError):
+                    self._metrics.errors.labels(method="AppendMany", code=r.code).inc()
+                    results.append(pb.AppendResult(error=error_to_msg(r)))
+                else:
+                    results.append(pb.AppendResult(appended=pb.AppendReply(first_lsn=r.start, count=len(r))))
+            return pb.AppendManyReply(results=results)
+        return self._unary("AppendMany", context, run)
+
+    def _append(self, context: grpc.ServicerContext, batches: Sequence[pb.AppendRequest],
+                method: str) -> list[range | SeawayError]:
+        """Append each batch, in order; wait for them all. A batch that fails has its typed error in
+        its place; the others are appended all the same."""
+        peer = context.peer()
+        count = len(batches)
+        self._slots.acquire(peer, "appends", self._limits.appends_in_flight_per_connection_max, n=count)
+        started = time.perf_counter()
+        try:
+            pending: list[tuple[Future[range], int] | SeawayError] = []
+            for batch in batches:
+                try:
+                    log = self._log_of(batch.log_id)
+                    payloads = tuple(batch.payloads)  # each access to the field would copy them again
+                    mark = (batch.producer_id, batch.sequence) if batch.producer_id else (None, None)
+                    future = log.append_batch_async(payloads, producer_id=mark[0], sequence=mark[1])
+                    pending.append((future, sum(map(len, payloads))))
+                except Exception as exc:  # this batch only; see _typed
+                    pending.append(self._typed(method, exc))
+            results: list[range | SeawayError] = []
+            for item in pending:
+                if isinstance(item, SeawayError):
+                    results.append(item)
+                    continue
+                future, size = item
+                try:
+                    lsns = future.result()
+                except Exception as exc:
+                    results.append(self._typed(method, exc))
+                    continue
+                self._metrics.append_seconds.observe(time.perf_counter() - started)
+                self._metrics.appended_records.inc(len(lsns))
+                self._metrics.appended_bytes.inc(size)
+                results.append(lsns)
+            return results
+        finally:
+            self._slots.release(peer, "appends", count)
 
     def Trim(self, request: pb.TrimRequest, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:

@@ -89,6 +89,15 @@ def error_from_status(status: grpc.StatusCode | None, details: str | None,
     return ServerError(message) if status == grpc.StatusCode.INTERNAL else UnavailableError(message)
 
 
+def error_to_msg(error: SeawayError) -> pb.Error:
+    """One part of a call failed (a batch of ``AppendMany``): its error, as a status would carry it."""
+    return pb.Error(code=error.code, message=str(error) or error.code, retriable=error.retriable)
+
+
+def error_from_msg(msg: pb.Error) -> SeawayError:
+    return error_class(msg.code)(msg.message or msg.code)
+
+
 # --- logs and attributes ----------------------------------------------------------------------------
 
 

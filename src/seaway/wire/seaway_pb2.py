@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18seaway/wire/seaway.proto\x12\tseaway.v1\"\x07\n\x05\x45mpty\".\n\x0bHealthReply\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x90\x01\n\nAttributes\x12\x16\n\tbacklog_s\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x1e\n\x11payload_bytes_max\x18\x02 \x01(\rH\x01\x88\x01\x01\x12\x17\n\ndurability\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_backlog_sB\x14\n\x12_payload_bytes_maxB\r\n\x0b_durability\"\x89\x01\n\x10\x43reateLogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06log_id\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05group\x18\x03 \x01(\tH\x01\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\t\n\x07_log_idB\x08\n\x06_group\"p\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"g\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"1\n\tGroupList\x12$\n\x06groups\x18\x01 \x03(\x0b\x32\x14.seaway.v1.GroupInfo\"^\n\rPartitionInfo\x12\x14\n\x0cpartition_id\x18\x01 \x01(\x04\x12\x12\n\ncreated_ms\x18\x02 \x01(\x03\x12\x12\n\nsize_bytes\x18\x03 \x01(\x04\x12\x0f\n\x07log_ids\x18\x04 \x03(\x04\"=\n\rPartitionList\x12,\n\npartitions\x18\x01 \x03(\x0b\x32\x18.seaway.v1.PartitionInfo\"%\n\x0cPartitionIds\x12\x15\n\rpartition_ids\x18\x01 \x03(\x04\"1\n\x06LogRef\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x10\n\x06log_id\x18\x02 \x01(\x04H\x00\x42\x05\n\x03ref\"p\n\x07LogInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06log_id\x18\x02 \x01(\x04\x12\x12\n\x05group\x18\x03 \x01(\tH\x00\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\x08\n\x06_group\"+\n\x07LogList\x12 \n\x04logs\x18\x01 \x03(\x0b\x32\x12.seaway.v1.LogInfo\"X\n\rAppendRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08payloads\x18\x02 \x03(\x0c\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x0c\x12\x10\n\x08sequence\x18\x04 \x01(\x04\"/\n\x0b\x41ppendReply\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\r\n\x05\x63ount\x18\x02 \x01(\r\"*\n\x0bTrimRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x0b\n\x03lsn\x18\x02 \x01(\x04\"U\n\x08LogState\x12\x10\n\x08tail_lsn\x18\x01 \x01(\x04\x12\x12\n\ntrim_point\x18\x02 \x01(\x04\x12\x10\n\x08is_empty\x18\x03 \x01(\x08\x12\x11\n\tdata_size\x18\x04 \x01(\x04\"7\n\x0f\x46indTimeRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\"\x17\n\x08LsnReply\x12\x0b\n\x03lsn\x18\x01 \x01(\x04\"U\n\x0bReadRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08lsn_from\x18\x02 \x01(\x04\x12\x11\n\tlsn_until\x18\x03 \x01(\x04\x12\x11\n\titems_max\x18\x04 \x01(\r\"F\n\tRecordRun\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x10\n\x08payloads\x18\x03 \x03(\x0c\"G\n\x03Gap\x12 \n\x04type\x18\x01 \x01(\x0e\x32\x12.seaway.v1.GapType\x12\x0e\n\x06lsn_lo\x18\x02 \x01(\x04\x12\x0e\n\x06lsn_hi\x18\x03 \x01(\x04\"T\n\x03Run\x12\'\n\x07records\x18\x01 \x01(\x0b\x32\x14.seaway.v1.RecordRunH\x00\x12\x1d\n\x03gap\x18\x02 \x01(\x0b\x32\x0e.seaway.v1.GapH\x00\x42\x05\n\x03run\"9\n\tReadItems\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x1c\n\x04runs\x18\x02 \x03(\x0b\x32\x0e.seaway.v1.Run*L\n\x07GapType\x12\x13\n\x0fGAP_UNSPECIFIED\x10\x00\x12\n\n\x06\x42RIDGE\x10\x01\x12\x08\n\x04HOLE\x10\x02\x12\x08\n\x04TRIM\x10\x03\x12\x0c\n\x08\x44\x41TALOSS\x10\x04\x32\xea\x05\n\x06Seaway\x12\x32\n\x06Health\x12\x10.seaway.v1.Empty\x1a\x16.seaway.v1.HealthReply\x12<\n\tCreateLog\x12\x1b.seaway.v1.CreateLogRequest\x1a\x12.seaway.v1.LogInfo\x12\x42\n\x0b\x43reateGroup\x12\x1d.seaway.v1.CreateGroupRequest\x1a\x14.seaway.v1.GroupInfo\x12/\n\x06GetLog\x12\x11.seaway.v1.LogRef\x1a\x12.seaway.v1.LogInfo\x12\x30\n\x08ListLogs\x12\x10.seaway.v1.Empty\x1a\x12.seaway.v1.LogList\x12\x34\n\nListGroups\x12\x10.seaway.v1.Empty\x1a\x14.seaway.v1.GroupList\x12<\n\x0eListPartitions\x12\x10.seaway.v1.Empty\x1a\x18.seaway.v1.PartitionList\x12\x39\n\x0cRunRetention\x12\x10.seaway.v1.Empty\x1a\x17.seaway.v1.PartitionIds\x12:\n\x06\x41ppend\x12\x18.seaway.v1.AppendRequest\x1a\x16.seaway.v1.AppendReply\x12\x30\n\x04Trim\x12\x16.seaway.v1.TrimRequest\x1a\x10.seaway.v1.Empty\x12\x35\n\x0bGetLogState\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LogState\x12;\n\x08\x46indTime\x12\x1a.seaway.v1.FindTimeRequest\x1a\x13.seaway.v1.LsnReply\x12\x36\n\x04Read\x12\x16.seaway.v1.ReadRequest\x1a\x14.seaway.v1.ReadItems0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18seaway/wire/seaway.proto\x12\tseaway.v1\"\x07\n\x05\x45mpty\".\n\x0bHealthReply\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x90\x01\n\nAttributes\x12\x16\n\tbacklog_s\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x1e\n\x11payload_bytes_max\x18\x02 \x01(\rH\x01\x88\x01\x01\x12\x17\n\ndurability\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_backlog_sB\x14\n\x12_payload_bytes_maxB\r\n\x0b_durability\"\x89\x01\n\x10\x43reateLogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06log_id\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05group\x18\x03 \x01(\tH\x01\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\t\n\x07_log_idB\x08\n\x06_group\"p\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"g\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"1\n\tGroupList\x12$\n\x06groups\x18\x01 \x03(\x0b\x32\x14.seaway.v1.GroupInfo\"^\n\rPartitionInfo\x12\x14\n\x0cpartition_id\x18\x01 \x01(\x04\x12\x12\n\ncreated_ms\x18\x02 \x01(\x03\x12\x12\n\nsize_bytes\x18\x03 \x01(\x04\x12\x0f\n\x07log_ids\x18\x04 \x03(\x04\"=\n\rPartitionList\x12,\n\npartitions\x18\x01 \x03(\x0b\x32\x18.seaway.v1.PartitionInfo\"%\n\x0cPartitionIds\x12\x15\n\rpartition_ids\x18\x01 \x03(\x04\"1\n\x06LogRef\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x10\n\x06log_id\x18\x02 \x01(\x04H\x00\x42\x05\n\x03ref\"p\n\x07LogInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06log_id\x18\x02 \x01(\x04\x12\x12\n\x05group\x18\x03 \x01(\tH\x00\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\x08\n\x06_group\"+\n\x07LogList\x12 \n\x04logs\x18\x01 \x03(\x0b\x32\x12.seaway.v1.LogInfo\"X\n\rAppendRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08payloads\x18\x02 \x03(\x0c\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x0c\x12\x10\n\x08sequence\x18\x04 \x01(\x04\"/\n\x0b\x41ppendReply\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\r\n\x05\x63ount\x18\x02 \x01(\r\">\n\x11\x41ppendManyRequest\x12)\n\x07\x62\x61tches\x18\x01 \x03(\x0b\x32\x18.seaway.v1.AppendRequest\"9\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretriable\x18\x03 \x01(\x08\"g\n\x0c\x41ppendResult\x12*\n\x08\x61ppended\x18\x01 \x01(\x0b\x32\x16.seaway.v1.AppendReplyH\x00\x12!\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x10.seaway.v1.ErrorH\x00\x42\x08\n\x06result\";\n\x0f\x41ppendManyReply\x12(\n\x07results\x18\x01 \x03(\x0b\x32\x17.seaway.v1.AppendResult\"*\n\x0bTrimRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x0b\n\x03lsn\x18\x02 \x01(\x04\"U\n\x08LogState\x12\x10\n\x08tail_lsn\x18\x01 \x01(\x04\x12\x12\n\ntrim_point\x18\x02 \x01(\x04\x12\x10\n\x08is_empty\x18\x03 \x01(\x08\x12\x11\n\tdata_size\x18\x04 \x01(\x04\"7\n\x0f\x46indTimeRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\"\x17\n\x08LsnReply\x12\x0b\n\x03lsn\x18\x01 \x01(\x04\"U\n\x0bReadRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08lsn_from\x18\x02 \x01(\x04\x12\x11\n\tlsn_until\x18\x03 \x01(\x04\x12\x11\n\titems_max\x18\x04 \x01(\r\"F\n\tRecordRun\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x10\n\x08payloads\x18\x03 \x03(\x0c\"G\n\x03Gap\x12 \n\x04type\x18\x01 \x01(\x0e\x32\x12.seaway.v1.GapType\x12\x0e\n\x06lsn_lo\x18\x02 \x01(\x04\x12\x0e\n\x06lsn_hi\x18\x03 \x01(\x04\"T\n\x03Run\x12\'\n\x07records\x18\x01 \x01(\x0b\x32\x14.seaway.v1.RecordRunH\x00\x12\x1d\n\x03gap\x18\x02 \x01(\x0b\x32\x0e.seaway.v1.GapH\x00\x42\x05\n\x03run\"9\n\tReadItems\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x1c\n\x04runs\x18\x02 \x03(\x0b\x32\x0e.seaway.v1.Run*L\n\x07GapType\x12\x13\n\x0fGAP_UNSPECIFIED\x10\x00\x12\n\n\x06\x42RIDGE\x10\x01\x12\x08\n\x04HOLE\x10\x02\x12\x08\n\x04TRIM\x10\x03\x12\x0c\n\x08\x44\x41TALOSS\x10\x04\x32\xb2\x06\n\x06Seaway\x12\x32\n\x06Health\x12\x10.seaway.v1.Empty\x1a\x16.seaway.v1.HealthReply\x12<\n\tCreateLog\x12\x1b.seaway.v1.CreateLogRequest\x1a\x12.seaway.v1.LogInfo\x12\x42\n\x0b\x43reateGroup\x12\x1d.seaway.v1.CreateGroupRequest\x1a\x14.seaway.v1.GroupInfo\x12/\n\x06GetLog\x12\x11.seaway.v1.LogRef\x1a\x12.seaway.v1.LogInfo\x12\x30\n\x08ListLogs\x12\x10.seaway.v1.Empty\x1a\x12.seaway.v1.LogList\x12\x34\n\nListGroups\x12\x10.seaway.v1.Empty\x1a\x14.seaway.v1.GroupList\x12<\n\x0eListPartitions\x12\x10.seaway.v1.Empty\x1a\x18.seaway.v1.PartitionList\x12\x39\n\x0cRunRetention\x12\x10.seaway.v1.Empty\x1a\x17.seaway.v1.PartitionIds\x12:\n\x06\x41ppend\x12\x18.seaway.v1.AppendRequest\x1a\x16.seaway.v1.AppendReply\x12\x46\n\nAppendMany\x12\x1c.seaway.v1.AppendManyRequest\x1a\x1a.seaway.v1.AppendManyReply\x12\x30\n\x04Trim\x12\x16.seaway.v1.TrimRequest\x1a\x10.seaway.v1.Empty\x12\x35\n\x0bGetLogState\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LogState\x12;\n\x08\x46indTime\x12\x1a.seaway.v1.FindTimeRequest\x1a\x13.seaway.v1.LsnReply\x12\x36\n\x04Read\x12\x16.seaway.v1.ReadRequest\x1a\x14.seaway.v1.ReadItems0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'seaway.wire.seaway_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_GAPTYPE']._serialized_start=1790
-  _globals['_GAPTYPE']._serialized_end=1866
+  _globals['_GAPTYPE']._serialized_start=2079
+  _globals['_GAPTYPE']._serialized_end=2155
   _globals['_EMPTY']._serialized_start=39
   _globals['_EMPTY']._serialized_end=46
   _globals['_HEALTHREPLY']._serialized_start=48
@@ -63,24 +63,32 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_APPENDREQUEST']._serialized_end=1149
   _globals['_APPENDREPLY']._serialized_start=1151
   _globals['_APPENDREPLY']._serialized_end=1198
-  _globals['_TRIMREQUEST']._serialized_start=1200
-  _globals['_TRIMREQUEST']._serialized_end=1242
-  _globals['_LOGSTATE']._serialized_start=1244
-  _globals['_LOGSTATE']._serialized_end=1329
-  _globals['_FINDTIMEREQUEST']._serialized_start=1331
-  _globals['_FINDTIMEREQUEST']._serialized_end=1386
-  _globals['_LSNREPLY']._serialized_start=1388
-  _globals['_LSNREPLY']._serialized_end=1411
-  _globals['_READREQUEST']._serialized_start=1413
-  _globals['_READREQUEST']._serialized_end=1498
-  _globals['_RECORDRUN']._serialized_start=1500
-  _globals['_RECORDRUN']._serialized_end=1570
-  _globals['_GAP']._serialized_start=1572
-  _globals['_GAP']._serialized_end=1643
-  _globals['_RUN']._serialized_start=1645
-  _globals['_RUN']._serialized_end=1729
-  _globals['_READITEMS']._serialized_start=1731
-  _globals['_READITEMS']._serialized_end=1788
-  _globals['_SEAWAY']._serialized_start=1869
-  _globals['_SEAWAY']._serialized_end=2615
+  _globals['_APPENDMANYREQUEST']._serialized_start=1200
+  _globals['_APPENDMANYREQUEST']._serialized_end=1262
+  _globals['_ERROR']._serialized_start=1264
+  _globals['_ERROR']._serialized_end=1321
+  _globals['_APPENDRESULT']._serialized_start=1323
+  _globals['_APPENDRESULT']._serialized_end=1426
+  _globals['_APPENDMANYREPLY']._serialized_start=1428
+  _globals['_APPENDMANYREPLY']._serialized_end=1487
+  _globals['_TRIMREQUEST']._serialized_start=1489
+  _globals['_TRIMREQUEST']._serialized_end=1531
+  _globals['_LOGSTATE']._serialized_start=1533
+  _globals['_LOGSTATE']._serialized_end=1618
+  _globals['_FINDTIMEREQUEST']._serialized_start=1620
+  _globals['_FINDTIMEREQUEST']._serialized_end=1675
+  _globals['_LSNREPLY']._serialized_start=1677
+  _globals['_LSNREPLY']._serialized_end=1700
+  _globals['_READREQUEST']._serialized_start=1702
+  _globals['_READREQUEST']._serialized_end=1787
+  _globals['_RECORDRUN']._serialized_start=1789
+  _globals['_RECORDRUN']._serialized_end=1859
+  _globals['_GAP']._serialized_start=1861
+  _globals['_GAP']._serialized_end=1932
+  _globals['_RUN']._serialized_start=1934
+  _globals['_RUN']._serialized_end=2018
+  _globals['_READITEMS']._serialized_start=2020
+  _globals['_READITEMS']._serialized_end=2077
+  _globals['_SEAWAY']._serialized_start=2158
+  _globals['_SEAWAY']._serialized_end=2976
 # @@protoc_insertion_point(module_scope)

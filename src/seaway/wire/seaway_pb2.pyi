@@ -154,6 +154,36 @@ class AppendReply(_message.Message):
     count: int
     def __init__(self, first_lsn: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
 
+class AppendManyRequest(_message.Message):
+    __slots__ = ("batches",)
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    batches: _containers.RepeatedCompositeFieldContainer[AppendRequest]
+    def __init__(self, batches: _Optional[_Iterable[_Union[AppendRequest, _Mapping]]] = ...) -> None: ...
+
+class Error(_message.Message):
+    __slots__ = ("code", "message", "retriable")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RETRIABLE_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    message: str
+    retriable: bool
+    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., retriable: _Optional[bool] = ...) -> None: ...
+
+class AppendResult(_message.Message):
+    __slots__ = ("appended", "error")
+    APPENDED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    appended: AppendReply
+    error: Error
+    def __init__(self, appended: _Optional[_Union[AppendReply, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class AppendManyReply(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[AppendResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[AppendResult, _Mapping]]] = ...) -> None: ...
+
 class TrimRequest(_message.Message):
     __slots__ = ("log_id", "lsn")
     LOG_ID_FIELD_NUMBER: _ClassVar[int]

@@ -79,6 +79,11 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.AppendRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.AppendReply.FromString,
                 _registered_method=True)
+        self.AppendMany = channel.unary_unary(
+                '/seaway.v1.Seaway/AppendMany',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.AppendManyRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.AppendManyReply.FromString,
+                _registered_method=True)
         self.Trim = channel.unary_unary(
                 '/seaway.v1.Seaway/Trim',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.TrimRequest.SerializeToString,
@@ -159,6 +164,15 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AppendMany(self, request, context):
+        """Several batches in one call, for one log or several: what a client queued while its earlier
+        calls were in flight (as a Kafka produce request carries a batch per partition). Each batch is
+        appended on its own, in the order given, and has its own result.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Trim(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -232,6 +246,11 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.Append,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.AppendRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.AppendReply.SerializeToString,
+            ),
+            'AppendMany': grpc.unary_unary_rpc_method_handler(
+                    servicer.AppendMany,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.AppendManyRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.AppendManyReply.SerializeToString,
             ),
             'Trim': grpc.unary_unary_rpc_method_handler(
                     servicer.Trim,
@@ -497,6 +516,33 @@ class Seaway:
             '/seaway.v1.Seaway/Append',
             seaway_dot_wire_dot_seaway__pb2.AppendRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.AppendReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AppendMany(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/AppendMany',
+            seaway_dot_wire_dot_seaway__pb2.AppendManyRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.AppendManyReply.FromString,
             options,
             channel_credentials,
             insecure,
