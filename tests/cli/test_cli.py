@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import struct
 import subprocess
 import sys
 import time
@@ -12,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from seaway.cli._bench_remote import produce
+from seaway.cli._bench_log import cpu_jiffies, steal_pct
+from seaway.cli._bench_remote import consume, produce
 from seaway.cli._demo import run_demo
 from seaway.cli._progress import Progress
+from seaway.log import RecordRun
 
 
 def seaway_cmd(*args: str) -> subprocess.CompletedProcess[str]:
@@ -61,6 +64,43 @@ def test_bench_log_remote_reports_both_sides() -> None:
         assert figures[key] > 0, key
     assert figures["latency_p50_ms"] <= figures["latency_p99_ms"]
     assert "started for this run" in figures["server"]
+    for key in ("steal_pct", "paced_steal_pct", "embedded_steal_pct"):  # Linux: /proc/stat is there
+        assert 0 <= figures[key] <= 100, key
+
+
+def test_steal_is_the_stolen_share_of_the_time_between_samples() -> None:
+    assert steal_pct((10, 1000), (30, 2000)) == 2.0
+    assert steal_pct((10, 1000), (10, 1000)) is None and steal_pct(None, (1, 2)) is None
+    sample = cpu_jiffies()
+    assert sample is not None and 0 <= sample[0] <= sample[1]
+
+
+def test_a_consumer_takes_each_records_latency_from_its_own_stamp() -> None:
+    now = time.time_ns()
+    stamps = [now - 5_000_000] * 3 + [now - 1_000_000, now - 9_000_000]  # two batches' stamps, one odd record
+    runs = [RecordRun(1, 1, 0, tuple(struct.pack(">Q", s) + b"pad" for s in stamps[:3])),
+            RecordRun(1, 4, 0, tuple(struct.pack(">Q", s) + b"pad" for s in stamps[3:]))]
+
+    class Reader:
+        def __init__(self, **_kw: object) -> None:
+            self.runs = list(runs)
+
+        def __enter__(self) -> Reader:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def start_reading(self, *_args: object) -> None:
+            pass
+
+        def read(self, *_args: object, **_kw: object) -> list[RecordRun]:
+            return [self.runs.pop(0)] if self.runs else []
+
+    result = consume(Reader, object(), 5)
+    assert result["records"] == 5
+    latencies = sorted(result["latencies_ms"])
+    assert [round(x) for x in latencies] == sorted(round(x) for x in [5, 5, 5, 1, 9])  # + a little read time
 
 
 def test_progress_bar_draws_on_a_terminal_only() -> None:

@@ -41,6 +41,24 @@ def machine() -> dict[str, Any]:
     }
 
 
+def cpu_jiffies() -> tuple[int, int] | None:
+    """(stolen, all) CPU time of the machine so far, from ``/proc/stat``; None where there is none.
+    On a shared virtual machine, time stolen by other guests makes figures swing from run to run."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (fields[7] if len(fields) > 7 else 0), sum(fields)
+
+
+def steal_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of the machine's CPU time stolen between two :func:`cpu_jiffies` samples, in %."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return round(100 * (after[0] - before[0]) / (after[1] - before[1]), 1)
+
+
 def _batches(config: LogBenchConfig) -> list[list[bytes]]:
     """Distinct, incompressible-enough payloads, made before any clock starts."""
     seed = os.urandom(config.record_bytes)

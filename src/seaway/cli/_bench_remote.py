@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from array import array
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from typing import Any
 
 import seaway
 from seaway._alloc import keep_large_buffers_in_heap
-from seaway.cli._bench_log import machine
+from seaway.cli._bench_log import cpu_jiffies, machine, steal_pct
 from seaway.cli._progress import Progress
 from seaway.log import LSN_MAX, RecordRun
 from seaway.server import ServerProcess
@@ -107,7 +108,9 @@ def consume(reader_of: Callable[..., Any], log: Any, records: int,
                 first = now_ns / 1e9
             for item in items:
                 if type(item) is RecordRun:
-                    latencies.extend((now_ns - unpack(p)[0]) / 1e6 for p in item.payloads)
+                    # Every record's own stamp, read in C; a batch's records share one, so count them.
+                    for (stamp,), count in Counter(map(unpack, item.payloads)).items():
+                        latencies.extend([(now_ns - stamp) / 1e6] * count)
             last = now_ns / 1e9
     return {"first": first, "last": last, "records": len(latencies), "latencies_ms": latencies}
 
@@ -130,7 +133,8 @@ def _summary(produced: list[dict[str, Any]], consumed: list[dict[str, Any]]) -> 
 
 
 def _remote_round(url: str, config: RemoteBenchConfig, tag: str, batches: int,
-                  rate_per_producer: float) -> dict[str, float]:
+                  rate_per_producer: float) -> tuple[dict[str, float], float | None]:
+    """The round's figures, and the share of CPU time other guests stole meanwhile (%)."""
     names = [f"bench-{tag}-{os.getpid()}-{time.time_ns()}-{p}" for p in range(config.producers)]
     with seaway.connect(url) as sw:
         for name in names:
@@ -151,6 +155,7 @@ def _remote_round(url: str, config: RemoteBenchConfig, tag: str, batches: int,
             assert proc.stdout is not None
             if proc.stdout.readline().strip() != "ready":
                 raise RuntimeError(f"a benchmark worker failed to start (status {proc.wait(60)})")
+        started = cpu_jiffies()
         for proc in producers:
             assert proc.stdin is not None
             proc.stdin.write("go\n")
@@ -164,15 +169,16 @@ def _remote_round(url: str, config: RemoteBenchConfig, tag: str, batches: int,
             if "latencies_ms" in result:
                 result["latencies_ms"] = array("d", base64.b64decode(result["latencies_ms"])).tolist()
             results.append(result)
+        stolen = steal_pct(started, cpu_jiffies())
     finally:
         for proc in consumers + producers:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    return _summary(results[: len(producers)], results[len(producers):])
+    return _summary(results[: len(producers)], results[len(producers):]), stolen
 
 
-def _embedded_round(config: RemoteBenchConfig) -> dict[str, float]:
+def _embedded_round(config: RemoteBenchConfig) -> tuple[dict[str, float], float | None]:
     """The same producers and consumers as threads over the embedded store: no network, no processes."""
     records = config.batches * config.batch_records
     with tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp, seaway.open(Path(tmp)) as sw:
@@ -184,13 +190,15 @@ def _embedded_round(config: RemoteBenchConfig) -> dict[str, float]:
         threads += [threading.Thread(target=lambda log=log: produced.append(produce(
             log, config.batches, config.batch_records, config.record_bytes, config.in_flight_batches, None)))
             for log in logs]
+        started = cpu_jiffies()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        stolen = steal_pct(started, cpu_jiffies())
     if len(produced) != len(logs) or len(consumed) != len(logs):
         raise RuntimeError("an embedded benchmark thread failed")
-    return _summary(produced, consumed)
+    return _summary(produced, consumed), stolen
 
 
 def run_remote_bench(config: RemoteBenchConfig) -> dict[str, Any]:
@@ -199,19 +207,19 @@ def run_remote_bench(config: RemoteBenchConfig) -> dict[str, Any]:
     rate = config.paced_events_per_s / config.producers
     with Progress(3, "remote, full speed") as progress:
         if config.address:
-            full = _remote_round(config.address, config, "full", config.batches, 0)
+            full, full_steal = _remote_round(config.address, config, "full", config.batches, 0)
             progress.advance(label=f"remote, paced at {config.paced_events_per_s} events/s")
-            paced = _remote_round(config.address, config, "paced", paced_batches, rate)
+            paced, paced_steal = _remote_round(config.address, config, "paced", paced_batches, rate)
             where = config.address
         else:
             with tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp, \
                     ServerProcess(Path(tmp) / "data") as server:
-                full = _remote_round(server.url, config, "full", config.batches, 0)
+                full, full_steal = _remote_round(server.url, config, "full", config.batches, 0)
                 progress.advance(label=f"remote, paced at {config.paced_events_per_s} events/s")
-                paced = _remote_round(server.url, config, "paced", paced_batches, rate)
+                paced, paced_steal = _remote_round(server.url, config, "paced", paced_batches, rate)
                 where = f"{server.url} (started for this run)"
         progress.advance(label="embedded reference")
-        embedded = _embedded_round(config)
+        embedded, embedded_steal = _embedded_round(config)
         progress.advance(label="done")
     return {
         "benchmark": "log --remote",
@@ -223,14 +231,17 @@ def run_remote_bench(config: RemoteBenchConfig) -> dict[str, Any]:
         "batch_records": config.batch_records,
         "durability": "sync (fsync per batch)",
         **full,
+        "steal_pct": full_steal,
         "paced_events_per_s": config.paced_events_per_s,
         "paced_latency_p50_ms": paced["latency_p50_ms"],
         "paced_latency_p99_ms": paced["latency_p99_ms"],
+        "paced_steal_pct": paced_steal,
         "paced_consumed_per_s": paced["consumed_per_s"],
         "embedded_produced_per_s": embedded["produced_per_s"],
         "embedded_consumed_per_s": embedded["consumed_per_s"],
         "embedded_latency_p50_ms": embedded["latency_p50_ms"],
         "embedded_latency_p99_ms": embedded["latency_p99_ms"],
+        "embedded_steal_pct": embedded_steal,
         "produced_ratio_to_embedded": round(full["produced_per_s"] / embedded["produced_per_s"], 3),
         "consumed_ratio_to_embedded": round(full["consumed_per_s"] / embedded["consumed_per_s"], 3),
         "targets": {"produced_per_s": 100_000, "consumed_per_s": 100_000, "paced_latency_p50_ms": 10},

@@ -41,9 +41,9 @@ class ServerConfig:
     limits: ServiceLimits = field(default_factory=ServiceLimits)
     store: SeawayConfig = field(default_factory=SeawayConfig)
     shutdown_grace_s: float = 10.0
+    """How long in-flight calls may take to finish after SIGTERM."""
     retention_interval_s: float = 60.0
     """How often the server drops the time partitions that no log retains any more."""
-    """How long in-flight calls may take to finish after SIGTERM."""
 
 
 def split_host_port(address: str) -> tuple[str, int]:
