@@ -148,7 +148,8 @@ class RemoteSeaway:
             raise ClosedError("the client is closed")
 
     def close(self) -> None:
-        """Close the connection; idempotent. Calls in flight fail with a transport error."""
+        """Close the connection; idempotent. Calls in flight fail with a transport error, appends
+        still waiting for a call with :class:`ClosedError`."""
         if not self._closed:
             self._closed = True
             self._appends.close()

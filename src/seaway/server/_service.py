@@ -189,7 +189,8 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def AppendMany(self, request: pb.AppendManyRequest, context: grpc.ServicerContext) -> pb.AppendManyReply:
         def run() -> pb.AppendManyReply:
-            limit = self._limits.append_batches_per_call_max
+            # A call beyond the connection's bound could never start: refuse it for good.
+            limit = min(self._limits.append_batches_per_call_max, self._limits.appends_in_flight_per_connection_max)
             if len(request.batches) > limit:
                 raise InvalidArgumentError(f"a call carries at most {limit} batches, not {len(request.batches)}")
             results = []
