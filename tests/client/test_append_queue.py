@@ -181,3 +181,20 @@ def test_a_full_queue_blocks_appends_then_refuses_them() -> None:
     assert isinstance(unblocked[0].exception(1), ClosedError)
     with pytest.raises(InvalidArgumentError):
         AppendQueueConfig(calls_max=0)
+
+
+def test_a_call_that_cannot_start_fails_its_batches_and_frees_its_slot() -> None:
+    started: list[pb.AppendManyRequest] = []
+
+    def call(request: pb.AppendManyRequest) -> Future[Any]:
+        started.append(request)
+        if len(started) == 1:
+            raise RuntimeError("Cannot invoke RPC on closed channel!")
+        future: Future[Any] = Future()
+        future.set_result(pb.AppendManyReply(results=[pb.AppendResult(appended=pb.AppendReply(first_lsn=7, count=1))]))
+        return future
+
+    queue = AppendQueue(call, RetryPolicy(attempts_max=1), AppendQueueConfig(calls_max=1))
+    failed = queue.put(1, [b"a"], ProducerMark(b"p", 0), timeout_s=1)
+    assert isinstance(failed.exception(1), ServerError)
+    assert queue.put(1, [b"b"], ProducerMark(b"p", 1), timeout_s=1).result(1) == range(7, 8)

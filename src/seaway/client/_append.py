@@ -128,14 +128,16 @@ class AppendQueue:
         return calls
 
     def _send(self, batch: list[_Queued]) -> None:
-        request = pb.AppendManyRequest()
-        for item in batch:  # built in place: a message given to the constructor would be copied again
-            request.batches.add(log_id=item.log_id, payloads=item.payloads, producer_id=item.mark.producer_id,
-                                sequence=item.mark.sequence)
         try:
+            request = pb.AppendManyRequest()
+            for item in batch:  # built in place: a message given to the constructor would be copied again
+                request.batches.add(log_id=item.log_id, payloads=item.payloads, producer_id=item.mark.producer_id,
+                                    sequence=item.mark.sequence)
             inner = self._call(request)
-        except SeawayError as exc:
-            self._finished(batch, exc, None)
+        except Exception as exc:  # e.g. the channel closed under us: fail these batches, never strand them
+            error = (exc if isinstance(exc, SeawayError) else ClosedError("the client is closed") if self._closed
+                     else ServerError(f"could not start an append call: {exc!r}"))
+            self._finished(batch, error, None)
             return
         inner.add_done_callback(lambda f: self._finished(batch, f.exception(), f))
 
