@@ -240,6 +240,7 @@ class LogsDB:
             changed: dict[int, fmt.DirEntry] = {}
             seals: dict[int, int] = {}
             produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
+            entries: list[tuple[bytes, bytes]] = []
             total = 0
             for op in ops:
                 if isinstance(op, PutSeal):
@@ -261,7 +262,7 @@ class LogsDB:
                 invariant(op.first_lsn > self._trim.get(op.log_id, 0),
                           f"log {op.log_id}: LSN {op.first_lsn:#x} is at or below the trim point")
                 total += len(value)
-                batch.put(key, value, handle)
+                entries.append((key, value))
                 d = changed.get(op.log_id) or directory.get(op.log_id)
                 changed[op.log_id] = self._dir_after(d, op.first_lsn, last, op.timestamp_ms, len(value))
             if total > self._config.write_bytes_max:
@@ -274,6 +275,10 @@ class LogsDB:
             forgotten = self._producers_to_forget(produced)
             for gone_log, gone_producer in forgotten:
                 batch.delete(_P_PRODUCER + _u64(gone_log) + gone_producer, self._meta_handle)
+            # The entries go in last: a batch grows by reallocation, so a small put after a large
+            # one would copy the large one again (the order of puts to distinct keys does not matter).
+            for key, value in entries:
+                batch.put(key, value, handle)
             self._apply(batch, sync)
             with self._lock:
                 self._produced.update(produced)
