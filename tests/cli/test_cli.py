@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from seaway.cli._bench_log import cpu_jiffies, steal_pct
-from seaway.cli._bench_remote import consume, produce
+from seaway.cli._bench_remote import consume, pack_latencies, produce, unpack_latencies
 from seaway.cli._demo import run_demo
 from seaway.cli._progress import Progress
 from seaway.log import RecordRun
@@ -101,6 +101,7 @@ def test_a_consumer_takes_each_records_latency_from_its_own_stamp() -> None:
     assert result["records"] == 5
     latencies = sorted(result["latencies_ms"])
     assert [round(x) for x in latencies] == sorted(round(x) for x in [5, 5, 5, 1, 9])  # + a little read time
+    assert unpack_latencies(pack_latencies(result["latencies_ms"])) == result["latencies_ms"]  # to the parent
 
 
 def test_progress_bar_draws_on_a_terminal_only() -> None:

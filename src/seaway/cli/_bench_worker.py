@@ -10,15 +10,13 @@ its standard input before it sends anything.
 
 from __future__ import annotations
 
-import base64
 import json
 import sys
-from array import array
 from typing import Any
 
 import seaway
 from seaway._alloc import keep_large_buffers_in_heap
-from seaway.cli._bench_remote import consume, produce
+from seaway.cli._bench_remote import consume, pack_latencies, produce
 
 
 def _ready() -> None:
@@ -42,8 +40,8 @@ def _worker(argv: list[str]) -> None:
                                              int(in_flight), rate or None, _ready_then_go, phase)
         else:
             result = consume(sw.logs.reader, log, int(numbers[0]), _ready)
-    if "latencies_ms" in result:  # 8 bytes a record, not JSON text: cheap to write while others still run
-        result["latencies_ms"] = base64.b64encode(array("d", result["latencies_ms"]).tobytes()).decode()
+    if "latencies_ms" in result:
+        result["latencies_ms"] = pack_latencies(result["latencies_ms"])
     print(json.dumps(result), flush=True)
 
 

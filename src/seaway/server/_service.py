@@ -217,8 +217,9 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                 try:
                     log = self._log_of(batch.log_id)
                     payloads = tuple(batch.payloads)  # each access to the field would copy them again
-                    mark = (batch.producer_id, batch.sequence) if batch.producer_id else (None, None)
-                    future = log.append_batch_async(payloads, producer_id=mark[0], sequence=mark[1])
+                    producer = batch.producer_id or None  # an idempotent append, or a plain one
+                    future = log.append_batch_async(payloads, producer_id=producer,
+                                                    sequence=batch.sequence if producer else None)
                     pending.append((future, sum(map(len, payloads))))
                 except Exception as exc:  # this batch only; see _typed
                     pending.append(self._typed(method, exc))
