@@ -131,3 +131,14 @@ class EntryByEntryLogMachine(LogMachine):
 
 EntryByEntryLogMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
 TestLogModelEntryByEntry = EntryByEntryLogMachine.TestCase
+
+
+class SegmentLogMachine(LogMachine):
+    """Batches above a few hundred bytes go to segment files, and readers read them from there."""
+
+    store_config = LogStoreConfig(logsdb=LogsDBConfig(partition_duration_s=10, segment_min_bytes=300),
+                                  tail_cache_bytes_max=0)
+
+
+SegmentLogMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+TestLogModelSegments = SegmentLogMachine.TestCase

@@ -11,6 +11,13 @@ LSN (or a hole plug covering ``count`` LSNs). Layout::
     lengths   length u32, ``count`` times
     sums      payload_sum u64, ``count`` times
     payloads  the payloads, back to back
+    (kind SEGMENT_REF only:)
+    offset u64 | length u32
+
+A SEGMENT_REF stands in for a large RECORDS entry whose bytes, header included, are at ``offset`` in
+the partition's segment file (see ``_segment``); its header repeats the entry's timestamp and count,
+so time searches need not read the segment. The reference itself carries no checksum of its own:
+bytes read from a wrong place fail the key-bound header checksum of the entry they should be.
 
 The table of lengths and sums comes first so that a read splits and verifies a batch with a few
 C-level passes instead of a Python loop per record; the read path is dominated by that work.
@@ -37,6 +44,7 @@ _KEY = struct.Struct(">QQ")
 _HEADER = struct.Struct(">BBHQIQ")
 _HEADER_BODY = struct.Struct(">BBHQI")
 _SUM = struct.Struct(">Q")
+_REF = struct.Struct(">QI")
 
 KEY_BYTES = _KEY.size
 HEADER_BYTES = _HEADER.size
@@ -47,6 +55,10 @@ RECORD_OVERHEAD_BYTES = 12
 class EntryKind(IntEnum):
     RECORDS = 0
     HOLE_PLUG = 1
+    SEGMENT_REF = 2
+
+
+_KINDS = frozenset(EntryKind)
 
 
 def encode_key(log_id: int, lsn: int) -> bytes:
@@ -80,6 +92,19 @@ def encode_hole_plug(key: bytes, timestamp_ms: int, count: int) -> bytes:
     return _header(key, EntryKind.HOLE_PLUG, 0, timestamp_ms, count)
 
 
+def encode_segment_ref(key: bytes, timestamp_ms: int, count: int, offset: int, length: int) -> bytes:
+    """A reference to a RECORDS entry of ``count`` records stored at ``offset`` in a segment file."""
+    return _header(key, EntryKind.SEGMENT_REF, 0, timestamp_ms, count) + _REF.pack(offset, length)
+
+
+def decode_segment_ref(value: bytes) -> tuple[int, int]:
+    """The offset and length of a SEGMENT_REF whose header is verified."""
+    if len(value) != HEADER_BYTES + _REF.size:
+        raise HeaderCorrupt("segment reference of the wrong size")
+    offset, length = _REF.unpack_from(value, HEADER_BYTES)
+    return int(offset), int(length)
+
+
 def encoded_records_bytes(payloads: list[bytes]) -> int:
     """The size of the entry :func:`encode_records` would produce, without building it."""
     return HEADER_BYTES + sum(len(p) for p in payloads) + RECORD_OVERHEAD_BYTES * len(payloads)
@@ -104,7 +129,7 @@ def decode_header(key: bytes, value: bytes) -> EntryHeader:
     version, kind, flags, timestamp_ms, count, checksum = _HEADER.unpack_from(value)
     if xxh3_64_intdigest(key + value[: _HEADER_BODY.size]) != checksum:
         raise HeaderCorrupt("entry header checksum mismatch")
-    if version != FORMAT_VERSION or kind not in (EntryKind.RECORDS, EntryKind.HOLE_PLUG):
+    if version != FORMAT_VERSION or kind not in _KINDS:
         raise HeaderCorrupt(f"unknown entry version {version} or kind {kind}")
     return EntryHeader(EntryKind(kind), flags, timestamp_ms, count)
 

@@ -1,7 +1,8 @@
 """LogsDB: a time-ordered collection of RocksDB column families holding log entries.
 
-All new entries go to the newest partition. A partition is dropped whole once none of its records
-is retained. A metadata family holds the partition directory, per-log trim points, seals, epoch ends
+All new entries go to the newest partition. A partition is a column family and a segment file for
+its large entries' bytes (see ``_segment``); it is dropped whole once none of its records is
+retained. A metadata family holds the partition directory, per-log trim points, seals, epoch ends
 and the upper layers' own keys; every write that changes data also updates the directory in the same
 atomic RocksDB write batch.
 """
@@ -37,6 +38,7 @@ from seaway._errors import (
 )
 from seaway._invariant import invariant
 from seaway.logsdb import _format as fmt
+from seaway.logsdb._segment import Segment, fsync_dir
 from seaway.logsdb._types import (
     CorruptEntry,
     Entry,
@@ -52,6 +54,7 @@ from seaway.logsdb._types import (
 
 _META_CF = "meta"
 _LOCK_FILE = "SEAWAY.lock"
+_SEGMENTS_DIR = "segments"
 
 # Metadata key prefixes.
 _P_PARTITION = b"P"  # + partition id -> created_ms
@@ -78,6 +81,10 @@ def _cf_name(partition_id: int) -> str:
     return f"p{partition_id:016x}"
 
 
+def _segment_name(partition_id: int) -> str:
+    return f"{_cf_name(partition_id)}.seg"
+
+
 class LogsDB:
     """The local log store. Thread-safe: one writer at a time, any number of concurrent readers.
 
@@ -98,10 +105,14 @@ class LogsDB:
         self._closed = False
         self._path.mkdir(parents=True, exist_ok=True)
         self._lock_fd = self._acquire_dir_lock()
+        self._segments: dict[int, Segment] = {}
         try:
+            self._open_segments_dir()
             self._open_rocksdb()
             self._load_metadata()
         except BaseException:
+            for segment in self._segments.values():
+                segment.close()
             os.close(self._lock_fd)
             raise
 
@@ -115,6 +126,15 @@ class LogsDB:
             os.close(fd)
             raise DataDirLockedError(f"{self._path} is already open in another process or store") from None
         return fd
+
+    def _open_segments_dir(self) -> None:
+        self._segments_dir = self._path / _SEGMENTS_DIR
+        if not self._segments_dir.is_dir():
+            try:
+                self._segments_dir.mkdir()
+                fsync_dir(self._path)
+            except OSError as exc:
+                raise StorageError(f"cannot create {self._segments_dir}: {exc}") from exc
 
     def _cf_options(self) -> Options:
         opts = Options(raw_mode=True)
@@ -170,6 +190,11 @@ class LogsDB:
             self._partitions[pid] = (created[pid], self._db.get_column_family(name),
                                      self._db.get_column_family_handle(name))
             self._directory[pid] = {}
+            self._segments[pid] = Segment(self._segments_dir / _segment_name(pid))
+        kept = {_segment_name(pid) for pid in self._partitions}
+        for path in self._segments_dir.iterdir():
+            if path.name not in kept:
+                path.unlink()  # its partition was dropped, or never registered (a crash in between)
         for key, value in self._meta_scan(_P_DIRECTORY):
             pid, log_id = fmt.decode_u64(key[1:9]), fmt.decode_u64(key[9:17])
             if pid in self._directory:
@@ -203,6 +228,9 @@ class LogsDB:
             for _, cf, _ in self._partitions.values():
                 cf.close()
             self._partitions.clear()
+            for segment in self._segments.values():
+                segment.close()
+            self._segments.clear()
             self._meta.close()
             del self._meta, self._meta_handle
             self._db.close()
@@ -241,6 +269,7 @@ class LogsDB:
             seals: dict[int, int] = {}
             produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
             entries: list[tuple[bytes, bytes]] = []
+            to_segment: list[tuple[bytes, int, int, bytes]] = []  # key, timestamp, count, entry
             total = 0
             for op in ops:
                 if isinstance(op, PutSeal):
@@ -262,7 +291,10 @@ class LogsDB:
                 invariant(op.first_lsn > self._trim.get(op.log_id, 0),
                           f"log {op.log_id}: LSN {op.first_lsn:#x} is at or below the trim point")
                 total += len(value)
-                entries.append((key, value))
+                if isinstance(op, PutRecords) and len(value) >= self._config.segment_min_bytes:
+                    to_segment.append((key, op.timestamp_ms, len(op.payloads), value))
+                else:
+                    entries.append((key, value))
                 d = changed.get(op.log_id) or directory.get(op.log_id)
                 changed[op.log_id] = self._dir_after(d, op.first_lsn, last, op.timestamp_ms, len(value))
             if total > self._config.write_bytes_max:
@@ -275,6 +307,14 @@ class LogsDB:
             forgotten = self._producers_to_forget(produced)
             for gone_log, gone_producer in forgotten:
                 batch.delete(_P_PRODUCER + _u64(gone_log) + gone_producer, self._meta_handle)
+            if to_segment:
+                # Synced before RocksDB holds a reference to them: see _segment.
+                segment = self._segments[pid]
+                offset = segment.append([value for *_, value in to_segment])
+                segment.sync()
+                for key, timestamp_ms, count, value in to_segment:
+                    entries.append((key, fmt.encode_segment_ref(key, timestamp_ms, count, offset, len(value))))
+                    offset += len(value)
             # The entries go in last: a batch grows by reallocation, so a small put after a large
             # one would copy the large one again (the order of puts to distinct keys does not matter).
             for key, value in entries:
@@ -384,16 +424,19 @@ class LogsDB:
 
     def _create_partition(self, pid: int, now_ms: int) -> int:
         name = _cf_name(pid)
+        segment = Segment(self._segments_dir / _segment_name(pid))
         try:
             cf = self._db.create_column_family(name, self._cf_options())
             # Registered after it exists: a crash in between leaves an unregistered, empty family
             # that the next open drops.
             self._meta.put(_P_PARTITION + _u64(pid), _u64(now_ms), self._write_sync)
         except Exception as exc:
+            segment.close()
             raise StorageError(f"cannot create partition {pid}: {exc}") from exc
         with self._lock:
             self._partitions[pid] = (now_ms, cf, self._db.get_column_family_handle(name))
             self._directory[pid] = {}
+            self._segments[pid] = segment
         return pid
 
     # --- metadata -------------------------------------------------------------------------------
@@ -483,14 +526,15 @@ class LogsDB:
 
     # --- reading --------------------------------------------------------------------------------
 
-    def _log_partitions(self, log_id: int, lsn_min: int, lsn_max: int) -> list[tuple[int, Any, fmt.DirEntry]]:
+    def _log_partitions(self, log_id: int, lsn_min: int,
+                        lsn_max: int) -> list[tuple[int, Any, Segment, fmt.DirEntry]]:
         with self._lock:
             self._check_open()
             out = []
             for pid in sorted(self._directory):
                 d = self._directory[pid].get(log_id)
                 if d is not None and d.lsn_max >= lsn_min and d.lsn_min <= lsn_max:
-                    out.append((pid, self._partitions[pid][1], replace(d)))
+                    out.append((pid, self._partitions[pid][1], self._segments[pid], replace(d)))
             return out
 
     def read(self, log_id: int, lsn_from: int, lsn_to: int, bytes_max: int) -> tuple[list[Entry], int]:
@@ -505,12 +549,13 @@ class LogsDB:
         out: list[Entry] = []
         budget = [bytes_max]
         covered_to = lsn_to
-        for _, cf, d in self._log_partitions(log_id, lsn_from, lsn_to):
+        for _, cf, segment, d in self._log_partitions(log_id, lsn_from, lsn_to):
             if covered_to < d.lsn_min:
                 continue
             # Past the budget, later partitions are read only up to what is covered so far: a slot
             # stored late (a retransmission) may sit in a newer partition than the LSNs after it.
-            if self._read_partition(cf, d, log_id, lsn_from, covered_to, budget, out) and covered_to == lsn_to:
+            if (self._read_partition(cf, segment, d, log_id, lsn_from, covered_to, budget, out)
+                    and covered_to == lsn_to):
                 covered_to = min(out[-1].last_lsn, lsn_to)
                 budget[0] = 2**63
         out.sort(key=lambda e: e.first_lsn)
@@ -522,7 +567,7 @@ class LogsDB:
         """The first LSN of the first entry of the log that starts above ``after_lsn``, if any."""
         if after_lsn >= 2**64 - 1:
             return None
-        for _, cf, _ in self._log_partitions(log_id, after_lsn + 1, 2**64 - 1):
+        for _, cf, _, _ in self._log_partitions(log_id, after_lsn + 1, 2**64 - 1):
             it = cf.iter(ReadOptions())
             it.seek(fmt.encode_key(log_id, after_lsn + 1))
             if it.valid():
@@ -531,8 +576,8 @@ class LogsDB:
                     return lsn
         return None
 
-    def _read_partition(self, cf: Any, d: fmt.DirEntry, log_id: int, lsn_from: int, lsn_to: int,
-                        budget: list[int], out: list[Entry]) -> bool:
+    def _read_partition(self, cf: Any, segment: Segment, d: fmt.DirEntry, log_id: int, lsn_from: int,
+                        lsn_to: int, budget: list[int], out: list[Entry]) -> bool:
         """Append this partition's entries to ``out``; True once the byte budget is spent."""
         opts = ReadOptions()
         opts.set_iterate_upper_bound(fmt.encode_key(log_id + 1, 0) if log_id < 2**64 - 1 else b"\xff" * 17)
@@ -560,11 +605,11 @@ class LogsDB:
                     position = lsn
                     it.next()
                     continue
-                entry = self._entry(log_id, lsn, header, value)
+                entry, size = self._entry(segment, key, lsn, header, value)
                 position = entry.last_lsn + 1
                 if entry.last_lsn >= lsn_from:
                     out.append(entry)
-                    budget[0] -= len(value)
+                    budget[0] -= size
                     if budget[0] <= 0:
                         return True
                 it.next()
@@ -581,10 +626,23 @@ class LogsDB:
         return False
 
     @staticmethod
-    def _entry(log_id: int, lsn: int, header: fmt.EntryHeader, value: bytes) -> Entry:
+    def _entry(segment: Segment, key: bytes, lsn: int, header: fmt.EntryHeader,
+               value: bytes) -> tuple[Entry, int]:
+        """The entry stored under ``key`` (its header verified) and its size in bytes."""
+        log_id = fmt.decode_key(key)[0]
+        last = lsn + header.count - 1
         if header.kind is fmt.EntryKind.HOLE_PLUG:
-            return HolePlugEntry(log_id, lsn, lsn + header.count - 1, header.timestamp_ms)
-        return RecordsEntry(log_id, lsn, header.timestamp_ms, fmt.decode_payloads(value, header.count))
+            return HolePlugEntry(log_id, lsn, last, header.timestamp_ms), len(value)
+        if header.kind is fmt.EntryKind.SEGMENT_REF:
+            try:
+                offset, length = fmt.decode_segment_ref(value)
+                value = segment.read(offset, length)
+                stored = fmt.decode_header(key, value)
+            except (fmt.HeaderCorrupt, OSError):
+                return CorruptEntry(log_id, lsn, last), len(value)
+            if stored.kind is not fmt.EntryKind.RECORDS or stored.count != header.count:
+                return CorruptEntry(log_id, lsn, last), len(value)
+        return RecordsEntry(log_id, lsn, header.timestamp_ms, fmt.decode_payloads(value, header.count)), len(value)
 
     def find_time(self, log_id: int, timestamp_ms: int) -> int:
         """The first LSN above the trim point whose entry is stamped at or after ``timestamp_ms``.
@@ -594,7 +652,7 @@ class LogsDB:
         """
         trim = self.trim_point(log_id)
         last = self.last_lsn(log_id)
-        for _, cf, d in self._log_partitions(log_id, trim + 1, 2**64 - 1):
+        for _, cf, _, d in self._log_partitions(log_id, trim + 1, 2**64 - 1):
             if d.timestamp_ms_max < timestamp_ms:
                 continue
             found = self._bisect_time(cf, log_id, max(trim + 1, d.lsn_min), d.lsn_max, timestamp_ms)
@@ -685,11 +743,13 @@ class LogsDB:
             self._trim.update(raised)
             _, cf, _ = self._partitions.pop(pid)
             del self._directory[pid]
+            segment = self._segments.pop(pid)
         cf.close()
         try:
             self._db.drop_column_family(_cf_name(pid))
         except Exception as exc:  # unregistered now: the next open drops it
             raise StorageError(f"cannot drop partition {pid}: {exc}") from exc
+        segment.remove()  # its descriptor closes with the last reader holding it
 
     # --- test and repair hooks -----------------------------------------------------------------
 
@@ -713,7 +773,7 @@ class LogsDB:
 
     def raw_value(self, log_id: int, lsn: int) -> bytes | None:
         """The stored bytes of an entry (for tests)."""
-        for _, cf, _ in self._log_partitions(log_id, lsn, lsn):
+        for _, cf, _, _ in self._log_partitions(log_id, lsn, lsn):
             value: bytes | None = cf.get(fmt.encode_key(log_id, lsn))
             if value is not None:
                 return value

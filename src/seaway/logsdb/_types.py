@@ -32,6 +32,10 @@ class LogsDBConfig:
     """The largest write batch (all entries and metadata of one write)."""
     compression: str = "lz4"
     """RocksDB compression of partition files: none, snappy, lz4, zstd."""
+    segment_min_bytes: int = 32 << 10
+    """Entries of at least this many bytes are kept in their partition's segment file, with only a
+    reference in RocksDB: their bytes are written without holding Python's GIL, but are not
+    compressed. 0 puts every batch of records there; ``entry_bytes_max + 1``, none."""
     producer_window: int = 128
     """How many recent batches of each producer, per log, are remembered for deduplication."""
     producers_per_log_max: int = 1024
@@ -43,6 +47,8 @@ class LogsDBConfig:
             raise ValueError("partition_duration_s must be positive")
         if self.partition_bytes_max <= 0 or self.entry_bytes_max <= 0 or self.write_bytes_max <= 0:
             raise ValueError("byte limits must be positive")
+        if self.segment_min_bytes < 0:
+            raise ValueError("segment_min_bytes must not be negative")
         if not 1 <= self.producer_window <= 4096:
             raise ValueError("producer_window must be in [1, 4096]")
         if not 1 <= self.producers_per_log_max <= 1 << 20:

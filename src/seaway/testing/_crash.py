@@ -28,7 +28,9 @@ def main(argv: list[str]) -> None:
     data_dir, ack_path, run = argv[0], argv[1], int(argv[2])
     rng = random.Random(run)
     fd = os.open(ack_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    with seaway.open(data_dir) as sw:
+    # Batches of 1 to 30 records of 16 to 1036 bytes: the larger ones go to segment files.
+    config = seaway.SeawayConfig(logs=seaway.LogStoreConfig(logsdb=seaway.LogsDBConfig(segment_min_bytes=8192)))
+    with seaway.open(data_dir, config) as sw:
         try:
             log = sw.logs.get(LOG_NAME)
         except seaway.UnknownLogError:

@@ -1,0 +1,136 @@
+"""Segment files: the bytes of large entries, kept beside RocksDB rather than in it.
+
+rocksdict holds Python's GIL for the whole of a RocksDB write, while RocksDB copies and checksums
+every byte of the batch; in a server that is one core's worth of Python threads waiting. A large
+entry's bytes go instead to its partition's segment file, with ``pwritev`` and ``fdatasync``, which
+let other threads run; RocksDB stores only a reference (offset and length) under the entry's key.
+
+The order of a write makes this crash-safe with no recovery step: the bytes are written and synced
+before the write batch holding their references goes to RocksDB. Whatever RocksDB brings back after
+a crash (its write-ahead log, a memtable flushed in the background) therefore refers only to bytes
+already on stable storage. Bytes whose reference never reached RocksDB are unreferenced; they go
+with the partition. A segment's bytes are the entry exactly as it would be stored inline, its header
+bound to its key, so a reference that points at the wrong bytes fails the entry's checksum.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from seaway._errors import ClosedError, StorageError
+
+_IOV_MAX = 1024  # buffers per pwritev call (Linux's IOV_MAX)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the entries of directory ``path`` (a file created or removed in it) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Segment:
+    """One partition's segment file: appended by one writer at a time, read by any thread.
+
+    The file descriptor is closed by :meth:`close` once no call is using it, or when the last
+    reference to the segment goes: a reader that found the partition before it was dropped still
+    reads it (the file stays readable after :meth:`remove` until then).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        created = not path.exists()
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._size = os.fstat(fd).st_size
+            if created:
+                fsync_dir(path.parent)
+        except OSError as exc:
+            raise StorageError(f"cannot open segment file {path}: {exc}") from exc
+        self._fd = fd
+        self._lock = threading.Lock()
+        self._users = 0
+        self._closing = False
+        self._close_fd = weakref.finalize(self, os.close, fd)
+
+    @property
+    def size(self) -> int:
+        """Bytes appended so far (the next append's offset)."""
+        return self._size
+
+    @contextmanager
+    def _using(self) -> Iterator[int]:
+        with self._lock:
+            if self._closing:
+                raise ClosedError(f"segment file {self.path.name} is closed")
+            self._users += 1
+        try:
+            yield self._fd
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._closing and not self._users:
+                    self._close_fd()
+
+    def append(self, values: Sequence[bytes]) -> int:
+        """Write ``values`` back to back at the end; return the offset of the first. Not durable
+        until :meth:`sync`. On failure nothing counts as appended: the next append overwrites."""
+        offset = self._size
+        with self._using() as fd:
+            try:
+                _pwrite_all(fd, values, offset)
+            except OSError as exc:
+                raise StorageError(f"cannot write segment file {self.path.name}: {exc}") from exc
+        self._size = offset + sum(map(len, values))
+        return offset
+
+    def sync(self) -> None:
+        """Make every append so far durable."""
+        with self._using() as fd:
+            try:
+                os.fdatasync(fd)
+            except OSError as exc:
+                raise StorageError(f"cannot sync segment file {self.path.name}: {exc}") from exc
+
+    def read(self, offset: int, length: int) -> bytes:
+        """The bytes at ``[offset, offset + length)``; fewer where the file ends first."""
+        with self._using() as fd:
+            return os.pread(fd, length, offset)
+
+    def close(self) -> None:
+        """Idempotent; calls in progress finish first, later ones raise :class:`ClosedError`."""
+        with self._lock:
+            self._closing = True
+            if not self._users:
+                self._close_fd()
+
+    def remove(self) -> None:
+        """Delete the file (readers holding this segment can still read it)."""
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot remove segment file {self.path}: {exc}") from exc
+
+
+def _pwrite_all(fd: int, values: Sequence[bytes], offset: int) -> None:
+    views = [memoryview(v) for v in values if v]
+    i = 0
+    while i < len(views):
+        written = os.pwritev(fd, views[i:i + _IOV_MAX], offset)
+        if written <= 0:
+            raise OSError("pwritev wrote nothing")
+        offset += written
+        while written and i < len(views):  # skip what was written; a short write resumes mid-buffer
+            if written >= len(views[i]):
+                written -= len(views[i])
+                i += 1
+            else:
+                views[i] = views[i][written:]
+                written = 0
