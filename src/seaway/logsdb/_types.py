@@ -11,7 +11,8 @@ class Durability(Enum):
 
     ``SYNC`` (the default): after the write batch is fsynced; it survives ``kill -9`` and power loss.
     ``ASYNC``: after it is in RocksDB's write-ahead log in the page cache; it survives ``kill -9`` of
-    the process but not a crash of the machine.
+    the process but not a crash of the machine. (A batch large enough for a segment file has its
+    bytes synced either way, before RocksDB refers to them, so ``ASYNC`` saves less there.)
     """
 
     SYNC = "sync"
