@@ -429,7 +429,8 @@ class LogsDB:
             cf = self._db.create_column_family(name, self._cf_options())
             # Registered after it exists: a crash in between leaves an unregistered, empty family
             # that the next open drops.
-            self._meta.put(_P_PARTITION + _u64(pid), _u64(now_ms), self._write_sync)
+            self._meta.put(_P_PARTITION + _u64(pid), _u64(now_ms), self._write_async)
+            self._db.flush_wal(True)
         except Exception as exc:
             segment.close()
             raise StorageError(f"cannot create partition {pid}: {exc}") from exc
@@ -452,10 +453,14 @@ class LogsDB:
                 self._trim[log_id] = lsn
 
     def _meta_put_sync(self, key: bytes, value: bytes) -> None:
+        # Written unsynced, then synced by a call that lets the GIL go (see _apply): a synced
+        # rocksdict write would stall every thread of the process for the fsync. Nothing reads
+        # these keys back while the store is open but the store itself, after this returns.
         try:
-            self._meta.put(key, value, self._write_sync)
+            self._meta.put(key, value, self._write_async)
         except Exception as exc:
             raise StorageError(f"RocksDB metadata write failed: {exc}") from exc
+        self.sync_wal()
 
     def trim_point(self, log_id: int) -> int:
         """The highest trimmed LSN of the log; 0 if none."""
@@ -509,9 +514,10 @@ class LogsDB:
         with self._write_lock:
             self._check_open()
             try:
-                self._meta.delete(_P_USER + key, self._write_sync)
+                self._meta.delete(_P_USER + key, self._write_async)
             except Exception as exc:
                 raise StorageError(f"RocksDB metadata delete failed: {exc}") from exc
+            self.sync_wal()
 
     def get_meta(self, key: bytes) -> bytes | None:
         self._check_open()
