@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from pathlib import Path
@@ -179,10 +180,33 @@ def test_segment_writes_many_buffers_and_resumes_short_writes(tmp_path: Path,
     offset = segment.append(values[1500:])
     monkeypatch.setattr(_segment.os, "pwritev", real)
     segment.sync()
-    assert offset == sum(map(len, values[:1500])) and segment.size == sum(map(len, values))
-    assert segment.read(0, segment.size) == b"".join(values)
+    assert offset == sum(map(len, values[:1500])) and segment.size() == sum(map(len, values))
+    assert segment.read(0, sum(map(len, values))) == b"".join(values)
     segment.close()
     segment.close()
     with pytest.raises(ClosedError):
         segment.read(0, 1)
-    assert Segment(tmp_path / "s.seg").size == segment.size  # reopened: appends go after
+    assert Segment(tmp_path / "s.seg").size() == sum(map(len, values))  # reopened: appends go after
+
+
+def open_segment_fds() -> int:
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(FileNotFoundError):  # the descriptor listdir itself used
+            count += os.readlink(f"/proc/self/fd/{fd}").endswith(".seg")
+    return count
+
+
+def test_segments_are_opened_only_when_used(tmp_path: Path, clock: FakeClock) -> None:
+    stamps = []
+    with LogsDB(tmp_path, CONFIG, clock) as db:
+        for i in range(5):
+            stamps.append(clock.now_ms())
+            db.write([PutRecords(1, E1 + 1 + 4 * i, stamps[-1], tuple(LARGE))])
+            clock.advance(31)
+        assert open_segment_fds() == 5
+    assert open_segment_fds() == 0
+    with LogsDB(tmp_path, CONFIG, clock) as db:
+        assert open_segment_fds() == 0
+        assert db.read(1, E1 + 5, E1 + 5, 1)[0] == [RecordsEntry(1, E1 + 5, stamps[1], list(LARGE))]
+        assert open_segment_fds() == 1

@@ -39,56 +39,64 @@ def fsync_dir(path: Path) -> None:
 class Segment:
     """One partition's segment file: appended by one writer at a time, read by any thread.
 
-    The file descriptor is closed by :meth:`close` once no call is using it, or when the last
-    reference to the segment goes: a reader that found the partition before it was dropped still
-    reads it (the file stays readable after :meth:`remove` until then).
+    The file is opened (and created) by the first call that needs it, so a store with many time
+    partitions holds descriptors only for those written or read since it opened. The descriptor is
+    closed by :meth:`close` once no call is using it, or when the last reference to the segment
+    goes: a reader that found the partition before it was dropped still reads it (the file stays
+    readable after :meth:`remove` until then).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        created = not path.exists()
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            self._size = os.fstat(fd).st_size
-            if created:
-                fsync_dir(path.parent)
-        except OSError as exc:
-            raise StorageError(f"cannot open segment file {path}: {exc}") from exc
-        self._fd = fd
+        self._fd = -1
+        self._size = 0
         self._lock = threading.Lock()
         self._users = 0
         self._closing = False
-        self._close_fd = weakref.finalize(self, os.close, fd)
+        self._close_fd: weakref.finalize[[int], Segment] | None = None
 
-    @property
-    def size(self) -> int:
-        """Bytes appended so far (the next append's offset)."""
-        return self._size
+    def _open(self) -> None:
+        created = not self.path.exists()
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise StorageError(f"cannot open segment file {self.path}: {exc}") from exc
+        self._close_fd = weakref.finalize(self, os.close, fd)
+        try:
+            self._size = os.fstat(fd).st_size
+            if created:
+                fsync_dir(self.path.parent)
+        except OSError as exc:
+            self._close_fd()
+            raise StorageError(f"cannot open segment file {self.path}: {exc}") from exc
+        self._fd = fd
 
     @contextmanager
     def _using(self) -> Iterator[int]:
         with self._lock:
             if self._closing:
                 raise ClosedError(f"segment file {self.path.name} is closed")
+            if self._fd < 0:
+                self._open()
             self._users += 1
         try:
             yield self._fd
         finally:
             with self._lock:
                 self._users -= 1
-                if self._closing and not self._users:
+                if self._closing and not self._users and self._close_fd is not None:
                     self._close_fd()
 
     def append(self, values: Sequence[bytes]) -> int:
         """Write ``values`` back to back at the end; return the offset of the first. Not durable
         until :meth:`sync`. On failure nothing counts as appended: the next append overwrites."""
-        offset = self._size
         with self._using() as fd:
+            offset = self._size
             try:
                 _pwrite_all(fd, values, offset)
             except OSError as exc:
                 raise StorageError(f"cannot write segment file {self.path.name}: {exc}") from exc
-        self._size = offset + sum(map(len, values))
+            self._size = offset + sum(map(len, values))
         return offset
 
     def sync(self) -> None:
@@ -104,11 +112,16 @@ class Segment:
         with self._using() as fd:
             return os.pread(fd, length, offset)
 
+    def size(self) -> int:
+        """Bytes appended so far (the next append's offset)."""
+        with self._using():
+            return self._size
+
     def close(self) -> None:
         """Idempotent; calls in progress finish first, later ones raise :class:`ClosedError`."""
         with self._lock:
             self._closing = True
-            if not self._users:
+            if not self._users and self._close_fd is not None:
                 self._close_fd()
 
     def remove(self) -> None:
