@@ -106,9 +106,10 @@ def test_reference_to_the_wrong_bytes_is_corrupt(tmp_path: Path) -> None:
         db.overwrite_raw(2, E1 + 1, fmt.encode_segment_ref(fmt.encode_key(2, E1 + 1), 1, 3,
                                                            *fmt.decode_segment_ref(second)))
         assert entries(db, 2) == [CorruptEntry(2, E1 + 1, E1 + 3)]
-        # Past the end of the file.
-        db.overwrite_raw(2, E1 + 1, fmt.encode_segment_ref(fmt.encode_key(2, E1 + 1), 1, 4, 1 << 40, length))
-        assert entries(db, 2) == [CorruptEntry(2, E1 + 1, E1 + 4)]
+        # Past the end of the file, past what pread takes, longer than any entry.
+        for bad_offset, bad_length in ((1 << 40, length), ((1 << 64) - 1, length), (offset, (1 << 32) - 1)):
+            db.overwrite_raw(2, E1 + 1, fmt.encode_segment_ref(fmt.encode_key(2, E1 + 1), 1, 4, bad_offset, bad_length))
+            assert entries(db, 2) == [CorruptEntry(2, E1 + 1, E1 + 4)]
         assert entries(db, 1) == [RecordsEntry(1, E1 + 1, 1, list(LARGE))]
 
 
@@ -210,3 +211,43 @@ def test_segments_are_opened_only_when_used(tmp_path: Path, clock: FakeClock) ->
         assert open_segment_fds() == 0
         assert db.read(1, E1 + 5, E1 + 5, 1)[0] == [RecordsEntry(1, E1 + 5, stamps[1], list(LARGE))]
         assert open_segment_fds() == 1
+
+
+def test_a_reader_racing_a_drop_still_reads_and_recreates_nothing(tmp_path: Path, clock: FakeClock,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    with LogsDB(tmp_path, CONFIG, clock) as db:
+        db.write([PutRecords(1, E1 + 1, clock.now_ms(), tuple(LARGE))])
+        clock.advance(31)
+        db.write([PutRecords(1, E1 + 5, clock.now_ms(), tuple(LARGE))])
+    with LogsDB(tmp_path, CONFIG, clock) as db:  # reopened: no segment is open yet
+        real = Segment.read
+        dropped: list[int] = []
+
+        def drop_first(segment: Segment, offset: int, length: int) -> bytes:
+            if not dropped:  # the reader holds partition 1 and its iterator; now it goes
+                db.trim(1, E1 + 4)
+                dropped.extend(db.drop_expired(lambda log_id: None))
+            return real(segment, offset, length)
+
+        monkeypatch.setattr(Segment, "read", drop_first)
+        assert db.read(1, E1 + 1, E1 + 4, 1 << 20)[0] == [RecordsEntry(1, E1 + 1, clock.now_ms() - 31_000, list(LARGE))]
+        assert dropped == [1]
+        assert len(segment_files(tmp_path)) == 1
+
+
+def test_every_process_syncs_the_directory_before_its_first_append(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[str] = []
+    real = _segment.fsync_dir
+
+    def record(path: Path) -> None:
+        synced.append(path.name)
+        real(path)
+
+    monkeypatch.setattr(_segment, "fsync_dir", record)
+    for first in (E1 + 1, E1 + 5):  # the second open finds the file: a crash may have beaten its sync
+        with LogsDB(tmp_path, CONFIG) as db:
+            db.write([PutRecords(1, first, 1, tuple(LARGE))])
+            db.write([PutRecords(1, first + 2**20, 1, tuple(LARGE))])
+        assert synced.count("segments") == 1
+        synced.clear()

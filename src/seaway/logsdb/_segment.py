@@ -39,8 +39,9 @@ def fsync_dir(path: Path) -> None:
 class Segment:
     """One partition's segment file: appended by one writer at a time, read by any thread.
 
-    The file is opened (and created) by the first call that needs it, so a store with many time
-    partitions holds descriptors only for those written or read since it opened. The descriptor is
+    The file is opened by the first call that needs it (and created by the first append), so a
+    store with many time partitions holds descriptors only for those written or read since it
+    opened. The descriptor is
     closed by :meth:`close` once no call is using it, or when the last reference to the segment
     goes: a reader that found the partition before it was dropped still reads it (the file stays
     readable after :meth:`remove` until then).
@@ -50,34 +51,37 @@ class Segment:
         self.path = path
         self._fd = -1
         self._size = 0
+        self._dir_synced = False
         self._lock = threading.Lock()
         self._users = 0
         self._closing = False
         self._close_fd: weakref.finalize[[int], Segment] | None = None
 
-    def _open(self) -> None:
-        created = not self.path.exists()
+    def _open(self, create: bool) -> None:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o644)
+        except FileNotFoundError:
+            if create:
+                raise
+            return  # nothing was ever appended, or a crash took the file: reads find no bytes
         except OSError as exc:
             raise StorageError(f"cannot open segment file {self.path}: {exc}") from exc
         self._close_fd = weakref.finalize(self, os.close, fd)
         try:
             self._size = os.fstat(fd).st_size
-            if created:
-                fsync_dir(self.path.parent)
         except OSError as exc:
             self._close_fd()
             raise StorageError(f"cannot open segment file {self.path}: {exc}") from exc
         self._fd = fd
 
     @contextmanager
-    def _using(self) -> Iterator[int]:
+    def _using(self, create: bool = False) -> Iterator[int]:
+        """The descriptor (-1 if the file does not exist and ``create`` is false), held open."""
         with self._lock:
             if self._closing:
                 raise ClosedError(f"segment file {self.path.name} is closed")
             if self._fd < 0:
-                self._open()
+                self._open(create)
             self._users += 1
         try:
             yield self._fd
@@ -90,9 +94,13 @@ class Segment:
     def append(self, values: Sequence[bytes]) -> int:
         """Write ``values`` back to back at the end; return the offset of the first. Not durable
         until :meth:`sync`. On failure nothing counts as appended: the next append overwrites."""
-        with self._using() as fd:
+        with self._using(create=True) as fd:
             offset = self._size
             try:
+                if not self._dir_synced:
+                    # Whoever created the file, its name is durable before any byte in it counts.
+                    fsync_dir(self.path.parent)
+                    self._dir_synced = True
                 _pwrite_all(fd, values, offset)
             except OSError as exc:
                 raise StorageError(f"cannot write segment file {self.path.name}: {exc}") from exc
@@ -101,16 +109,19 @@ class Segment:
 
     def sync(self) -> None:
         """Make every append so far durable."""
-        with self._using() as fd:
+        with self._using(create=True) as fd:
             try:
                 os.fdatasync(fd)
             except OSError as exc:
                 raise StorageError(f"cannot sync segment file {self.path.name}: {exc}") from exc
 
     def read(self, offset: int, length: int) -> bytes:
-        """The bytes at ``[offset, offset + length)``; fewer where the file ends first."""
+        """The bytes at ``[offset, offset + length)``; fewer (none for a range that starts outside)
+        where the segment ends first: a damaged reference cannot make this allocate more."""
         with self._using() as fd:
-            return os.pread(fd, length, offset)
+            if fd < 0 or not 0 <= offset < self._size or length <= 0:
+                return b""
+            return os.pread(fd, min(length, self._size - offset), offset)
 
     def size(self) -> int:
         """Bytes appended so far (the next append's offset)."""
@@ -125,11 +136,12 @@ class Segment:
                 self._close_fd()
 
     def remove(self) -> None:
-        """Delete the file (readers holding this segment can still read it)."""
-        try:
-            self.path.unlink(missing_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot remove segment file {self.path}: {exc}") from exc
+        """Delete the file. Readers holding this segment can still read it: it is opened first."""
+        with self._using():
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise StorageError(f"cannot remove segment file {self.path}: {exc}") from exc
 
 
 def _pwrite_all(fd: int, values: Sequence[bytes], offset: int) -> None:

@@ -129,12 +129,11 @@ class LogsDB:
 
     def _open_segments_dir(self) -> None:
         self._segments_dir = self._path / _SEGMENTS_DIR
-        if not self._segments_dir.is_dir():
-            try:
-                self._segments_dir.mkdir()
-                fsync_dir(self._path)
-            except OSError as exc:
-                raise StorageError(f"cannot create {self._segments_dir}: {exc}") from exc
+        try:
+            self._segments_dir.mkdir(exist_ok=True)
+            fsync_dir(self._path)  # on every open: a crash may have come between the two before
+        except OSError as exc:
+            raise StorageError(f"cannot create {self._segments_dir}: {exc}") from exc
 
     def _cf_options(self) -> Options:
         opts = Options(raw_mode=True)
@@ -631,8 +630,7 @@ class LogsDB:
             out.append(CorruptEntry(log_id, pending_corrupt, d.lsn_max))
         return False
 
-    @staticmethod
-    def _entry(segment: Segment, key: bytes, lsn: int, header: fmt.EntryHeader,
+    def _entry(self, segment: Segment, key: bytes, lsn: int, header: fmt.EntryHeader,
                value: bytes) -> tuple[Entry, int]:
         """The entry stored under ``key`` (its header verified) and its size in bytes."""
         log_id = fmt.decode_key(key)[0]
@@ -642,6 +640,8 @@ class LogsDB:
         if header.kind is fmt.EntryKind.SEGMENT_REF:
             try:
                 offset, length = fmt.decode_segment_ref(value)
+                if length > self._config.entry_bytes_max:
+                    raise fmt.HeaderCorrupt("segment reference longer than any entry")
                 value = segment.read(offset, length)
                 stored = fmt.decode_header(key, value)
             except (fmt.HeaderCorrupt, OSError):
