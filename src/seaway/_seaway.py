@@ -41,6 +41,12 @@ class Seaway:
     def closed(self) -> bool:
         return self._store.closed
 
+    @property
+    def write_failure(self) -> str | None:
+        """Why appends fail until the store is reopened (a disk sync failed: what reached the disk
+        is unknown), or None. A server reports itself unhealthy meanwhile."""
+        return self._store.write_failure
+
     def __enter__(self) -> Seaway:
         return self
 

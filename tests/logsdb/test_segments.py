@@ -142,8 +142,14 @@ def test_a_failed_segment_sync_stores_nothing(tmp_path: Path, monkeypatch: pytes
         with pytest.raises(StorageError, match="Input/output error"):
             db.write([PutRecords(1, E1 + 1, 1, tuple(LARGE))])
         assert db.last_lsn(1) == 0 and entries(db, 1) == [] and db.raw_value(1, E1 + 1) is None
+        monkeypatch.undo()
+        # What reached the disk is unknown now: no more writes until the store is reopened.
+        with pytest.raises(StorageError, match="reopen"):
+            db.write([PutRecords(1, E1 + 1, 1, tuple(SMALL))])
     with LogsDB(tmp_path, CONFIG) as db:
         assert db.raw_value(1, E1 + 1) is None
+        db.write([PutRecords(1, E1 + 1, 1, tuple(LARGE))])
+        assert entries(db, 1) == [RecordsEntry(1, E1 + 1, 1, list(LARGE))]
 
 
 def test_dropped_partition_takes_its_segment_and_orphans_go_on_open(tmp_path: Path, clock: FakeClock) -> None:

@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 import seaway
-from seaway import CorruptionError, DataDirLockedError, GapType, PayloadTooLargeError, Record, SeawayError
+from seaway import (
+    CorruptionError,
+    DataDirLockedError,
+    GapType,
+    PayloadTooLargeError,
+    Record,
+    SeawayError,
+    StorageError,
+)
 from seaway.logsdb import (
     CorruptEntry,
     HolePlugEntry,
@@ -22,7 +30,7 @@ from seaway.logsdb import (
     RecordsEntry,
 )
 from seaway.logsdb import _format as fmt
-from seaway.testing import FakeClock
+from seaway.testing import FakeClock, failing_wal_syncs
 
 E1 = 1 << 32
 
@@ -258,3 +266,20 @@ def test_readers_do_not_wait_for_a_write_in_progress(tmp_path: Path, clock: Fake
             writer.join(30)
         assert [e.first_lsn for e in all_entries(db, 7)] == [E1 + 1, E1 + 2]
         assert db.last_lsn(7) == E1 + 2
+
+
+def test_a_failed_wal_sync_stops_writes_until_reopened(tmp_path: Path) -> None:
+    with LogsDB(tmp_path) as db:
+        put(db, 1, E1 + 1, [b"kept"], 1)
+        with failing_wal_syncs(db), pytest.raises(StorageError, match="IO error: injected"):
+            db.trim(1, E1 + 1)
+        assert db.trim_point(1) == 0
+        for write in (lambda: put(db, 1, E1 + 2, [b"x"], 2), lambda: db.trim(1, E1 + 1), db.sync_wal,
+                      lambda: db.put_meta(b"k", b"v"), lambda: db.delete_meta(b"k"),
+                      lambda: db.drop_expired(lambda log_id: None)):
+            with pytest.raises(StorageError, match="reopen"):
+                write()
+        assert all_entries(db, 1) == [RecordsEntry(1, E1 + 1, 1, [b"kept"])]  # reads go on
+    with LogsDB(tmp_path) as db:
+        put(db, 1, E1 + 2, [b"after"], 2)
+        assert [e.first_lsn for e in all_entries(db, 1)] == [E1 + 1, E1 + 2]

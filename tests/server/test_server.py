@@ -22,9 +22,11 @@ from seaway import (
     PayloadTooLargeError,
     Record,
     SeawayError,
+    StorageError,
     UnavailableError,
 )
 from seaway.server import Server, ServerConfig, ServerProcess, ServiceLimits
+from seaway.testing import failing_wal_syncs
 from seaway.wire import seaway_pb2, seaway_pb2_grpc
 
 
@@ -300,3 +302,24 @@ def test_append_many_answers_each_batch_on_its_own(tmp_path: Path) -> None:
         assert errors.labels(method="AppendMany", code="INVALID_ARGUMENT")._value.get() == 2
     finally:
         server.stop()
+
+
+def test_a_failed_disk_sync_fails_appends_and_makes_the_server_unhealthy(tmp_path: Path) -> None:
+    server = Server(ServerConfig(data_dir=tmp_path, listen="127.0.0.1:0"))
+    server.start()
+    try:
+        with seaway.connect(f"seaway://{server.address}", retry=seaway.RetryPolicy(attempts_max=1)) as sw:
+            log = sw.logs.create("l")
+            log.append(b"kept")
+            with failing_wal_syncs(server.store._store.logsdb), pytest.raises(StorageError, match="injected"):
+                log.append(b"lost")
+            assert "injected" in (server.store.write_failure or "")
+            with pytest.raises(StorageError, match="reopen"):
+                log.append(b"refused")
+            assert sw.health() == "NOT_SERVING"
+            assert payloads(list(log.read())) == [b"kept"]
+    finally:
+        server.stop()
+    with seaway.open(tmp_path) as store:
+        assert store.write_failure is None
+        assert payloads(list(store.logs.get("l").read()))[0] == b"kept"

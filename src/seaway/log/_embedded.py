@@ -218,18 +218,28 @@ class EmbeddedLogStore:
                 self._tick()
                 self._pump()
             except BaseException as exc:  # a bug: fail every waiter rather than hang them
-                error = StorageError(f"log writer failed: {exc!r}")
-                with self._inbox_cv:
-                    self._broken = error
-                    self._closing = True
-                for future, _ in self._completions:
-                    if not future.done():
-                        future.set_exception(error)
-                self._completions.clear()
-                self._fail_all(error)
+                self._stop_writing(StorageError(f"log writer failed: {exc!r}"))
                 raise
+            failure = self.logsdb.write_failure
+            if failure is not None:
+                # LogsDB takes no more writes (a sync failed): retrying them would only spin the
+                # sequencers through plugs and epochs. Appends fail until the store is reopened.
+                self._stop_writing(StorageError(f"the log store takes no writes since a sync failed ({failure}); "
+                                                "reopen it"))
+                return
             if closing and not batch and not self._storage.busy:
                 return
+
+    def _stop_writing(self, error: StorageError) -> None:
+        """Fail every append waiting or to come with ``error``; the writer thread ends (close()
+        still closes the rest)."""
+        with self._inbox_cv:
+            self._broken = error
+        for future, _ in self._completions:
+            if not future.done():
+                future.set_exception(error)
+        self._completions.clear()
+        self._fail_all(error)
 
     def _accept(self, log_id: int, request: AppendRequest, future: Future[range]) -> None:
         mark = request.producer
@@ -445,3 +455,8 @@ class EmbeddedLogStore:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def write_failure(self) -> str | None:
+        """Why appends can no longer be stored until the store is reopened (a disk sync failed)."""
+        return self.logsdb.write_failure

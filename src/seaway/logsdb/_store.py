@@ -103,6 +103,7 @@ class LogsDB:
         self._write_lock = threading.Lock()
         self._lock = threading.RLock()
         self._closed = False
+        self._failed: str | None = None  # why writes stopped (not the exception: its frames hold RocksDB)
         self._path.mkdir(parents=True, exist_ok=True)
         self._lock_fd = self._acquire_dir_lock()
         self._segments: dict[int, Segment] = {}
@@ -246,9 +247,26 @@ class LogsDB:
         if self._closed:
             raise ClosedError("the log store is closed")
 
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self._failed is not None:
+            raise StorageError(f"the log store takes no writes since a sync failed ({self._failed}); reopen it")
+
+    def _fail_stop(self, error: StorageError) -> StorageError:
+        """After a failed sync, what reached the disk is unknown (Linux may even drop the unwritten
+        pages and report the next sync as a success), so the store takes no more writes until it is
+        reopened and reloads its state from what the disk holds."""
+        self._failed = str(error)
+        return error
+
     @property
     def path(self) -> Path:
         return self._path
+
+    @property
+    def write_failure(self) -> str | None:
+        """Why the store takes no more writes (a sync failed), or None while it does."""
+        return self._failed
 
     @property
     def config(self) -> LogsDBConfig:
@@ -259,7 +277,7 @@ class LogsDB:
     def write(self, ops: Sequence[WriteOp], *, sync: bool = True) -> None:
         """Store ``ops`` atomically. Raises :class:`StorageError` if nothing was stored."""
         with self._write_lock:
-            self._check_open()
+            self._check_writable()
             pid = self._partition_for_write()
             _, _, handle = self._partitions[pid]
             batch = WriteBatch(raw_mode=True)
@@ -310,7 +328,11 @@ class LogsDB:
                 # Synced before RocksDB holds a reference to them: see _segment.
                 segment = self._segments[pid]
                 offset = segment.append([value for *_, value in to_segment])
-                segment.sync()
+                try:
+                    segment.sync()
+                except StorageError as exc:
+                    self._fail_stop(exc)
+                    raise
                 for key, timestamp_ms, count, value in to_segment:
                     entries.append((key, fmt.encode_segment_ref(key, timestamp_ms, count, offset, len(value))))
                     offset += len(value)
@@ -401,11 +423,11 @@ class LogsDB:
     def sync_wal(self) -> None:
         """Make every write stored so far durable (for writers that store with ``sync=False`` and
         sync later, while the next write goes on). Lets other threads run meanwhile."""
-        self._check_open()
+        self._check_writable()
         try:
             self._db.flush_wal(True)
         except Exception as exc:
-            raise StorageError(f"RocksDB write-ahead log sync failed: {exc}") from exc
+            raise self._fail_stop(StorageError(f"RocksDB write-ahead log sync failed: {exc}")) from exc
 
     def _partition_for_write(self) -> int:
         now_ms = self._clock.now_ms()
@@ -429,10 +451,10 @@ class LogsDB:
             # Registered after it exists: a crash in between leaves an unregistered, empty family
             # that the next open drops.
             self._meta.put(_P_PARTITION + _u64(pid), _u64(now_ms), self._write_async)
-            self._db.flush_wal(True)
         except Exception as exc:
             segment.close()
             raise StorageError(f"cannot create partition {pid}: {exc}") from exc
+        self.sync_wal()
         with self._lock:
             self._partitions[pid] = (now_ms, cf, self._db.get_column_family_handle(name))
             self._directory[pid] = {}
@@ -444,7 +466,7 @@ class LogsDB:
     def trim(self, log_id: int, lsn: int) -> None:
         """Raise the log's trim point to ``lsn`` (durably). Lowering it is a no-op."""
         with self._write_lock:
-            self._check_open()
+            self._check_writable()
             if lsn <= self._trim.get(log_id, 0):
                 return
             self._meta_put_sync(_P_TRIM + _u64(log_id), _u64(lsn))
@@ -506,12 +528,12 @@ class LogsDB:
     def put_meta(self, key: bytes, value: bytes) -> None:
         """Durably store an upper layer's metadata key."""
         with self._write_lock:
-            self._check_open()
+            self._check_writable()
             self._meta_put_sync(_P_USER + key, value)
 
     def delete_meta(self, key: bytes) -> None:
         with self._write_lock:
-            self._check_open()
+            self._check_writable()
             try:
                 self._meta.delete(_P_USER + key, self._write_async)
             except Exception as exc:
@@ -716,7 +738,7 @@ class LogsDB:
         """
         dropped: list[int] = []
         with self._write_lock:
-            self._check_open()
+            self._check_writable()
             now_ms = self._clock.now_ms()
             newest = max(self._partitions, default=0)
             for pid in sorted(self._partitions):

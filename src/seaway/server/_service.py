@@ -135,7 +135,8 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def Health(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.HealthReply:
         from seaway import __version__  # noqa: PLC0415 - the package imports this module
 
-        status = "NOT_SERVING" if self._stopping.is_set() or self._store.closed else "SERVING"
+        serving = not (self._stopping.is_set() or self._store.closed or self._store.write_failure)
+        status = "SERVING" if serving else "NOT_SERVING"
         return pb.HealthReply(status=status, version=__version__)
 
     def CreateLog(self, request: pb.CreateLogRequest, context: grpc.ServicerContext) -> pb.LogInfo:
