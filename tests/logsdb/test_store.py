@@ -30,7 +30,7 @@ from seaway.logsdb import (
     RecordsEntry,
 )
 from seaway.logsdb import _format as fmt
-from seaway.testing import FakeClock, failing_wal_syncs
+from seaway.testing import FakeClock, failing_rocksdb, failing_wal_syncs
 
 E1 = 1 << 32
 
@@ -283,3 +283,50 @@ def test_a_failed_wal_sync_stops_writes_until_reopened(tmp_path: Path) -> None:
     with LogsDB(tmp_path) as db:
         put(db, 1, E1 + 2, [b"after"], 2)
         assert [e.first_lsn for e in all_entries(db, 1)] == [E1 + 1, E1 + 2]
+
+
+@pytest.mark.parametrize("call", ["write", "flush_wal"])
+def test_a_failed_write_stops_writes_and_its_error_does_not_hold_the_store_open(tmp_path: Path, call: str) -> None:
+    # After a failed RocksDB write (its WAL append, say) RocksDB's state is as unknown as after a
+    # failed sync: writes stop until the store is reopened and reloads what the disk holds.
+    with LogsDB(tmp_path) as db:
+        put(db, 1, E1 + 1, [b"kept"], 1)
+        with failing_rocksdb(db, call), pytest.raises(StorageError, match="injected") as failed:
+            put(db, 1, E1 + 2, [b"unknown"], 2)
+        with pytest.raises(StorageError, match="reopen"):
+            put(db, 1, E1 + 3, [b"refused"], 3)
+        assert call in (db.write_failure or "")
+    # Whoever keeps the error (a future does) must not keep RocksDB open: a column family handle
+    # in a frame of its traceback would, and the next open in this process would fail.
+    assert failed.value.__traceback__ is not None
+    with LogsDB(tmp_path) as db:
+        put(db, 1, E1 + 3, [b"after"], 3)
+        lsns = [e.first_lsn for e in all_entries(db, 1)]  # the unknown entry may or may not be there
+        assert lsns in ([E1 + 1, E1 + 3], [E1 + 1, E1 + 2, E1 + 3])
+
+
+@pytest.mark.parametrize("call", ["create_column_family", "meta.put", "flush_wal"])
+def test_a_failed_new_partition_stops_writes_until_reopened(tmp_path: Path, clock: FakeClock, call: str) -> None:
+    config = LogsDBConfig(partition_duration_s=10)
+    with LogsDB(tmp_path, config, clock) as db:
+        put(db, 1, E1 + 1, [b"kept"], 1)
+        clock.advance(11)
+        with failing_rocksdb(db, call), pytest.raises(StorageError, match="injected"):
+            put(db, 1, E1 + 2, [b"unknown"], 2)
+        with pytest.raises(StorageError, match="reopen"):
+            put(db, 1, E1 + 3, [b"refused"], 3)
+    with LogsDB(tmp_path, config, clock) as db:  # an unregistered family is dropped on open
+        put(db, 1, E1 + 3, [b"after"], 3)
+        assert [e.first_lsn for e in all_entries(db, 1)] == [E1 + 1, E1 + 3]
+
+
+@pytest.mark.parametrize("call", ["meta.put", "meta.delete"])
+def test_a_failed_metadata_write_stops_writes_until_reopened(tmp_path: Path, call: str) -> None:
+    with LogsDB(tmp_path) as db:
+        db.put_meta(b"k", b"v")
+        with failing_rocksdb(db, call), pytest.raises(StorageError, match="injected"):
+            db.trim(1, E1 + 1) if call == "meta.put" else db.delete_meta(b"k")
+        with pytest.raises(StorageError, match="reopen"):
+            db.put_meta(b"k", b"w")
+    with LogsDB(tmp_path) as db:
+        assert db.get_meta(b"k") == b"v"

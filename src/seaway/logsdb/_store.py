@@ -12,8 +12,10 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -75,6 +77,19 @@ _COMPRESSION = {
 
 def _u64(value: int) -> bytes:
     return fmt.encode_u64(value)
+
+
+def _clear_frames(error: BaseException) -> None:
+    """Drop the locals of the finished frames ``error`` and its causes passed through."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        exc = pending.pop()
+        if exc is None or id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        pending += [exc.__cause__, exc.__context__]
 
 
 def _cf_name(partition_id: int) -> str:
@@ -255,9 +270,26 @@ class LogsDB:
     def _fail_stop(self, error: StorageError) -> StorageError:
         """After a failed sync, what reached the disk is unknown (Linux may even drop the unwritten
         pages and report the next sync as a success), so the store takes no more writes until it is
-        reopened and reloads its state from what the disk holds."""
+        reopened and reloads its state from what the disk holds. The same goes for a failed RocksDB
+        write: RocksDB stops taking writes itself after most of them."""
         self._failed = str(error)
         return error
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the writers' lock for a write while the store takes writes.
+
+        The error of a failed write leaves with the locals of the frames it passed through cleared:
+        a column family handle among them keeps RocksDB open after :meth:`close` for as long as
+        anyone (a future, a log line's caller) holds the error, and the next open in this process
+        would fail. The writing itself therefore goes in a function of its own, below this one."""
+        with self._write_lock:
+            self._check_writable()
+            try:
+                yield
+            except BaseException as exc:
+                _clear_frames(exc)
+                raise
 
     @property
     def path(self) -> Path:
@@ -276,83 +308,89 @@ class LogsDB:
 
     def write(self, ops: Sequence[WriteOp], *, sync: bool = True) -> None:
         """Store ``ops`` atomically. Raises :class:`StorageError` if nothing was stored."""
-        with self._write_lock:
-            self._check_writable()
-            pid = self._partition_for_write()
-            _, _, handle = self._partitions[pid]
-            batch = WriteBatch(raw_mode=True)
-            directory = self._directory[pid]
-            changed: dict[int, fmt.DirEntry] = {}
-            seals: dict[int, int] = {}
-            produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
-            entries: list[tuple[bytes, bytes]] = []
-            to_segment: list[tuple[bytes, int, int, bytes]] = []  # key, timestamp, count, entry
-            total = 0
-            for op in ops:
-                if isinstance(op, PutSeal):
-                    self._batch_seal(batch, op)
-                    seals[op.log_id] = op.epoch
-                    continue
-                key = fmt.encode_key(op.log_id, op.first_lsn)
-                if isinstance(op, PutRecords):
-                    value = fmt.encode_records(key, op.timestamp_ms, list(op.payloads))
-                    last = op.first_lsn + len(op.payloads) - 1
-                    if op.producer is not None:
-                        self._remember(produced, op, op.producer)
-                else:
-                    value = fmt.encode_hole_plug(key, op.timestamp_ms, op.count)
-                    last = op.first_lsn + op.count - 1
-                if len(value) > self._config.entry_bytes_max:
-                    raise PayloadTooLargeError(
-                        f"entry of {len(value)} bytes exceeds entry_bytes_max={self._config.entry_bytes_max}")
-                invariant(op.first_lsn > self._trim.get(op.log_id, 0),
-                          f"log {op.log_id}: LSN {op.first_lsn:#x} is at or below the trim point")
-                total += len(value)
-                if isinstance(op, PutRecords) and len(value) >= self._config.segment_min_bytes:
-                    to_segment.append((key, op.timestamp_ms, len(op.payloads), value))
-                else:
-                    entries.append((key, value))
-                d = changed.get(op.log_id) or directory.get(op.log_id)
-                changed[op.log_id] = self._dir_after(d, op.first_lsn, last, op.timestamp_ms, len(value))
-            if total > self._config.write_bytes_max:
+        with self._writing():
+            self._write(ops, sync)
+
+    def _write(self, ops: Sequence[WriteOp], sync: bool) -> None:
+        pid = self._partition_for_write()
+        _, _, handle = self._partitions[pid]
+        batch = WriteBatch(raw_mode=True)
+        directory = self._directory[pid]
+        changed: dict[int, fmt.DirEntry] = {}
+        seals: dict[int, int] = {}
+        produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
+        entries: list[tuple[bytes, bytes]] = []
+        to_segment: list[tuple[bytes, int, int, bytes]] = []  # key, timestamp, count, entry
+        total = 0
+        for op in ops:
+            if isinstance(op, PutSeal):
+                self._batch_seal(batch, op)
+                seals[op.log_id] = op.epoch
+                continue
+            key = fmt.encode_key(op.log_id, op.first_lsn)
+            if isinstance(op, PutRecords):
+                value = fmt.encode_records(key, op.timestamp_ms, list(op.payloads))
+                last = op.first_lsn + len(op.payloads) - 1
+                if op.producer is not None:
+                    self._remember(produced, op, op.producer)
+            else:
+                value = fmt.encode_hole_plug(key, op.timestamp_ms, op.count)
+                last = op.first_lsn + op.count - 1
+            if len(value) > self._config.entry_bytes_max:
                 raise PayloadTooLargeError(
-                    f"write of {total} bytes exceeds write_bytes_max={self._config.write_bytes_max}")
+                    f"entry of {len(value)} bytes exceeds entry_bytes_max={self._config.entry_bytes_max}")
+            invariant(op.first_lsn > self._trim.get(op.log_id, 0),
+                      f"log {op.log_id}: LSN {op.first_lsn:#x} is at or below the trim point")
+            total += len(value)
+            if isinstance(op, PutRecords) and len(value) >= self._config.segment_min_bytes:
+                to_segment.append((key, op.timestamp_ms, len(op.payloads), value))
+            else:
+                entries.append((key, value))
+            d = changed.get(op.log_id) or directory.get(op.log_id)
+            changed[op.log_id] = self._dir_after(d, op.first_lsn, last, op.timestamp_ms, len(value))
+        if total > self._config.write_bytes_max:
+            raise PayloadTooLargeError(
+                f"write of {total} bytes exceeds write_bytes_max={self._config.write_bytes_max}")
+        for log_id, d in changed.items():
+            batch.put(_P_DIRECTORY + _u64(pid) + _u64(log_id), d.encode(), self._meta_handle)
+        for (log_id, producer_id), window in produced.items():
+            batch.put(_P_PRODUCER + _u64(log_id) + producer_id, fmt.encode_produced(window), self._meta_handle)
+        forgotten = self._producers_to_forget(produced)
+        for gone_log, gone_producer in forgotten:
+            batch.delete(_P_PRODUCER + _u64(gone_log) + gone_producer, self._meta_handle)
+        if to_segment:
+            offset = self._to_segment(pid, [value for *_, value in to_segment])
+            for key, timestamp_ms, count, value in to_segment:
+                entries.append((key, fmt.encode_segment_ref(key, timestamp_ms, count, offset, len(value))))
+                offset += len(value)
+        # The entries go in last: a batch grows by reallocation, so a small put after a large
+        # one would copy the large one again (the order of puts to distinct keys does not matter).
+        for key, value in entries:
+            batch.put(key, value, handle)
+        self._apply(batch, sync)
+        with self._lock:
+            self._produced.update(produced)
+            for log_id, producer_id in produced:
+                self._producers.setdefault(log_id, OrderedDict())[producer_id] = None
+                self._producers[log_id].move_to_end(producer_id)
+            for log_id, producer_id in forgotten:
+                del self._produced[(log_id, producer_id)]
+                del self._producers[log_id][producer_id]
             for log_id, d in changed.items():
-                batch.put(_P_DIRECTORY + _u64(pid) + _u64(log_id), d.encode(), self._meta_handle)
-            for (log_id, producer_id), window in produced.items():
-                batch.put(_P_PRODUCER + _u64(log_id) + producer_id, fmt.encode_produced(window), self._meta_handle)
-            forgotten = self._producers_to_forget(produced)
-            for gone_log, gone_producer in forgotten:
-                batch.delete(_P_PRODUCER + _u64(gone_log) + gone_producer, self._meta_handle)
-            if to_segment:
-                # Synced before RocksDB holds a reference to them: see _segment.
-                segment = self._segments[pid]
-                offset = segment.append([value for *_, value in to_segment])
-                try:
-                    segment.sync()
-                except StorageError as exc:
-                    self._fail_stop(exc)
-                    raise
-                for key, timestamp_ms, count, value in to_segment:
-                    entries.append((key, fmt.encode_segment_ref(key, timestamp_ms, count, offset, len(value))))
-                    offset += len(value)
-            # The entries go in last: a batch grows by reallocation, so a small put after a large
-            # one would copy the large one again (the order of puts to distinct keys does not matter).
-            for key, value in entries:
-                batch.put(key, value, handle)
-            self._apply(batch, sync)
-            with self._lock:
-                self._produced.update(produced)
-                for log_id, producer_id in produced:
-                    self._producers.setdefault(log_id, OrderedDict())[producer_id] = None
-                    self._producers[log_id].move_to_end(producer_id)
-                for log_id, producer_id in forgotten:
-                    del self._produced[(log_id, producer_id)]
-                    del self._producers[log_id][producer_id]
-                for log_id, d in changed.items():
-                    directory[log_id] = d
-                    self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
-                self._seal.update(seals)
+                directory[log_id] = d
+                self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
+            self._seal.update(seals)
+
+    def _to_segment(self, pid: int, values: list[bytes]) -> int:
+        """Append ``values`` to the partition's segment and sync them (before RocksDB holds a
+        reference to them: see _segment); the offset of the first."""
+        segment = self._segments[pid]
+        offset = segment.append(values)  # a failed write leaves nothing referenced: writes go on
+        try:
+            segment.sync()
+        except StorageError as exc:
+            raise self._fail_stop(exc) from None
+        return offset
 
     def _remember(self, produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]], op: PutRecords,
                   mark: ProducerMark) -> None:
@@ -416,7 +454,7 @@ class LogsDB:
         try:
             self._db.write(batch, self._write_async)
         except Exception as exc:
-            raise StorageError(f"RocksDB write failed: {exc}") from exc
+            raise self._fail_stop(StorageError(f"RocksDB write failed: {exc}")) from exc
         if sync:
             self.sync_wal()
 
@@ -452,8 +490,9 @@ class LogsDB:
             # that the next open drops.
             self._meta.put(_P_PARTITION + _u64(pid), _u64(now_ms), self._write_async)
         except Exception as exc:
+            # Its family may exist now, unregistered: the next open drops it.
             segment.close()
-            raise StorageError(f"cannot create partition {pid}: {exc}") from exc
+            raise self._fail_stop(StorageError(f"cannot create partition {pid}: {exc}")) from exc
         self.sync_wal()
         with self._lock:
             self._partitions[pid] = (now_ms, cf, self._db.get_column_family_handle(name))
@@ -465,8 +504,7 @@ class LogsDB:
 
     def trim(self, log_id: int, lsn: int) -> None:
         """Raise the log's trim point to ``lsn`` (durably). Lowering it is a no-op."""
-        with self._write_lock:
-            self._check_writable()
+        with self._writing():
             if lsn <= self._trim.get(log_id, 0):
                 return
             self._meta_put_sync(_P_TRIM + _u64(log_id), _u64(lsn))
@@ -480,7 +518,7 @@ class LogsDB:
         try:
             self._meta.put(key, value, self._write_async)
         except Exception as exc:
-            raise StorageError(f"RocksDB metadata write failed: {exc}") from exc
+            raise self._fail_stop(StorageError(f"RocksDB metadata write failed: {exc}")) from exc
         self.sync_wal()
 
     def trim_point(self, log_id: int) -> int:
@@ -527,17 +565,15 @@ class LogsDB:
 
     def put_meta(self, key: bytes, value: bytes) -> None:
         """Durably store an upper layer's metadata key."""
-        with self._write_lock:
-            self._check_writable()
+        with self._writing():
             self._meta_put_sync(_P_USER + key, value)
 
     def delete_meta(self, key: bytes) -> None:
-        with self._write_lock:
-            self._check_writable()
+        with self._writing():
             try:
                 self._meta.delete(_P_USER + key, self._write_async)
             except Exception as exc:
-                raise StorageError(f"RocksDB metadata delete failed: {exc}") from exc
+                raise self._fail_stop(StorageError(f"RocksDB metadata delete failed: {exc}")) from exc
             self.sync_wal()
 
     def get_meta(self, key: bytes) -> bytes | None:
@@ -737,8 +773,7 @@ class LogsDB:
         never dropped. Each log's trim point is raised over what was dropped, so readers see TRIM.
         """
         dropped: list[int] = []
-        with self._write_lock:
-            self._check_writable()
+        with self._writing():
             now_ms = self._clock.now_ms()
             newest = max(self._partitions, default=0)
             for pid in sorted(self._partitions):

@@ -1,4 +1,4 @@
-"""Disk faults that cannot be injected from outside the process: a failing RocksDB sync."""
+"""Disk faults that cannot be injected from outside the process: failing RocksDB calls."""
 
 from __future__ import annotations
 
@@ -9,26 +9,40 @@ from typing import Any, cast
 from seaway.logsdb import LogsDB
 
 
-class _FailingWALSync:
-    """Stands in for a LogsDB's RocksDB handle (rocksdict's own type cannot be patched): every
-    write-ahead log sync fails as rocksdict reports I/O errors, with a bare ``Exception``."""
+class _Failing:
+    """Stands in for one of a LogsDB's rocksdict objects (rocksdict's own types cannot be patched):
+    the named calls fail as rocksdict reports I/O errors, with a bare ``Exception``."""
 
-    def __init__(self, db: Any) -> None:
-        self._db = db
-
-    def flush_wal(self, sync: bool) -> None:
-        raise Exception("IO error: injected write-ahead log sync failure")
+    def __init__(self, real: Any, calls: frozenset[str]) -> None:
+        self._real = real
+        self._calls = calls
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._db, name)
+        if name in self._calls:
+            def fail(*args: Any, **kwargs: Any) -> Any:
+                raise Exception(f"IO error: injected {name} failure")
+            return fail
+        return getattr(self._real, name)
+
+
+@contextmanager
+def failing_rocksdb(db: LogsDB, *calls: str) -> Iterator[None]:
+    """While inside, the named calls of ``db``'s RocksDB fail: ``write``, ``flush_wal``,
+    ``create_column_family`` and the like on the database, ``meta.put`` and ``meta.delete`` on its
+    metadata family."""
+    on_meta = frozenset(c.removeprefix("meta.") for c in calls if c.startswith("meta."))
+    on_db = frozenset(c for c in calls if not c.startswith("meta."))
+    real_db, real_meta = db._db, db._meta
+    db._db = cast(Any, _Failing(real_db, on_db))
+    db._meta = cast(Any, _Failing(real_meta, on_meta))
+    try:
+        yield
+    finally:
+        db._db, db._meta = real_db, real_meta
 
 
 @contextmanager
 def failing_wal_syncs(db: LogsDB) -> Iterator[None]:
     """While inside, every write-ahead log sync of ``db`` fails."""
-    real = db._db
-    db._db = cast(Any, _FailingWALSync(real))
-    try:
+    with failing_rocksdb(db, "flush_wal"):
         yield
-    finally:
-        db._db = real
