@@ -23,11 +23,12 @@ from seaway import (
     PayloadTooLargeError,
     Record,
     RetryPolicy,
+    SeawayConfig,
     StorageError,
     TrimPastTailError,
     UnknownLogError,
 )
-from seaway.log import BatchingWriter, DiskWrite
+from seaway.log import BatchingWriter, DiskWrite, LogStoreConfig, StorageConfig
 from seaway.logsdb import PutRecords
 from seaway.testing import FakeClock, failing_wal_syncs
 
@@ -169,12 +170,16 @@ def test_failed_disk_write_fails_the_append_and_leaves_a_hole(tmp_path: Path) ->
         assert (gap.lsn_lo, gap.lsn_hi) == (first + 1, after - 1) == (first + 1, first + 2)
 
 
-def test_failed_disk_sync_stops_appends_until_reopened(tmp_path: Path) -> None:
-    with seaway.open(tmp_path) as sw:
+@pytest.mark.parametrize("writes_in_flight", [1, 2])
+def test_failed_disk_sync_stops_appends_until_reopened(tmp_path: Path, writes_in_flight: int) -> None:
+    # One write in flight: each disk write's result comes back within the writer's own loop, which
+    # must still stop (it once spun there for ever, resending a seal that failed at once).
+    config = SeawayConfig(LogStoreConfig(storage=StorageConfig(writes_in_flight_max=writes_in_flight)))
+    with seaway.open(tmp_path, config) as sw:
         log = sw.logs.create("l")
         first = log.append(b"before")
         with failing_wal_syncs(sw._store.logsdb), pytest.raises(StorageError, match="injected"):
-            log.append(b"unknown")
+            log.append_async(b"unknown").result(10)
         # Retrying would only spin the sequencer through plugs and epochs: appends fail at once.
         started = time.monotonic()
         with pytest.raises(StorageError, match="reopen"):

@@ -88,6 +88,20 @@ def test_running_out_of_esns_moves_to_a_new_epoch() -> None:
     assert StoreMsg(5, make_lsn(2, 1), 1, (b"x", b"y"), True) in effects
 
 
+def test_failed_seal_is_sent_again_after_a_delay_not_at_once() -> None:
+    # At once, a disk that keeps failing would have the sequencer and storage answer each other
+    # for ever, never returning to the driver.
+    seq = Sequencer(5, SequencerConfig(store_timeout_ms=10_000, seal_retry_ms=50))
+    seq.handle(AppendRequest(1, (b"a",)), 0)
+    assert seq.handle(EpochGranted(1), 0) == [SealMsg(5, 0)]
+    assert seq.handle(SealReply(5, 0, 0, StorageError("disk")), 3) == []
+    assert seq.state is SequencerState.ACTIVATING and seq.next_deadline_ms == 53
+    assert seq.handle(Tick(), 52) == []
+    assert seq.handle(Tick(), 53) == [SealMsg(5, 0)]
+    effects = seq.handle(SealReply(5, 0, 0, None), 54)
+    assert seq.state is SequencerState.ACTIVE and StoreMsg(5, make_lsn(1, 1), 54, (b"a",), True) in effects
+
+
 def test_lost_seal_is_resent() -> None:
     seq = Sequencer(5, SequencerConfig(store_timeout_ms=10))
     seq.handle(AppendRequest(1, (b"a",)), 0)

@@ -46,6 +46,8 @@ class SequencerConfig:
     """Sends of one store before the append fails and its slot is plugged."""
     plug_attempts_max: int = 5
     """Sends of one plug before the sequencer gives up its epoch."""
+    seal_retry_ms: int = 100
+    """How long after a failed seal the sequencer seals again (an unanswered one: ``store_timeout_ms``)."""
     in_flight_max: int = 4096
     """Appends sequenced but not yet decided; more wait in the queue."""
     queued_max: int = 65_536
@@ -272,7 +274,9 @@ class Sequencer:
         if self.state is not SequencerState.ACTIVATING or reply.epoch != self.epoch - 1:
             return
         if reply.error is not None:
-            self._resend_seal(now_ms, out)
+            # Not at once: storage that fails every write would answer at once again, and the two
+            # would go on answering each other without a pause.
+            self._seal_deadline_ms = now_ms + self._config.seal_retry_ms
             return
         self._seal_deadline_ms = None
         self.state = SequencerState.ACTIVE
