@@ -133,12 +133,14 @@ def test_a_failed_segment_write_stores_nothing_and_the_next_write_works(tmp_path
         assert entries(db, 1) == [RecordsEntry(1, E1 + 1, 1, list(LARGE)), RecordsEntry(1, E1 + 5, 3, list(LARGE))]
 
 
-def test_a_failed_segment_sync_stores_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("sync", ["fdatasync", "fsync_dir"])
+def test_a_failed_segment_sync_stores_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sync: str) -> None:
+    # fsync_dir: the new file's name in its directory is as much a part of its bytes being durable.
     with LogsDB(tmp_path, CONFIG) as db:
-        def failing(fd: int) -> None:
+        def failing(fd: object) -> None:
             raise OSError(errno.EIO, "Input/output error")
 
-        monkeypatch.setattr(_segment.os, "fdatasync", failing)
+        monkeypatch.setattr(_segment.os if sync == "fdatasync" else _segment, sync, failing)
         with pytest.raises(StorageError, match="Input/output error"):
             db.write([PutRecords(1, E1 + 1, 1, tuple(LARGE))])
         assert db.last_lsn(1) == 0 and entries(db, 1) == [] and db.raw_value(1, E1 + 1) is None
@@ -171,8 +173,8 @@ def test_dropped_partition_takes_its_segment_and_orphans_go_on_open(tmp_path: Pa
         assert entries(db, 1) == [RecordsEntry(1, E1 + 5, clock.now_ms(), list(LARGE))]
 
 
-def test_segment_writes_many_buffers_and_resumes_short_writes(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_segment_writes_many_buffers_and_resumes_short_writes_and_reads(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     segment = Segment(tmp_path / "s.seg")
     values = [bytes([i % 251]) * (i % 7) for i in range(3000)]  # more buffers than one call takes
     real = os.pwritev
@@ -189,6 +191,10 @@ def test_segment_writes_many_buffers_and_resumes_short_writes(tmp_path: Path,
     segment.sync()
     assert offset == sum(map(len, values[:1500])) and segment.size() == sum(map(len, values))
     assert segment.read(0, sum(map(len, values))) == b"".join(values)
+    real_pread = os.pread
+    monkeypatch.setattr(_segment.os, "pread", lambda fd, n, at: real_pread(fd, min(n, 1000), at))
+    assert segment.read(5, sum(map(len, values))) == b"".join(values)[5:]  # to the end, 1000 bytes a call
+    monkeypatch.setattr(_segment.os, "pread", real_pread)
     segment.close()
     segment.close()
     with pytest.raises(ClosedError):

@@ -97,10 +97,6 @@ class Segment:
         with self._using(create=True) as fd:
             offset = self._size
             try:
-                if not self._dir_synced:
-                    # Whoever created the file, its name is durable before any byte in it counts.
-                    fsync_dir(self.path.parent)
-                    self._dir_synced = True
                 _pwrite_all(fd, values, offset)
             except OSError as exc:
                 raise StorageError(f"cannot write segment file {self.path.name}: {exc}") from exc
@@ -108,10 +104,15 @@ class Segment:
         return offset
 
     def sync(self) -> None:
-        """Make every append so far durable."""
+        """Make every append so far durable, and the file's name in its directory with them."""
         with self._using(create=True) as fd:
             try:
                 os.fdatasync(fd)
+                if not self._dir_synced:
+                    # Whoever created the file (this process or one before a crash), its name is
+                    # durable before any byte in it counts.
+                    fsync_dir(self.path.parent)
+                    self._dir_synced = True
             except OSError as exc:
                 raise StorageError(f"cannot sync segment file {self.path.name}: {exc}") from exc
 
@@ -121,7 +122,7 @@ class Segment:
         with self._using() as fd:
             if fd < 0 or not 0 <= offset < self._size or length <= 0:
                 return b""
-            return os.pread(fd, min(length, self._size - offset), offset)
+            return _pread_all(fd, min(length, self._size - offset), offset)
 
     def size(self) -> int:
         """Bytes appended so far (the next append's offset)."""
@@ -142,6 +143,23 @@ class Segment:
                 self.path.unlink(missing_ok=True)
             except OSError as exc:
                 raise StorageError(f"cannot remove segment file {self.path}: {exc}") from exc
+
+
+def _pread_all(fd: int, length: int, offset: int) -> bytes:
+    """Up to ``length`` bytes at ``offset``: a read may return fewer than asked (Linux gives at most
+    about 2 GiB a call), so read on until the range is done or the file ends."""
+    first = os.pread(fd, length, offset)
+    if len(first) == length or not first:
+        return first
+    parts = [first]
+    done = len(first)
+    while done < length:
+        part = os.pread(fd, length - done, offset + done)
+        if not part:
+            break
+        parts.append(part)
+        done += len(part)
+    return b"".join(parts)
 
 
 def _pwrite_all(fd: int, values: Sequence[bytes], offset: int) -> None:
