@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import threading
 import traceback
 from collections import OrderedDict
@@ -100,6 +101,9 @@ def _segment_name(partition_id: int) -> str:
     return f"{_cf_name(partition_id)}.seg"
 
 
+_SEGMENT_NAME = re.compile(r"p[0-9a-f]{16}\.seg")
+
+
 class LogsDB:
     """The local log store. Thread-safe: one writer at a time, any number of concurrent readers.
 
@@ -122,14 +126,17 @@ class LogsDB:
         self._path.mkdir(parents=True, exist_ok=True)
         self._lock_fd = self._acquire_dir_lock()
         self._segments: dict[int, Segment] = {}
+        # partition id -> (created_ms, Rdict, handle)
+        self._partitions: dict[int, tuple[int, Any, Any]] = {}
         try:
             self._open_segments_dir()
             self._open_rocksdb()
             self._load_metadata()
-        except BaseException:
-            for segment in self._segments.values():
-                segment.close()
-            os.close(self._lock_fd)
+        except BaseException as exc:
+            # Close what opened: a caller that keeps the error (its frames hold this object) must
+            # not keep RocksDB open, or the next open in this process would fail.
+            self._close_files()
+            _clear_frames(exc)
             raise
 
     # --- opening and closing --------------------------------------------------------------------
@@ -189,8 +196,7 @@ class LogsDB:
             yield key, cast(bytes, value)
 
     def _load_metadata(self) -> None:
-        # partition id -> (created_ms, Rdict, handle); directory: partition id -> log id -> DirEntry
-        self._partitions: dict[int, tuple[int, Any, Any]] = {}
+        # directory: partition id -> log id -> DirEntry
         self._directory: dict[int, dict[int, fmt.DirEntry]] = {}
         created: dict[int, int] = {}
         for key, value in self._meta_scan(_P_PARTITION):
@@ -208,8 +214,13 @@ class LogsDB:
             self._segments[pid] = Segment(self._segments_dir / _segment_name(pid))
         kept = {_segment_name(pid) for pid in self._partitions}
         for path in self._segments_dir.iterdir():
-            if path.name not in kept:
-                path.unlink()  # its partition was dropped, or never registered (a crash in between)
+            # A segment whose partition was dropped, or never registered (a crash in between).
+            # Nothing else is Seaway's to remove: the folder may be a mount point, say.
+            if _SEGMENT_NAME.fullmatch(path.name) and path.name not in kept:
+                try:
+                    path.unlink()
+                except OSError as exc:
+                    raise StorageError(f"cannot remove the orphaned segment file {path}: {exc}") from exc
         for key, value in self._meta_scan(_P_DIRECTORY):
             pid, log_id = fmt.decode_u64(key[1:9]), fmt.decode_u64(key[9:17])
             if pid in self._directory:
@@ -240,17 +251,23 @@ class LogsDB:
             if self._closed:
                 return
             self._closed = True
-            for _, cf, _ in self._partitions.values():
-                cf.close()
-            self._partitions.clear()
-            for segment in self._segments.values():
-                segment.close()
-            self._segments.clear()
+            self._close_files()
+
+    def _close_files(self) -> None:
+        """Close whatever is open of RocksDB, the segments and the directory lock."""
+        for _, cf, _ in self._partitions.values():
+            cf.close()
+        self._partitions.clear()
+        for segment in self._segments.values():
+            segment.close()
+        self._segments.clear()
+        if hasattr(self, "_meta"):
             self._meta.close()
             del self._meta, self._meta_handle
+        if hasattr(self, "_db"):
             self._db.close()
             del self._db
-            os.close(self._lock_fd)
+        os.close(self._lock_fd)
 
     def __enter__(self) -> LogsDB:
         return self
@@ -698,7 +715,7 @@ class LogsDB:
         if header.kind is fmt.EntryKind.SEGMENT_REF:
             try:
                 offset, length = fmt.decode_segment_ref(value)
-                if length > self._config.entry_bytes_max:
+                if length > fmt.ENTRY_BYTES_LIMIT:  # not the configured limit: it may have been lowered since
                     raise fmt.HeaderCorrupt("segment reference longer than any entry")
                 value = segment.read(offset, length)
                 stored = fmt.decode_header(key, value)

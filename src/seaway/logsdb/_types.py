@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from seaway.logsdb._format import ENTRY_BYTES_LIMIT
+
 
 class Durability(Enum):
     """When a write is acknowledged.
@@ -28,7 +30,8 @@ class LogsDBConfig:
     partition_bytes_max: int = 1 << 30
     """... or once it holds this many bytes of entries."""
     entry_bytes_max: int = 64 << 20
-    """The largest encoded batch one write may store."""
+    """The largest encoded batch one write may store (at most 1 GiB). Lowering it later leaves the
+    larger entries stored before readable."""
     write_bytes_max: int = 256 << 20
     """The largest write batch (all entries and metadata of one write)."""
     compression: str = "lz4"
@@ -48,6 +51,8 @@ class LogsDBConfig:
             raise ValueError("partition_duration_s must be positive")
         if self.partition_bytes_max <= 0 or self.entry_bytes_max <= 0 or self.write_bytes_max <= 0:
             raise ValueError("byte limits must be positive")
+        if self.entry_bytes_max > ENTRY_BYTES_LIMIT:
+            raise ValueError(f"entry_bytes_max must be at most {ENTRY_BYTES_LIMIT} (1 GiB)")
         if self.segment_min_bytes < 0:
             raise ValueError("segment_min_bytes must not be negative")
         if not 1 <= self.producer_window <= 4096:
