@@ -39,12 +39,12 @@ def fsync_dir(path: Path) -> None:
 class Segment:
     """One partition's segment file: appended by one writer at a time, read by any thread.
 
-    The file is opened by the first call that needs it (and created by the first append), so a
-    store with many time partitions holds descriptors only for those written or read since it
-    opened. The descriptor is
-    closed by :meth:`close` once no call is using it, or when the last reference to the segment
-    goes: a reader that found the partition before it was dropped still reads it (the file stays
-    readable after :meth:`remove` until then).
+    The file is opened by each call that needs it (and created by the first append), and closed
+    once no call is using it, so a long catch-up read over many time partitions holds no
+    descriptor for those it has passed. Two exceptions: a segment appended to keeps its
+    descriptor until :meth:`stop_appending` (the next write needs it at once), and a removed one
+    until the last reference to it goes, so a reader that found the partition before it was
+    dropped still reads it. :meth:`close` closes it for good once no call is using it.
     """
 
     def __init__(self, path: Path) -> None:
@@ -54,25 +54,35 @@ class Segment:
         self._dir_synced = False
         self._lock = threading.Lock()
         self._users = 0
+        self._appending = False
+        self._removed = False
         self._closing = False
         self._close_fd: weakref.finalize[[int], Segment] | None = None
 
     def _open(self, create: bool) -> None:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o644)
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
             if create:
-                raise
+                raise StorageError(f"cannot create segment file {self.path}: {exc}") from exc
             return  # nothing was ever appended, or a crash took the file: reads find no bytes
         except OSError as exc:
             raise StorageError(f"cannot open segment file {self.path}: {exc}") from exc
-        self._close_fd = weakref.finalize(self, os.close, fd)
+        close_fd = weakref.finalize(self, os.close, fd)
         try:
             self._size = os.fstat(fd).st_size
         except OSError as exc:
-            self._close_fd()
+            close_fd()
             raise StorageError(f"cannot open segment file {self.path}: {exc}") from exc
-        self._fd = fd
+        self._fd, self._close_fd = fd, close_fd
+
+    def _close_if_idle(self) -> None:
+        """Close the descriptor if no call is using it and nothing keeps it (under the lock)."""
+        if self._users or self._close_fd is None:
+            return
+        if self._closing or not (self._appending or self._removed):
+            self._close_fd()
+            self._fd, self._close_fd = -1, None
 
     @contextmanager
     def _using(self, create: bool = False) -> Iterator[int]:
@@ -88,12 +98,13 @@ class Segment:
         finally:
             with self._lock:
                 self._users -= 1
-                if self._closing and not self._users and self._close_fd is not None:
-                    self._close_fd()
+                self._close_if_idle()
 
     def append(self, values: Sequence[bytes]) -> int:
         """Write ``values`` back to back at the end; return the offset of the first. Not durable
         until :meth:`sync`. On failure nothing counts as appended: the next append overwrites."""
+        with self._lock:
+            self._appending = True
         with self._using(create=True) as fd:
             offset = self._size
             try:
@@ -129,16 +140,24 @@ class Segment:
         with self._using():
             return self._size
 
+    def stop_appending(self) -> None:
+        """No more appends come (a newer partition takes them): keep no descriptor between calls."""
+        with self._lock:
+            self._appending = False
+            self._close_if_idle()
+
     def close(self) -> None:
         """Idempotent; calls in progress finish first, later ones raise :class:`ClosedError`."""
         with self._lock:
             self._closing = True
-            if not self._users and self._close_fd is not None:
-                self._close_fd()
+            self._close_if_idle()
 
     def remove(self) -> None:
-        """Delete the file. Readers holding this segment can still read it: it is opened first."""
+        """Delete the file. Readers holding this segment can still read it: it is opened first,
+        and stays open until the last reference to the segment goes."""
         with self._using():
+            with self._lock:
+                self._removed = True
             try:
                 self.path.unlink(missing_ok=True)
             except OSError as exc:

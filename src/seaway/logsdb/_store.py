@@ -512,9 +512,12 @@ class LogsDB:
             raise self._fail_stop(StorageError(f"cannot create partition {pid}: {exc}")) from exc
         self.sync_wal()
         with self._lock:
+            previous = self._segments.get(max(self._segments, default=0))
             self._partitions[pid] = (now_ms, cf, self._db.get_column_family_handle(name))
             self._directory[pid] = {}
             self._segments[pid] = segment
+        if previous is not None:
+            previous.stop_appending()  # new entries go to the new partition
         return pid
 
     # --- metadata -------------------------------------------------------------------------------
