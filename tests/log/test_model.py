@@ -134,9 +134,10 @@ TestLogModelEntryByEntry = EntryByEntryLogMachine.TestCase
 
 
 class SegmentLogMachine(LogMachine):
-    """Batches above a few hundred bytes go to segment files, and readers read them from there."""
+    """Entries of 60 bytes or more (most batches, some single records) go to segment files, the
+    rest stay inline, and readers read both."""
 
-    store_config = LogStoreConfig(logsdb=LogsDBConfig(partition_duration_s=10, segment_min_bytes=300),
+    store_config = LogStoreConfig(logsdb=LogsDBConfig(partition_duration_s=10, segment_min_bytes=60),
                                   tail_cache_bytes_max=0)
 
 

@@ -59,8 +59,10 @@ def test_large_entries_go_to_the_segment_and_read_back_after_reopen(tmp_path: Pa
         assert entries(db, 1) == [RecordsEntry(1, E1 + 1, 10, list(LARGE)), RecordsEntry(1, E1 + 5, 11, list(SMALL)),
                                   HolePlugEntry(1, E1 + 6, E1 + 7, 12), RecordsEntry(1, E1 + 8, 14, list(LARGE))]
         assert entries(db, 2) == [RecordsEntry(2, E1 + 1, 13, list(LARGE[:3]))]
-        # The byte budget counts an entry's bytes, not its reference's.
-        assert [e.first_lsn for e in db.read(1, 1, 2**64 - 1, 1)[0]] == [E1 + 1]
+        # The byte budget counts an entry's bytes, not its reference's: a budget larger than two
+        # references but smaller than one entry ends the read after the first entry.
+        assert 2 * len(db.raw_value(1, E1 + 1) or b"") < 200 < fmt.encoded_records_bytes(LARGE)
+        assert [e.first_lsn for e in db.read(1, 1, 2**64 - 1, 200)[0]] == [E1 + 1]
         assert db.find_time(1, 14) == E1 + 8 and db.find_time(1, 11) == E1 + 5
         # A write appends after what the segment already holds.
         db.write([PutRecords(1, E1 + 12, 15, tuple(LARGE))])
