@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from seaway import PreemptedError, StorageError, TimedOutError
 from seaway.log import (
     ESN_MAX,
@@ -100,6 +102,16 @@ def test_failed_seal_is_sent_again_after_a_delay_not_at_once() -> None:
     assert seq.handle(Tick(), 53) == [SealMsg(5, 0)]
     effects = seq.handle(SealReply(5, 0, 0, None), 54)
     assert seq.state is SequencerState.ACTIVE and StoreMsg(5, make_lsn(1, 1), 54, (b"a",), True) in effects
+
+
+def test_a_failed_seal_waits_no_longer_than_an_unanswered_one() -> None:
+    seq = Sequencer(5, SequencerConfig(store_timeout_ms=10, seal_retry_ms=100))
+    seq.handle(AppendRequest(1, (b"a",)), 0)
+    seq.handle(EpochGranted(1), 0)
+    assert seq.handle(SealReply(5, 0, 0, StorageError("disk")), 4) == []
+    assert seq.next_deadline_ms == 10  # the resend the timeout set already is not put off
+    with pytest.raises(ValueError, match="seal_retry_ms"):
+        SequencerConfig(seal_retry_ms=0)  # a failed seal resent at once could loop for ever
 
 
 def test_lost_seal_is_resent() -> None:

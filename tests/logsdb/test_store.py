@@ -330,3 +330,21 @@ def test_a_failed_metadata_write_stops_writes_until_reopened(tmp_path: Path, cal
             db.put_meta(b"k", b"w")
     with LogsDB(tmp_path) as db:
         assert db.get_meta(b"k") == b"v"
+
+
+def test_a_failed_partition_drop_stops_writes_and_the_next_open_finishes_it(tmp_path: Path, clock: FakeClock) -> None:
+    config = LogsDBConfig(partition_duration_s=10)
+    with LogsDB(tmp_path, config, clock) as db:
+        put(db, 1, E1 + 1, [b"trimmed"], clock.now_ms())
+        clock.advance(11)
+        put(db, 1, E1 + 2, [b"kept"], clock.now_ms())
+        db.trim(1, E1 + 1)
+        with failing_rocksdb(db, "drop_column_family"), pytest.raises(StorageError, match="injected"):
+            db.drop_expired(lambda log_id: None)
+        with pytest.raises(StorageError, match="reopen"):
+            put(db, 1, E1 + 3, [b"refused"], clock.now_ms())
+        assert [e.first_lsn for e in all_entries(db, 1)] == [E1 + 2]
+    with LogsDB(tmp_path, config, clock) as db:  # unregistered already: the open drops the family
+        assert [p.partition_id for p in db.partitions()] == [2]
+        put(db, 1, E1 + 3, [b"after"], clock.now_ms())
+        assert [e.first_lsn for e in all_entries(db, 1)] == [E1 + 2, E1 + 3]

@@ -222,9 +222,9 @@ class EmbeddedLogStore:
                 raise
             failure = self.logsdb.write_failure
             if failure is not None:
-                # LogsDB takes no more writes (a sync failed): retrying them would only spin the
-                # sequencers through plugs and epochs. Appends fail until the store is reopened.
-                self._stop_writing(StorageError(f"the log store takes no writes since a sync failed ({failure}); "
+                # LogsDB takes no more writes (a write or a sync failed): retrying them would only
+                # spin the sequencers through plugs and epochs. Appends fail until it is reopened.
+                self._stop_writing(StorageError(f"the log store takes no writes since a write failed ({failure}); "
                                                 "reopen it"))
                 return
             if closing and not batch and not self._storage.busy:

@@ -47,11 +47,20 @@ class SequencerConfig:
     plug_attempts_max: int = 5
     """Sends of one plug before the sequencer gives up its epoch."""
     seal_retry_ms: int = 100
-    """How long after a failed seal the sequencer seals again (an unanswered one: ``store_timeout_ms``)."""
+    """How long after a failed seal the sequencer seals again (an unanswered one: ``store_timeout_ms``,
+    the sooner of the two)."""
     in_flight_max: int = 4096
     """Appends sequenced but not yet decided; more wait in the queue."""
     queued_max: int = 65_536
     """Appends waiting for activation or for the window; more are refused as overloaded."""
+
+    def __post_init__(self) -> None:
+        if self.store_timeout_ms <= 0 or self.seal_retry_ms <= 0:
+            raise ValueError("store_timeout_ms and seal_retry_ms must be positive")
+        if self.store_attempts_max < 1 or self.plug_attempts_max < 1:
+            raise ValueError("store_attempts_max and plug_attempts_max must be at least 1")
+        if self.in_flight_max < 1 or self.queued_max < 1:
+            raise ValueError("in_flight_max and queued_max must be at least 1")
 
 
 class SequencerState(Enum):
@@ -265,8 +274,8 @@ class Sequencer:
         keep appends waiting for ever."""
         self._seal_attempts += 1
         if self._seal_attempts > self._config.store_attempts_max:
-            self._fail_queue(TimedOutError(f"log {self.log_id}: activation unanswered after "
-                                           f"{self._seal_attempts - 1} seals"), out)
+            self._fail_queue(TimedOutError(f"log {self.log_id}: no seal of {self._seal_attempts - 1} "
+                                           "succeeded (unanswered or failed)"), out)
         self._seal_deadline_ms = now_ms + self._config.store_timeout_ms
         out.append(SealMsg(self.log_id, self.epoch - 1))
 
@@ -276,7 +285,8 @@ class Sequencer:
         if reply.error is not None:
             # Not at once: storage that fails every write would answer at once again, and the two
             # would go on answering each other without a pause.
-            self._seal_deadline_ms = now_ms + self._config.seal_retry_ms
+            retry_ms = now_ms + min(self._config.seal_retry_ms, self._config.store_timeout_ms)
+            self._seal_deadline_ms = min(retry_ms, self._seal_deadline_ms or retry_ms)
             return
         self._seal_deadline_ms = None
         self.state = SequencerState.ACTIVE

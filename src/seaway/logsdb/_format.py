@@ -49,9 +49,9 @@ _REF = struct.Struct(">QI")
 KEY_BYTES = _KEY.size
 HEADER_BYTES = _HEADER.size
 RECORD_OVERHEAD_BYTES = 12
+"""Per record: its length (u32) and its checksum (u64)."""
 ENTRY_BYTES_LIMIT = 1 << 30
 """The largest entry the format stores (a segment reference's length is a u32, with room to spare)."""
-"""Per record: its length (u32) and its checksum (u64)."""
 
 
 class EntryKind(IntEnum):

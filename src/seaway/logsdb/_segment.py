@@ -167,18 +167,15 @@ class Segment:
 def _pread_all(fd: int, length: int, offset: int) -> bytes:
     """Up to ``length`` bytes at ``offset``: a read may return fewer than asked (Linux gives at most
     about 2 GiB a call), so read on until the range is done or the file ends."""
-    first = os.pread(fd, length, offset)
-    if len(first) == length or not first:
-        return first
-    parts = [first]
-    done = len(first)
+    parts: list[bytes] = []
+    done = 0
     while done < length:
         part = os.pread(fd, length - done, offset + done)
         if not part:
             break
         parts.append(part)
         done += len(part)
-    return b"".join(parts)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _pwrite_all(fd: int, values: Sequence[bytes], offset: int) -> None:

@@ -10,6 +10,7 @@ atomic RocksDB write batch.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import re
 import threading
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from rocksdict import (
     DBCompressionType,
@@ -55,6 +56,9 @@ from seaway.logsdb._types import (
     WriteOp,
 )
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
 _META_CF = "meta"
 _LOCK_FILE = "SEAWAY.lock"
 _SEGMENTS_DIR = "segments"
@@ -80,17 +84,23 @@ def _u64(value: int) -> bytes:
     return fmt.encode_u64(value)
 
 
-def _clear_frames(error: BaseException) -> None:
-    """Drop the locals of the finished frames ``error`` and its causes passed through."""
-    seen: set[int] = set()
-    pending: list[BaseException | None] = [error]
-    while pending:
-        exc = pending.pop()
-        if exc is None or id(exc) in seen:
-            continue
-        seen.add(id(exc))
-        traceback.clear_frames(exc.__traceback__)
-        pending += [exc.__cause__, exc.__context__]
+def _holding_no_handles(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """An error leaves ``method`` with the locals of the frames it and its causes passed through
+    cleared: a column family handle among them keeps RocksDB open after :meth:`LogsDB.close` for as
+    long as anyone (a future, say) holds the error, and the next open in this process would fail."""
+
+    @functools.wraps(method)
+    def clearing(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except BaseException as exc:
+            error: BaseException | None = exc
+            while error is not None:  # not __context__: that may be a caller's own error
+                traceback.clear_frames(error.__traceback__)
+                error = error.__cause__
+            raise
+
+    return clearing
 
 
 def _cf_name(partition_id: int) -> str:
@@ -132,11 +142,8 @@ class LogsDB:
             self._open_segments_dir()
             self._open_rocksdb()
             self._load_metadata()
-        except BaseException as exc:
-            # Close what opened: a caller that keeps the error (its frames hold this object) must
-            # not keep RocksDB open, or the next open in this process would fail.
-            self._close_files()
-            _clear_frames(exc)
+        except BaseException:
+            self._close_files()  # explicitly: the error's frames hold this object
             raise
 
     # --- opening and closing --------------------------------------------------------------------
@@ -282,7 +289,7 @@ class LogsDB:
     def _check_writable(self) -> None:
         self._check_open()
         if self._failed is not None:
-            raise StorageError(f"the log store takes no writes since a sync failed ({self._failed}); reopen it")
+            raise StorageError(f"the log store takes no writes since a write failed ({self._failed}); reopen it")
 
     def _fail_stop(self, error: StorageError) -> StorageError:
         """After a failed sync, what reached the disk is unknown (Linux may even drop the unwritten
@@ -294,19 +301,10 @@ class LogsDB:
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
-        """Hold the writers' lock for a write while the store takes writes.
-
-        The error of a failed write leaves with the locals of the frames it passed through cleared:
-        a column family handle among them keeps RocksDB open after :meth:`close` for as long as
-        anyone (a future, a log line's caller) holds the error, and the next open in this process
-        would fail. The writing itself therefore goes in a function of its own, below this one."""
+        """Hold the writers' lock for a write while the store takes writes."""
         with self._write_lock:
             self._check_writable()
-            try:
-                yield
-            except BaseException as exc:
-                _clear_frames(exc)
-                raise
+            yield
 
     @property
     def path(self) -> Path:
@@ -314,7 +312,7 @@ class LogsDB:
 
     @property
     def write_failure(self) -> str | None:
-        """Why the store takes no more writes (a sync failed), or None while it does."""
+        """Why the store takes no more writes (a write or a sync failed), or None while it does."""
         return self._failed
 
     @property
@@ -323,6 +321,7 @@ class LogsDB:
 
     # --- writing --------------------------------------------------------------------------------
 
+    @_holding_no_handles
     def write(self, ops: Sequence[WriteOp], *, sync: bool = True) -> None:
         """Store ``ops`` atomically. Raises :class:`StorageError` if nothing was stored."""
         with self._writing():
@@ -406,7 +405,7 @@ class LogsDB:
         try:
             segment.sync()
         except StorageError as exc:
-            raise self._fail_stop(exc) from None
+            raise self._fail_stop(exc)  # noqa: B904 (its cause is the OSError already)
         return offset
 
     def _remember(self, produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]], op: PutRecords,
@@ -522,6 +521,7 @@ class LogsDB:
 
     # --- metadata -------------------------------------------------------------------------------
 
+    @_holding_no_handles
     def trim(self, log_id: int, lsn: int) -> None:
         """Raise the log's trim point to ``lsn`` (durably). Lowering it is a no-op."""
         with self._writing():
@@ -583,11 +583,13 @@ class LogsDB:
                 for pid, (created, _, _) in sorted(self._partitions.items())
             ]
 
+    @_holding_no_handles
     def put_meta(self, key: bytes, value: bytes) -> None:
         """Durably store an upper layer's metadata key."""
         with self._writing():
             self._meta_put_sync(_P_USER + key, value)
 
+    @_holding_no_handles
     def delete_meta(self, key: bytes) -> None:
         with self._writing():
             try:
@@ -620,6 +622,7 @@ class LogsDB:
                     out.append((pid, self._partitions[pid][1], self._segments[pid], replace(d)))
             return out
 
+    @_holding_no_handles
     def read(self, log_id: int, lsn_from: int, lsn_to: int, bytes_max: int) -> tuple[list[Entry], int]:
         """Entries of the log that overlap ``[lsn_from, lsn_to]``, in LSN order, and how far they cover.
 
@@ -646,6 +649,7 @@ class LogsDB:
             out.pop()
         return out, covered_to
 
+    @_holding_no_handles
     def next_entry_lsn(self, log_id: int, after_lsn: int) -> int | None:
         """The first LSN of the first entry of the log that starts above ``after_lsn``, if any."""
         if after_lsn >= 2**64 - 1:
@@ -728,6 +732,7 @@ class LogsDB:
                 return CorruptEntry(log_id, lsn, last), len(value)
         return RecordsEntry(log_id, lsn, header.timestamp_ms, fmt.decode_payloads(value, header.count)), len(value)
 
+    @_holding_no_handles
     def find_time(self, log_id: int, timestamp_ms: int) -> int:
         """The first LSN above the trim point whose entry is stamped at or after ``timestamp_ms``.
 
@@ -785,6 +790,7 @@ class LogsDB:
 
     # --- retention ------------------------------------------------------------------------------
 
+    @_holding_no_handles
     def drop_expired(self, backlog_ms_of: Callable[[int], int | None]) -> list[int]:
         """Drop the oldest partitions none of whose records is retained; return their ids.
 
@@ -830,8 +836,8 @@ class LogsDB:
         cf.close()
         try:
             self._db.drop_column_family(_cf_name(pid))
-        except Exception as exc:  # unregistered now: the next open drops it
-            raise StorageError(f"cannot drop partition {pid}: {exc}") from exc
+        except Exception as exc:  # unregistered now: the next open drops it, and its segment
+            raise self._fail_stop(StorageError(f"cannot drop partition {pid}: {exc}")) from exc
         segment.remove()  # its descriptor closes with the last reader holding it
 
     # --- test and repair hooks -----------------------------------------------------------------

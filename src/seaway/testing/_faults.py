@@ -38,7 +38,8 @@ def failing_rocksdb(db: LogsDB, *calls: str) -> Iterator[None]:
     try:
         yield
     finally:
-        db._db, db._meta = real_db, real_meta
+        if not db._closed:  # a store closed inside has let go of both
+            db._db, db._meta = real_db, real_meta
 
 
 @contextmanager
