@@ -85,13 +85,15 @@ class Segment:
             self._fd, self._close_fd = -1, None
 
     @contextmanager
-    def _using(self, create: bool = False) -> Iterator[int]:
-        """The descriptor (-1 if the file does not exist and ``create`` is false), held open."""
+    def _using(self, appending: bool = False) -> Iterator[int]:
+        """The descriptor, held open: created if ``appending`` (and kept open after), else -1 if
+        the file does not exist."""
         with self._lock:
             if self._closing:
                 raise ClosedError(f"segment file {self.path.name} is closed")
             if self._fd < 0:
-                self._open(create)
+                self._open(create=appending)
+            self._appending |= appending
             self._users += 1
         try:
             yield self._fd
@@ -103,9 +105,7 @@ class Segment:
     def append(self, values: Sequence[bytes]) -> int:
         """Write ``values`` back to back at the end; return the offset of the first. Not durable
         until :meth:`sync`. On failure nothing counts as appended: the next append overwrites."""
-        with self._lock:
-            self._appending = True
-        with self._using(create=True) as fd:
+        with self._using(appending=True) as fd:
             offset = self._size
             try:
                 _pwrite_all(fd, values, offset)
@@ -116,7 +116,7 @@ class Segment:
 
     def sync(self) -> None:
         """Make every append so far durable, and the file's name in its directory with them."""
-        with self._using(create=True) as fd:
+        with self._using(appending=True) as fd:
             try:
                 os.fdatasync(fd)
                 if not self._dir_synced:
