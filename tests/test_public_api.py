@@ -13,13 +13,13 @@ def test_exported_names_are_pinned() -> None:
     assert sorted(seaway.__all__) == sorted([
         "LSN_INVALID", "LSN_MAX", "LSN_OLDEST", "OLDEST", "AuthenticationError", "BatchingWriter", "ClientError",
         "Clock",
-        "ClosedError", "CorruptionError", "DataDirLockedError", "Durability", "Gap", "GapType",
+        "ClosedError", "ConditionFailedError", "CorruptionError", "DataDirLockedError", "Durability", "Gap", "GapType",
         "InvalidArgumentError", "Log", "LogAttributes", "LogExistsError", "LogGroup", "LogStoreConfig",
-        "LogsDBConfig", "LsnOutOfRangeError", "OverloadedError", "PayloadTooLargeError", "PreemptedError",
+        "LogsDBConfig", "LsnOutOfRangeError", "MetaBatch", "OverloadedError", "PayloadTooLargeError", "PreemptedError",
         "Reader", "Record", "RecordRun", "RemoteSeaway", "RetryPolicy", "Seaway",
         "SequenceTooOldError", "SeawayConfig", "SeawayError", "ServerError",
         "StorageError", "SystemClock", "TimedOutError", "TransportError", "TrimPastTailError",
-        "UnavailableError", "UnknownLogError",
+        "UnavailableError", "UnknownLogError", "Versioned",
         "__version__", "connect", "epoch_of", "error_class", "esn_of", "lsn_str", "make_lsn", "open",
     ])
 

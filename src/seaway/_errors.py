@@ -77,6 +77,20 @@ class SequenceTooOldError(ClientError):
     code = "SEQUENCE_TOO_OLD"
 
 
+class ConditionFailedError(ClientError):
+    """A condition of a metadata batch did not hold, so none of the batch was applied. ``key`` names
+    the first condition that failed (its namespace and key), ``version`` is that key's version now
+    (0: absent). Read again, then decide whether to try again."""
+
+    code = "CONDITION_FAILED"
+
+    def __init__(self, message: str, namespace: str = "", key: bytes = b"", version: int = 0) -> None:
+        super().__init__(message)
+        self.namespace = namespace
+        self.key = key
+        self.version = version
+
+
 class ClosedError(ClientError):
     """The object was closed by its owner; it can no longer be used."""
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seaway._clock import Clock
-from seaway.log import DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig
+from seaway.log import DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig, MetadataStore
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class Seaway:
         self._store = EmbeddedLogStore(self.path, self.config.logs, clock, disk_fault=disk_fault)
         try:
             self.logs = Logs(self._store, self.config.log_defaults)
+            self.meta = MetadataStore(self._store.logsdb)
         except BaseException:
             self._store.close()
             raise

@@ -18,9 +18,11 @@ _names = itertools.count()
 class Api:
     """A store under test, and a fresh log name for each test (the remote server is shared)."""
 
-    def __init__(self, sw: Any, kind: str) -> None:
+    def __init__(self, sw: Any, kind: str, url: str = "") -> None:
         self.sw = sw
         self.kind = kind
+        self.sw_url = url
+        """The server's address, for tests that open more connections (remote only)."""
 
     def name(self, base: str = "log") -> str:
         return f"{base}-{next(_names)}"
@@ -46,7 +48,7 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
         server: ServerProcess = request.getfixturevalue("server")
         with seaway.connect(server.url, timeout_s=30) as sw:
             try:
-                yield Api(sw, "remote")
+                yield Api(sw, "remote", server.url)
             except BaseException:
                 print(server.log_text()[-4000:])
                 raise

@@ -1,6 +1,14 @@
 """The remote client: ``seaway.connect("seaway://host:port")`` gives the embedded API over the wire."""
 
 from seaway.client._append import AppendQueueConfig
-from seaway.client._client import RemoteLog, RemoteLogs, RemoteReader, RemoteSeaway, connect
+from seaway.client._client import (
+    RemoteLog,
+    RemoteLogs,
+    RemoteMetadataStore,
+    RemoteReader,
+    RemoteSeaway,
+    connect,
+)
 
-__all__ = ["AppendQueueConfig", "RemoteLog", "RemoteLogs", "RemoteReader", "RemoteSeaway", "connect"]
+__all__ = ["AppendQueueConfig", "RemoteLog", "RemoteLogs", "RemoteMetadataStore", "RemoteReader", "RemoteSeaway",
+           "connect"]

@@ -23,6 +23,7 @@ import grpc
 
 from seaway._errors import (
     ClosedError,
+    ConditionFailedError,
     InvalidArgumentError,
     LsnOutOfRangeError,
     SeawayError,
@@ -38,11 +39,16 @@ from seaway.log import (
     LogGroup,
     LogHandle,
     LogInfo,
+    MetaApi,
+    MetaBatch,
     ReadItem,
     RecordRun,
     RetryPolicy,
+    Versioned,
     attribute_overrides,
+    check_meta_key,
     producer_mark,
+    scan_bounds,
     take,
 )
 from seaway.logsdb import Durability, PartitionInfo, ProducerMark
@@ -51,6 +57,7 @@ from seaway.wire import (
     error_from_status,
     items_from_msg,
     log_info_from_msg,
+    meta_batch_to_msg,
     overrides_from_msg,
     overrides_to_msg,
     seaway_pb2,
@@ -96,6 +103,7 @@ class RemoteSeaway:
         self._sequences: dict[int, itertools.count[int]] = {}
         self._sequences_lock = threading.Lock()
         self.logs = RemoteLogs(self)
+        self.meta = RemoteMetadataStore(self)
 
     def _next_mark(self, log_id: int) -> ProducerMark:
         with self._sequences_lock:
@@ -474,6 +482,44 @@ class RemoteLogs:
             if lsn_from <= lsn_until:
                 reader.start_reading(resolved, lsn_from, lsn_until)
         return _closing_iter(reader)
+
+
+class RemoteMetadataStore(MetaApi):
+    """The metadata store of a server; the same methods as :class:`seaway.log.MetadataStore`.
+
+    Reads are retried on transport failures. A commit is not: its outcome is then unknown (a
+    :class:`TransportError`), and only reading the keys again tells whether it was applied."""
+
+    def __init__(self, client: RemoteSeaway) -> None:
+        self._client = client
+
+    def get(self, namespace: str, key: bytes) -> Versioned | None:
+        check_meta_key(namespace, key)
+        reply: pb.MetaGetReply = self._client._call("MetaGet", pb.MetaKey(namespace=namespace, key=key))
+        return Versioned(reply.value, reply.version) if reply.found else None
+
+    def scan(self, namespace: str, *, prefix: bytes = b"", start: bytes | None = None,
+             end: bytes | None = None, limit: int = 1000) -> list[tuple[bytes, Versioned]]:
+        scan_bounds(namespace, prefix, start, end, limit)
+        request = pb.MetaScanRequest(namespace=namespace, prefix=prefix, limit=limit)
+        if start is not None:
+            request.start = start
+        if end is not None:
+            request.end = end
+        reply: pb.MetaScanReply = self._client._call("MetaScan", request)
+        return [(e.key, Versioned(e.value, e.version)) for e in reply.entries]
+
+    def commit(self, batch: MetaBatch) -> int:
+        reply: pb.MetaCommitReply = self._client._call("MetaCommit", meta_batch_to_msg(batch), idempotent=False)
+        if reply.HasField("failed"):
+            f = reply.failed
+            raise ConditionFailedError(f.message, f.namespace, f.key, f.version)
+        return reply.revision
+
+    @property
+    def revision(self) -> int:
+        reply: pb.MetaRevisionReply = self._client._call("MetaRevision", pb.Empty())
+        return reply.revision
 
 
 def _closing_iter(reader: RemoteReader) -> Iterator[ReadItem]:

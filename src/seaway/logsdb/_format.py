@@ -206,3 +206,25 @@ def encode_u64(value: int) -> bytes:
 
 def decode_u64(raw: bytes) -> int:
     return int(_U64.unpack(raw)[0])
+
+
+# --- the metadata store's values --------------------------------------------------------------------
+# A metadata value is ``version u64 | sum u64 | value``: the revision of the batch that wrote it, and
+# an XXH3-64 of the key, the version and the value, so a value moved under another key is caught.
+
+_KV_HEAD = struct.Struct(">QQ")
+
+
+def encode_kv(key: bytes, version: int, value: bytes) -> bytes:
+    return _KV_HEAD.pack(version, xxh3_64_intdigest(value, seed=version ^ xxh3_64_intdigest(key))) + value
+
+
+def decode_kv(key: bytes, raw: bytes) -> tuple[int, bytes]:
+    """``(version, value)``; raises :class:`HeaderCorrupt` if the checksum does not match."""
+    if len(raw) < _KV_HEAD.size:
+        raise HeaderCorrupt("metadata value shorter than its header")
+    version, stored = _KV_HEAD.unpack_from(raw)
+    value = raw[_KV_HEAD.size:]
+    if xxh3_64_intdigest(value, seed=version ^ xxh3_64_intdigest(key)) != stored:
+        raise HeaderCorrupt("metadata value checksum mismatch")
+    return int(version), value

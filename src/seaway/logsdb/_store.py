@@ -34,6 +34,7 @@ from rocksdict import (
 from seaway._clock import Clock, SystemClock
 from seaway._errors import (
     ClosedError,
+    ConditionFailedError,
     CorruptionError,
     DataDirLockedError,
     InvalidArgumentError,
@@ -47,6 +48,10 @@ from seaway.logsdb._types import (
     CorruptEntry,
     Entry,
     HolePlugEntry,
+    KvCheck,
+    KvDelete,
+    KvOp,
+    KvPut,
     LogsDBConfig,
     PartitionInfo,
     ProducerMark,
@@ -71,6 +76,8 @@ _P_SEAL = b"S"  # + log id -> sealed epoch
 _P_EPOCH_END = b"E"  # + log id + epoch -> last LSN of that epoch
 _P_USER = b"U"  # + upper layer's key -> its value
 _P_PRODUCER = b"I"  # + log id + producer id -> its recent batches (idempotent appends)
+_P_KV = b"K"  # + metadata store key -> version + sum + value (see kv_commit)
+_P_KV_REVISION = b"R"  # -> the metadata store's last revision
 
 _COMPRESSION = {
     "none": DBCompressionType.none(),
@@ -131,6 +138,11 @@ class LogsDB:
         # write. A map changes only under both locks, so a writer may read them under its own.
         self._write_lock = threading.Lock()
         self._lock = threading.RLock()
+        # Group commit of metadata batches: each is applied under the writers' lock, then made
+        # durable by one WAL sync that covers every batch applied before it started.
+        self._sync_lock = threading.Lock()
+        self._kv_applied = 0  # metadata batches applied
+        self._kv_synced = 0  # of which durable
         self._closed = False
         self._failed: str | None = None  # why writes stopped (not the exception: its frames hold RocksDB)
         self._path.mkdir(parents=True, exist_ok=True)
@@ -233,6 +245,8 @@ class LogsDB:
             if pid in self._directory:
                 self._directory[pid][log_id] = fmt.DirEntry.decode(value)
         self._trim: dict[int, int] = self._load_u64_map(_P_TRIM)
+        raw_revision = self._meta.get(_P_KV_REVISION)
+        self._kv_revision = fmt.decode_u64(raw_revision) if raw_revision is not None else 0
         self._seal: dict[int, int] = self._load_u64_map(_P_SEAL)
         self._produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
         # Per log, its producers from least to most recently appending (for the bound on them).
@@ -608,6 +622,105 @@ class LogsDB:
         self._check_open()
         for key, value in self._meta_scan(_P_USER + prefix):
             yield key[len(_P_USER):], value
+
+    # --- the metadata store ---------------------------------------------------------------------
+
+    @_holding_no_handles
+    def kv_commit(self, checks: Sequence[KvCheck], ops: Sequence[KvOp]) -> int:
+        """Apply ``ops`` atomically if every check holds; return the batch's revision (the version
+        of every key it puts). Durable when it returns. Raises :class:`ConditionFailedError` for the
+        first check that fails (nothing is applied), :class:`StorageError` if the write failed.
+
+        Revisions go up by one a batch that changes something, across restarts. Concurrent
+        callers share WAL syncs (group commit)."""
+        with self._writing():
+            for check in checks:
+                self._kv_check(check)
+            revision = self._kv_revision + 1
+            batch = WriteBatch(raw_mode=True)
+            for op in ops:
+                if isinstance(op, KvPut):
+                    key = _P_KV + op.key
+                    batch.put(key, fmt.encode_kv(key, revision, op.value), self._meta_handle)
+                elif isinstance(op, KvDelete):
+                    batch.delete(_P_KV + op.key, self._meta_handle)
+                else:
+                    batch.delete_range(_P_KV + op.start, _P_KV + op.end, self._meta_handle)
+            batch.put(_P_KV_REVISION, _u64(revision), self._meta_handle)
+            self._apply(batch, sync=False)
+            self._kv_revision = revision
+            self._kv_applied += 1
+            applied = self._kv_applied
+        self._kv_sync(applied)
+        return revision
+
+    def _kv_check(self, check: KvCheck) -> None:
+        found = self._kv_read(check.key)
+        version = found[0] if found is not None else 0
+        if check.version is not None and version != check.version:
+            raise ConditionFailedError(f"expected version {check.version}, found {version}", key=check.key,
+                                       version=version)
+        if check.value is not None and (found is None or found[1] != check.value):
+            raise ConditionFailedError("the value differs from the expected one" if found is not None
+                                       else "expected a value, the key is absent", key=check.key, version=version)
+
+    def _kv_sync(self, applied: int) -> None:
+        """Return once metadata batch number ``applied`` is durable (one sync covers many)."""
+        with self._sync_lock:
+            if self._kv_synced >= applied:
+                return
+            through = self._kv_applied  # every batch applied so far goes out with this sync
+            self.sync_wal()
+            self._kv_synced = through
+
+    def _kv_read(self, key: bytes) -> tuple[int, bytes] | None:
+        full = _P_KV + key
+        raw: bytes | None = self._meta.get(full)
+        if raw is None:
+            return None
+        try:
+            return fmt.decode_kv(full, raw)
+        except fmt.HeaderCorrupt as exc:
+            raise CorruptionError(f"metadata key {key!r}: {exc}") from exc
+
+    def _kv_settled(self) -> None:
+        """A read sees only durable batches: one applied but not yet synced could still be lost to a
+        crash, and whoever read it would have acted on something that never happened."""
+        applied = self._kv_applied
+        if self._kv_synced < applied:
+            self._kv_sync(applied)
+
+    @_holding_no_handles
+    def kv_get(self, key: bytes) -> tuple[int, bytes] | None:
+        """``(version, value)`` of a metadata key, or None. Raises :class:`CorruptionError`."""
+        self._check_open()
+        self._kv_settled()
+        return self._kv_read(key)
+
+    @_holding_no_handles
+    def kv_scan(self, start: bytes, end: bytes, limit: int) -> list[tuple[bytes, int, bytes]]:
+        """Up to ``limit`` metadata keys in ``[start, end)``, in key order, as ``(key, version, value)``."""
+        self._check_open()
+        self._kv_settled()
+        opts = ReadOptions()
+        opts.set_iterate_upper_bound(_P_KV + end)
+        it = self._meta.iter(opts)
+        it.seek(_P_KV + start)
+        out: list[tuple[bytes, int, bytes]] = []
+        while it.valid() and len(out) < limit:
+            full = cast(bytes, it.key())
+            try:
+                version, value = fmt.decode_kv(full, cast(bytes, it.value()))
+            except fmt.HeaderCorrupt as exc:
+                raise CorruptionError(f"metadata key {full[1:]!r}: {exc}") from exc
+            out.append((full[1:], version, value))
+            it.next()
+        return out
+
+    @property
+    def kv_revision(self) -> int:
+        """The revision of the last metadata batch applied."""
+        return self._kv_revision
 
     # --- reading --------------------------------------------------------------------------------
 

@@ -114,6 +114,41 @@ class PutSeal:
 WriteOp = PutRecords | PutHolePlug | PutSeal
 
 
+# --- The metadata store's batches (see LogsDB.kv_commit) ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KvPut:
+    key: bytes
+    value: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class KvDelete:
+    key: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class KvDeleteRange:
+    """Delete every key in ``[start, end)``."""
+
+    start: bytes
+    end: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class KvCheck:
+    """A batch's condition on one key: its version is ``version`` (0: the key is absent), and, if
+    ``value`` is given, its value is that."""
+
+    key: bytes
+    version: int | None = None
+    value: bytes | None = None
+
+
+KvOp = KvPut | KvDelete | KvDeleteRange
+
+
 # --- Stored entries, as reads return them -----------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ import grpc
 
 from seaway._errors import (
     AuthenticationError,
+    ConditionFailedError,
     InvalidArgumentError,
     OverloadedError,
     SeawayError,
@@ -35,6 +36,7 @@ from seaway.wire import (
     error_to_msg,
     items_to_msg,
     log_info_to_msg,
+    meta_batch_from_msg,
     overrides_from_msg,
     overrides_to_msg,
     seaway_pb2,
@@ -259,6 +261,38 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def FindTime(self, request: pb.FindTimeRequest, context: grpc.ServicerContext) -> pb.LsnReply:
         return self._unary("FindTime", context,
                            lambda: pb.LsnReply(lsn=self._log_of(request.log_id).find_time(request.timestamp_ms)))
+
+    # --- the metadata store -----------------------------------------------------------------------
+
+    def MetaGet(self, request: pb.MetaKey, context: grpc.ServicerContext) -> pb.MetaGetReply:
+        def run() -> pb.MetaGetReply:
+            found = self._store.meta.get(request.namespace, request.key)
+            if found is None:
+                return pb.MetaGetReply(found=False)
+            return pb.MetaGetReply(found=True, value=found.value, version=found.version)
+        return self._unary("MetaGet", context, run)
+
+    def MetaScan(self, request: pb.MetaScanRequest, context: grpc.ServicerContext) -> pb.MetaScanReply:
+        def run() -> pb.MetaScanReply:
+            rows = self._store.meta.scan(
+                request.namespace, prefix=request.prefix,
+                start=request.start if request.HasField("start") else None,
+                end=request.end if request.HasField("end") else None, limit=request.limit or 1000)
+            return pb.MetaScanReply(entries=[pb.MetaEntry(key=k, value=v.value, version=v.version) for k, v in rows])
+        return self._unary("MetaScan", context, run)
+
+    def MetaCommit(self, request: pb.MetaBatch, context: grpc.ServicerContext) -> pb.MetaCommitReply:
+        def run() -> pb.MetaCommitReply:
+            try:
+                return pb.MetaCommitReply(revision=self._store.meta.commit(meta_batch_from_msg(request)))
+            except ConditionFailedError as exc:  # an answer, not a failure of the call
+                return pb.MetaCommitReply(failed=pb.MetaConditionFailed(
+                    namespace=exc.namespace, key=exc.key, version=exc.version, message=str(exc)))
+        return self._unary("MetaCommit", context, run)
+
+    def MetaRevision(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.MetaRevisionReply:
+        return self._unary("MetaRevision", context,
+                           lambda: pb.MetaRevisionReply(revision=self._store.meta.revision))
 
     def _unary(self, method: str, context: grpc.ServicerContext, run: Callable[[], _T]) -> _T:
         self._metrics.requests.labels(method=method).inc()

@@ -28,7 +28,20 @@ from seaway._errors import (
     UnknownLogError,
     error_class,
 )
-from seaway.log import LSN_MAX, Gap, GapType, LogAttributes, LogInfo, ReadItem, Record, RecordRun, RunItem
+from seaway.log import (
+    LSN_MAX,
+    Gap,
+    GapType,
+    LogAttributes,
+    LogInfo,
+    MetaBatch,
+    MetaDelete,
+    MetaPut,
+    ReadItem,
+    Record,
+    RecordRun,
+    RunItem,
+)
 from seaway.logsdb import Durability
 from seaway.wire import seaway_pb2 as pb
 
@@ -189,3 +202,47 @@ def items_from_msg(msg: pb.ReadItems, runs: bool = False) -> list[ReadItem]:
                 raise InvalidArgumentError(f"unknown gap type {run.gap.type}")
             out.append(Gap(log_id, kind, run.gap.lsn_lo, run.gap.lsn_hi))
     return out
+
+
+# --- metadata batches -------------------------------------------------------------------------------
+
+
+def meta_batch_to_msg(batch: MetaBatch) -> pb.MetaBatch:
+    msg = pb.MetaBatch()
+    for c in batch.conditions:
+        cond = msg.conditions.add(namespace=c.namespace, key=c.key)
+        if c.version is not None:
+            cond.version = c.version
+        if c.value is not None:
+            cond.value = c.value
+    for op in batch.ops:
+        if isinstance(op, MetaPut):
+            msg.ops.add().put.CopyFrom(pb.MetaPutOp(namespace=op.namespace, key=op.key, value=op.value))
+        elif isinstance(op, MetaDelete):
+            msg.ops.add().delete.CopyFrom(pb.MetaKey(namespace=op.namespace, key=op.key))
+        else:
+            msg.ops.add().delete_range.CopyFrom(pb.MetaRange(namespace=op.namespace, start=op.start, end=op.end))
+    return msg
+
+
+def meta_batch_from_msg(msg: pb.MetaBatch) -> MetaBatch:
+    """The batch a message stands for, checked as the embedded API checks it."""
+    batch = MetaBatch()
+    for c in msg.conditions:
+        if c.HasField("version"):
+            batch.expect_version(c.namespace, c.key, c.version)
+        if c.HasField("value"):
+            batch.expect_value(c.namespace, c.key, c.value)
+        if not c.HasField("version") and not c.HasField("value"):
+            raise InvalidArgumentError(f"a condition on {c.namespace}/{c.key!r} names neither a version nor a value")
+    for op in msg.ops:
+        which = op.WhichOneof("op")
+        if which == "put":
+            batch.put(op.put.namespace, op.put.key, op.put.value)
+        elif which == "delete":
+            batch.delete(op.delete.namespace, op.delete.key)
+        elif which == "delete_range":
+            batch.delete_range(op.delete_range.namespace, op.delete_range.start, op.delete_range.end)
+        else:
+            raise InvalidArgumentError("an operation of a metadata batch is empty")
+    return batch

@@ -265,3 +265,127 @@ class ReadItems(_message.Message):
     log_id: int
     runs: _containers.RepeatedCompositeFieldContainer[Run]
     def __init__(self, log_id: _Optional[int] = ..., runs: _Optional[_Iterable[_Union[Run, _Mapping]]] = ...) -> None: ...
+
+class MetaKey(_message.Message):
+    __slots__ = ("namespace", "key")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    key: bytes
+    def __init__(self, namespace: _Optional[str] = ..., key: _Optional[bytes] = ...) -> None: ...
+
+class MetaGetReply(_message.Message):
+    __slots__ = ("found", "value", "version")
+    FOUND_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    found: bool
+    value: bytes
+    version: int
+    def __init__(self, found: _Optional[bool] = ..., value: _Optional[bytes] = ..., version: _Optional[int] = ...) -> None: ...
+
+class MetaScanRequest(_message.Message):
+    __slots__ = ("namespace", "prefix", "start", "end", "limit")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    prefix: bytes
+    start: bytes
+    end: bytes
+    limit: int
+    def __init__(self, namespace: _Optional[str] = ..., prefix: _Optional[bytes] = ..., start: _Optional[bytes] = ..., end: _Optional[bytes] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class MetaEntry(_message.Message):
+    __slots__ = ("key", "value", "version")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    value: bytes
+    version: int
+    def __init__(self, key: _Optional[bytes] = ..., value: _Optional[bytes] = ..., version: _Optional[int] = ...) -> None: ...
+
+class MetaScanReply(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[MetaEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[MetaEntry, _Mapping]]] = ...) -> None: ...
+
+class MetaPutOp(_message.Message):
+    __slots__ = ("namespace", "key", "value")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    key: bytes
+    value: bytes
+    def __init__(self, namespace: _Optional[str] = ..., key: _Optional[bytes] = ..., value: _Optional[bytes] = ...) -> None: ...
+
+class MetaRange(_message.Message):
+    __slots__ = ("namespace", "start", "end")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    start: bytes
+    end: bytes
+    def __init__(self, namespace: _Optional[str] = ..., start: _Optional[bytes] = ..., end: _Optional[bytes] = ...) -> None: ...
+
+class MetaOp(_message.Message):
+    __slots__ = ("put", "delete", "delete_range")
+    PUT_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FIELD_NUMBER: _ClassVar[int]
+    DELETE_RANGE_FIELD_NUMBER: _ClassVar[int]
+    put: MetaPutOp
+    delete: MetaKey
+    delete_range: MetaRange
+    def __init__(self, put: _Optional[_Union[MetaPutOp, _Mapping]] = ..., delete: _Optional[_Union[MetaKey, _Mapping]] = ..., delete_range: _Optional[_Union[MetaRange, _Mapping]] = ...) -> None: ...
+
+class MetaCondition(_message.Message):
+    __slots__ = ("namespace", "key", "version", "value")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    key: bytes
+    version: int
+    value: bytes
+    def __init__(self, namespace: _Optional[str] = ..., key: _Optional[bytes] = ..., version: _Optional[int] = ..., value: _Optional[bytes] = ...) -> None: ...
+
+class MetaBatch(_message.Message):
+    __slots__ = ("conditions", "ops")
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    conditions: _containers.RepeatedCompositeFieldContainer[MetaCondition]
+    ops: _containers.RepeatedCompositeFieldContainer[MetaOp]
+    def __init__(self, conditions: _Optional[_Iterable[_Union[MetaCondition, _Mapping]]] = ..., ops: _Optional[_Iterable[_Union[MetaOp, _Mapping]]] = ...) -> None: ...
+
+class MetaConditionFailed(_message.Message):
+    __slots__ = ("namespace", "key", "version", "message")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    key: bytes
+    version: int
+    message: str
+    def __init__(self, namespace: _Optional[str] = ..., key: _Optional[bytes] = ..., version: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class MetaCommitReply(_message.Message):
+    __slots__ = ("revision", "failed")
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    failed: MetaConditionFailed
+    def __init__(self, revision: _Optional[int] = ..., failed: _Optional[_Union[MetaConditionFailed, _Mapping]] = ...) -> None: ...
+
+class MetaRevisionReply(_message.Message):
+    __slots__ = ("revision",)
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    def __init__(self, revision: _Optional[int] = ...) -> None: ...

@@ -104,6 +104,26 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.ReadRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.ReadItems.FromString,
                 _registered_method=True)
+        self.MetaGet = channel.unary_unary(
+                '/seaway.v1.Seaway/MetaGet',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.MetaKey.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaGetReply.FromString,
+                _registered_method=True)
+        self.MetaScan = channel.unary_unary(
+                '/seaway.v1.Seaway/MetaScan',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.MetaScanRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaScanReply.FromString,
+                _registered_method=True)
+        self.MetaCommit = channel.unary_unary(
+                '/seaway.v1.Seaway/MetaCommit',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.MetaBatch.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaCommitReply.FromString,
+                _registered_method=True)
+        self.MetaRevision = channel.unary_unary(
+                '/seaway.v1.Seaway/MetaRevision',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaRevisionReply.FromString,
+                _registered_method=True)
 
 
 class SeawayServicer:
@@ -199,6 +219,35 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def MetaGet(self, request, context):
+        """The metadata store: namespaced keys, each with the version (revision) of the batch that last
+        put it. MetaGet and MetaScan see every batch whose MetaCommit returned.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MetaScan(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MetaCommit(self, request, context):
+        """One atomic batch: applied whole if every condition holds, else not at all (the reply's
+        `failed` names the first condition that did not hold). Not idempotent: after a transport
+        failure its outcome is unknown; read the keys again before deciding to send it again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MetaRevision(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SeawayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -271,6 +320,26 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.Read,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.ReadRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.ReadItems.SerializeToString,
+            ),
+            'MetaGet': grpc.unary_unary_rpc_method_handler(
+                    servicer.MetaGet,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaKey.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.MetaGetReply.SerializeToString,
+            ),
+            'MetaScan': grpc.unary_unary_rpc_method_handler(
+                    servicer.MetaScan,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaScanRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.MetaScanReply.SerializeToString,
+            ),
+            'MetaCommit': grpc.unary_unary_rpc_method_handler(
+                    servicer.MetaCommit,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaBatch.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.MetaCommitReply.SerializeToString,
+            ),
+            'MetaRevision': grpc.unary_unary_rpc_method_handler(
+                    servicer.MetaRevision,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.MetaRevisionReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -651,6 +720,114 @@ class Seaway:
             '/seaway.v1.Seaway/Read',
             seaway_dot_wire_dot_seaway__pb2.ReadRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.ReadItems.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MetaGet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/MetaGet',
+            seaway_dot_wire_dot_seaway__pb2.MetaKey.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.MetaGetReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MetaScan(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/MetaScan',
+            seaway_dot_wire_dot_seaway__pb2.MetaScanRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.MetaScanReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MetaCommit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/MetaCommit',
+            seaway_dot_wire_dot_seaway__pb2.MetaBatch.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.MetaCommitReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MetaRevision(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/MetaRevision',
+            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.MetaRevisionReply.FromString,
             options,
             channel_credentials,
             insecure,
