@@ -17,7 +17,8 @@ from seaway.cli._bench_log import cpu_jiffies, steal_pct
 from seaway.cli._bench_remote import consume, pack_latencies, produce, unpack_latencies
 from seaway.cli._demo import run_demo
 from seaway.cli._progress import Progress
-from seaway.log import RecordRun
+from seaway.log import RecordRun, lsn_str
+from tests.cli.conftest import Cli, Where
 
 
 def seaway_cmd(*args: str) -> subprocess.CompletedProcess[str]:
@@ -138,3 +139,76 @@ def test_paced_producers_send_at_their_phase_of_the_interval() -> None:
     assert calls == ["ready"] and figures["records"] == 400
     for n, offset in enumerate(offsets_ms):
         assert (n + 0.5) * 50 - 1 <= offset <= (n + 0.5) * 50 + 40, offsets_ms
+
+
+def test_log_commands_take_every_spelling_of_an_lsn_and_print_one(cli: Cli, where: Where) -> None:
+    log = where.log
+    assert cli("log", "create", log, *where.args).status == 0
+    appended = cli("log", "append", log, "a", "b", "c", "d", *where.args, "--json")
+    figures = json.loads(appended.out)
+    lsns = range(figures["first_lsn"], figures["first_lsn"] + 4)  # one batch: one epoch, consecutive
+    assert figures["first_lsn_str"] == lsn_str(lsns[0]) and figures["last_lsn_str"] == lsn_str(lsns[-1])
+    epoch = lsns[0] >> 32
+    spelled = [f"e{epoch}n{lsn & 0xFFFFFFFF}" for lsn in lsns]
+    assert cli("log", "append", log, "e", *where.args).out.startswith("appended 1 records at e")
+    for start in (spelled[1], str(lsns[1]), hex(lsns[1]), f" E{epoch}N{lsns[1] & 0xFFFFFFFF} "):
+        lines = cli("log", "tail", log, "--from", start, *where.args).out.splitlines()
+        assert [line.split("\t")[0] for line in lines[:3]] == spelled[1:], start
+        assert [line.split("\t")[2] for line in lines[:3]] == ["b", "c", "d"], start
+    item = json.loads(cli("log", "tail", log, "--from", spelled[3], *where.args, "--json").out.splitlines()[0])
+    assert (item["lsn"], item["lsn_str"], item["payload"]) == (lsns[3], spelled[3], "d")
+    trimmed = cli("log", "trim", log, spelled[0], *where.args)
+    assert trimmed.out == f"trimmed {log} up to {spelled[0]}\n", trimmed.err
+    assert json.loads(cli("log", "trim", log, hex(lsns[1]), *where.args, "--json").out) == {
+        "trimmed_to": lsns[1], "trimmed_to_str": spelled[1]}
+    gap = json.loads(cli("log", "tail", log, *where.args, "--json").out.splitlines()[0])
+    assert (gap["gap"], gap["lsn_lo_str"], gap["lsn_hi_str"]) == ("TRIM", "e0n1", spelled[1])
+    assert f"\ttrimmed to {spelled[1]}\t" in cli("log", "info", log, *where.args).out
+    row = json.loads(cli("log", "info", log, *where.args, "--json").out)[0]
+    assert (row["trim_point"], row["trim_point_str"]) == (lsns[1], spelled[1])
+    assert row["tail_lsn_str"] == lsn_str(row["tail_lsn"]) and row["tail_lsn"] > lsns[-1]
+    assert cli("log", "find-time", log, "0", *where.args).out == f"{spelled[2]}\n"  # the first record kept
+    assert json.loads(cli("log", "find-time", log, "0", *where.args, "--json").out)["lsn_str"] == spelled[2]
+
+
+def test_lsns_in_log_errors_are_spelled_as_printed(cli: Cli, where: Where) -> None:
+    log = where.log
+    assert cli("log", "create", log, *where.args).status == 0
+    first = json.loads(cli("log", "append", log, "a", *where.args, "--json").out)["first_lsn"]
+    past = cli("log", "trim", log, str(first + 5), *where.args)
+    assert past.status == 1 and past.out == ""
+    assert past.err == (f"seaway: error: log {log!r}: cannot trim to {lsn_str(first + 5)}, the tail is "
+                        f"{lsn_str(first)} [TRIM_PAST_TAIL]\n")
+    for bad in ("e1", "12abc", "e4294967296n0", str(2**64), "-1"):
+        refused = cli("log", "trim", log, bad, *where.args)
+        assert refused.status == 1 and refused.err.count("\n") == 1 and "[INVALID_ARGUMENT]" in refused.err, bad
+        assert repr(bad) in refused.err
+        assert cli("log", "tail", log, "--from", bad, *where.args).status == 1
+
+
+def test_read_only_commands_refuse_a_directory_that_is_not_a_store(cli: Cli, tmp_path: Path) -> None:
+    missing, empty, store = tmp_path / "missing", tmp_path / "empty", tmp_path / "store"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a store")
+    for reads in (("info",), ("tail", "l"), ("tail", "l", "--from", "e0n1"), ("find-time", "l", "0")):
+        for where in (missing, empty):
+            refused = cli("log", *reads, "--data-dir", str(where))
+            assert refused.status == 1 and refused.err.count("\n") == 1, refused
+            assert str(where) in refused.err and "[INVALID_ARGUMENT]" in refused.err
+    assert not missing.exists() and [p.name for p in empty.iterdir()] == ["notes.txt"]  # nothing created
+    assert cli("log", "trim", "l", "bogus", "--data-dir", str(missing)).status == 1 and not missing.exists()
+    assert cli("log", "create", "l", "--data-dir", str(store)).status == 0  # a write creates the store
+    assert cli("log", "append", "l", "x", "--data-dir", str(store)).status == 0
+    assert cli("log", "info", "--data-dir", str(store)).out.startswith("l\tid ")
+    assert cli("log", "tail", "l", "--data-dir", str(store)).out.endswith("\tx\n")
+
+
+def test_the_command_reads_lsns_and_meta_keys_as_a_user_types_them(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    assert seaway_cmd("log", "create", "l", "--data-dir", data).returncode == 0
+    assert seaway_cmd("log", "append", "l", "a", "b", "--data-dir", data).returncode == 0
+    tail = seaway_cmd("log", "tail", "l", "--from", "e1n2", "--data-dir", data)
+    assert tail.returncode == 0 and tail.stdout.split("\t")[0] == "e1n2" and tail.stdout.endswith("\tb\n")
+    put = seaway_cmd("meta", "put", "app", "clé", "valeur", "--data-dir", data)
+    assert put.returncode == 0, put.stderr
+    assert seaway_cmd("meta", "get", "app", "clé", "--data-dir", data).stdout.startswith("valeur\tversion ")

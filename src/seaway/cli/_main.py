@@ -6,20 +6,25 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import seaway
 from seaway._errors import InvalidArgumentError, SeawayError
 from seaway.cli._bench_log import LogBenchConfig, run_log_bench
 from seaway.cli._bench_remote import RemoteBenchConfig, run_remote_bench
 from seaway.cli._demo import run_demo, run_demo_remote
+from seaway.cli._lsn import parse_lsn
+from seaway.cli._meta import add_meta_parser, run_meta
+from seaway.cli._store import open_store, out, where_parser
 from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
 from seaway.server import ServerConfig, serve
 
-DEFAULT_ADDRESS = "seaway://127.0.0.1:7070"
+_LSN_HELP = "e<epoch>n<esn> as printed, a decimal integer, or 0x hex"
+_LSN_ARGUMENTS = ("lsn_from", "lsn")
+"""Where ``log`` operations keep the LSNs they are given, as text."""
+_READ_ONLY_OPS = ("tail", "find-time", "info")
+"""``log`` operations that only read: they refuse a data directory that is not a store."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,14 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     log.add_argument("--address", help="with --remote: use this server (seaway://host:port) instead of starting one")
     log.add_argument("--paced-events-per-s", type=int, default=20_000, help="with --remote: the paced run's rate")
 
-    logs = commands.add_parser("log", help="append, tail, trim, find-time, info, create, create-group")
+    logs = commands.add_parser("log", help="append, tail, trim, find-time, info, create, create-group",
+                               description=f"LSNs are given as {_LSN_HELP}, and printed as e<epoch>n<esn>.")
     ops = logs.add_subparsers(dest="op", required=True, metavar="OPERATION")
-    common = argparse.ArgumentParser(add_help=False)
-    where = common.add_mutually_exclusive_group()
-    where.add_argument("--address", default=os.environ.get("SEAWAY_ADDRESS", DEFAULT_ADDRESS),
-                       help=f"server URL (default $SEAWAY_ADDRESS or {DEFAULT_ADDRESS})")
-    where.add_argument("--data-dir", type=Path, help="use this data directory in-process instead of a server")
-    common.add_argument("--json", action="store_true", help="machine-readable output")
+    common = where_parser()
     create = ops.add_parser("create", parents=[common], help="create a log")
     create.add_argument("log")
     create.add_argument("--backlog-s", type=float)
@@ -71,16 +72,17 @@ def _parser() -> argparse.ArgumentParser:
     append.add_argument("payloads", nargs="*")
     tail = ops.add_parser("tail", parents=[common], help="print records and gaps")
     tail.add_argument("log")
-    tail.add_argument("--from", dest="lsn_from", type=int, default=1)
+    tail.add_argument("--from", dest="lsn_from", default="1", metavar="LSN", help=f"{_LSN_HELP} (default 1)")
     tail.add_argument("--follow", action="store_true", help="keep waiting for new records")
     trim = ops.add_parser("trim", parents=[common], help="trim a log up to and including an LSN")
     trim.add_argument("log")
-    trim.add_argument("lsn", type=int)
+    trim.add_argument("lsn", help=_LSN_HELP)
     find = ops.add_parser("find-time", parents=[common], help="first LSN at or after a time (ms since 1970)")
     find.add_argument("log")
     find.add_argument("timestamp_ms", type=int)
     info = ops.add_parser("info", parents=[common], help="logs and their state")
     info.add_argument("log", nargs="?")
+    add_meta_parser(commands, common)
     return parser
 
 
@@ -112,25 +114,16 @@ def _serve(args: argparse.Namespace) -> None:
                        tls_key=args.tls_key, metrics_listen=args.metrics_listen))
 
 
-@contextmanager
-def _store(args: argparse.Namespace) -> Iterator[Any]:
-    if args.data_dir is not None:
-        with seaway.open(args.data_dir) as sw:
-            yield sw
-    else:
-        with seaway.connect(args.address, token=os.environ.get("SEAWAY_TOKEN") or None) as sw:
-            yield sw
-
-
 def _item_json(item: ReadItem) -> dict[str, Any]:
     if isinstance(item, Record):
         try:
             payload: Any = item.payload.decode()
         except UnicodeDecodeError:
             payload = {"hex": item.payload.hex()}
-        return {"lsn": item.lsn, "timestamp_ms": item.timestamp_ms, "payload": payload}
+        return {"lsn": item.lsn, "lsn_str": lsn_str(item.lsn), "timestamp_ms": item.timestamp_ms, "payload": payload}
     gap: Gap = item
-    return {"gap": gap.type.value, "lsn_lo": gap.lsn_lo, "lsn_hi": gap.lsn_hi}
+    return {"gap": gap.type.value, "lsn_lo": gap.lsn_lo, "lsn_hi": gap.lsn_hi,
+            "lsn_lo_str": lsn_str(gap.lsn_lo), "lsn_hi_str": lsn_str(gap.lsn_hi)}
 
 
 def _item_text(item: ReadItem) -> str:
@@ -140,47 +133,55 @@ def _item_text(item: ReadItem) -> str:
 
 
 def _log_command(args: argparse.Namespace) -> None:
-    with _store(args) as sw:
+    """Carry out ``args.op``. LSNs in JSON are integers, each with its ``e<epoch>n<esn>`` beside it
+    (under the same name with ``_str`` appended)."""
+    # LSN arguments are parsed here, not by argparse, so a bad one is one line like any other error;
+    # and before the store opens, so that it is refused before anything is created.
+    given = {name: parse_lsn(getattr(args, name)) for name in _LSN_ARGUMENTS if hasattr(args, name)}
+    with open_store(args, writes=args.op not in _READ_ONLY_OPS) as sw:
         if args.op == "create":
             log = sw.logs.create(args.log, group=args.group,
                                  **({"backlog_s": args.backlog_s} if args.backlog_s else {}))
-            _out(args, {"name": log.name, "log_id": log.id}, f"created {log.name} (id {log.id})")
+            out(args, {"name": log.name, "log_id": log.id}, f"created {log.name} (id {log.id})")
         elif args.op == "create-group":
             made = sw.logs.create_group(args.group, args.first_id, args.last_id,
                                         **({"backlog_s": args.backlog_s} if args.backlog_s else {}))
-            _out(args, {"group": made.name, "first_id": made.first_id, "last_id": made.last_id},
-                 f"created group {made.name} (ids {made.first_id}-{made.last_id})")
+            out(args, {"group": made.name, "first_id": made.first_id, "last_id": made.last_id},
+                f"created group {made.name} (ids {made.first_id}-{made.last_id})")
         elif args.op == "append":
             log = sw.logs.get(args.log)
             payloads = [p.encode() for p in args.payloads] or [line.rstrip("\n").encode() for line in sys.stdin]
             lsns = log.append_batch(payloads)
-            _out(args, {"first_lsn": lsns[0], "count": len(lsns)},
-                 f"appended {len(lsns)} records at {lsn_str(lsns[0])}..{lsn_str(lsns[-1])}")
+            out(args, {"first_lsn": lsns[0], "first_lsn_str": lsn_str(lsns[0]), "last_lsn": lsns[-1],
+                       "last_lsn_str": lsn_str(lsns[-1]), "count": len(lsns)},
+                f"appended {len(lsns)} records at {lsn_str(lsns[0])}..{lsn_str(lsns[-1])}")
         elif args.op == "tail":
             log = sw.logs.get(args.log)
-            for item in log.read(args.lsn_from, LSN_MAX if args.follow else None):
+            for item in log.read(given["lsn_from"], LSN_MAX if args.follow else None):
                 print(json.dumps(_item_json(item)) if args.json else _item_text(item), flush=args.follow)
         elif args.op == "trim":
-            sw.logs.get(args.log).trim(args.lsn)
-            _out(args, {"trimmed_to": args.lsn}, f"trimmed {args.log} up to {lsn_str(args.lsn)}")
+            lsn = given["lsn"]
+            sw.logs.get(args.log).trim(lsn)
+            out(args, {"trimmed_to": lsn, "trimmed_to_str": lsn_str(lsn)}, f"trimmed {args.log} up to {lsn_str(lsn)}")
         elif args.op == "find-time":
-            lsn = sw.logs.get(args.log).find_time(args.timestamp_ms)
-            _out(args, {"lsn": lsn}, lsn_str(lsn))
+            found = sw.logs.get(args.log).find_time(args.timestamp_ms)
+            out(args, {"lsn": found, "lsn_str": lsn_str(found)}, lsn_str(found))
         elif args.op == "info":
             logs = [sw.logs.get(args.log)] if args.log else sw.logs.list()
-            rows = [{"name": log.name, "log_id": log.id, "group": log.info.group, "tail_lsn": log.tail_lsn(),
-                     "trim_point": log.trim_point(), "data_size": log.data_size(),
-                     "backlog_s": log.attributes.backlog_s} for log in logs]
+            rows = [_info_row(log) for log in logs]
             if args.json:
                 print(json.dumps(rows))
             else:
                 for row in rows:
-                    print(f"{row['name']}\tid {row['log_id']}\ttail {lsn_str(row['tail_lsn'])}\t"
-                          f"trimmed to {lsn_str(row['trim_point'])}\t{row['data_size']} bytes")
+                    print(f"{row['name']}\tid {row['log_id']}\ttail {row['tail_lsn_str']}\t"
+                          f"trimmed to {row['trim_point_str']}\t{row['data_size']} bytes")
 
 
-def _out(args: argparse.Namespace, figures: dict[str, Any], text: str) -> None:
-    print(json.dumps(figures) if args.json else text)
+def _info_row(log: Any) -> dict[str, Any]:
+    tail, trim_point = log.tail_lsn(), log.trim_point()
+    return {"name": log.name, "log_id": log.id, "group": log.info.group, "tail_lsn": tail,
+            "tail_lsn_str": lsn_str(tail), "trim_point": trim_point, "trim_point_str": lsn_str(trim_point),
+            "data_size": log.data_size(), "backlog_s": log.attributes.backlog_s}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -194,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _bench_log(args)
         elif args.command == "log":
             _log_command(args)
+        elif args.command == "meta":
+            return run_meta(args)
     except SeawayError as exc:
         print(f"seaway: error: {exc} [{exc.code}]", file=sys.stderr)
         return 1

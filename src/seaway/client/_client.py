@@ -47,6 +47,7 @@ from seaway.log import (
     Versioned,
     attribute_overrides,
     check_meta_key,
+    lsn_str,
     producer_mark,
     scan_bounds,
     take,
@@ -289,7 +290,7 @@ class RemoteReader:
         _check_lsn(lsn_from, "lsn_from")
         _check_lsn(lsn_until, "lsn_until")
         if lsn_from < LSN_OLDEST or lsn_from > lsn_until:
-            raise LsnOutOfRangeError(f"cannot read from {lsn_from:#x} until {lsn_until:#x}")
+            raise LsnOutOfRangeError(f"cannot read from {lsn_str(lsn_from)} until {lsn_str(lsn_until)}")
         self.stop_reading(log_id)
         stream = _Stream(log_id, lsn_from, lsn_until)
         stream.call = self._open(stream)

@@ -64,6 +64,7 @@ class LogsConfig:
         self._groups: dict[str, LogGroup] = {}
         self._logs: dict[str, LogInfo] = {}
         self._by_id: dict[int, LogInfo] = {}
+        self._max_id: dict[str | None, int] = {}  # group (None: no group) -> its highest log id
         for _, raw in db.scan_meta(_GROUP_PREFIX):
             g = json.loads(raw)
             self._groups[g["name"]] = LogGroup(g["name"], g["first_id"], g["last_id"],
@@ -82,6 +83,7 @@ class LogsConfig:
         info = LogInfo(name, log_id, group, self._resolve(group, overrides), overrides)
         self._logs[name] = info
         self._by_id[log_id] = info
+        self._max_id[group] = max(self._max_id.get(group, 0), log_id)
         return info
 
     def create_group(self, name: str, first_id: int, last_id: int, overrides: dict[str, Any]) -> LogGroup:
@@ -135,8 +137,7 @@ class LogsConfig:
             if group is None and self._group_of_id(log_id) is not None:
                 raise InvalidArgumentError(f"log id {log_id} is inside group {self._group_of_id(log_id)!r}")
             return log_id
-        used = [info.log_id for info in self._by_id.values() if info.group == group]
-        candidate = max(used, default=lo - 1) + 1
+        candidate = max(self._max_id.get(group, 0), lo - 1) + 1
         while candidate <= hi:
             g = self._group_of_id(candidate) if group is None else None
             if g is None:

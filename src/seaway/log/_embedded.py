@@ -146,6 +146,10 @@ class EmbeddedLogStore:
         self._storage = StorageNode({i: self.logsdb.last_lsn(i) for i in log_ids},
                                     {i: self.logsdb.sealed_epoch(i) for i in log_ids}, self._config.storage)
         self._sequencers: dict[int, Sequencer] = {}
+        # Logs whose sequencer has a deadline (appends in flight, a seal waiting): the only ones the
+        # writer looks at for timers, so its loop costs the same however many logs exist.
+        self._timed: set[int] = set()
+        self._timed_peak = 0  # a set does not shrink: once it held many, walking it costs that many
         # (log id, event) for a sequencer; (None, event) for the storage node.
         self._events: deque[tuple[int | None, SequencerEvent | StorageEvent]] = deque()
         self._pumping = False
@@ -269,15 +273,15 @@ class EmbeddedLogStore:
                 self._completions.append((future, result))
 
     def _wait_s(self) -> float | None:
-        deadlines = [d for s in self._sequencers.values() if (d := s.next_deadline_ms) is not None]
+        deadlines = [d for log_id in self._timed if (d := self._sequencers[log_id].next_deadline_ms) is not None]
         if not deadlines:
             return None
         return max(0.001, (min(deadlines) - self._clock.now_ms()) / 1000)
 
     def _tick(self) -> None:
         now_ms = self._clock.now_ms()
-        for log_id, sequencer in list(self._sequencers.items()):
-            deadline = sequencer.next_deadline_ms
+        for log_id in list(self._timed):
+            deadline = self._sequencers[log_id].next_deadline_ms
             if deadline is not None and deadline <= now_ms:
                 self._events.append((log_id, Tick()))
 
@@ -313,7 +317,16 @@ class EmbeddedLogStore:
         sequencer = self._sequencers.get(log_id)
         if sequencer is None:
             sequencer = self._sequencers[log_id] = Sequencer(log_id, self._config.sequencer)
-        for effect in sequencer.handle(event, self._clock.now_ms()):
+        effects = sequencer.handle(event, self._clock.now_ms())
+        if sequencer.timed:
+            self._timed.add(log_id)
+            self._timed_peak = max(self._timed_peak, len(self._timed))
+        elif log_id in self._timed:
+            self._timed.discard(log_id)
+            if self._timed_peak > 64 and len(self._timed) * 16 < self._timed_peak:
+                self._timed = set(self._timed)
+                self._timed_peak = len(self._timed)
+        for effect in effects:
             if isinstance(effect, AppendAcked):
                 self._settle(self._pending.pop(effect.request_id),
                              range(effect.first_lsn, effect.first_lsn + effect.count))

@@ -19,7 +19,7 @@ from seaway._errors import (
 from seaway.log._config import LogGroup, LogInfo, LogsConfig
 from seaway.log._embedded import EmbeddedLogStore
 from seaway.log._handle import UNSET, LogHandle, attribute_overrides, producer_mark
-from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn
+from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn, lsn_str
 from seaway.log._reader import LogReadState, ReadChunk
 from seaway.log._types import LogAttributes, ReadItem, Record, take, weight
 from seaway.log._writer import BatchingWriter, RetryPolicy
@@ -100,7 +100,8 @@ class Log(LogHandle):
         check_lsn(lsn)
         tail = self.tail_lsn()
         if lsn > tail:
-            raise TrimPastTailError(f"log {self.name!r}: cannot trim to {lsn:#x}, the tail is {tail:#x}")
+            raise TrimPastTailError(
+                f"log {self.name!r}: cannot trim to {lsn_str(lsn)}, the tail is {lsn_str(tail)}")
         self._store.logsdb.trim(self.id, lsn)
 
     def find_time(self, timestamp_ms: int) -> int:
@@ -145,7 +146,7 @@ class Reader:
         check_lsn(lsn_from, "lsn_from")
         check_lsn(lsn_until, "lsn_until")
         if lsn_from < LSN_OLDEST or lsn_from > lsn_until:
-            raise LsnOutOfRangeError(f"cannot read from {lsn_from:#x} until {lsn_until:#x}")
+            raise LsnOutOfRangeError(f"cannot read from {lsn_str(lsn_from)} until {lsn_str(lsn_until)}")
         with self._lock:
             self._states[log_id] = LogReadState(log_id, lsn_from, lsn_until, runs=self._runs)
             self._unfinished.pop(log_id, None)

@@ -110,6 +110,12 @@ class Sequencer:
         self._seal_attempts = 0
 
     @property
+    def timed(self) -> bool:
+        """Whether the sequencer has a deadline (cheap: :attr:`next_deadline_ms` walks the slots).
+        A slot stays only while it or one below it is undecided."""
+        return bool(self._slots) or self._seal_deadline_ms is not None
+
+    @property
     def next_deadline_ms(self) -> int | None:
         pending = [s.deadline_ms for s in self._slots.values() if s.state is not _SlotState.DONE]
         if self._seal_deadline_ms is not None:

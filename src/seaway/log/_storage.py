@@ -48,8 +48,20 @@ _Msg = StoreMsg | PlugMsg | SealMsg
 class _Write:
     write_id: int
     group: list[tuple[_Msg, bool]]  # (message, writes something)
-    seal: dict[int, int]  # the sealed epochs once this write is durable
-    last: dict[int, int]  # the last LSNs once this write is durable
+    seal: dict[int, int]  # the sealed epochs this write changes, once it is durable
+    last: dict[int, int]  # the last LSNs this write changes, once it is durable
+
+
+def _lookup(log_id: int, own: dict[int, int], bases: list[_Write], field: str, durable: dict[int, int]) -> int:
+    """A log's value as a new write sees it: its own change, else the newest write in flight under
+    it that changed it, else the durable value."""
+    if log_id in own:
+        return own[log_id]
+    for write in bases:
+        changed: dict[int, int] = getattr(write, field)
+        if log_id in changed:
+            return changed[log_id]
+    return durable.get(log_id, 0)
 
 
 class StorageNode:
@@ -127,10 +139,17 @@ class StorageNode:
     def _start_write(self, out: list[StorageEffect]) -> None:
         ops: list[WriteOp] = []
         group: list[tuple[_Msg, bool]] = []
-        # On top of the writes in flight: this one is durable only after they are.
-        base = next((w for w in reversed(self._writing) if w.write_id not in self._doomed), None)
-        seal = dict(base.seal if base else self._seal)
-        last = dict(base.last if base else self._last_lsn)
+        # On top of the writes in flight: this one is durable only after they are. Each write keeps
+        # only what it changes, so starting one costs the same however many logs exist.
+        bases = [w for w in reversed(self._writing) if w.write_id not in self._doomed]
+        seal: dict[int, int] = {}
+        last: dict[int, int] = {}
+
+        def seal_of(log_id: int) -> int:
+            return _lookup(log_id, seal, bases, "seal", self._seal)
+
+        def last_of(log_id: int) -> int:
+            return _lookup(log_id, last, bases, "last", self._last_lsn)
         in_group: set[tuple[int, int]] = set()
         size = 0
         sync = False
@@ -141,14 +160,14 @@ class StorageNode:
             taken += 1
             log_id = msg.log_id
             if isinstance(msg, SealMsg):
-                if msg.epoch > seal.get(log_id, 0):
-                    ended = last.get(log_id, 0)
+                if msg.epoch > seal_of(log_id):
+                    ended = last_of(log_id)
                     ops.append(PutSeal(log_id, msg.epoch, epoch_of(ended), ended))
                     seal[log_id] = msg.epoch
                     sync = True
                 group.append((msg, True))
                 continue
-            if epoch_of(msg.first_lsn) <= seal.get(log_id, 0):
+            if epoch_of(msg.first_lsn) <= seal_of(log_id):
                 out.append(StoreReply(log_id, msg.first_lsn, PreemptedError(
                     f"log {log_id}: epoch {epoch_of(msg.first_lsn)} is sealed")))
                 continue
@@ -173,7 +192,7 @@ class StorageNode:
                 ops.append(PutHolePlug(log_id, msg.first_lsn, msg.count, msg.timestamp_ms))
                 msg_last = msg.first_lsn + msg.count - 1
                 sync = True
-            last[log_id] = max(last.get(log_id, 0), msg_last)
+            last[log_id] = max(last_of(log_id), msg_last)
             group.append((msg, True))
         del self._queue[:taken]
         if not group:
@@ -201,8 +220,8 @@ class StorageNode:
             # Every write in flight was started while this one was, so on top of it.
             self._doomed.update(w.write_id for w in self._writing)
         if error is None:
-            self._seal = write.seal
-            self._last_lsn = write.last
+            self._seal.update(write.seal)
+            self._last_lsn.update(write.last)
             for msg, wrote in write.group:
                 if wrote and not isinstance(msg, SealMsg):
                     self._stored.setdefault(msg.log_id, set()).add(msg.first_lsn)

@@ -200,6 +200,11 @@ def decode_produced(raw: bytes) -> dict[int, tuple[int, int]]:
     return {seq: (first, count) for seq, first, count in _PRODUCED.iter_unpack(raw)}
 
 
+def lsn_text(lsn: int) -> str:
+    """An LSN as the log layer spells it (``e<epoch>n<esn>``), for messages."""
+    return f"e{lsn >> 32}n{lsn & 0xFFFFFFFF}"
+
+
 def encode_u64(value: int) -> bytes:
     return _U64.pack(value)
 

@@ -76,6 +76,7 @@ _P_SEAL = b"S"  # + log id -> sealed epoch
 _P_EPOCH_END = b"E"  # + log id + epoch -> last LSN of that epoch
 _P_USER = b"U"  # + upper layer's key -> its value
 _P_PRODUCER = b"I"  # + log id + producer id -> its recent batches (idempotent appends)
+_P_FINAL = b"F"  # + log id -> the last LSN of a log sealed for good (no more appends)
 _P_KV = b"K"  # + metadata store key -> version + sum + value (see kv_commit)
 _P_KV_REVISION = b"R"  # -> the metadata store's last revision
 
@@ -248,6 +249,7 @@ class LogsDB:
         raw_revision = self._meta.get(_P_KV_REVISION)
         self._kv_revision = fmt.decode_u64(raw_revision) if raw_revision is not None else 0
         self._seal: dict[int, int] = self._load_u64_map(_P_SEAL)
+        self._final: dict[int, int] = self._load_u64_map(_P_FINAL)
         self._produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
         # Per log, its producers from least to most recently appending (for the bound on them).
         self._producers: dict[int, OrderedDict[bytes, None]] = {}
@@ -256,6 +258,8 @@ class LogsDB:
             self._produced[(log_id, producer_id)] = fmt.decode_produced(value)
             self._producers.setdefault(log_id, OrderedDict())[producer_id] = None
         self._last_lsn: dict[int, int] = {}
+        # Bytes of entries per partition, kept as they are written: a write must not sum a directory.
+        self._sizes = {pid: sum(d.size_bytes for d in entries.values()) for pid, entries in self._directory.items()}
         for entries in self._directory.values():
             for log_id, d in entries.items():
                 self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
@@ -370,7 +374,7 @@ class LogsDB:
                 raise PayloadTooLargeError(
                     f"entry of {len(value)} bytes exceeds entry_bytes_max={self._config.entry_bytes_max}")
             invariant(op.first_lsn > self._trim.get(op.log_id, 0),
-                      f"log {op.log_id}: LSN {op.first_lsn:#x} is at or below the trim point")
+                      f"log {op.log_id}: LSN {fmt.lsn_text(op.first_lsn)} is at or below the trim point")
             total += len(value)
             if isinstance(op, PutRecords) and len(value) >= self._config.segment_min_bytes:
                 to_segment.append((key, op.timestamp_ms, len(op.payloads), value))
@@ -406,6 +410,7 @@ class LogsDB:
             for log_id, producer_id in forgotten:
                 del self._produced[(log_id, producer_id)]
                 del self._producers[log_id][producer_id]
+            self._sizes[pid] = self._sizes.get(pid, 0) + total
             for log_id, d in changed.items():
                 directory[log_id] = d
                 self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
@@ -502,7 +507,7 @@ class LogsDB:
         if self._partitions:
             newest = max(self._partitions)
             created_ms = self._partitions[newest][0]
-            size = sum(d.size_bytes for d in self._directory[newest].values())
+            size = self._sizes.get(newest, 0)
             age_s = (now_ms - created_ms) / 1000
             if age_s < self._config.partition_duration_s and size < self._config.partition_bytes_max:
                 return newest
@@ -578,6 +583,60 @@ class LogsDB:
                 break
             out[epoch] = fmt.decode_u64(value)
         return out
+
+    @_holding_no_handles
+    def seal_log(self, log_id: int, last_lsn: int) -> None:
+        """Record, durably, that the log takes no more appends and ends at ``last_lsn``. The caller
+        (the log's only sequencer) seals only once every append below is decided."""
+        with self._writing():
+            if log_id in self._final:
+                return
+            self._meta_put_sync(_P_FINAL + _u64(log_id), _u64(last_lsn))
+            with self._lock:
+                self._final[log_id] = last_lsn
+
+    def final_lsn(self, log_id: int) -> int | None:
+        """The last LSN of a log sealed for good, or None while it takes appends."""
+        return self._final.get(log_id)
+
+    def sealed_logs(self) -> dict[int, int]:
+        """Every log sealed for good, with its last LSN."""
+        with self._lock:
+            return dict(self._final)
+
+    @_holding_no_handles
+    def delete_log_data(self, log_id: int) -> None:
+        """Remove every entry of the log and what LogsDB knows of it besides its trim point (raised
+        to its last LSN, so the log reads as trimmed) and its seal; idempotent. The entries go by
+        range deletes, one per partition, and RocksDB compacts their space away; bytes in segment
+        files go with their partition."""
+        with self._writing():
+            batch = WriteBatch(raw_mode=True)
+            start, end = fmt.encode_key(log_id, 0), fmt.encode_key(log_id + 1, 0)
+            held = [pid for pid, entries in self._directory.items() if log_id in entries]
+            for pid in held:
+                batch.delete_range(start, end, self._partitions[pid][2])
+                batch.delete(_P_DIRECTORY + _u64(pid) + _u64(log_id), self._meta_handle)
+            for prefix in (_P_PRODUCER, _P_EPOCH_END):
+                batch.delete_range(prefix + _u64(log_id), prefix + _u64(log_id + 1), self._meta_handle)
+            last = self.last_lsn(log_id)
+            if last > self._trim.get(log_id, 0):
+                batch.put(_P_TRIM + _u64(log_id), _u64(last), self._meta_handle)
+            self._apply(batch, sync=True)
+            with self._lock:
+                for pid in held:
+                    d = self._directory[pid].pop(log_id)
+                    self._sizes[pid] -= d.size_bytes
+                if last:
+                    self._trim[log_id] = last
+                for key in [k for k in self._producers.get(log_id, ())]:
+                    self._produced.pop((log_id, key), None)
+                self._producers.pop(log_id, None)
+        for pid in held:
+            try:
+                self._partitions[pid][1].compact_range(start, end)
+            except Exception:  # dropped meanwhile, or a failed compaction: only space is at stake
+                continue
 
     def log_ids(self) -> list[int]:
         """Every log that has stored data or a trim point."""
@@ -744,7 +803,7 @@ class LogsDB:
         returned. Damaged entries come back as :class:`CorruptEntry`, never as data.
         """
         if lsn_from > lsn_to:
-            raise InvalidArgumentError(f"lsn_from {lsn_from:#x} is above lsn_to {lsn_to:#x}")
+            raise InvalidArgumentError(f"lsn_from {fmt.lsn_text(lsn_from)} is above lsn_to {fmt.lsn_text(lsn_to)}")
         out: list[Entry] = []
         budget = [bytes_max]
         covered_to = lsn_to
@@ -876,7 +935,7 @@ class LogsDB:
             try:
                 header = fmt.decode_header(key, it.value())
             except fmt.HeaderCorrupt as exc:
-                raise CorruptionError(f"log {log_id}: entry at LSN {first:#x} is damaged") from exc
+                raise CorruptionError(f"log {log_id}: entry at LSN {fmt.lsn_text(first)} is damaged") from exc
             return first, first + header.count - 1, header.timestamp_ms
 
         # The entry holding `lo` may start below it.
@@ -912,6 +971,7 @@ class LogsDB:
         never dropped. Each log's trim point is raised over what was dropped, so readers see TRIM.
         """
         dropped: list[int] = []
+        reclaimed: list[tuple[int, int]] = []
         with self._writing():
             now_ms = self._clock.now_ms()
             newest = max(self._partitions, default=0)
@@ -920,16 +980,53 @@ class LogsDB:
                     break
                 self._drop_partition(pid)
                 dropped.append(pid)
+            for pid in sorted(self._partitions):
+                if pid != newest:
+                    reclaimed += self._reclaim_expired_logs(pid, now_ms, backlog_ms_of)
+        for pid, log_id in reclaimed:
+            try:
+                self._partitions[pid][1].compact_range(fmt.encode_key(log_id, 0), fmt.encode_key(log_id + 1, 0))
+            except Exception:  # dropped meanwhile, or a failed compaction: only space is at stake
+                continue
         return dropped
 
+    def _reclaim_expired_logs(self, pid: int, now_ms: int,
+                              backlog_ms_of: Callable[[int], int | None]) -> list[tuple[int, int]]:
+        """In a partition another log still needs, delete the entries of each log none of whose
+        records there is retained (a log kept forever must not pin everyone's expired data). The
+        log's trim point rises over them, so readers see TRIM as after a drop. Returns the
+        ``(partition, log)`` pairs whose entries were deleted."""
+        gone = [(log_id, d) for log_id, d in self._directory[pid].items()
+                if self._log_expired(log_id, d, now_ms, backlog_ms_of)]
+        if not gone:
+            return []
+        batch = WriteBatch(raw_mode=True)
+        handle = self._partitions[pid][2]
+        raised: dict[int, int] = {}
+        for log_id, d in gone:
+            batch.delete_range(fmt.encode_key(log_id, 0), fmt.encode_key(log_id + 1, 0), handle)
+            batch.delete(_P_DIRECTORY + _u64(pid) + _u64(log_id), self._meta_handle)
+            if d.lsn_max > self._trim.get(log_id, 0):
+                raised[log_id] = d.lsn_max
+                batch.put(_P_TRIM + _u64(log_id), _u64(d.lsn_max), self._meta_handle)
+        self._apply(batch, sync=True)
+        with self._lock:
+            self._trim.update(raised)
+            for log_id, d in gone:
+                del self._directory[pid][log_id]
+                self._sizes[pid] -= d.size_bytes
+        return [(pid, log_id) for log_id, _ in gone]
+
+    def _log_expired(self, log_id: int, d: fmt.DirEntry, now_ms: int,
+                     backlog_ms_of: Callable[[int], int | None]) -> bool:
+        """Whether none of the log's records in a partition (``d``) is retained."""
+        if d.lsn_max <= self._trim.get(log_id, 0):
+            return True
+        backlog_ms = backlog_ms_of(log_id)
+        return backlog_ms is not None and d.timestamp_ms_max < now_ms - backlog_ms
+
     def _expired(self, pid: int, now_ms: int, backlog_ms_of: Callable[[int], int | None]) -> bool:
-        for log_id, d in self._directory[pid].items():
-            if d.lsn_max <= self._trim.get(log_id, 0):
-                continue
-            backlog_ms = backlog_ms_of(log_id)
-            if backlog_ms is None or d.timestamp_ms_max >= now_ms - backlog_ms:
-                return False
-        return True
+        return all(self._log_expired(log_id, d, now_ms, backlog_ms_of) for log_id, d in self._directory[pid].items())
 
     def _drop_partition(self, pid: int) -> None:
         batch = WriteBatch(raw_mode=True)
@@ -945,6 +1042,7 @@ class LogsDB:
             self._trim.update(raised)
             _, cf, _ = self._partitions.pop(pid)
             del self._directory[pid]
+            self._sizes.pop(pid, None)
             segment = self._segments.pop(pid)
         cf.close()
         try:
@@ -971,7 +1069,7 @@ class LogsDB:
                 if d is not None and d.lsn_min <= lsn <= d.lsn_max:
                     self._partitions[pid][1].put(fmt.encode_key(log_id, lsn), value, self._write_sync)
                     return
-        raise InvalidArgumentError(f"log {log_id} holds no entry at {lsn:#x}")
+        raise InvalidArgumentError(f"log {log_id} holds no entry at {fmt.lsn_text(lsn)}")
 
     def raw_value(self, log_id: int, lsn: int) -> bytes | None:
         """The stored bytes of an entry (for tests)."""

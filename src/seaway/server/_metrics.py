@@ -21,4 +21,7 @@ class Metrics:
         self.undecodable_requests = Counter(
             "seaway_undecodable_requests_total", "Requests refused before any handler: not a valid message.",
             registry=r)
+        self.undecodable_metadata = Counter(
+            "seaway_undecodable_metadata_total",
+            "Request metadata keys or values that were not valid UTF-8 (decoded as Latin-1).", registry=r)
         self.open_readers = Gauge("seaway_open_readers", "Streaming reads in progress.", registry=r)

@@ -9,20 +9,22 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import grpc
-from prometheus_client import start_http_server
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
+from prometheus_client import Counter, start_http_server
 
 from seaway._alloc import keep_large_buffers_in_heap
 from seaway._errors import InvalidArgumentError, SeawayError
 from seaway._seaway import Seaway, SeawayConfig
 from seaway.server._metrics import Metrics
 from seaway.server._service import SeawayService, ServiceLimits
-from seaway.wire import seaway_pb2_grpc
+from seaway.wire import seaway_pb2, seaway_pb2_grpc
 
 _log = logging.getLogger("seaway.server")
 
@@ -44,6 +46,11 @@ class ServerConfig:
     """How long in-flight calls may take to finish after SIGTERM."""
     retention_interval_s: float = 60.0
     """How often the server drops the time partitions that no log retains any more."""
+    health_interval_s: float = 1.0
+    """How often the standard health service looks at the store, to tell its watchers of a change
+    (a ``Check`` looks at once)."""
+    health_watchers_max: int = 64
+    """Standard health ``Watch`` streams open at once, over all connections (they need no token)."""
 
 
 def split_host_port(address: str) -> tuple[str, int]:
@@ -76,25 +83,106 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
-class _UndecodableRequests(logging.Filter):
-    """grpc logs each request it cannot decode at ERROR, with a traceback: a client's mistake, and a
-    flood when a client is broken or hostile. Count them, and let one line a minute through."""
+class _ThrottledGrpcErrors(logging.Filter):
+    """grpc logs some mistakes of a client at ERROR, with a traceback, once per request and before any
+    token is checked: a flood when a client is broken or hostile. Count them, and let one line a
+    minute through (in place of grpc's, which may quote what the client sent)."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, matches: Callable[[logging.LogRecord], bool], counter: Counter, message: str,
+                 clock: Callable[[], float] = time.monotonic, interval_s: float = 60.0) -> None:
         super().__init__()
-        self._metrics = metrics
-        self._logged_s = -60.0
+        self._matches = matches
+        self._counter = counter
+        self._message = message
+        self._clock = clock
+        self._interval_s = interval_s
+        self._lock = threading.Lock()  # grpc's threads log at once
+        self._logged_s: float | None = None
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if "deserializ" not in record.getMessage():
+        if not self._matches(record):
             return True
-        self._metrics.undecodable_requests.inc()
-        now = time.monotonic()
-        if now - self._logged_s < 60:
-            return False
-        self._logged_s = now
-        _log.warning("refused undecodable requests (counted in seaway_undecodable_requests_total)")
+        self._counter.inc()
+        now = self._clock()
+        with self._lock:
+            if self._logged_s is not None and now - self._logged_s < self._interval_s:
+                return False
+            self._logged_s = now
+        _log.warning(self._message)
         return False
+
+
+def _is_undecodable_request(record: logging.LogRecord) -> bool:
+    """``grpc._common``: "Exception deserializing request!", a body that is not the method's message."""
+    return "deserializ" in record.getMessage()
+
+
+def _is_undecodable_metadata(record: logging.LogRecord) -> bool:
+    """``grpc._cython.cygrpc``: "Invalid encoding on %s", a metadata key or value (of a key without
+    ``-bin``) that is not UTF-8; grpc decodes it as Latin-1 and goes on with the request."""
+    return isinstance(record.msg, str) and record.msg.startswith("Invalid encoding on")
+
+
+def _grpc_log_filters(metrics: Metrics,
+                      clock: Callable[[], float] = time.monotonic) -> list[tuple[str, logging.Filter]]:
+    """The filters to put on grpc's loggers (a filter sees only what is logged on its own logger)."""
+    return [
+        ("grpc._common", _ThrottledGrpcErrors(
+            _is_undecodable_request, metrics.undecodable_requests,
+            "refused undecodable requests (counted in seaway_undecodable_requests_total)", clock)),
+        ("grpc._cython.cygrpc", _ThrottledGrpcErrors(
+            _is_undecodable_metadata, metrics.undecodable_metadata,
+            "requests with metadata that is not UTF-8 (counted in seaway_undecodable_metadata_total)", clock)),
+    ]
+
+
+_HEALTH_SERVICES = ("", seaway_pb2.DESCRIPTOR.services_by_name["Seaway"].full_name)
+"""What the standard health service answers for: the whole server, and Seaway's service."""
+
+
+class _StandardHealth(health.HealthServicer):  # type: ignore[misc]
+    """``grpc.health.v1.Health``, for ordinary probes: SERVING while ``serving()`` holds, else
+    NOT_SERVING (and for good once :meth:`enter_graceful_shutdown` is called). A ``Check`` asks
+    ``serving()`` itself; :meth:`refresh`, called every ``health_interval_s``, tells ``Watch``
+    streams of a change. At most ``watchers_max`` streams are open at once: a probe needs no token."""
+
+    def __init__(self, serving: Callable[[], bool], watchers_max: int) -> None:
+        super().__init__()
+        self._serving = serving
+        self._watchers_max = watchers_max
+        self._watchers = 0
+        self._watchers_lock = threading.Lock()
+        self._refresh_lock = threading.Lock()  # so a late refresh cannot undo a newer one
+        self._status: int | None = None
+        self.refresh()
+
+    def refresh(self) -> None:
+        with self._refresh_lock:
+            status = health_pb2.HealthCheckResponse.SERVING if self._serving() \
+                else health_pb2.HealthCheckResponse.NOT_SERVING
+            if status != self._status:  # set() tells every watcher: only on a change
+                self._status = status
+                for service in _HEALTH_SERVICES:
+                    self.set(service, status)
+
+    def Check(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.refresh()
+        return super().Check(request, context)
+
+    def Watch(self, request: Any, context: grpc.ServicerContext, send_response_callback: Any = None) -> Any:
+        with self._watchers_lock:
+            if self._watchers >= self._watchers_max:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"the server already has {self._watchers_max} health watchers")
+            self._watchers += 1
+        if not context.add_callback(self._watch_ended):  # the call has already ended
+            self._watch_ended()
+        self.refresh()
+        return super().Watch(request, context, send_response_callback)
+
+    def _watch_ended(self) -> None:
+        with self._watchers_lock:
+            self._watchers -= 1
 
 
 class Server:
@@ -108,8 +196,7 @@ class Server:
             raise InvalidArgumentError("TLS needs both a certificate and a key")
         self.config = config
         self.metrics = Metrics()
-        self._undecodable = _UndecodableRequests(self.metrics)
-        logging.getLogger("grpc._common").addFilter(self._undecodable)
+        self._log_filters = _grpc_log_filters(self.metrics)
         self._stopping = threading.Event()
         self.store = Seaway(config.data_dir, config.store)
         limits = config.limits
@@ -121,6 +208,8 @@ class Server:
                                           ("grpc.http2.lookahead_bytes", 8 << 20)])
         seaway_pb2_grpc.add_SeawayServicer_to_server(  # type: ignore[no-untyped-call]
             SeawayService(self.store, limits, self.metrics, config.token, self._stopping), self._grpc)
+        self._health = _StandardHealth(self._serving, config.health_watchers_max)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
         try:
             if config.tls_cert is not None and config.tls_key is not None:
                 creds = grpc.ssl_server_credentials([(config.tls_key.read_bytes(), config.tls_cert.read_bytes())])
@@ -138,9 +227,13 @@ class Server:
             self.metrics_port = http.server_port
 
     def start(self) -> None:
+        for logger, log_filter in self._log_filters:  # from here to stop(): not left behind if __init__ fails
+            logging.getLogger(logger).addFilter(log_filter)
         self._grpc.start()
         self._retention = threading.Thread(target=self._retain, name="seaway-retention", daemon=True)
         self._retention.start()
+        self._health_thread = threading.Thread(target=self._watch_health, name="seaway-health", daemon=True)
+        self._health_thread.start()
         _log.info("serving", extra={"address": self.address, "data_dir": str(self.config.data_dir),
                                     "tls": self.config.tls_cert is not None, "token": bool(self.config.token),
                                     "metrics_port": self.metrics_port})
@@ -151,12 +244,25 @@ class Server:
         if self._stopping.is_set():
             return
         self._stopping.set()
+        self._health.enter_graceful_shutdown()  # probes and watchers hear NOT_SERVING before calls end
         _log.info("stopping", extra={"grace_s": self.config.shutdown_grace_s})
         self._grpc.stop(self.config.shutdown_grace_s).wait()
         self._retention.join()
+        self._health_thread.join()
         self.store.close()
-        logging.getLogger("grpc._common").removeFilter(self._undecodable)
+        for logger, log_filter in self._log_filters:
+            logging.getLogger(logger).removeFilter(log_filter)
         _log.info("stopped")
+
+    def _serving(self) -> bool:
+        """Seaway's own ``Health`` rule (see SeawayService.Health): accepting calls, the store taking writes."""
+        return not (self._stopping.is_set() or self.store.closed or self.store.write_failure)
+
+    def _watch_health(self) -> None:
+        """Look at the store every ``health_interval_s`` until the server stops: a store that stops
+        taking writes says nothing, so the standard health service's watchers learn of it from here."""
+        while not self._stopping.wait(self.config.health_interval_s):
+            self._health.refresh()
 
     def _retain(self) -> None:
         """Run retention (backlogs, trims) every ``retention_interval_s`` until the server stops."""

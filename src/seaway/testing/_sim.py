@@ -46,6 +46,7 @@ from seaway.log import (
     StoreReply,
     Tick,
     bump_epoch,
+    lsn_str,
     read_chunk,
 )
 from seaway.logsdb import LogsDB, LogsDBConfig
@@ -288,18 +289,18 @@ class Simulation:
                 if isinstance(item, Record):
                     self.report.records_read += 1
                     if item.lsn <= last:
-                        violations.append(f"log {log}: LSN {item.lsn:#x} not increasing")
+                        violations.append(f"log {log}: LSN {lsn_str(item.lsn)} not increasing")
                     last = item.lsn
                     records[(log, item.lsn)] = item.payload
                     if self.sent.get((log, item.lsn)) != item.payload:
-                        violations.append(f"log {log}: record at {item.lsn:#x} was never sent")
+                        violations.append(f"log {log}: record at {lsn_str(item.lsn)} was never sent")
                 else:
                     self.report.gaps[item.type.value] += 1
         for rid, lsns in self.acked.items():
             log, payloads = self.requests[rid]
             for lsn, payload in zip(lsns, payloads, strict=True):
                 if records.get((log, lsn)) != payload:
-                    violations.append(f"acknowledged append {rid} lost or changed at {lsn:#x} of log {log}")
+                    violations.append(f"acknowledged append {rid} lost or changed at {lsn_str(lsn)} of log {log}")
         for rid in self.failed:
             log, payloads = self.requests[rid]
             if any(p in records.values() for p in payloads):
