@@ -12,6 +12,7 @@ from typing import Any
 
 from seaway._errors import InvalidArgumentError, SeawayError
 from seaway.cli._bench_log import LogBenchConfig, run_log_bench
+from seaway.cli._bench_logs import LogsBenchConfig, run_logs_bench
 from seaway.cli._bench_remote import RemoteBenchConfig, run_remote_bench
 from seaway.cli._demo import run_demo, run_demo_remote
 from seaway.cli._lsn import parse_lsn
@@ -45,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="measure throughput against a reference in the same run")
     kinds = bench.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
+    many = kinds.add_parser("logs", help="appends with 1, 1,000 and 10,000 logs; metadata batches, embedded and remote")
+    many.add_argument("--rounds", type=int, default=2, help="runs of each log count; the best counts (default 2)")
+    many.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     log = kinds.add_parser("log", help="embedded log appends and catch-up reads against raw RocksDB")
     log.add_argument("--batches", type=int, default=200, help="batches of 500 1 KB records (default 200)")
     log.add_argument("--rounds", type=int, default=3, help="runs of each side; the best counts (default 3)")
@@ -193,6 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             _serve(args)
         elif args.command == "bench" and args.bench == "log":
             _bench_log(args)
+        elif args.command == "bench" and args.bench == "logs":
+            if args.rounds < 1:
+                raise InvalidArgumentError("--rounds must be at least 1")
+            figures = run_logs_bench(LogsBenchConfig(rounds=args.rounds))
+            print(json.dumps(figures)) if args.json else _print_figures(figures)
         elif args.command == "log":
             _log_command(args)
         elif args.command == "meta":
