@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import random
+import signal
+import subprocess
+import sys
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from seaway import Gap, GapType, Record
 from seaway.log import ReadItem, make_lsn
@@ -75,3 +81,21 @@ class LogModel:
             if r.lsn > self.trim_point and r.timestamp_ms >= timestamp_ms:
                 return r.lsn
         return self.tail + 1
+
+
+def run_until_killed(module: str, data: Path, acks: Path, run: int, rng: random.Random, seed: int,
+                     pause_s_max: float) -> None:
+    """Run ``python -m module DATA ACKS RUN`` until it has acknowledged something, then SIGKILL it at
+    a random moment up to ``pause_s_max`` later."""
+    before = acks.stat().st_size if acks.exists() else 0
+    child = subprocess.Popen([sys.executable, "-m", module, str(data), str(acks), str(run)], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while ((acks.stat().st_size if acks.exists() else 0) == before and child.poll() is None
+           and time.monotonic() < deadline):
+        time.sleep(0.005)
+    assert child.poll() is None, f"seed {seed}: child died: {child.stderr.read() if child.stderr else ''!r}"
+    time.sleep(rng.uniform(0, pause_s_max))
+    child.send_signal(signal.SIGKILL)
+    child.wait(30)
+    if child.stderr:
+        child.stderr.close()

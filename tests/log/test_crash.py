@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +12,7 @@ import pytest
 import seaway
 from seaway import Gap, GapType, Record, epoch_of
 from seaway.testing._crash import LOG_NAME, payload
+from tests.log.helpers import run_until_killed
 
 KILLS = int(os.environ.get("SEAWAY_CRASH_KILLS", "50"))
 
@@ -33,20 +30,7 @@ def test_acknowledged_appends_survive_sigkill(tmp_path: Path) -> None:
     data, acks = tmp_path / "data", tmp_path / "acks"
     epochs_seen: list[int] = []
     for run in range(KILLS):
-        before = acks.stat().st_size if acks.exists() else 0
-        child = subprocess.Popen([sys.executable, "-m", "seaway.testing._crash", str(data), str(acks), str(run)],
-                                 stderr=subprocess.PIPE)
-        # Kill once the child has acknowledged something, at a random moment after that.
-        deadline = time.monotonic() + 60
-        while ((acks.stat().st_size if acks.exists() else 0) == before and child.poll() is None
-               and time.monotonic() < deadline):
-            time.sleep(0.005)
-        assert child.poll() is None, f"seed {seed}: child died: {child.stderr.read() if child.stderr else ''}"
-        time.sleep(rng.uniform(0, 0.3))
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-        if child.stderr:
-            child.stderr.close()
+        run_until_killed("seaway.testing._crash", data, acks, run, rng, seed, 0.3)
 
         with seaway.open(data) as sw:
             log = sw.logs.get(LOG_NAME)

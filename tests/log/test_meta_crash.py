@@ -6,10 +6,6 @@ from __future__ import annotations
 import os
 import random
 import re
-import signal
-import subprocess
-import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -17,6 +13,7 @@ import pytest
 
 import seaway
 from seaway.testing._meta_crash import KEYS_PER_BATCH, NAMESPACE, THREADS, batch_value
+from tests.log.helpers import run_until_killed
 
 KILLS = int(os.environ.get("SEAWAY_CRASH_KILLS", "50"))
 _BATCH_KEY = re.compile(rb"r(\d+)/t(\d)/b(\d+)/(\d+)")
@@ -29,19 +26,7 @@ def test_acknowledged_metadata_batches_survive_sigkill_whole(tmp_path: Path) -> 
     data, acks = tmp_path / "data", tmp_path / "acks"
     revision = 0
     for run in range(KILLS):
-        before = acks.stat().st_size if acks.exists() else 0
-        child = subprocess.Popen([sys.executable, "-m", "seaway.testing._meta_crash", str(data), str(acks), str(run)],
-                                 stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 60
-        while ((acks.stat().st_size if acks.exists() else 0) == before and child.poll() is None
-               and time.monotonic() < deadline):
-            time.sleep(0.005)
-        assert child.poll() is None, f"seed {seed}: child died: {child.stderr.read() if child.stderr else ''}"
-        time.sleep(rng.uniform(0, 0.2))
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-        if child.stderr:
-            child.stderr.close()
+        run_until_killed("seaway.testing._meta_crash", data, acks, run, rng, seed, 0.2)
 
         with seaway.open(data) as sw:
             assert sw.meta.revision >= revision, f"seed {seed}: the revision went back"
