@@ -91,6 +91,27 @@ class ConditionFailedError(ClientError):
         self.version = version
 
 
+class LogSealedError(ClientError):
+    """The log was sealed for good: it takes no more appends. Its records stay readable up to its
+    final LSN (``Log.final_lsn()``); write to another log."""
+
+    code = "LOG_SEALED"
+
+
+class LogDeletedError(UnknownLogError):
+    """The log was deleted: its records are gone and its id is never used again."""
+
+    code = "LOG_DELETED"
+
+
+class TailMismatchError(ClientError):
+    """A conditional append found the log's tail elsewhere than the caller expected: another writer
+    appended (or a slot was plugged) since the caller last looked. Nothing was appended. Read the
+    tail again before deciding whether to append (this is how a writer learns it was fenced)."""
+
+    code = "TAIL_MISMATCH"
+
+
 class ClosedError(ClientError):
     """The object was closed by its owner; it can no longer be used."""
 
@@ -147,6 +168,15 @@ class OverloadedError(ServerError):
 
     code = "OVERLOADED"
     retriable = True
+
+
+class StoreFailedError(StorageError):
+    """A disk write or sync failed, so the store takes no writes until it is reopened (what reached
+    the disk is unknown until it reloads its state). Retrying in this process is in vain: reopen the
+    store (restart the server)."""
+
+    code = "STORE_FAILED"
+    retriable = False
 
 
 # --- The transport's fault: the request may or may not have reached the store. ----------------------

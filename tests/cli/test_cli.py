@@ -212,3 +212,25 @@ def test_the_command_reads_lsns_and_meta_keys_as_a_user_types_them(tmp_path: Pat
     put = seaway_cmd("meta", "put", "app", "clé", "valeur", "--data-dir", data)
     assert put.returncode == 0, put.stderr
     assert seaway_cmd("meta", "get", "app", "clé", "--data-dir", data).stdout.startswith("valeur\tversion ")
+
+
+def test_log_commands_seal_delete_and_append_conditionally(cli: Cli, where: Where) -> None:
+    log = where.log
+    assert cli("log", "create", log, *where.args).status == 0
+    first = json.loads(cli("log", "append", log, "a", "--if-tail", "0", *where.args, "--json").out)["first_lsn"]
+    stale = cli("log", "append", log, "b", "--if-tail", "0", *where.args)
+    assert stale.status == 1 and "[TAIL_MISMATCH]" in stale.err and stale.err.count("\n") == 1
+    second = cli("log", "append", log, "b", "--if-tail", lsn_str(first), *where.args, "--json")
+    last = json.loads(second.out)["last_lsn"]  # each command of a data directory opens a new epoch
+    sealed = json.loads(cli("log", "seal", log, *where.args, "--json").out)
+    assert sealed == {"final_lsn": last, "final_lsn_str": lsn_str(last)}
+    late = cli("log", "append", log, "c", *where.args)
+    assert late.status == 1 and "[LOG_SEALED]" in late.err
+    assert json.loads(cli("log", "info", log, *where.args, "--json").out)[0]["final_lsn"] == last
+    assert cli("log", "info", log, *where.args).out.rstrip("\n").endswith("\tsealed")
+    lines = cli("log", "tail", log, *where.args).out.splitlines()
+    assert [line.split("\t")[2] for line in lines if "\t" in line] == ["a", "b"]
+    deleted = cli("log", "delete", log, *where.args)
+    assert deleted.status == 0 and deleted.out.startswith(f"deleted {log} (id ")
+    gone = cli("log", "tail", log, *where.args)
+    assert gone.status == 1 and "[UNKNOWN_LOG]" in gone.err

@@ -27,6 +27,7 @@ METHODS = {
     "GetLog": pb.LogRef, "ListLogs": pb.Empty, "Append": pb.AppendRequest, "AppendMany": pb.AppendManyRequest,
     "Trim": pb.TrimRequest,
     "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "Read": pb.ReadRequest,
+    "SealLog": pb.LogRef, "DeleteLog": pb.LogRef,
 }
 
 
@@ -57,7 +58,7 @@ def _valid(method: str, rng: random.Random, known_ids: list[int]) -> Any:
         lo = rng.randrange(2**40, 2**41)
         return pb.CreateGroupRequest(name=f"g{rng.randrange(10**9)}", first_id=rng.choice([lo, _u64(rng)]),
                                      last_id=rng.choice([lo + 10, _u64(rng)]))
-    if method in ("GetLog", "GetLogState"):
+    if method in ("GetLog", "GetLogState", "SealLog", "DeleteLog"):
         return pb.LogRef(name=text) if rng.random() < 0.3 else pb.LogRef(log_id=log_id)
     if method == "Append":
         count = rng.choice([0, 1, 5, 50])
@@ -66,6 +67,8 @@ def _valid(method: str, rng: random.Random, known_ids: list[int]) -> Any:
         if rng.random() < 0.3:
             msg.producer_id = rng.randbytes(rng.choice([1, 16, 64, 65, 300]))
             msg.sequence = _u64(rng)
+        if rng.random() < 0.2:
+            msg.if_tail = _u64(rng)
         return msg
     if method == "AppendMany":
         count = rng.choice([0, 1, 2, 4, 65])  # 65: over the server's limit of batches a call
@@ -97,11 +100,12 @@ def _mutate(raw: bytes, rng: random.Random) -> bytes:
 
 
 def _touches(method: str, raw: bytes, protected: int) -> bool:
-    """Would this request trim (legitimately remove records of) the log whose records are checked?"""
-    if method != "Trim":
+    """Would this request trim, seal or delete (legitimately end or remove records of) the log whose
+    records are checked?"""
+    if method not in ("Trim", "SealLog", "DeleteLog"):
         return False
     try:
-        return pb.TrimRequest.FromString(raw).log_id == protected
+        return METHODS[method].FromString(raw).log_id == protected  # type: ignore[no-any-return]
     except Exception:
         return False
 

@@ -22,7 +22,7 @@ from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
 from seaway.server import ServerConfig, serve
 
 _LSN_HELP = "e<epoch>n<esn> as printed, a decimal integer, or 0x hex"
-_LSN_ARGUMENTS = ("lsn_from", "lsn")
+_LSN_ARGUMENTS = ("lsn_from", "lsn", "if_tail")
 """Where ``log`` operations keep the LSNs they are given, as text."""
 _READ_ONLY_OPS = ("tail", "find-time", "info")
 """``log`` operations that only read: they refuse a data directory that is not a store."""
@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     log.add_argument("--address", help="with --remote: use this server (seaway://host:port) instead of starting one")
     log.add_argument("--paced-events-per-s", type=int, default=20_000, help="with --remote: the paced run's rate")
 
-    logs = commands.add_parser("log", help="append, tail, trim, find-time, info, create, create-group",
+    logs = commands.add_parser("log", help="append, tail, trim, find-time, info, create, create-group, seal, delete",
                                description=f"LSNs are given as {_LSN_HELP}, and printed as e<epoch>n<esn>.")
     ops = logs.add_subparsers(dest="op", required=True, metavar="OPERATION")
     common = where_parser()
@@ -74,6 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     append = ops.add_parser("append", parents=[common], help="append payloads (arguments, or lines of stdin)")
     append.add_argument("log")
     append.add_argument("payloads", nargs="*")
+    append.add_argument("--if-tail", metavar="LSN",
+                        help=f"append only if the log's last LSN is this one ({_LSN_HELP}; 0: the log is empty)")
     tail = ops.add_parser("tail", parents=[common], help="print records and gaps")
     tail.add_argument("log")
     tail.add_argument("--from", dest="lsn_from", default="1", metavar="LSN", help=f"{_LSN_HELP} (default 1)")
@@ -84,6 +86,10 @@ def _parser() -> argparse.ArgumentParser:
     find = ops.add_parser("find-time", parents=[common], help="first LSN at or after a time (ms since 1970)")
     find.add_argument("log")
     find.add_argument("timestamp_ms", type=int)
+    seal = ops.add_parser("seal", parents=[common], help="seal a log for good (no more appends); print its final LSN")
+    seal.add_argument("log")
+    delete = ops.add_parser("delete", parents=[common], help="delete a log and its records (its id is never reused)")
+    delete.add_argument("log")
     info = ops.add_parser("info", parents=[common], help="logs and their state")
     info.add_argument("log", nargs="?")
     add_meta_parser(commands, common)
@@ -141,7 +147,7 @@ def _log_command(args: argparse.Namespace) -> None:
     (under the same name with ``_str`` appended)."""
     # LSN arguments are parsed here, not by argparse, so a bad one is one line like any other error;
     # and before the store opens, so that it is refused before anything is created.
-    given = {name: parse_lsn(getattr(args, name)) for name in _LSN_ARGUMENTS if hasattr(args, name)}
+    given = {name: parse_lsn(getattr(args, name)) for name in _LSN_ARGUMENTS if getattr(args, name, None) is not None}
     with open_store(args, writes=args.op not in _READ_ONLY_OPS) as sw:
         if args.op == "create":
             log = sw.logs.create(args.log, group=args.group,
@@ -155,7 +161,7 @@ def _log_command(args: argparse.Namespace) -> None:
         elif args.op == "append":
             log = sw.logs.get(args.log)
             payloads = [p.encode() for p in args.payloads] or [line.rstrip("\n").encode() for line in sys.stdin]
-            lsns = log.append_batch(payloads)
+            lsns = log.append_batch(payloads, if_tail=given.get("if_tail"))
             out(args, {"first_lsn": lsns[0], "first_lsn_str": lsn_str(lsns[0]), "last_lsn": lsns[-1],
                        "last_lsn_str": lsn_str(lsns[-1]), "count": len(lsns)},
                 f"appended {len(lsns)} records at {lsn_str(lsns[0])}..{lsn_str(lsns[-1])}")
@@ -167,6 +173,14 @@ def _log_command(args: argparse.Namespace) -> None:
             lsn = given["lsn"]
             sw.logs.get(args.log).trim(lsn)
             out(args, {"trimmed_to": lsn, "trimmed_to_str": lsn_str(lsn)}, f"trimmed {args.log} up to {lsn_str(lsn)}")
+        elif args.op == "seal":
+            final = sw.logs.get(args.log).seal()
+            out(args, {"final_lsn": final, "final_lsn_str": lsn_str(final)},
+                f"sealed {args.log}: its final LSN is {lsn_str(final)}")
+        elif args.op == "delete":
+            doomed = sw.logs.get(args.log)
+            sw.logs.delete(doomed)
+            out(args, {"deleted": doomed.name, "log_id": doomed.id}, f"deleted {doomed.name} (id {doomed.id})")
         elif args.op == "find-time":
             found = sw.logs.get(args.log).find_time(args.timestamp_ms)
             out(args, {"lsn": found, "lsn_str": lsn_str(found)}, lsn_str(found))
@@ -177,15 +191,16 @@ def _log_command(args: argparse.Namespace) -> None:
                 print(json.dumps(rows))
             else:
                 for row in rows:
+                    sealed = "\tsealed" if row["final_lsn"] is not None else ""
                     print(f"{row['name']}\tid {row['log_id']}\ttail {row['tail_lsn_str']}\t"
-                          f"trimmed to {row['trim_point_str']}\t{row['data_size']} bytes")
+                          f"trimmed to {row['trim_point_str']}\t{row['data_size']} bytes{sealed}")
 
 
 def _info_row(log: Any) -> dict[str, Any]:
     tail, trim_point = log.tail_lsn(), log.trim_point()
     return {"name": log.name, "log_id": log.id, "group": log.info.group, "tail_lsn": tail,
             "tail_lsn_str": lsn_str(tail), "trim_point": trim_point, "trim_point_str": lsn_str(trim_point),
-            "data_size": log.data_size(), "backlog_s": log.attributes.backlog_s}
+            "data_size": log.data_size(), "backlog_s": log.attributes.backlog_s, "final_lsn": log.final_lsn()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

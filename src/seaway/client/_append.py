@@ -58,6 +58,7 @@ class _Queued:
     size: int
     outer: Future[range]
     attempt: int
+    if_tail: int | None = None
 
 
 def _later(delay_s: float, run: Callable[[], None]) -> None:
@@ -82,7 +83,8 @@ class AppendQueue:
         self._calls = 0
         self._closed = False
 
-    def put(self, log_id: int, payloads: Sequence[bytes], mark: ProducerMark, timeout_s: float) -> Future[range]:
+    def put(self, log_id: int, payloads: Sequence[bytes], mark: ProducerMark, timeout_s: float,
+            if_tail: int | None = None) -> Future[range]:
         """Queue one batch; the future gives its LSNs. Blocks while the queue is full, at most
         ``timeout_s``; then raises :class:`OverloadedError`."""
         size = sum(map(len, payloads))
@@ -94,7 +96,7 @@ class AppendQueue:
                                       f"for {timeout_s} s (waiting_bytes_max={self._config.waiting_bytes_max})")
         outer: Future[range] = Future()
         outer.set_running_or_notify_cancel()  # an append on its way cannot be called back
-        self._put(_Queued(log_id, payloads, mark, size, outer, 1))
+        self._put(_Queued(log_id, payloads, mark, size, outer, 1, if_tail))
         return outer
 
     def _put(self, item: _Queued) -> None:
@@ -131,8 +133,10 @@ class AppendQueue:
         try:
             request = pb.AppendManyRequest()
             for item in batch:  # built in place: a message given to the constructor would be copied again
-                request.batches.add(log_id=item.log_id, payloads=item.payloads, producer_id=item.mark.producer_id,
-                                    sequence=item.mark.sequence)
+                added = request.batches.add(log_id=item.log_id, payloads=item.payloads,
+                                            producer_id=item.mark.producer_id, sequence=item.mark.sequence)
+                if item.if_tail is not None:
+                    added.if_tail = item.if_tail
             inner = self._call(request)
         except Exception as exc:  # e.g. the channel closed under us: fail these batches, never strand them
             error = (exc if isinstance(exc, SeawayError) else ClosedError("the client is closed") if self._closed

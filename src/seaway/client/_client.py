@@ -47,6 +47,7 @@ from seaway.log import (
     Versioned,
     attribute_overrides,
     check_meta_key,
+    get_or_create_log,
     lsn_str,
     producer_mark,
     scan_bounds,
@@ -184,15 +185,17 @@ class RemoteLog(LogHandle):
         self._client = logs._client
 
     def append_batch_async(self, payloads: Iterable[bytes], *, producer_id: bytes | None = None,
-                           sequence: int | None = None) -> Future[range]:
+                           sequence: int | None = None, if_tail: int | None = None) -> Future[range]:
         """As :meth:`seaway.Log.append_batch_async`. Every batch is sent as an idempotent append
         (this client's producer id and its next sequence number for the log, unless given), so a
         retriable failure is retried, up to the client's retry policy, without storing it twice.
         Batches appended while the client's earlier calls are in flight go together in its next
         call (see :class:`~seaway.client.AppendQueueConfig`)."""
         batch = self._check_batch(payloads)
+        if if_tail is not None:
+            _check_lsn(if_tail, "if_tail")
         mark = producer_mark(producer_id, sequence) or self._client._next_mark(self.id)
-        return self._client._appends.put(self.id, batch, mark, self._client._timeout_s)
+        return self._client._appends.put(self.id, batch, mark, self._client._timeout_s, if_tail)
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
                flush_interval_s: float = 0.05, ordered: bool = True,
@@ -210,6 +213,17 @@ class RemoteLog(LogHandle):
 
     def tail_lsn(self) -> int:
         return self._state().tail_lsn
+
+    def seal(self) -> int:
+        reply: pb.LsnReply = self._client._call("SealLog", pb.LogRef(log_id=self.id))
+        return reply.lsn
+
+    def final_lsn(self) -> int | None:
+        state = self._state()
+        return state.final_lsn if state.HasField("final_lsn") else None
+
+    def delete(self) -> None:
+        self._logs.delete(self)
 
     def trim_point(self) -> int:
         return self._state().trim_point
@@ -445,6 +459,18 @@ class RemoteLogs:
             ref = pb.LogRef(name=name_or_id)
         info: pb.LogInfo = self._client._call("GetLog", ref)
         return RemoteLog(self, log_info_from_msg(info))
+
+    def get_or_create(self, name: str, *, group: str | None = None, backlog_s: float | None = UNSET,
+                      payload_bytes_max: int = UNSET, durability: Durability = UNSET) -> RemoteLog:
+        """As :meth:`seaway.log.Logs.get_or_create`."""
+        log: RemoteLog = get_or_create_log(self, name, group=group, backlog_s=backlog_s,
+                                           payload_bytes_max=payload_bytes_max, durability=durability)
+        return log
+
+    def delete(self, log: RemoteLog | int | str) -> None:
+        """As :meth:`seaway.log.Logs.delete`. Not retried: after a transport failure, look the
+        log up to learn whether it was deleted."""
+        self._client._call("DeleteLog", pb.LogRef(log_id=self._resolve(log).id), idempotent=False)
 
     def _resolve(self, log: RemoteLog | int | str) -> RemoteLog:
         if isinstance(log, RemoteLog):

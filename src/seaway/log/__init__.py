@@ -14,6 +14,7 @@ from seaway.log._handle import (
     UNSET,
     LogHandle,
     attribute_overrides,
+    get_or_create_log,
     producer_mark,
 )
 from seaway.log._logs import Log, Logs, Reader
@@ -147,6 +148,7 @@ __all__ = [
     "check_meta_key",
     "epoch_of",
     "esn_of",
+    "get_or_create_log",
     "lsn_str",
     "make_lsn",
     "producer_mark",

@@ -1,7 +1,9 @@
 """Log names and log groups: named ranges of log ids whose logs inherit the group's attributes.
 
 The configuration is kept as JSON values under the log store's metadata keys ``cfg/group/<name>``
-and ``cfg/log/<name>``; each change is one durable metadata write.
+and ``cfg/log/<name>``; each change is one durable metadata write. A deleted log leaves
+``cfg/deleted/<id>`` for good, written before anything else of the deletion: its id is never given
+again, and a deletion a crash interrupted is finished when the store opens.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from seaway._errors import InvalidArgumentError, LogExistsError, UnknownLogError
+from seaway._errors import InvalidArgumentError, LogDeletedError, LogExistsError, UnknownLogError
 from seaway._invariant import invariant
 from seaway.log._types import LogAttributes, overrides_from_json, overrides_to_json
 from seaway.logsdb import LogsDB
@@ -23,6 +25,11 @@ NAME_CHARS_MAX = 255
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
 _GROUP_PREFIX = b"cfg/group/"
 _LOG_PREFIX = b"cfg/log/"
+_DELETED_PREFIX = b"cfg/deleted/"
+
+
+def _deleted_key(log_id: int) -> bytes:
+    return _DELETED_PREFIX + b"%016x" % log_id
 
 
 def check_name(name: str, what: str) -> str:
@@ -65,13 +72,19 @@ class LogsConfig:
         self._logs: dict[str, LogInfo] = {}
         self._by_id: dict[int, LogInfo] = {}
         self._max_id: dict[str | None, int] = {}  # group (None: no group) -> its highest log id
+        self._deleted: dict[int, str] = {}  # id of a deleted log -> the name it had
         for _, raw in db.scan_meta(_GROUP_PREFIX):
             g = json.loads(raw)
             self._groups[g["name"]] = LogGroup(g["name"], g["first_id"], g["last_id"],
                                                overrides_from_json(g["overrides"]))
+        for _, raw in db.scan_meta(_DELETED_PREFIX):
+            entry = json.loads(raw)
+            self._deleted[entry["log_id"]] = entry["name"]
+            self._max_id[entry["group"]] = max(self._max_id.get(entry["group"], 0), entry["log_id"])
         for _, raw in db.scan_meta(_LOG_PREFIX):
             entry = json.loads(raw)
-            self._add(entry["name"], entry["log_id"], entry["group"], overrides_from_json(entry["overrides"]))
+            if entry["log_id"] not in self._deleted:  # else a deletion a crash interrupted
+                self._add(entry["name"], entry["log_id"], entry["group"], overrides_from_json(entry["overrides"]))
 
     def _resolve(self, group: str | None, overrides: dict[str, Any]) -> LogAttributes:
         attrs = self._defaults
@@ -134,6 +147,8 @@ class LogsConfig:
                 raise InvalidArgumentError(f"log id must be in [{lo}, {hi}], got {log_id!r}")
             if log_id in self._by_id:
                 raise LogExistsError(f"log id {log_id} is taken by {self._by_id[log_id].name!r}")
+            if log_id in self._deleted:
+                raise LogExistsError(f"log id {log_id} belonged to a deleted log: ids are never used again")
             if group is None and self._group_of_id(log_id) is not None:
                 raise InvalidArgumentError(f"log id {log_id} is inside group {self._group_of_id(log_id)!r}")
             return log_id
@@ -154,9 +169,36 @@ class LogsConfig:
     def get(self, name_or_id: str | int) -> LogInfo:
         with self._lock:
             info = self._by_id.get(name_or_id) if isinstance(name_or_id, int) else self._logs.get(name_or_id)
+            if info is None and name_or_id in self._deleted:
+                raise LogDeletedError(f"log {name_or_id} ({self._deleted[name_or_id]!r}) was deleted")
         if info is None:
             raise UnknownLogError(f"no log {name_or_id!r}")
         return info
+
+    def mark_deleted(self, log_id: int) -> None:
+        """Durably record that the log is deleted; from now on it is unknown by name and id."""
+        with self._lock:
+            if log_id in self._deleted:
+                return
+            info = self._by_id[log_id]
+            self._db.put_meta(_deleted_key(log_id), json.dumps(
+                {"name": info.name, "log_id": log_id, "group": info.group}).encode())
+            self._deleted[log_id] = info.name
+            del self._by_id[log_id]
+            if self._logs.get(info.name) is info:
+                del self._logs[info.name]
+
+    def forget_name(self, log_id: int) -> None:
+        """Remove a deleted log's name entry, unless a new log has the name already (idempotent)."""
+        with self._lock:
+            name = self._deleted[log_id]
+            raw = self._db.get_meta(_LOG_PREFIX + name.encode())
+            if raw is not None and json.loads(raw)["log_id"] == log_id:
+                self._db.delete_meta(_LOG_PREFIX + name.encode())
+
+    def deleted_ids(self) -> list[int]:
+        with self._lock:
+            return sorted(self._deleted)
 
     def logs(self) -> list[LogInfo]:
         with self._lock:

@@ -14,12 +14,22 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from seaway._clock import Clock, SystemClock
-from seaway._errors import ClosedError, OverloadedError, SeawayError, SequenceTooOldError, StorageError
+from seaway._errors import (
+    ClosedError,
+    LogDeletedError,
+    LogSealedError,
+    OverloadedError,
+    SeawayError,
+    SequenceTooOldError,
+    StorageError,
+    StoreFailedError,
+)
 from seaway._invariant import invariant
 from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
-from seaway.log._lsn import epoch_of
+from seaway.log._lsn import epoch_of, lsn_str
 from seaway.log._protocol import (
     AppendAcked,
     AppendFailed,
@@ -69,6 +79,14 @@ def read_chunk(db: LogsDB, want: ReadWant, bytes_max: int) -> ReadChunk:
         next_entry = db.next_entry_lsn(want.log_id, covered_to)
     ends = db.epoch_ends(want.log_id, epoch_of(want.lsn_from), epoch_of(covered_to))
     return ReadChunk(entries, covered_to, db.trim_point(want.log_id), ends, next_entry)
+
+
+@dataclass(frozen=True, slots=True)
+class _EndAppends:
+    """Through the inbox, in order with appends: the log takes no appends after this one (it is
+    being sealed or deleted); answer with its tail once every append accepted before is decided."""
+
+    why: Literal["sealed", "deleted"]
 
 
 @dataclass(slots=True)
@@ -159,11 +177,16 @@ class EmbeddedLogStore:
         # (log id, producer id, sequence) of producers' batches in flight -> retries waiting on them
         self._producing: dict[tuple[int, bytes, int], list[Future[range]]] = {}
         self._next_request_id = 0
-        self._inbox: deque[tuple[int, AppendRequest, Future[range]]] = deque()
+        self._inbox: deque[tuple[int, AppendRequest, Future[range]] | tuple[int, _EndAppends, Future[int]]] = deque()
+        # Logs that take no more appends (writer thread only), and callers waiting for their tails.
+        self._ended: dict[int, Literal["sealed", "deleted"]] = dict.fromkeys(self.logsdb.sealed_logs(), "sealed")
+        self._ending: dict[int, list[Future[int]]] = {}
         self._inbox_cv = threading.Condition()
         self._released = {i: self.logsdb.last_lsn(i) for i in log_ids}
         self._release_lock = threading.Lock()
         self._watchers: dict[int, set[threading.Event]] = {}  # log id -> its readers' wake-up events
+        self._final = self.logsdb.sealed_logs()  # log id -> final LSN, once sealed for good (release lock)
+        self._deleted: set[int] = set()  # (release lock)
         self._closing = False
         self._closed = False
         self._syncer = _Syncer(self.logsdb, self._on_synced) if self._config.storage.writes_in_flight_max > 1 else None
@@ -178,13 +201,21 @@ class EmbeddedLogStore:
     # --- appends (any thread) -------------------------------------------------------------------
 
     def append_async(self, log_id: int, payloads: tuple[bytes, ...], sync: bool = True,
-                     producer: ProducerMark | None = None) -> Future[range]:
+                     producer: ProducerMark | None = None, if_tail: int | None = None) -> Future[range]:
         """Sequence and store ``payloads`` as one batch; the future gives their LSNs.
 
         With ``producer``, a batch whose producer id and sequence number were stored before is not
-        stored again: the future gives the LSNs it got the first time (idempotent appends).
+        stored again: the future gives the LSNs it got the first time (idempotent appends). With
+        ``if_tail``, the batch is stored only if the log's last LSN is ``if_tail`` when it is
+        sequenced (after every append accepted before it); otherwise it fails with
+        :class:`TailMismatchError`.
         """
         future: Future[range] = Future()
+        request = AppendRequest(0, payloads, sync, producer, if_tail)
+        self._enqueue(log_id, request, future)
+        return future
+
+    def _enqueue(self, log_id: int, request: AppendRequest | _EndAppends, future: Future[range] | Future[int]) -> None:
         with self._inbox_cv:
             if self._broken is not None:
                 raise self._broken
@@ -192,11 +223,67 @@ class EmbeddedLogStore:
                 raise ClosedError("the log store is closed")
             if len(self._inbox) >= self._config.inbox_appends_max:
                 raise OverloadedError(f"{len(self._inbox)} appends are waiting to be written")
-            self._next_request_id += 1
-            request = AppendRequest(self._next_request_id, payloads, sync, producer)
-            self._inbox.append((log_id, request, future))
+            if isinstance(request, AppendRequest):
+                self._next_request_id += 1
+                request = AppendRequest(self._next_request_id, request.payloads, request.sync, request.producer,
+                                        request.if_tail)
+            self._inbox.append((log_id, request, future))  # type: ignore[arg-type]
             self._inbox_cv.notify()
-        return future
+
+    def end_appends(self, log_id: int, why: Literal["sealed", "deleted"], timeout_s: float | None = None) -> int:
+        """Take no more appends for the log (later ones fail with :class:`LogSealedError` or
+        :class:`LogDeletedError`); return its tail once every append accepted before is decided.
+        The caller then makes the seal or the deletion durable."""
+        future: Future[int] = Future()
+        self._enqueue(log_id, _EndAppends(why), future)
+        return future.result(timeout_s)
+
+    def seal_log(self, log_id: int) -> int:
+        """Seal the log for good and return its final LSN: no append is taken after this call, and
+        those accepted before it are decided first. Durable when it returns; idempotent."""
+        if self.logsdb.final_lsn(log_id) is None:
+            self.logsdb.seal_log(log_id, self.end_appends(log_id, "sealed"))
+        final = self.logsdb.final_lsn(log_id)
+        if final is None:
+            raise StorageError(f"log {log_id} was sealed but has no final LSN")  # never: seal_log is durable
+        with self._release_lock:
+            self._final[log_id] = final
+            watchers = tuple(self._watchers.get(log_id, ()))
+        for wake in watchers:  # tailing readers learn that the log ends
+            wake.set()
+        return final
+
+    def final_lsn(self, log_id: int) -> int | None:
+        """The last LSN of a log sealed for good; None while it takes appends."""
+        return self._final.get(log_id)
+
+    def delete_log(self, log_id: int, mark_deleted: Callable[[], None]) -> None:
+        """Delete the log: refuse its appends, let those accepted be decided, call ``mark_deleted``
+        (which makes the deletion durable, so that :meth:`forget_deleted` finishes it after a crash),
+        then make its records unreadable and reclaim their space."""
+        self.end_appends(log_id, "deleted")
+        mark_deleted()
+        self.forget_deleted([log_id])
+
+    def forget_deleted(self, log_ids: list[int]) -> None:
+        """Make deleted logs unreadable (readers get :class:`LogDeletedError`) and remove their data
+        (idempotent: also what finishes a deletion interrupted by a crash)."""
+        with self._release_lock:
+            self._deleted.update(log_ids)
+            watchers = [wake for log_id in log_ids for wake in self._watchers.get(log_id, ())]
+        for wake in watchers:
+            wake.set()
+        for log_id in log_ids:
+            self._tail.forget(log_id)
+            if self.logsdb.data_size(log_id) or self.logsdb.last_lsn(log_id) > self.logsdb.trim_point(log_id):
+                self.logsdb.delete_log_data(log_id)
+
+    def is_deleted(self, log_id: int) -> bool:
+        return log_id in self._deleted
+
+    def check_not_deleted(self, log_id: int) -> None:
+        if log_id in self._deleted:
+            raise LogDeletedError(f"log {log_id} was deleted")
 
     # --- the writer thread ----------------------------------------------------------------------
 
@@ -218,18 +305,22 @@ class EmbeddedLogStore:
                         self._failed_apply = None  # the node hears of it now: later writes are new
                     self._events.append((None, done))
                 for log_id, request, future in batch:
-                    self._accept(log_id, request, future)
+                    if isinstance(request, _EndAppends):
+                        self._end(log_id, request, future)  # type: ignore[arg-type]
+                    else:
+                        self._accept(log_id, request, future)  # type: ignore[arg-type]
                 self._tick()
                 self._pump()
+                self._answer_ended()
             except BaseException as exc:  # a bug: fail every waiter rather than hang them
-                self._stop_writing(StorageError(f"log writer failed: {exc!r}"))
+                self._stop_writing(StoreFailedError(f"log writer failed: {exc!r}"))
                 raise
             failure = self.logsdb.write_failure
             if failure is not None:
                 # LogsDB takes no more writes (a write or a sync failed): retrying them would only
                 # spin the sequencers through plugs and epochs. Appends fail until it is reopened.
-                self._stop_writing(StorageError(f"the log store takes no writes since a write failed ({failure}); "
-                                                "reopen it"))
+                self._stop_writing(StoreFailedError(f"the log store takes no writes since a write failed ({failure}); "
+                                                    "reopen it"))
                 return
             if closing and not batch and not self._storage.busy:
                 return
@@ -245,26 +336,51 @@ class EmbeddedLogStore:
         self._completions.clear()
         self._fail_all(error)
 
+    def _end(self, log_id: int, request: _EndAppends, future: Future[int]) -> None:
+        if self._ended.get(log_id) != "deleted":  # a deletion outranks a seal
+            self._ended[log_id] = request.why
+        self._ending.setdefault(log_id, []).append(future)
+
+    def _answer_ended(self) -> None:
+        """Answer the callers of end_appends whose logs have every append decided."""
+        for log_id in [i for i in self._ending if i not in self._sequencers or self._sequencers[i].idle]:
+            tail = self.released(log_id)
+            for future in self._ending.pop(log_id):
+                future.set_result(tail)
+
+    def _refusal(self, log_id: int) -> SeawayError | None:
+        ended = self._ended.get(log_id)
+        if ended is None and log_id not in self._deleted:
+            return None
+        if ended == "sealed":
+            final = self.logsdb.final_lsn(log_id)
+            return LogSealedError(f"log {log_id} is sealed" + (f" at {lsn_str(final)}" if final is not None else "")
+                                  + ": it takes no more appends")
+        return LogDeletedError(f"log {log_id} was deleted")
+
     def _accept(self, log_id: int, request: AppendRequest, future: Future[range]) -> None:
         mark = request.producer
-        if mark is None:
-            self._pending[request.request_id] = _Pending(future, log_id)
-            self._events.append((log_id, request))
-            return
-        key = (log_id, mark.producer_id, mark.sequence)
-        if key in self._producing:  # a retry of a batch still in flight: answer both alike
+        key = None if mark is None else (log_id, mark.producer_id, mark.sequence)
+        if key is not None and key in self._producing:  # a retry of a batch still in flight: answer both alike
             self._producing[key].append(future)
             return
-        stored = self.logsdb.produced(log_id, mark.producer_id, mark.sequence)
-        if isinstance(stored, range):
-            self._completions.append((future, stored))
-        elif stored is False:
-            self._completions.append((future, SequenceTooOldError(
-                f"log {log_id}: sequence {mark.sequence} is older than every batch remembered of its producer")))
-        else:
+        if mark is not None:
+            stored = self.logsdb.produced(log_id, mark.producer_id, mark.sequence)
+            if isinstance(stored, range):  # answered even by a sealed log: it is a retry
+                self._completions.append((future, stored))
+                return
+            if stored is False:
+                self._completions.append((future, SequenceTooOldError(
+                    f"log {log_id}: sequence {mark.sequence} is older than every batch remembered of its producer")))
+                return
+        refusal = self._refusal(log_id)
+        if refusal is not None:
+            self._completions.append((future, refusal))
+            return
+        if key is not None:
             self._producing[key] = []
-            self._pending[request.request_id] = _Pending(future, log_id, key)
-            self._events.append((log_id, request))
+        self._pending[request.request_id] = _Pending(future, log_id, key)
+        self._events.append((log_id, request))
 
     def _settle(self, pending: _Pending, result: range | SeawayError) -> None:
         self._completions.append((pending.future, result))
@@ -393,9 +509,14 @@ class EmbeddedLogStore:
                     future.set_exception(error)
         self._producing.clear()
         with self._inbox_cv:
-            for _, _, future in self._inbox:
-                future.set_exception(error)
+            for _, _, queued in self._inbox:
+                queued.set_exception(error)
             self._inbox.clear()
+        for ends in self._ending.values():
+            for end in ends:
+                if not end.done():
+                    end.set_exception(error)
+        self._ending.clear()
 
     # --- reading (any thread) -------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import Any
 
-from seaway._errors import InvalidArgumentError, PayloadTooLargeError
+from seaway._errors import InvalidArgumentError, LogDeletedError, LogExistsError, PayloadTooLargeError, UnknownLogError
 from seaway.log._config import LogInfo
 from seaway.log._types import LogAttributes
 from seaway.logsdb import Durability, ProducerMark
@@ -38,6 +38,21 @@ def producer_mark(producer_id: bytes | None, sequence: int | None) -> ProducerMa
     if not isinstance(sequence, int) or isinstance(sequence, bool) or not 0 <= sequence < 2**63:
         raise InvalidArgumentError(f"sequence must be an integer in [0, 2**63), got {sequence!r}")
     return ProducerMark(producer_id, sequence)
+
+
+def get_or_create_log(logs: Any, name: str, **attributes: Any) -> Any:
+    """``logs.get(name)``, or ``logs.create(name, **attributes)`` if there is no such log (for
+    any implementation of the logs namespace, embedded or remote)."""
+    try:
+        return logs.get(name)
+    except LogDeletedError:
+        raise
+    except UnknownLogError:
+        pass
+    try:
+        return logs.create(name, **attributes)
+    except LogExistsError:  # created meanwhile by another caller
+        return logs.get(name)
 
 
 def _payload(payload: object) -> bytes:
@@ -96,13 +111,16 @@ class LogHandle:
         return batch
 
     def append_batch_async(self, payloads: Iterable[bytes], *, producer_id: bytes | None = None,
-                           sequence: int | None = None) -> Future[range]:
+                           sequence: int | None = None, if_tail: int | None = None) -> Future[range]:
         raise NotImplementedError
 
     def append_batch(self, payloads: Iterable[bytes], timeout_s: float | None = None, *,
-                     producer_id: bytes | None = None, sequence: int | None = None) -> range:
-        """Append records as one durable batch and wait; return their LSNs."""
-        return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence).result(timeout_s)
+                     producer_id: bytes | None = None, sequence: int | None = None,
+                     if_tail: int | None = None) -> range:
+        """Append records as one durable batch and wait; return their LSNs. ``if_tail``: append
+        only if the log's last LSN is this one (see :meth:`seaway.Log.append_batch_async`)."""
+        return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence,
+                                       if_tail=if_tail).result(timeout_s)
 
     def append_async(self, payload: bytes) -> Future[int]:
         """Append one record; the future gives its LSN."""

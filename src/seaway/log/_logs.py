@@ -12,13 +12,14 @@ from concurrent.futures import Future
 from seaway._errors import (
     ClosedError,
     InvalidArgumentError,
+    LogDeletedError,
     LsnOutOfRangeError,
     TrimPastTailError,
     UnknownLogError,
 )
 from seaway.log._config import LogGroup, LogInfo, LogsConfig
 from seaway.log._embedded import EmbeddedLogStore
-from seaway.log._handle import UNSET, LogHandle, attribute_overrides, producer_mark
+from seaway.log._handle import UNSET, LogHandle, attribute_overrides, get_or_create_log, producer_mark
 from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn, lsn_str
 from seaway.log._reader import LogReadState, ReadChunk
 from seaway.log._types import LogAttributes, ReadItem, Record, take, weight
@@ -37,7 +38,7 @@ class Log(LogHandle):
     # --- appending ------------------------------------------------------------------------------
 
     def append_batch_async(self, payloads: Iterable[bytes], *, producer_id: bytes | None = None,
-                           sequence: int | None = None) -> Future[range]:
+                           sequence: int | None = None, if_tail: int | None = None) -> Future[range]:
         """Append records as one batch: stored all together or not at all, at consecutive LSNs.
 
         The future gives the LSNs as a ``range``; it fails with a :class:`SeawayError` (check its
@@ -47,9 +48,16 @@ class Log(LogHandle):
         per producer) and a ``sequence`` number that the producer never reuses for another batch of
         this log, sending the same batch again stores it once and answers with the same LSNs, even
         across a crash. The last ``producer_window`` batches of each producer are remembered.
+
+        Conditional appends (fencing a writer): with ``if_tail``, the batch is stored only if the
+        log's last LSN is ``if_tail`` when the batch is sequenced, that is after every append
+        accepted before it; otherwise it fails with :class:`TailMismatchError` and nothing is
+        stored. A writer that appends its next batch with ``if_tail`` set to the last LSN of its
+        previous one learns at once that another writer got in between.
         """
         batch = self._check_batch(payloads)
-        return self._store.append_async(self.id, batch, self._sync, producer_mark(producer_id, sequence))
+        return self._store.append_async(self.id, batch, self._sync, producer_mark(producer_id, sequence),
+                                        check_if_tail(if_tail))
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
                flush_interval_s: float = 0.05, ordered: bool = True,
@@ -70,7 +78,29 @@ class Log(LogHandle):
     def tail_lsn(self) -> int:
         """The LSN of the last record appended (or trimmed); 0 if the log was never written."""
         self._logs._check_open()
+        self._store.check_not_deleted(self.id)
         return self._store.released(self.id)
+
+    def seal(self) -> int:
+        """Seal the log for good and return its final LSN (its tail, for ever).
+
+        Appends accepted before this call are decided first; every later one fails with
+        :class:`LogSealedError`. Readers read up to the final LSN and then get a SEALED gap and
+        are done with the log. Durable when it returns; sealing a sealed log returns the same LSN.
+        """
+        self._logs._check_open()
+        self._store.check_not_deleted(self.id)
+        return self._store.seal_log(self.id)
+
+    def final_lsn(self) -> int | None:
+        """The final LSN of a log sealed for good; None while it takes appends."""
+        self._logs._check_open()
+        self._store.check_not_deleted(self.id)
+        return self._store.final_lsn(self.id)
+
+    def delete(self) -> None:
+        """Delete the log; see :meth:`Logs.delete`."""
+        self._logs.delete(self)
 
     def trim_point(self) -> int:
         return self._store.logsdb.trim_point(self.id)
@@ -147,6 +177,7 @@ class Reader:
         check_lsn(lsn_until, "lsn_until")
         if lsn_from < LSN_OLDEST or lsn_from > lsn_until:
             raise LsnOutOfRangeError(f"cannot read from {lsn_str(lsn_from)} until {lsn_str(lsn_until)}")
+        self._store.check_not_deleted(log_id)
         with self._lock:
             self._states[log_id] = LogReadState(log_id, lsn_from, lsn_until, runs=self._runs)
             self._unfinished.pop(log_id, None)
@@ -154,7 +185,8 @@ class Reader:
         self._wake.set()
 
     def stop_reading(self, log: Log | int | str) -> None:
-        log_id = self._logs._resolve(log).id
+        # By id without a lookup: a deleted log can be stopped too.
+        log_id = log.id if isinstance(log, Log) else log if isinstance(log, int) else self._logs._resolve(log).id
         with self._lock:
             self._states.pop(log_id, None)
             self._buffer = [i for i in self._buffer if i.log_id != log_id]
@@ -201,10 +233,24 @@ class Reader:
         return taken
 
     def _fill(self) -> None:
+        deleted = [log_id for log_id in self._states if self._store.is_deleted(log_id)]
+        if deleted:  # reported once; the reader goes on with its other logs
+            for log_id in deleted:
+                del self._states[log_id]
+                self._unfinished.pop(log_id, None)
+                self._store.unwatch_releases(log_id, self._wake)
+            self._buffer = [i for i in self._buffer if i.log_id not in deleted]
+            self._buffered = sum(map(weight, self._buffer))
+            raise LogDeletedError(f"log {deleted[0]} was deleted while it was being read")
         for state in self._states.values():
             while (room := self._buffered_items_max - self._buffered) > 0:
                 want = state.want(self._store.released(state.log_id))
                 if want is None:
+                    final = self._store.final_lsn(state.log_id)
+                    if final is not None:
+                        sealed = state.on_sealed(final)
+                        self._buffer.extend(sealed)
+                        self._buffered += len(sealed)
                     break
                 # A chunk cut short by the buffer bound is kept and resumed, not read and decoded again.
                 chunk = self._unfinished.pop(state.log_id, None)
@@ -239,12 +285,26 @@ class Reader:
         self.close()
 
 
+def check_if_tail(if_tail: int | None) -> int | None:
+    return None if if_tail is None else check_lsn(if_tail, "if_tail")
+
+
+def closing_iter(reader: Reader) -> Iterator[ReadItem]:
+    """Iterate a reader to its end, and close it however the iteration ends."""
+    with reader:
+        yield from reader
+
+
 class Logs:
     """The logs of one store: create and find logs and groups, read, run retention."""
 
     def __init__(self, store: EmbeddedLogStore, defaults: LogAttributes | None = None) -> None:
         self._store = store
         self._config = LogsConfig(store.logsdb, defaults or LogAttributes())
+        deleted = self._config.deleted_ids()
+        store.forget_deleted(deleted)  # finishes deletions a crash interrupted
+        for log_id in deleted:
+            self._config.forget_name(log_id)
 
     def _check_open(self) -> None:
         if self._store.closed:
@@ -266,14 +326,35 @@ class Logs:
         return self._config.create_group(name, first_id, last_id, overrides)
 
     def get(self, name_or_id: str | int) -> Log:
-        """The log with this name or id; raises :class:`UnknownLogError`."""
+        """The log with this name or id; raises :class:`UnknownLogError` (:class:`LogDeletedError`
+        for the id of a deleted log)."""
         self._check_open()
         return Log(self, self._config.get(name_or_id))
+
+    def get_or_create(self, name: str, *, group: str | None = None, backlog_s: float | None = UNSET,
+                      payload_bytes_max: int = UNSET, durability: Durability = UNSET) -> Log:
+        """The log with this name, created (as :meth:`create` would) if there is none. An existing
+        log is returned as it is, whatever attributes are given here."""
+        log: Log = get_or_create_log(self, name, group=group, backlog_s=backlog_s,
+                                     payload_bytes_max=payload_bytes_max, durability=durability)
+        return log
+
+    def delete(self, log: Log | int | str) -> None:
+        """Delete a log: appends accepted before this call are decided, later ones fail with
+        :class:`LogDeletedError`, and when it returns its records are unreadable (readers get
+        :class:`LogDeletedError`) and their space is being reclaimed. Its id is never used again;
+        its name may be. Durable when it returns (a deletion interrupted by a crash is finished when
+        the store opens)."""
+        resolved = self._resolve(log)
+        self._check_open()
+        self._store.delete_log(resolved.id, lambda: self._config.mark_deleted(resolved.id))
+        self._config.forget_name(resolved.id)
 
     def _resolve(self, log: Log | int | str) -> Log:
         if isinstance(log, Log):
             if log._store is not self._store:
                 raise UnknownLogError(f"{log!r} belongs to another store")
+            self._store.check_not_deleted(log.id)
             return log
         return self.get(log)
 
@@ -298,12 +379,16 @@ class Logs:
         so the iteration ends. Pass ``LSN_MAX`` to tail the logs forever.
         """
         reader = self.reader()
-        for log, lsn_from in starts.items():
-            resolved = self._resolve(log)
-            lsn_until = resolved.tail_lsn() if until is None else until
-            if lsn_from <= lsn_until:
-                reader.start_reading(resolved, lsn_from, lsn_until)
-        return iter(reader)
+        try:
+            for log, lsn_from in starts.items():
+                resolved = self._resolve(log)
+                lsn_until = resolved.tail_lsn() if until is None else until
+                if lsn_from <= lsn_until:
+                    reader.start_reading(resolved, lsn_from, lsn_until)
+        except BaseException:
+            reader.close()
+            raise
+        return closing_iter(reader)
 
     def run_retention(self) -> builtins.list[int]:
         """Drop the partitions none of whose records is retained any more; return their ids."""

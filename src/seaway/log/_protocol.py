@@ -23,6 +23,8 @@ class AppendRequest:
     payloads: tuple[bytes, ...]
     sync: bool = True
     producer: ProducerMark | None = None
+    if_tail: int | None = None
+    """A conditional append: stored only if the log's last LSN, when the batch is sequenced, is this."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,6 +77,15 @@ class LogReadState:
             return None
         return ReadWant(self.log_id, self.next_lsn, to)
 
+    def on_sealed(self, final_lsn: int) -> list[ReadItem]:
+        """The log was sealed for good at ``final_lsn``: once everything up to it is read, the rest
+        of the range is one SEALED gap and the read is done."""
+        if self.done or self.next_lsn <= final_lsn:
+            return []
+        out: list[ReadItem] = []
+        self._gap(out, GapType.SEALED, self.until_lsn)
+        return out
+
     def on_chunk(self, chunk: ReadChunk, items_max: int | None = None) -> list[ReadItem]:
         """Turn a chunk read for :meth:`want` into records and gaps; advance past them.
 

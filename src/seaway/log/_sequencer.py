@@ -15,9 +15,9 @@ from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 
-from seaway._errors import OverloadedError, PreemptedError, SeawayError, TimedOutError
+from seaway._errors import OverloadedError, PreemptedError, SeawayError, TailMismatchError, TimedOutError
 from seaway._invariant import invariant
-from seaway.log._lsn import EPOCH_MAX, ESN_FIRST, ESN_MAX, make_lsn
+from seaway.log._lsn import EPOCH_MAX, ESN_FIRST, ESN_MAX, lsn_str, make_lsn
 from seaway.log._protocol import (
     AppendAcked,
     AppendFailed,
@@ -126,6 +126,17 @@ class Sequencer:
     def in_flight(self) -> int:
         return len(self._slots)
 
+    @property
+    def idle(self) -> bool:
+        """No append queued or undecided, and no epoch being taken: ``released_lsn`` is the tail."""
+        return not self._slots and not self._queue and self.state is not SequencerState.ACTIVATING
+
+    def _last_issued(self) -> int:
+        """The log's last LSN as sequenced so far: the tail once every append in flight is decided."""
+        if self._next_esn > ESN_FIRST:
+            return make_lsn(self.epoch, self._next_esn - 1)
+        return self.released_lsn  # a new epoch: the seal released everything stored before it
+
     def handle(self, event: SequencerEvent, now_ms: int) -> list[SequencerEffect]:
         out: list[SequencerEffect] = []
         if isinstance(event, AppendRequest):
@@ -165,6 +176,12 @@ class Sequencer:
     def _drain(self, now_ms: int, out: list[SequencerEffect]) -> None:
         while self._queue and self.state is SequencerState.ACTIVE and len(self._slots) < self._config.in_flight_max:
             request = self._queue[0]
+            if request.if_tail is not None and request.if_tail != self._last_issued():
+                self._queue.popleft()
+                out.append(AppendFailed(request.request_id, TailMismatchError(
+                    f"log {self.log_id}: the tail is {lsn_str(self._last_issued())}, "
+                    f"not {lsn_str(request.if_tail)}; nothing was appended")))
+                continue
             count = len(request.payloads)
             if self._next_esn + count - 1 > ESN_MAX:
                 # This epoch has no room for the batch: continue in a new one.

@@ -21,6 +21,9 @@ class GapType(Enum):
     """At or below the log's trim point (trimmed, or dropped by retention)."""
     DATALOSS = "DATALOSS"
     """Records were written there but can no longer be read (damaged or lost)."""
+    SEALED = "SEALED"
+    """Past the final LSN of a log sealed for good: no record will ever be there. A reader reaches
+    it once it has read the whole log, and is then done with that log."""
 
 
 class Record(NamedTuple):

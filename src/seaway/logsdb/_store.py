@@ -40,6 +40,7 @@ from seaway._errors import (
     InvalidArgumentError,
     PayloadTooLargeError,
     StorageError,
+    StoreFailedError,
 )
 from seaway._invariant import invariant
 from seaway.logsdb import _format as fmt
@@ -307,15 +308,15 @@ class LogsDB:
     def _check_writable(self) -> None:
         self._check_open()
         if self._failed is not None:
-            raise StorageError(f"the log store takes no writes since a write failed ({self._failed}); reopen it")
+            raise StoreFailedError(f"the log store takes no writes since a write failed ({self._failed}); reopen it")
 
-    def _fail_stop(self, error: StorageError) -> StorageError:
+    def _fail_stop(self, error: StorageError) -> StoreFailedError:
         """After a failed sync, what reached the disk is unknown (Linux may even drop the unwritten
         pages and report the next sync as a success), so the store takes no more writes until it is
         reopened and reloads its state from what the disk holds. The same goes for a failed RocksDB
         write: RocksDB stops taking writes itself after most of them."""
         self._failed = str(error)
-        return error
+        return StoreFailedError(f"{error}; the store takes no more writes until it is reopened")
 
     @contextmanager
     def _writing(self) -> Iterator[None]:

@@ -222,7 +222,8 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                     payloads = tuple(batch.payloads)  # each access to the field would copy them again
                     producer = batch.producer_id or None  # an idempotent append, or a plain one
                     future = log.append_batch_async(payloads, producer_id=producer,
-                                                    sequence=batch.sequence if producer else None)
+                                                    sequence=batch.sequence if producer else None,
+                                                    if_tail=batch.if_tail if batch.HasField("if_tail") else None)
                     pending.append((future, sum(map(len, payloads))))
                 except Exception as exc:  # this batch only; see _typed
                     pending.append(self._typed(method, exc))
@@ -255,8 +256,17 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         def run() -> pb.LogState:
             log = self._log_of(request.log_id)
             return pb.LogState(tail_lsn=log.tail_lsn(), trim_point=log.trim_point(), is_empty=log.is_empty(),
-                               data_size=log.data_size())
+                               data_size=log.data_size(), final_lsn=log.final_lsn())
         return self._unary("GetLogState", context, run)
+
+    def SealLog(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.LsnReply:
+        return self._unary("SealLog", context, lambda: pb.LsnReply(lsn=self._log_of(request.log_id).seal()))
+
+    def DeleteLog(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._log_of(request.log_id).delete()
+            return pb.Empty()
+        return self._unary("DeleteLog", context, run)
 
     def FindTime(self, request: pb.FindTimeRequest, context: grpc.ServicerContext) -> pb.LsnReply:
         return self._unary("FindTime", context,

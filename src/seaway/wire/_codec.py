@@ -19,10 +19,12 @@ from seaway._errors import (
     ClosedError,
     InvalidArgumentError,
     LogExistsError,
+    LogSealedError,
     OverloadedError,
     PayloadTooLargeError,
     SeawayError,
     ServerError,
+    TailMismatchError,
     TimedOutError,
     UnavailableError,
     UnknownLogError,
@@ -53,7 +55,7 @@ RETRIABLE_KEY = "seaway-retriable"
 TOKEN_KEY = "authorization"
 
 _GAP_TO_WIRE = {GapType.BRIDGE: pb.BRIDGE, GapType.HOLE: pb.HOLE, GapType.TRIM: pb.TRIM,
-                GapType.DATALOSS: pb.DATALOSS}
+                GapType.DATALOSS: pb.DATALOSS, GapType.SEALED: pb.SEALED}
 _GAP_FROM_WIRE = {v: k for k, v in _GAP_TO_WIRE.items()}
 
 
@@ -66,6 +68,8 @@ def status_of(error: SeawayError) -> grpc.StatusCode:
                         (LogExistsError, grpc.StatusCode.ALREADY_EXISTS),
                         (AuthenticationError, grpc.StatusCode.UNAUTHENTICATED),
                         (ClosedError, grpc.StatusCode.FAILED_PRECONDITION),
+                        (LogSealedError, grpc.StatusCode.FAILED_PRECONDITION),
+                        (TailMismatchError, grpc.StatusCode.FAILED_PRECONDITION),
                         (ClientError, grpc.StatusCode.INVALID_ARGUMENT),
                         (OverloadedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
                         (TimedOutError, grpc.StatusCode.DEADLINE_EXCEEDED)):

@@ -14,11 +14,13 @@ class GapType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HOLE: _ClassVar[GapType]
     TRIM: _ClassVar[GapType]
     DATALOSS: _ClassVar[GapType]
+    SEALED: _ClassVar[GapType]
 GAP_UNSPECIFIED: GapType
 BRIDGE: GapType
 HOLE: GapType
 TRIM: GapType
 DATALOSS: GapType
+SEALED: GapType
 
 class Empty(_message.Message):
     __slots__ = ()
@@ -135,16 +137,18 @@ class LogList(_message.Message):
     def __init__(self, logs: _Optional[_Iterable[_Union[LogInfo, _Mapping]]] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
-    __slots__ = ("log_id", "payloads", "producer_id", "sequence")
+    __slots__ = ("log_id", "payloads", "producer_id", "sequence", "if_tail")
     LOG_ID_FIELD_NUMBER: _ClassVar[int]
     PAYLOADS_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    IF_TAIL_FIELD_NUMBER: _ClassVar[int]
     log_id: int
     payloads: _containers.RepeatedScalarFieldContainer[bytes]
     producer_id: bytes
     sequence: int
-    def __init__(self, log_id: _Optional[int] = ..., payloads: _Optional[_Iterable[bytes]] = ..., producer_id: _Optional[bytes] = ..., sequence: _Optional[int] = ...) -> None: ...
+    if_tail: int
+    def __init__(self, log_id: _Optional[int] = ..., payloads: _Optional[_Iterable[bytes]] = ..., producer_id: _Optional[bytes] = ..., sequence: _Optional[int] = ..., if_tail: _Optional[int] = ...) -> None: ...
 
 class AppendReply(_message.Message):
     __slots__ = ("first_lsn", "count")
@@ -193,16 +197,18 @@ class TrimRequest(_message.Message):
     def __init__(self, log_id: _Optional[int] = ..., lsn: _Optional[int] = ...) -> None: ...
 
 class LogState(_message.Message):
-    __slots__ = ("tail_lsn", "trim_point", "is_empty", "data_size")
+    __slots__ = ("tail_lsn", "trim_point", "is_empty", "data_size", "final_lsn")
     TAIL_LSN_FIELD_NUMBER: _ClassVar[int]
     TRIM_POINT_FIELD_NUMBER: _ClassVar[int]
     IS_EMPTY_FIELD_NUMBER: _ClassVar[int]
     DATA_SIZE_FIELD_NUMBER: _ClassVar[int]
+    FINAL_LSN_FIELD_NUMBER: _ClassVar[int]
     tail_lsn: int
     trim_point: int
     is_empty: bool
     data_size: int
-    def __init__(self, tail_lsn: _Optional[int] = ..., trim_point: _Optional[int] = ..., is_empty: _Optional[bool] = ..., data_size: _Optional[int] = ...) -> None: ...
+    final_lsn: int
+    def __init__(self, tail_lsn: _Optional[int] = ..., trim_point: _Optional[int] = ..., is_empty: _Optional[bool] = ..., data_size: _Optional[int] = ..., final_lsn: _Optional[int] = ...) -> None: ...
 
 class FindTimeRequest(_message.Message):
     __slots__ = ("log_id", "timestamp_ms")

@@ -99,6 +99,16 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.FindTimeRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.LsnReply.FromString,
                 _registered_method=True)
+        self.SealLog = channel.unary_unary(
+                '/seaway.v1.Seaway/SealLog',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.LogRef.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.LsnReply.FromString,
+                _registered_method=True)
+        self.DeleteLog = channel.unary_unary(
+                '/seaway.v1.Seaway/DeleteLog',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.LogRef.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                _registered_method=True)
         self.Read = channel.unary_stream(
                 '/seaway.v1.Seaway/Read',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.ReadRequest.SerializeToString,
@@ -211,6 +221,22 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SealLog(self, request, context):
+        """Seal a log for good: appends accepted before are decided, later ones fail with LOG_SEALED;
+        readers read up to the final LSN (the reply), then get a SEALED gap. Idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteLog(self, request, context):
+        """Delete a log: its records become unreadable (LOG_DELETED) and their space is reclaimed; its
+        id is never used again. A second call fails with LOG_DELETED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Read(self, request, context):
         """Server-push: records and gaps of one log, in LSN order, until lsn_until (forever for 2**64-1).
         HTTP/2 flow control bounds what is in flight: a reader that stops reading stops the server.
@@ -315,6 +341,16 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.FindTime,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.FindTimeRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.LsnReply.SerializeToString,
+            ),
+            'SealLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.SealLog,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.LogRef.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.LsnReply.SerializeToString,
+            ),
+            'DeleteLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteLog,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.LogRef.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
             ),
             'Read': grpc.unary_stream_rpc_method_handler(
                     servicer.Read,
@@ -693,6 +729,60 @@ class Seaway:
             '/seaway.v1.Seaway/FindTime',
             seaway_dot_wire_dot_seaway__pb2.FindTimeRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.LsnReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SealLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/SealLog',
+            seaway_dot_wire_dot_seaway__pb2.LogRef.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.LsnReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/DeleteLog',
+            seaway_dot_wire_dot_seaway__pb2.LogRef.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
             options,
             channel_credentials,
             insecure,
