@@ -61,3 +61,14 @@ def test_appends_racing_a_seal_are_stored_below_the_final_lsn_or_refused(tmp_pat
         assert log.final_lsn() == final
         with pytest.raises(LogSealedError):
             log.append(b"after reopen")
+
+
+def test_reads_leave_no_reader_behind(tmp_path: Path) -> None:
+    with seaway.open(tmp_path) as sw:
+        log = sw.logs.create("read-often")
+        log.append_batch([b"a", b"b"])
+        for _ in range(1000):
+            assert len([i for i in log.read() if isinstance(i, Record)]) == 2
+        first = next(iter(sw.logs.read({log: 1})))  # abandoned after one item: closed when dropped
+        assert first is not None
+        assert not sw.logs._store._watchers, "finished reads left readers registered"
