@@ -428,18 +428,29 @@ def test_reader_in_runs_mode_delivers_the_same_records_and_gaps(sw: seaway.Seawa
     assert any(isinstance(i, Record) for i in plain) and plain[0].type is GapType.TRIM  # type: ignore[union-attr]
 
 
-def test_each_log_remembers_a_bounded_number_of_producers(tmp_path: Path) -> None:
-    config = seaway.SeawayConfig(logs=seaway.LogStoreConfig(logsdb=seaway.LogsDBConfig(producers_per_log_max=2)))
-    with seaway.Seaway(tmp_path, config) as sw:
+def test_each_log_remembers_a_bounded_number_of_producers_and_never_stores_a_retry_twice(tmp_path: Path) -> None:
+    from seaway.testing import FakeClock  # noqa: PLC0415
+
+    config = seaway.SeawayConfig(logs=seaway.LogStoreConfig(logsdb=seaway.LogsDBConfig(
+        producers_per_log_max=2, producer_idle_s_min=10)))
+    clock = FakeClock()
+    with seaway.open(tmp_path, config, clock) as sw:
         log = sw.logs.create("l")
-        first = {p: log.append_batch([p], producer_id=p, sequence=1) for p in (b"a", b"b", b"c")}
-        assert log.append_batch([b"c"], producer_id=b"c", sequence=1) == first[b"c"]  # remembered
-        assert log.append_batch([b"b"], producer_id=b"b", sequence=1) == first[b"b"]
-        assert log.append_batch([b"a"], producer_id=b"a", sequence=1) != first[b"a"]  # forgotten: stored again
-    with seaway.Seaway(tmp_path, config) as sw:
+        first = {p: log.append_batch([p], producer_id=p, sequence=1) for p in (b"a", b"b")}
+        with pytest.raises(seaway.OverloadedError):  # both remembered producers are active: none forgotten
+            log.append_batch([b"c"], producer_id=b"c", sequence=1)
+        clock.advance(11)
+        first[b"c"] = log.append_batch([b"c"], producer_id=b"c", sequence=1)  # "a", idle longest, is forgotten
+        with pytest.raises(seaway.SequenceTooOldError):  # a retry of a forgotten producer: refused, not stored
+            log.append_batch([b"a"], producer_id=b"a", sequence=1)
+        assert log.append_batch([b"b"], producer_id=b"b", sequence=1) == first[b"b"]  # remembered
+        assert log.append_batch([b"c"], producer_id=b"c", sequence=1) == first[b"c"]
+        clock.advance(11)
+        first[b"d"] = log.append_batch([b"d"], producer_id=b"d", sequence=0)  # a new producer starts at 0
+    with seaway.open(tmp_path, config, clock) as sw:  # what the log forgot stays forgotten
         log = sw.logs.get("l")
-        assert log.append_batch([b"a"], producer_id=b"a", sequence=1)[0] > first[b"c"][0]
-        # "a" came back and pushed out the least recent of the others: at most two are remembered.
-        remembered = [p for p in (b"a", b"b", b"c")
-                      if sw._store.logsdb.produced(log.id, p, 1) is not None]
-        assert len(remembered) == 2
+        with pytest.raises(seaway.SequenceTooOldError):
+            log.append_batch([b"a"], producer_id=b"a", sequence=1)
+        assert log.append_batch([b"d"], producer_id=b"d", sequence=0) == first[b"d"]
+        stored = [r.payload for r in log.read() if isinstance(r, Record)]
+        assert sorted(stored) == [b"a", b"b", b"c", b"d"]  # each once

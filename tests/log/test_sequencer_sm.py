@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from seaway import PreemptedError, StorageError, TimedOutError
+from seaway import InvalidArgumentError, PreemptedError, StorageError, TimedOutError
 from seaway.log import (
     ESN_MAX,
     AppendAcked,
@@ -110,7 +110,7 @@ def test_a_failed_seal_waits_no_longer_than_an_unanswered_one() -> None:
     seq.handle(EpochGranted(1), 0)
     assert seq.handle(SealReply(5, 0, 0, StorageError("disk")), 4) == []
     assert seq.next_deadline_ms == 10  # the resend the timeout set already is not put off
-    with pytest.raises(ValueError, match="seal_retry_ms"):
+    with pytest.raises(InvalidArgumentError, match="seal_retry_ms"):
         SequencerConfig(seal_retry_ms=0)  # a failed seal resent at once could loop for ever
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from seaway import ClosedError, PayloadTooLargeError, StorageError
+from seaway import ClosedError, InvalidArgumentError, PayloadTooLargeError, StorageError
 from seaway.logsdb import (
     CorruptEntry,
     HolePlugEntry,
@@ -75,7 +75,7 @@ def test_segment_min_bytes_zero_puts_every_batch_there(tmp_path: Path) -> None:
         assert kind(db, 1, E1 + 1) is fmt.EntryKind.SEGMENT_REF
         assert kind(db, 1, E1 + 2) is fmt.EntryKind.HOLE_PLUG  # a hole plug has no bytes to move
         assert entries(db, 1) == [RecordsEntry(1, E1 + 1, 1, [b""]), HolePlugEntry(1, E1 + 2, E1 + 2, 1)]
-    with pytest.raises(ValueError, match="segment_min_bytes"):
+    with pytest.raises(InvalidArgumentError, match="segment_min_bytes"):
         LogsDBConfig(segment_min_bytes=-1)
 
 
@@ -128,7 +128,7 @@ def test_a_lower_entry_bytes_max_still_reads_larger_entries_stored_before(tmp_pa
 
 def test_entry_bytes_max_fits_a_segment_reference() -> None:
     LogsDBConfig(entry_bytes_max=1 << 30)
-    with pytest.raises(ValueError, match="entry_bytes_max"):
+    with pytest.raises(InvalidArgumentError, match="entry_bytes_max"):
         LogsDBConfig(entry_bytes_max=(1 << 30) + 1)
 
 

@@ -371,7 +371,13 @@ class EmbeddedLogStore:
                 return
             if stored is False:
                 self._completions.append((future, SequenceTooOldError(
-                    f"log {log_id}: sequence {mark.sequence} is older than every batch remembered of its producer")))
+                    f"log {log_id}: sequence {mark.sequence} is older than every batch remembered of its producer "
+                    "(or the producer was forgotten): whether it was stored cannot be told; nothing was stored")))
+                return
+            if not self.logsdb.producer_admitted(log_id, mark.producer_id):
+                self._completions.append((future, OverloadedError(
+                    f"log {log_id} remembers as many producers as it may, all active lately: a new producer's "
+                    "batches wait until one has been idle for producer_idle_s_min")))
                 return
         refusal = self._refusal(log_id)
         if refusal is not None:

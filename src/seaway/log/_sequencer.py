@@ -15,7 +15,14 @@ from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 
-from seaway._errors import OverloadedError, PreemptedError, SeawayError, TailMismatchError, TimedOutError
+from seaway._errors import (
+    InvalidArgumentError,
+    OverloadedError,
+    PreemptedError,
+    SeawayError,
+    TailMismatchError,
+    TimedOutError,
+)
 from seaway._invariant import invariant
 from seaway.log._lsn import EPOCH_MAX, ESN_FIRST, ESN_MAX, lsn_str, make_lsn
 from seaway.log._protocol import (
@@ -56,11 +63,11 @@ class SequencerConfig:
 
     def __post_init__(self) -> None:
         if self.store_timeout_ms <= 0 or self.seal_retry_ms <= 0:
-            raise ValueError("store_timeout_ms and seal_retry_ms must be positive")
+            raise InvalidArgumentError("store_timeout_ms and seal_retry_ms must be positive")
         if self.store_attempts_max < 1 or self.plug_attempts_max < 1:
-            raise ValueError("store_attempts_max and plug_attempts_max must be at least 1")
+            raise InvalidArgumentError("store_attempts_max and plug_attempts_max must be at least 1")
         if self.in_flight_max < 1 or self.queued_max < 1:
-            raise ValueError("in_flight_max and queued_max must be at least 1")
+            raise InvalidArgumentError("in_flight_max and queued_max must be at least 1")
 
 
 class SequencerState(Enum):

@@ -80,6 +80,7 @@ _P_PRODUCER = b"I"  # + log id + producer id -> its recent batches (idempotent a
 _P_FINAL = b"F"  # + log id -> the last LSN of a log sealed for good (no more appends)
 _P_KV = b"K"  # + metadata store key -> version + sum + value (see kv_commit)
 _P_KV_REVISION = b"R"  # -> the metadata store's last revision
+_P_FORGOT = b"G"  # + log id -> empty: the log has forgotten a producer (see LogsDBConfig.producers_per_log_max)
 
 _COMPRESSION = {
     "none": DBCompressionType.none(),
@@ -252,12 +253,15 @@ class LogsDB:
         self._seal: dict[int, int] = self._load_u64_map(_P_SEAL)
         self._final: dict[int, int] = self._load_u64_map(_P_FINAL)
         self._produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
-        # Per log, its producers from least to most recently appending (for the bound on them).
-        self._producers: dict[int, OrderedDict[bytes, None]] = {}
+        # Per log, its producers from least to most recently appending, with the time of their last
+        # append (for the bound on them; after a restart, the time it opened: none is idle yet).
+        self._producers: dict[int, OrderedDict[bytes, int]] = {}
+        opened_ms = self._clock.now_ms()
         for key, value in self._meta_scan(_P_PRODUCER):
             log_id, producer_id = fmt.decode_u64(key[1:9]), key[9:]
             self._produced[(log_id, producer_id)] = fmt.decode_produced(value)
-            self._producers.setdefault(log_id, OrderedDict())[producer_id] = None
+            self._producers.setdefault(log_id, OrderedDict())[producer_id] = opened_ms
+        self._forgot = {fmt.decode_u64(key[1:9]) for key, _ in self._meta_scan(_P_FORGOT)}
         self._last_lsn: dict[int, int] = {}
         # Bytes of entries per partition, kept as they are written: a write must not sum a directory.
         self._sizes = {pid: sum(d.size_bytes for d in entries.values()) for pid, entries in self._directory.items()}
@@ -390,9 +394,12 @@ class LogsDB:
             batch.put(_P_DIRECTORY + _u64(pid) + _u64(log_id), d.encode(), self._meta_handle)
         for (log_id, producer_id), window in produced.items():
             batch.put(_P_PRODUCER + _u64(log_id) + producer_id, fmt.encode_produced(window), self._meta_handle)
-        forgotten = self._producers_to_forget(produced)
+        now_ms = self._clock.now_ms()
+        forgotten = self._producers_to_forget(produced, now_ms)
         for gone_log, gone_producer in forgotten:
             batch.delete(_P_PRODUCER + _u64(gone_log) + gone_producer, self._meta_handle)
+        for gone_log in {log_id for log_id, _ in forgotten} - self._forgot:
+            batch.put(_P_FORGOT + _u64(gone_log), b"", self._meta_handle)
         if to_segment:
             offset = self._to_segment(pid, [value for *_, value in to_segment])
             for key, timestamp_ms, count, value in to_segment:
@@ -406,11 +413,12 @@ class LogsDB:
         with self._lock:
             self._produced.update(produced)
             for log_id, producer_id in produced:
-                self._producers.setdefault(log_id, OrderedDict())[producer_id] = None
+                self._producers.setdefault(log_id, OrderedDict())[producer_id] = now_ms
                 self._producers[log_id].move_to_end(producer_id)
             for log_id, producer_id in forgotten:
                 del self._produced[(log_id, producer_id)]
                 del self._producers[log_id][producer_id]
+                self._forgot.add(log_id)
             self._sizes[pid] = self._sizes.get(pid, 0) + total
             for log_id, d in changed.items():
                 directory[log_id] = d
@@ -439,28 +447,43 @@ class LogsDB:
         while len(window) > self._config.producer_window:
             del window[next(iter(window))]
 
-    def _producers_to_forget(self, produced: dict[tuple[int, bytes], Any]) -> list[tuple[int, bytes]]:
-        """The least recently appending producers past each log's bound, once this write is in."""
+    def _producers_to_forget(self, produced: dict[tuple[int, bytes], Any], now_ms: int) -> list[tuple[int, bytes]]:
+        """The least recently appending producers past each log's bound, once this write is in, of
+        those idle long enough to be forgotten (the bound is exceeded rather than an active one
+        forgotten; see :meth:`producer_admitted`)."""
+        idle_ms = int(self._config.producer_idle_s_min * 1000)
         out: list[tuple[int, bytes]] = []
         for log_id in {log_id for log_id, _ in produced}:
             known = self._producers.get(log_id, OrderedDict())
             new = sum(1 for (log, pid) in produced if log == log_id and pid not in known)
             excess = len(known) + new - self._config.producers_per_log_max
-            for producer_id in known:
-                if excess <= 0:
-                    break
+            for producer_id, last_ms in known.items():
+                if excess <= 0 or now_ms - last_ms < idle_ms:
+                    break  # the rest appended later still
                 if (log_id, producer_id) not in produced:
                     out.append((log_id, producer_id))
                     excess -= 1
         return out
 
+    def producer_admitted(self, log_id: int, producer_id: bytes) -> bool:
+        """Whether a batch of this producer may be appended to the log now: a producer the log
+        knows always may; a new one only while the log remembers fewer than ``producers_per_log_max``
+        producers or one of them has been idle long enough to be forgotten."""
+        with self._lock:
+            known = self._producers.get(log_id)
+            if known is None or producer_id in known or len(known) < self._config.producers_per_log_max:
+                return True
+            oldest_ms = next(iter(known.values()))
+        return self._clock.now_ms() - oldest_ms >= int(self._config.producer_idle_s_min * 1000)
+
     def produced(self, log_id: int, producer_id: bytes, sequence: int) -> range | bool | None:
         """What became of a producer's batch: its LSNs if it is stored; ``None`` if it is not;
-        ``False`` if the sequence is older than every remembered one, so nobody can tell."""
+        ``False`` if nobody can tell: the sequence is older than every remembered one, or the log
+        does not know the producer, has forgotten some, and the sequence is not a first one (0)."""
         with self._lock:
             window = self._produced.get((log_id, producer_id))
             if not window:
-                return None
+                return False if sequence > 0 and log_id in self._forgot else None
             found = window.get(sequence)
             if found is not None:
                 return range(found[0], found[0] + found[1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from seaway._errors import InvalidArgumentError
 from seaway.logsdb._format import ENTRY_BYTES_LIMIT
 
 
@@ -43,24 +44,32 @@ class LogsDBConfig:
     producer_window: int = 128
     """How many recent batches of each producer, per log, are remembered for deduplication."""
     producers_per_log_max: int = 1024
-    """How many producers each log remembers; the one that appended least recently is forgotten
-    first (a retry of its batches would then be stored again)."""
+    """How many producers each log remembers. Past that, the one that appended least recently is
+    forgotten, but only once it has not appended for ``producer_idle_s_min``; until one has, a new
+    producer's batches are refused as overloaded (retriable) rather than an active producer forgotten.
+    A log that forgot a producer refuses an unknown producer's batches with a sequence above 0
+    (``SequenceTooOldError``): they may be retries of a forgotten producer."""
+    producer_idle_s_min: float = 3600.0
+    """How long a producer must have been silent on a log before it may be forgotten: a retry sent
+    within this time of the producer's last append is always recognized."""
 
     def __post_init__(self) -> None:
         if self.partition_duration_s <= 0:
-            raise ValueError("partition_duration_s must be positive")
+            raise InvalidArgumentError("partition_duration_s must be positive")
         if self.partition_bytes_max <= 0 or self.entry_bytes_max <= 0 or self.write_bytes_max <= 0:
-            raise ValueError("byte limits must be positive")
+            raise InvalidArgumentError("byte limits must be positive")
         if self.entry_bytes_max > ENTRY_BYTES_LIMIT:
-            raise ValueError(f"entry_bytes_max must be at most {ENTRY_BYTES_LIMIT} (1 GiB)")
+            raise InvalidArgumentError(f"entry_bytes_max must be at most {ENTRY_BYTES_LIMIT} (1 GiB)")
         if self.segment_min_bytes < 0:
-            raise ValueError("segment_min_bytes must not be negative")
+            raise InvalidArgumentError("segment_min_bytes must not be negative")
         if not 1 <= self.producer_window <= 4096:
-            raise ValueError("producer_window must be in [1, 4096]")
+            raise InvalidArgumentError("producer_window must be in [1, 4096]")
+        if not self.producer_idle_s_min >= 0:
+            raise InvalidArgumentError("producer_idle_s_min must not be negative")
         if not 1 <= self.producers_per_log_max <= 1 << 20:
-            raise ValueError("producers_per_log_max must be in [1, 2**20]")
+            raise InvalidArgumentError("producers_per_log_max must be in [1, 2**20]")
         if self.compression not in ("none", "snappy", "lz4", "zstd"):
-            raise ValueError(f"unknown compression {self.compression!r}")
+            raise InvalidArgumentError(f"unknown compression {self.compression!r}")
 
 
 # --- Write operations ------------------------------------------------------------------------------
