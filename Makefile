@@ -7,6 +7,17 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint typecheck unit bench proto clean
 
 $(STAMP): pyproject.toml
+	@# The power-loss tests mount a FUSE filesystem: fusermount3 and libfuse 3 (Debian's fuse3).
+	@# A failed install stops here; where none can be made, the tests fail and say why.
+	@if ! command -v fusermount3 >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing fuse3 (fusermount3, libfuse 3) for tests/powerloss"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 >/dev/null; \
+		else \
+			echo "warning: fusermount3 is missing and fuse3 cannot be installed here (needs root and apt-get):" \
+				"tests/powerloss will fail" >&2; \
+		fi; \
+	fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

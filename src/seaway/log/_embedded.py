@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from seaway._clock import Clock, SystemClock
+from seaway._dirs import make_dir_durable
 from seaway._errors import (
     ClosedError,
     LogDeletedError,
@@ -150,6 +151,12 @@ class EmbeddedLogStore:
         self._config = config or LogStoreConfig()
         self._clock = clock or SystemClock()
         path = Path(path)
+        try:
+            # Durable in its parent before anything in it counts (LogsDB and the epoch store do
+            # the same for their directories inside it).
+            make_dir_durable(path)
+        except OSError as exc:
+            raise StorageError(f"cannot create the data directory {path}: {exc}") from exc
         self.logsdb = LogsDB(path / "logsdb", self._config.logsdb, self._clock)
         try:
             self._epochs = epoch_store or RocksDBEpochStore(path / "epochs")

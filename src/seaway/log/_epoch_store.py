@@ -10,10 +10,12 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from pathlib import Path
 from typing import Protocol
 
 from rocksdict import Options, Rdict, WriteOptions
 
+from seaway._dirs import make_dir_durable
 from seaway._errors import ClosedError, StorageError, TimedOutError
 
 _KEY = struct.Struct(">Q")
@@ -45,6 +47,12 @@ class RocksDBEpochStore:
     """The embedded epoch store: fsynced counters in a RocksDB of their own."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        # The directory is made here, not by RocksDB: RocksDB fsyncs what it creates inside it, but
+        # never the directory's own name in its parent, which a power cut would then take away.
+        try:
+            make_dir_durable(Path(path))
+        except OSError as exc:
+            raise StorageError(f"cannot create the epoch store's directory {path}: {exc}") from exc
         opts = Options(raw_mode=True)
         opts.create_if_missing(True)
         try:

@@ -22,18 +22,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from seaway._dirs import fsync_dir
 from seaway._errors import ClosedError, StorageError
 
 _IOV_MAX = 1024  # buffers per pwritev call (Linux's IOV_MAX)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make the entries of directory ``path`` (a file created or removed in it) durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Segment:

@@ -32,6 +32,7 @@ from rocksdict import (
 )
 
 from seaway._clock import Clock, SystemClock
+from seaway._dirs import make_dir_durable
 from seaway._errors import (
     ClosedError,
     ConditionFailedError,
@@ -44,7 +45,7 @@ from seaway._errors import (
 )
 from seaway._invariant import invariant
 from seaway.logsdb import _format as fmt
-from seaway.logsdb._segment import Segment, fsync_dir
+from seaway.logsdb._segment import Segment
 from seaway.logsdb._types import (
     CorruptEntry,
     Entry,
@@ -148,7 +149,7 @@ class LogsDB:
         self._kv_synced = 0  # of which durable
         self._closed = False
         self._failed: str | None = None  # why writes stopped (not the exception: its frames hold RocksDB)
-        self._path.mkdir(parents=True, exist_ok=True)
+        self._make_dir(self._path)
         self._lock_fd = self._acquire_dir_lock()
         self._segments: dict[int, Segment] = {}
         # partition id -> (created_ms, Rdict, handle)
@@ -172,13 +173,18 @@ class LogsDB:
             raise DataDirLockedError(f"{self._path} is already open in another process or store") from None
         return fd
 
+    @staticmethod
+    def _make_dir(path: Path) -> None:
+        """Create ``path`` (or find it) durable in its parent, on every open: a crash may have come
+        between the ``mkdir`` and the fsync of an earlier one."""
+        try:
+            make_dir_durable(path)
+        except OSError as exc:
+            raise StorageError(f"cannot create {path}: {exc}") from exc
+
     def _open_segments_dir(self) -> None:
         self._segments_dir = self._path / _SEGMENTS_DIR
-        try:
-            self._segments_dir.mkdir(exist_ok=True)
-            fsync_dir(self._path)  # on every open: a crash may have come between the two before
-        except OSError as exc:
-            raise StorageError(f"cannot create {self._segments_dir}: {exc}") from exc
+        self._make_dir(self._segments_dir)
 
     def _cf_options(self) -> Options:
         opts = Options(raw_mode=True)
@@ -194,6 +200,9 @@ class LogsDB:
         # size does not change needs no journal commit, and the pages are already cached.
         opts.set_recycle_log_file_num(4)
         db_path = str(self._path / "rocksdb")
+        # Made here rather than by RocksDB, which fsyncs what it creates inside its directory but
+        # never the directory's own name in ours.
+        self._make_dir(self._path / "rocksdb")
         names = [_META_CF]
         if (self._path / "rocksdb" / "CURRENT").exists():
             names = sorted(set(Rdict.list_cf(db_path, Options(raw_mode=True))) | {_META_CF})

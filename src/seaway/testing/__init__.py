@@ -1,17 +1,22 @@
-"""Fakes, a clock, a seeded simulator and crash helpers shared by Seaway's tests."""
+"""Fakes, a clock, a seeded simulator, crash helpers and a power-loss filesystem shared by Seaway's tests."""
 
 from seaway.testing._clock import FakeClock
 from seaway.testing._epochs import MemoryEpochStore
 from seaway.testing._faults import failing_rocksdb, failing_wal_syncs
+from seaway.testing._powerloss import CutReport, PowerLossFS, PowerLossUnavailableError, powerloss_unavailable
 from seaway.testing._sim import SimConfig, SimReport, Simulation, simulate
 
 __all__ = [
+    "CutReport",
     "FakeClock",
     "MemoryEpochStore",
+    "PowerLossFS",
+    "PowerLossUnavailableError",
     "SimConfig",
     "SimReport",
     "Simulation",
     "failing_rocksdb",
     "failing_wal_syncs",
+    "powerloss_unavailable",
     "simulate",
 ]
