@@ -80,11 +80,13 @@ def test_token_is_required_and_refusals_are_logged(tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data", token="s3cret") as server:
         with seaway.connect(server.url) as anonymous, pytest.raises(AuthenticationError):
             anonymous.logs.create("x")
-        with seaway.connect(server.url, token="wrong") as wrong, pytest.raises(AuthenticationError):
-            wrong.logs.list()
+        with seaway.connect(server.url, token="wrong") as wrong:
+            for _ in range(50):  # a client repeating its mistake is counted, and logged once a minute
+                with pytest.raises(AuthenticationError):
+                    wrong.logs.list()
         with seaway.connect(server.url, token="s3cret") as sw:
             assert sw.logs.create("x").append(b"ok") > 0
-        assert "refused a request without the right token" in server.log_text()
+        assert server.log_text().count("refused requests without the right token") == 1
 
 
 def test_listening_beyond_loopback_needs_a_token(tmp_path: Path) -> None:

@@ -24,4 +24,6 @@ class Metrics:
         self.undecodable_metadata = Counter(
             "seaway_undecodable_metadata_total",
             "Request metadata keys or values that were not valid UTF-8 (decoded as Latin-1).", registry=r)
+        self.unauthenticated_requests = Counter(
+            "seaway_unauthenticated_requests_total", "Requests refused for a missing or wrong token.", registry=r)
         self.open_readers = Gauge("seaway_open_readers", "Streaming reads in progress.", registry=r)

@@ -22,8 +22,10 @@ from prometheus_client import Counter, start_http_server
 from seaway._alloc import keep_large_buffers_in_heap
 from seaway._errors import InvalidArgumentError, SeawayError
 from seaway._seaway import Seaway, SeawayConfig
+from seaway.server._decoding import RefuseUndecodable
 from seaway.server._metrics import Metrics
 from seaway.server._service import SeawayService, ServiceLimits
+from seaway.server._throttle import ThrottledWarning
 from seaway.wire import seaway_pb2, seaway_pb2_grpc
 
 _log = logging.getLogger("seaway.server")
@@ -92,23 +94,12 @@ class _ThrottledGrpcErrors(logging.Filter):
                  clock: Callable[[], float] = time.monotonic, interval_s: float = 60.0) -> None:
         super().__init__()
         self._matches = matches
-        self._counter = counter
-        self._message = message
-        self._clock = clock
-        self._interval_s = interval_s
-        self._lock = threading.Lock()  # grpc's threads log at once
-        self._logged_s: float | None = None
+        self._warning = ThrottledWarning(counter, message, clock, interval_s)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not self._matches(record):
             return True
-        self._counter.inc()
-        now = self._clock()
-        with self._lock:
-            if self._logged_s is not None and now - self._logged_s < self._interval_s:
-                return False
-            self._logged_s = now
-        _log.warning(self._message)
+        self._warning.note()
         return False
 
 
@@ -201,7 +192,10 @@ class Server:
         self.store = Seaway(config.data_dir, config.store)
         limits = config.limits
         workers = limits.readers_max + 32  # a streaming reader holds a thread
+        undecodable = ThrottledWarning(self.metrics.undecodable_requests,
+                                       "refused undecodable requests (counted in seaway_undecodable_requests_total)")
         self._grpc = grpc.server(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seaway-rpc"),
+                                 interceptors=[RefuseUndecodable(undecodable.note)],
                                  options=[("grpc.max_receive_message_length", limits.request_bytes_max),
                                           ("grpc.max_send_message_length", limits.read_message_bytes_max + (1 << 20)),
                                           ("grpc.so_reuseport", 0),

@@ -30,6 +30,7 @@ from seaway._errors import (
 from seaway._seaway import Seaway
 from seaway.log import LSN_MAX, Log, RecordRun, RunItem, weight
 from seaway.server._metrics import Metrics
+from seaway.server._throttle import ThrottledWarning
 from seaway.wire import (
     TOKEN_KEY,
     error_metadata,
@@ -100,6 +101,9 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         self._token = token
         self._stopping = stopping
         self._slots = _PeerSlots()
+        self._bad_token = ThrottledWarning(
+            metrics.unauthenticated_requests,
+            "refused requests without the right token (counted in seaway_unauthenticated_requests_total)")
 
     # --- plumbing -------------------------------------------------------------------------------
 
@@ -109,7 +113,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         supplied = dict(context.invocation_metadata()).get(TOKEN_KEY, "")
         expected = f"Bearer {self._token}"
         if not (isinstance(supplied, str) and hmac.compare_digest(supplied.encode(), expected.encode())):
-            _log.warning("refused a request without the right token", extra={"peer": context.peer()})
+            self._bad_token.note(peer=context.peer())
             raise AuthenticationError("missing or wrong token")
 
     def _fail(self, method: str, context: grpc.ServicerContext, exc: BaseException) -> None:

@@ -99,8 +99,6 @@ def error_from_status(status: grpc.StatusCode | None, details: str | None,
         return TimedOutError(message)
     if status == grpc.StatusCode.RESOURCE_EXHAUSTED:
         return PayloadTooLargeError(f"the message exceeds a size limit: {message}")
-    if status in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN) and "deserializ" in message.lower():
-        return InvalidArgumentError(f"malformed request: {message}")
     if status == grpc.StatusCode.UNAVAILABLE:
         return UnavailableError(message)
     return ServerError(message) if status == grpc.StatusCode.INTERNAL else UnavailableError(message)
