@@ -21,7 +21,16 @@ from seaway.log._embedded import EmbeddedLogStore
 from seaway.log._handle import UNSET, LogHandle, attribute_overrides, producer_mark
 from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn, lsn_str
 from seaway.log._reader import LogReadState, ReadChunk
-from seaway.log._types import LogAttributes, ReadItem, Record, take, weight
+from seaway.log._types import (
+    BUFFERED_BYTES_MAX_DEFAULT,
+    LogAttributes,
+    ReadItem,
+    Record,
+    check_buffer_bounds,
+    payload_bytes,
+    take_within,
+    weight,
+)
 from seaway.log._writer import BatchingWriter, RetryPolicy
 from seaway.logsdb import Durability, PartitionInfo
 
@@ -117,50 +126,69 @@ class Log(LogHandle):
         return self._logs.read({self: lsn_from}, until=lsn_until)
 
 
+_UNFINISHED_CHUNKS_MAX = 4
+"""Chunks cut short by a reader's bounds kept to resume from; an older one is read again instead."""
+
+
 class Reader:
     """Reads many logs at once, each in LSN order, delivering records and gaps.
 
     A log read up to ``LSN_MAX`` is tailed: :meth:`read` waits for new records without polling.
-    Items of different logs interleave in no particular order. At most ``buffered_items_max``
-    items are held; the disk is read only as they are consumed.
+    Logs may be started and stopped while the reader runs, from any thread. Items of different
+    logs interleave in no particular order; logs are served in turn, a chunk each, so one busy log
+    does not hold back the others. At most ``buffered_items_max`` items and ``buffered_bytes_max``
+    payload bytes are held (plus one record, however large, so that a read always makes progress);
+    the disk is read only as they are consumed.
     """
 
-    def __init__(self, logs: Logs, buffered_items_max: int = 2_000, *, runs: bool = False) -> None:
-        if buffered_items_max < 1:
-            raise InvalidArgumentError("buffered_items_max must be at least 1")
+    def __init__(self, logs: Logs, buffered_items_max: int = 2_000, *, runs: bool = False,
+                 buffered_bytes_max: int = BUFFERED_BYTES_MAX_DEFAULT) -> None:
+        check_buffer_bounds(buffered_items_max, buffered_bytes_max)
         self._runs = runs
         self._buffered = 0  # records and gaps in the buffer (a run counts its records)
+        self._buffered_bytes = 0  # payload bytes in the buffer
         self._logs = logs
         self._store = logs._store
         self._states: dict[int, LogReadState] = {}
-        self._buffer: list[ReadItem] = []
+        self._buffer: builtins.list[ReadItem] = []
         self._buffered_items_max = buffered_items_max
-        self._unfinished: dict[int, ReadChunk] = {}
+        self._buffered_bytes_max = buffered_bytes_max
+        self._unfinished: dict[int, ReadChunk] = {}  # oldest first
+        self._cursor = 0  # where the next fill starts among the logs: they are served in turn
         self._closed = False
+        self._woken = False
         self._lock = threading.Lock()
         self._wake = threading.Event()  # set when a log read here may have more, or on close
 
     def start_reading(self, log: Log | int | str, lsn_from: int = LSN_OLDEST, lsn_until: int = LSN_MAX) -> None:
-        """Read ``log`` from ``lsn_from`` to ``lsn_until`` inclusive (forever if ``LSN_MAX``)."""
+        """Read ``log`` from ``lsn_from`` to ``lsn_until`` inclusive (forever if ``LSN_MAX``).
+
+        A log already read here is read again from ``lsn_from``: what was buffered of it is dropped."""
         log_id = self._logs._resolve(log).id
         check_lsn(lsn_from, "lsn_from")
         check_lsn(lsn_until, "lsn_until")
         if lsn_from < LSN_OLDEST or lsn_from > lsn_until:
             raise LsnOutOfRangeError(f"cannot read from {lsn_str(lsn_from)} until {lsn_str(lsn_until)}")
         with self._lock:
+            self._drop(log_id)
             self._states[log_id] = LogReadState(log_id, lsn_from, lsn_until, runs=self._runs)
-            self._unfinished.pop(log_id, None)
         self._store.watch_releases(log_id, self._wake)
         self._wake.set()
 
     def stop_reading(self, log: Log | int | str) -> None:
+        """Read ``log`` no more; what was buffered of it is dropped. Nothing happens if it is not read."""
         log_id = self._logs._resolve(log).id
         with self._lock:
             self._states.pop(log_id, None)
+            self._drop(log_id)
+        self._store.unwatch_releases(log_id, self._wake)
+
+    def _drop(self, log_id: int) -> None:
+        if any(i.log_id == log_id for i in self._buffer):
             self._buffer = [i for i in self._buffer if i.log_id != log_id]
             self._buffered = sum(map(weight, self._buffer))
-            self._unfinished.pop(log_id, None)
-        self._store.unwatch_releases(log_id, self._wake)
+            self._buffered_bytes = payload_bytes(self._buffer)
+        self._unfinished.pop(log_id, None)
 
     @property
     def done(self) -> bool:
@@ -168,13 +196,23 @@ class Reader:
         with self._lock:
             return not self._buffer and all(s.done for s in self._states.values())
 
-    def read(self, items_max: int = 1000, timeout_s: float | None = None) -> list[ReadItem]:
-        """Up to ``items_max`` items; waits up to ``timeout_s`` (None: forever) for the first one.
+    def wake(self) -> None:
+        """Make a :meth:`read` that waits now (or the next one that would wait) return at once,
+        with nothing. For a thread that must look at something else (a stop, a control message)."""
+        self._woken = True
+        self._wake.set()
 
-        Returns an empty list on timeout, or at once when every log is done.
+    def read(self, items_max: int = 1000, timeout_s: float | None = None, *,
+             bytes_max: int | None = None) -> builtins.list[ReadItem]:
+        """Up to ``items_max`` items and ``bytes_max`` payload bytes (at least one item, however
+        large); waits up to ``timeout_s`` (None: forever) for the first one.
+
+        Returns an empty list on timeout, after :meth:`wake`, or at once when every log is done.
         """
         if items_max < 1:
             raise InvalidArgumentError("items_max must be at least 1")
+        if bytes_max is not None and bytes_max < 1:
+            raise InvalidArgumentError("bytes_max must be at least 1")
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             if self._closed:
@@ -184,37 +222,62 @@ class Reader:
             with self._lock:
                 self._fill()
                 if self._buffer or all(s.done for s in self._states.values()):
-                    return self._take(items_max)
+                    return self._take(items_max, bytes_max)
+            if self._woken:
+                self._woken = False
+                return []
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return []
             self._wake.wait(remaining)
 
-    def _take(self, items_max: int) -> list[ReadItem]:
-        if not self._runs:
+    def _take(self, items_max: int, bytes_max: int | None) -> builtins.list[ReadItem]:
+        if not self._runs and bytes_max is None:
             taken = self._buffer[:items_max]
             del self._buffer[:items_max]
             self._buffered -= len(taken)
+            self._buffered_bytes = self._buffered_bytes - payload_bytes(taken) if self._buffer else 0
             return taken
-        taken, count = take(self._buffer, items_max)
+        taken, count, size = take_within(self._buffer, items_max, bytes_max)
         self._buffered -= count
+        self._buffered_bytes -= size
         return taken
 
     def _fill(self) -> None:
-        for state in self._states.values():
-            while (room := self._buffered_items_max - self._buffered) > 0:
-                want = state.want(self._store.released(state.log_id))
-                if want is None:
-                    break
-                # A chunk cut short by the buffer bound is kept and resumed, not read and decoded again.
-                chunk = self._unfinished.pop(state.log_id, None)
-                if chunk is None or chunk.covered_to < want.lsn_from:
-                    chunk = self._store.read_chunk(want)
-                items = state.on_chunk(chunk, room)
-                self._buffer.extend(items)
-                self._buffered += len(items) if not self._runs else sum(map(weight, items))
-                if state.next_lsn <= min(chunk.covered_to, want.lsn_to):
-                    self._unfinished[state.log_id] = chunk
+        """Fill the buffer up to its bounds, a chunk of each log in turn while any has more."""
+        ids = builtins.list(self._states)
+        count = len(ids)
+        progressed = True
+        while progressed and count:
+            progressed = False
+            start = self._cursor % count
+            for k in range(count):
+                if self._buffered >= self._buffered_items_max or self._buffered_bytes >= self._buffered_bytes_max:
+                    self._cursor = start + k  # the logs not served this round come first next time
+                    return
+                progressed = self._fill_from(self._states[ids[(start + k) % count]]) or progressed
+
+    def _fill_from(self, state: LogReadState) -> bool:
+        """One chunk of ``state``'s log into the buffer, within its bounds; False if it had none."""
+        if state.done:
+            return False
+        want = state.want(self._store.released(state.log_id))
+        if want is None:
+            return False
+        # A chunk cut short by the buffer's bounds is kept and resumed, not read and decoded again.
+        chunk = self._unfinished.pop(state.log_id, None)
+        if chunk is None or chunk.covered_to < want.lsn_from:
+            chunk = self._store.read_chunk(want)
+        items = state.on_chunk(chunk, self._buffered_items_max - self._buffered,
+                               self._buffered_bytes_max - self._buffered_bytes)
+        self._buffer.extend(items)
+        self._buffered += len(items) if not self._runs else sum(map(weight, items))
+        self._buffered_bytes += state.emitted_bytes
+        if state.next_lsn <= min(chunk.covered_to, want.lsn_to):
+            self._unfinished[state.log_id] = chunk
+            if len(self._unfinished) > _UNFINISHED_CHUNKS_MAX:
+                del self._unfinished[next(iter(self._unfinished))]
+        return bool(items)
 
     def __iter__(self) -> Iterator[ReadItem]:
         """Every item until all logs are done (forever when tailing)."""
@@ -227,7 +290,7 @@ class Reader:
     def close(self) -> None:
         self._closed = True
         with self._lock:
-            log_ids = list(self._states)
+            log_ids = builtins.list(self._states)
         for log_id in log_ids:
             self._store.unwatch_releases(log_id, self._wake)
         self._wake.set()
@@ -284,12 +347,13 @@ class Logs:
     def groups(self) -> builtins.list[LogGroup]:
         return self._config.groups()
 
-    def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False) -> Reader:
+    def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False,
+               buffered_bytes_max: int = BUFFERED_BYTES_MAX_DEFAULT) -> Reader:
         """A reader over any of these logs. With ``runs``, it delivers :class:`RecordRun` items (one
         per stored batch, or part of one) instead of a :class:`Record` each: for bulk consumers, and
         counted by their records against ``buffered_items_max`` and ``read``'s ``items_max``."""
         self._check_open()
-        return Reader(self, buffered_items_max, runs=runs)
+        return Reader(self, buffered_items_max, runs=runs, buffered_bytes_max=buffered_bytes_max)
 
     def read(self, starts: Mapping[Log | int | str, int], until: int | None = None) -> Iterator[ReadItem]:
         """Records and gaps of several logs, each from its start LSN.
