@@ -26,7 +26,7 @@ METHODS = {
     "Health": pb.Empty, "CreateLog": pb.CreateLogRequest, "CreateGroup": pb.CreateGroupRequest,
     "GetLog": pb.LogRef, "ListLogs": pb.Empty, "Append": pb.AppendRequest, "AppendMany": pb.AppendManyRequest,
     "Trim": pb.TrimRequest,
-    "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "ReadMany": pb.ReadControl,
+    "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "ReadMany": pb.ReadControls,
 }
 
 
@@ -74,18 +74,23 @@ def _valid(method: str, rng: random.Random, known_ids: list[int]) -> Any:
         return pb.TrimRequest(log_id=log_id, lsn=_u64(rng))
     if method == "FindTime":
         return pb.FindTimeRequest(log_id=log_id, timestamp_ms=rng.choice([-1, 0, 2**63 - 1, -(2**63)]))
-    if method == "ReadMany":  # one control message of a stream
-        kind = rng.randrange(4)
-        if kind == 0:
-            lo = rng.choice([0, 1, _u64(rng)])
-            return pb.ReadControl(start=pb.ReadStart(
-                log_id=log_id, lsn_from=lo, lsn_until=rng.choice([0, lo, min(lo + 5, 2**64 - 1), 1]), tag=_u64(rng)))
-        if kind == 1:
-            return pb.ReadControl(stop=pb.ReadStop(log_id=log_id))
-        if kind == 2:
-            return pb.ReadControl(grant=pb.ReadGrant(items=_u64(rng), bytes=_u64(rng)))
-        return pb.ReadControl()  # carries nothing: refused
+    if method == "ReadMany":  # one message of a stream: a few controls
+        return pb.ReadControls(controls=[_control(rng, known_ids) for _ in range(rng.choice([0, 1, 1, 3]))])
     return pb.Empty()
+
+
+def _control(rng: random.Random, known_ids: list[int]) -> pb.ReadControl:
+    log_id = rng.choice([*known_ids, _u64(rng)])
+    kind = rng.randrange(4)
+    if kind == 0:
+        lo = rng.choice([0, 1, _u64(rng)])
+        return pb.ReadControl(start=pb.ReadStart(
+            log_id=log_id, lsn_from=lo, lsn_until=rng.choice([0, lo, min(lo + 5, 2**64 - 1), 1]), tag=_u64(rng)))
+    if kind == 1:
+        return pb.ReadControl(stop=pb.ReadStop(log_id=log_id))
+    if kind == 2:
+        return pb.ReadControl(grant=pb.ReadGrant(items=_u64(rng), bytes=_u64(rng)))
+    return pb.ReadControl()  # carries nothing: refused
 
 
 def _mutate(raw: bytes, rng: random.Random) -> bytes:

@@ -25,16 +25,16 @@ class _Stream:
 
     def __init__(self, address: str) -> None:
         self._channel = grpc.insecure_channel(address)
-        self._controls: queue.SimpleQueue[pb.ReadControl | None] = queue.SimpleQueue()
+        self._controls: queue.SimpleQueue[pb.ReadControls | None] = queue.SimpleQueue()
         stub = seaway_pb2_grpc.SeawayStub(self._channel)  # type: ignore[no-untyped-call]
         self.call: Any = stub.ReadMany(self._iter(), timeout=60)
 
-    def _iter(self) -> Iterator[pb.ReadControl]:
+    def _iter(self) -> Iterator[pb.ReadControls]:
         while (msg := self._controls.get()) is not None:
             yield msg
 
     def send(self, **control: Any) -> None:
-        self._controls.put(pb.ReadControl(**control))
+        self._controls.put(pb.ReadControls(controls=[pb.ReadControl(**control)]))
 
     def next(self) -> pb.ReadReply:
         reply: pb.ReadReply = next(self.call)

@@ -129,7 +129,7 @@ class RemoteSeaway:
         inner.add_done_callback(done)
         return outer
 
-    def _read_stream(self, controls: Iterable[pb.ReadControl]) -> Any:
+    def _read_stream(self, controls: Iterable[pb.ReadControls]) -> Any:
         """A ``ReadMany`` call sending ``controls``; iterate it for the replies."""
         self._check_open()
         return self._stub.ReadMany(iter(controls), metadata=self._metadata)

@@ -68,10 +68,15 @@ class _Read:
     lsn_until: int
 
 
-class _Controls:
-    """The client's side of a stream: messages the reader queues, taken by gRPC's sending thread.
+CONTROLS_PER_MESSAGE_MAX = 10_000
+"""Controls sent in one message (a start is about 30 bytes: far below any message bound)."""
 
-    Not bounded: each message stands for a call of the application (a start, a stop) or for room
+
+class _Controls:
+    """The client's side of a stream: controls the reader queues, sent by gRPC's sending thread,
+    all those queued meanwhile in one message.
+
+    Not bounded: each control stands for a call of the application (a start, a stop) or for room
     it made by consuming (a grant, at most one per quarter of the reader's bounds)."""
 
     def __init__(self) -> None:
@@ -83,9 +88,19 @@ class _Controls:
     def close(self) -> None:
         self._queue.put(None)
 
-    def __iter__(self) -> Iterator[pb.ReadControl]:
-        while (msg := self._queue.get()) is not None:
-            yield msg
+    def __iter__(self) -> Iterator[pb.ReadControls]:
+        while (first := self._queue.get()) is not None:
+            batch = [first]
+            while len(batch) < CONTROLS_PER_MESSAGE_MAX:
+                try:
+                    msg = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if msg is None:
+                    yield pb.ReadControls(controls=batch)
+                    return
+                batch.append(msg)
+            yield pb.ReadControls(controls=batch)
 
 
 @dataclass(eq=False)

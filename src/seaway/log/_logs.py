@@ -130,6 +130,22 @@ _UNFINISHED_CHUNKS_MAX = 4
 """Chunks cut short by a reader's bounds kept to resume from; an older one is read again instead."""
 
 
+class _LogWake(threading.Event):
+    """What the store sets when one log's release point moves: it marks that log for the reader's
+    next fill, then wakes the reader. A fill so looks only at the logs that may have more, not at
+    every log read (its own event is never waited on)."""
+
+    def __init__(self, log_id: int, ready: dict[int, None], wake: threading.Event) -> None:
+        super().__init__()
+        self._log_id = log_id
+        self._ready = ready
+        self._reader_wake = wake
+
+    def set(self) -> None:
+        self._ready[self._log_id] = None  # one dict store: atomic for the reader thread that reads it
+        self._reader_wake.set()
+
+
 class Reader:
     """Reads many logs at once, each in LSN order, delivering records and gaps.
 
@@ -154,7 +170,10 @@ class Reader:
         self._buffered_items_max = buffered_items_max
         self._buffered_bytes_max = buffered_bytes_max
         self._unfinished: dict[int, ReadChunk] = {}  # oldest first
-        self._cursor = 0  # where the next fill starts among the logs: they are served in turn
+        # Logs that may have more to read, in the order they are served (one served goes last).
+        self._ready: dict[int, None] = {}
+        self._undone: set[int] = set()  # logs not read up to their lsn_until yet
+        self._wakes: dict[int, _LogWake] = {}
         self._closed = False
         self._woken = False
         self._lock = threading.Lock()
@@ -172,16 +191,23 @@ class Reader:
         with self._lock:
             self._drop(log_id)
             self._states[log_id] = LogReadState(log_id, lsn_from, lsn_until, runs=self._runs)
-        self._store.watch_releases(log_id, self._wake)
-        self._wake.set()
+            self._undone.add(log_id)
+            wake = self._wakes.get(log_id)
+            if wake is None:
+                wake = self._wakes[log_id] = _LogWake(log_id, self._ready, self._wake)
+        self._store.watch_releases(log_id, wake)
+        wake.set()
 
     def stop_reading(self, log: Log | int | str) -> None:
         """Read ``log`` no more; what was buffered of it is dropped. Nothing happens if it is not read."""
         log_id = self._logs._resolve(log).id
         with self._lock:
             self._states.pop(log_id, None)
+            self._undone.discard(log_id)
             self._drop(log_id)
-        self._store.unwatch_releases(log_id, self._wake)
+            wake = self._wakes.pop(log_id, None)
+        if wake is not None:
+            self._store.unwatch_releases(log_id, wake)
 
     def _drop(self, log_id: int) -> None:
         if any(i.log_id == log_id for i in self._buffer):
@@ -194,7 +220,7 @@ class Reader:
     def done(self) -> bool:
         """True when every log has been read up to its ``lsn_until``."""
         with self._lock:
-            return not self._buffer and all(s.done for s in self._states.values())
+            return not self._buffer and not self._undone
 
     def wake(self) -> None:
         """Make a :meth:`read` that waits now (or the next one that would wait) return at once,
@@ -221,7 +247,7 @@ class Reader:
             self._wake.clear()  # before looking: a release from here on sets it again
             with self._lock:
                 self._fill()
-                if self._buffer or all(s.done for s in self._states.values()):
+                if self._buffer or not self._undone:
                     return self._take(items_max, bytes_max)
             if self._woken:
                 self._woken = False
@@ -244,23 +270,26 @@ class Reader:
         return taken
 
     def _fill(self) -> None:
-        """Fill the buffer up to its bounds, a chunk of each log in turn while any has more."""
-        ids = builtins.list(self._states)
-        count = len(ids)
+        """Fill the buffer up to its bounds, a chunk of each log that may have more in turn."""
         progressed = True
-        while progressed and count:
+        while progressed and self._ready:
             progressed = False
-            start = self._cursor % count
-            for k in range(count):
+            for log_id in builtins.list(self._ready):
                 if self._buffered >= self._buffered_items_max or self._buffered_bytes >= self._buffered_bytes_max:
-                    self._cursor = start + k  # the logs not served this round come first next time
                     return
-                progressed = self._fill_from(self._states[ids[(start + k) % count]]) or progressed
+                # Off the list before looking at its release point: a release from here on puts it back.
+                self._ready.pop(log_id, None)
+                state = self._states.get(log_id)
+                if state is None:
+                    continue
+                progressed = self._fill_from(state) or progressed
+                if state.done:
+                    self._undone.discard(log_id)
+                elif state.want(self._store.released(log_id)) is not None:
+                    self._ready[log_id] = None  # more to read: served again after the others
 
     def _fill_from(self, state: LogReadState) -> bool:
         """One chunk of ``state``'s log into the buffer, within its bounds; False if it had none."""
-        if state.done:
-            return False
         want = state.want(self._store.released(state.log_id))
         if want is None:
             return False
@@ -290,9 +319,9 @@ class Reader:
     def close(self) -> None:
         self._closed = True
         with self._lock:
-            log_ids = builtins.list(self._states)
-        for log_id in log_ids:
-            self._store.unwatch_releases(log_id, self._wake)
+            wakes, self._wakes = self._wakes, {}
+        for log_id, wake in wakes.items():
+            self._store.unwatch_releases(log_id, wake)
         self._wake.set()
 
     def __enter__(self) -> Reader:

@@ -128,7 +128,8 @@ class LogReadState:
         """The last LSN up to ``last`` whose record keeps the payloads from ``next_lsn`` on within
         ``budget_bytes`` (``next_lsn`` itself if nothing has been delivered yet)."""
         window = entry.payloads[self.next_lsn - entry.first_lsn:last - entry.first_lsn + 1]
-        sizes = accumulate(len(p) if p is not None else 0 for p in window)
+        sizes = accumulate(map(len, window) if None not in window  # type: ignore[arg-type]
+                           else (len(p) if p is not None else 0 for p in window))
         fits = bisect_right(list(sizes), budget_bytes)
         if fits == 0 and self._emitted == 0:
             fits = 1

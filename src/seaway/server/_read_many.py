@@ -72,17 +72,18 @@ class ReadSession:
 
     # --- any thread -----------------------------------------------------------------------------
 
-    def control(self, msg: pb.ReadControl) -> bool:
-        """Hand a control message to the serving thread (waiting while ``controls_max`` wait).
-        False once the session is closing."""
+    def control(self, msg: pb.ReadControls) -> bool:
+        """Hand the client's controls to the serving thread (waiting while ``controls_max`` wait,
+        unless none does). False once the session is closing."""
         with self._cv:
-            while len(self._controls) >= self._bounds.controls_max and not self._closing:
+            while self._controls and len(self._controls) + len(msg.controls) > self._bounds.controls_max \
+                    and not self._closing:
                 self._cv.wait()
             if self._closing:
                 return False
-            self._controls.append(msg)
+            self._controls.extend(msg.controls)
             self._cv.notify_all()
-        self._reader.wake()  # a read waiting for records looks at the message now
+        self._reader.wake()  # a read waiting for records looks at the controls now
         return True
 
     def close(self, error: SeawayError | None = None) -> None:

@@ -325,7 +325,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     # --- reading many logs over one stream ----------------------------------------------------------
 
-    def ReadMany(self, request_iterator: Iterator[pb.ReadControl],
+    def ReadMany(self, request_iterator: Iterator[pb.ReadControls],
                  context: grpc.ServicerContext) -> Iterator[pb.ReadReply]:
         self._metrics.requests.labels(method="ReadMany").inc()
         peer = context.peer()
@@ -373,7 +373,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             release()
 
     @staticmethod
-    def _take_controls(requests: Iterator[pb.ReadControl], session: ReadSession) -> None:
+    def _take_controls(requests: Iterator[pb.ReadControls], session: ReadSession) -> None:
         """Hand the client's control messages to the session until it stops sending (or goes away)."""
         try:
             for msg in requests:

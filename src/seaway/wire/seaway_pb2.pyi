@@ -246,6 +246,12 @@ class Run(_message.Message):
     gap: Gap
     def __init__(self, records: _Optional[_Union[RecordRun, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ...) -> None: ...
 
+class ReadControls(_message.Message):
+    __slots__ = ("controls",)
+    CONTROLS_FIELD_NUMBER: _ClassVar[int]
+    controls: _containers.RepeatedCompositeFieldContainer[ReadControl]
+    def __init__(self, controls: _Optional[_Iterable[_Union[ReadControl, _Mapping]]] = ...) -> None: ...
+
 class ReadControl(_message.Message):
     __slots__ = ("start", "stop", "grant")
     START_FIELD_NUMBER: _ClassVar[int]

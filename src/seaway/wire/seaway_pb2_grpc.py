@@ -101,7 +101,7 @@ class SeawayStub:
                 _registered_method=True)
         self.ReadMany = channel.stream_stream(
                 '/seaway.v1.Seaway/ReadMany',
-                request_serializer=seaway_dot_wire_dot_seaway__pb2.ReadControl.SerializeToString,
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.ReadControls.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.ReadReply.FromString,
                 _registered_method=True)
         self.MetaGet = channel.unary_unary(
@@ -319,7 +319,7 @@ def add_SeawayServicer_to_server(servicer, server):
             ),
             'ReadMany': grpc.stream_stream_rpc_method_handler(
                     servicer.ReadMany,
-                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.ReadControl.FromString,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.ReadControls.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.ReadReply.SerializeToString,
             ),
             'MetaGet': grpc.unary_unary_rpc_method_handler(
@@ -719,7 +719,7 @@ class Seaway:
             request_iterator,
             target,
             '/seaway.v1.Seaway/ReadMany',
-            seaway_dot_wire_dot_seaway__pb2.ReadControl.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.ReadControls.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.ReadReply.FromString,
             options,
             channel_credentials,
