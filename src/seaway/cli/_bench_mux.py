@@ -30,7 +30,7 @@ from seaway.server import ServerProcess
 @dataclass(frozen=True)
 class MuxBenchConfig:
     logs: int = 1_000
-    total_bytes: int = 32 << 20
+    total_bytes: int = 128 << 20
     """Payload bytes written to each side for the catch-up read, and again for the tailing read."""
     record_bytes: int = 1024
     batch_records: int = 32
