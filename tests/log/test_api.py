@@ -454,3 +454,15 @@ def test_each_log_remembers_a_bounded_number_of_producers_and_never_stores_a_ret
         assert log.append_batch([b"d"], producer_id=b"d", sequence=0) == first[b"d"]
         stored = [r.payload for r in log.read() if isinstance(r, Record)]
         assert sorted(stored) == [b"a", b"b", b"c", b"d"]  # each once
+
+
+def test_wake_makes_a_read_that_would_wait_return_empty(sw: seaway.Seaway) -> None:
+    log = sw.logs.create("woken")
+    log.append(b"one")
+    with sw.logs.reader() as reader:
+        reader.start_reading(log, 1, seaway.LSN_MAX)
+        reader.wake()  # a read with something to return is not cut short
+        assert [i.payload for i in reader.read(10) if isinstance(i, seaway.Record)] == [b"one"]
+        assert reader.read(10) == []  # would wait forever for a new record: the earlier wake ends it
+        log.append(b"two")
+        assert [i.payload for i in reader.read(10) if isinstance(i, seaway.Record)] == [b"two"]

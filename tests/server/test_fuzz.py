@@ -26,7 +26,7 @@ METHODS = {
     "Health": pb.Empty, "CreateLog": pb.CreateLogRequest, "CreateGroup": pb.CreateGroupRequest,
     "GetLog": pb.LogRef, "ListLogs": pb.Empty, "Append": pb.AppendRequest, "AppendMany": pb.AppendManyRequest,
     "Trim": pb.TrimRequest,
-    "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "Read": pb.ReadRequest,
+    "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "ReadMany": pb.ReadControls,
     "SealLog": pb.LogRef, "DeleteLog": pb.LogRef,
 }
 
@@ -77,11 +77,23 @@ def _valid(method: str, rng: random.Random, known_ids: list[int]) -> Any:
         return pb.TrimRequest(log_id=log_id, lsn=_u64(rng))
     if method == "FindTime":
         return pb.FindTimeRequest(log_id=log_id, timestamp_ms=rng.choice([-1, 0, 2**63 - 1, -(2**63)]))
-    if method == "Read":
-        lo = rng.choice([0, 1, _u64(rng)])
-        return pb.ReadRequest(log_id=log_id, lsn_from=lo, lsn_until=rng.choice([lo, min(lo + 5, 2**64 - 1), 1]),
-                              items_max=rng.choice([0, 1, 2**32 - 1]))
+    if method == "ReadMany":  # one message of a stream: a few controls
+        return pb.ReadControls(controls=[_control(rng, known_ids) for _ in range(rng.choice([0, 1, 1, 3]))])
     return pb.Empty()
+
+
+def _control(rng: random.Random, known_ids: list[int]) -> pb.ReadControl:
+    log_id = rng.choice([*known_ids, _u64(rng)])
+    kind = rng.randrange(4)
+    if kind == 0:
+        lo = rng.choice([0, 1, _u64(rng)])
+        return pb.ReadControl(start=pb.ReadStart(
+            log_id=log_id, lsn_from=lo, lsn_until=rng.choice([0, lo, min(lo + 5, 2**64 - 1), 1]), tag=_u64(rng)))
+    if kind == 1:
+        return pb.ReadControl(stop=pb.ReadStop(log_id=log_id))
+    if kind == 2:
+        return pb.ReadControl(grant=pb.ReadGrant(items=_u64(rng), bytes=_u64(rng)))
+    return pb.ReadControl()  # carries nothing: refused
 
 
 def _mutate(raw: bytes, rng: random.Random) -> bytes:
@@ -142,11 +154,11 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
             calls: dict[str, Callable[..., Any]] = {}
             for method in METHODS:
                 path = f"/seaway.v1.Seaway/{method}"
-                calls[method] = (channel.unary_stream(path) if method == "Read" else channel.unary_unary(path))
+                calls[method] = (channel.stream_stream(path) if method == "ReadMany" else channel.unary_unary(path))
             outcomes: dict[str, int] = {}
             for n in range(REQUESTS):
                 method = rng.choice(list(METHODS))
-                if method == "Read" and rng.random() < 0.7:
+                if method == "ReadMany" and rng.random() < 0.7:
                     method = "GetLog"  # streams are slow to fuzz; keep them to a few percent
                 raw = _valid(method, rng, [kept.id, small.id]).SerializeToString()
                 if rng.random() < 0.6:
@@ -156,9 +168,17 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
                 if _touches(method, raw, kept.id):
                     continue
                 try:
-                    if method == "Read":
-                        for _ in calls[method](raw, timeout=0.3):
-                            pass
+                    if method == "ReadMany":  # a stream of several controls, each fuzzed alike
+                        controls = [raw] + [_mutate(_valid(method, rng, [kept.id, small.id]).SerializeToString(), rng)
+                                            if rng.random() < 0.3 else _valid(method, rng, [kept.id, small.id])
+                                            .SerializeToString() for _ in range(rng.randrange(8))]
+                        for reply in calls[method](iter(controls), timeout=0.3):
+                            for part in pb.ReadReply.FromString(reply).logs:
+                                if part.HasField("error"):  # a read refused, the stream going on
+                                    assert part.error.code not in ("SERVER_ERROR", "UNAVAILABLE", "SEAWAY_ERROR"), (
+                                        f"seed {seed}: request {n}: a read got {part.error}")
+                                    key = f"{part.error.code} (one read)"
+                                    outcomes[key] = outcomes.get(key, 0) + 1
                     else:
                         reply = calls[method](raw, timeout=10)
                         if method == "AppendMany":  # each batch has its own result: typed errors too
@@ -172,7 +192,7 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
                     outcomes["ok"] = outcomes.get("ok", 0) + 1
                 except grpc.RpcError as exc:
                     call: Any = exc
-                    if call.code() == grpc.StatusCode.DEADLINE_EXCEEDED and method == "Read":
+                    if call.code() == grpc.StatusCode.DEADLINE_EXCEEDED and method == "ReadMany":
                         outcomes["tailing read cut off"] = outcomes.get("tailing read cut off", 0) + 1
                         continue
                     error = error_from_status(call.code(), call.details(), call.trailing_metadata())
@@ -189,6 +209,7 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
             assert outcomes.get("ok", 0) > REQUESTS // 20, outcomes
             assert len([c for c in outcomes if c.isupper()]) >= 5, outcomes  # many kinds of typed refusal
             assert any(c.endswith("(one batch)") for c in outcomes), outcomes
+            assert any(c.endswith("(one read)") for c in outcomes), outcomes
             stored = {r.lsn: r.payload for r in kept.read() if isinstance(r, Record)}
             assert len(acked) > 100
             for lsn, payload in acked.items():

@@ -95,7 +95,7 @@ def test_listening_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
 
 
 def test_limits_per_connection_and_request_size(tmp_path: Path) -> None:
-    limits = ServiceLimits(request_bytes_max=1 << 20, readers_per_connection_max=2)
+    limits = ServiceLimits(request_bytes_max=1 << 20, read_streams_per_connection_max=2)
     server = Server(ServerConfig(data_dir=tmp_path, listen="127.0.0.1:0", limits=limits))
     server.start()
     try:

@@ -42,7 +42,8 @@ def test_transport_failures_without_a_code() -> None:
     assert isinstance(error_from_status(grpc.StatusCode.RESOURCE_EXHAUSTED, "big", ()), seaway.PayloadTooLargeError)
     assert isinstance(error_from_status(grpc.StatusCode.DEADLINE_EXCEEDED, "slow", ()), seaway.TimedOutError)
     # Read by its code only: a server error without a Seaway code is not guessed from its text.
-    assert type(error_from_status(grpc.StatusCode.INTERNAL, "Exception deserializing request!", ())) is seaway.ServerError
+    untyped = error_from_status(grpc.StatusCode.INTERNAL, "Exception deserializing request!", ())
+    assert type(untyped) is seaway.ServerError
 
 
 def test_record_runs_outside_the_lsn_range_are_refused() -> None:

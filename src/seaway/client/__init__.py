@@ -5,10 +5,10 @@ from seaway.client._client import (
     RemoteLog,
     RemoteLogs,
     RemoteMetadataStore,
-    RemoteReader,
     RemoteSeaway,
     connect,
 )
+from seaway.client._reader import RemoteReader
 
 __all__ = ["AppendQueueConfig", "RemoteLog", "RemoteLogs", "RemoteMetadataStore", "RemoteReader", "RemoteSeaway",
            "connect"]

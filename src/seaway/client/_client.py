@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import builtins
 import itertools
-import queue
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
@@ -25,39 +23,32 @@ from seaway._errors import (
     ClosedError,
     ConditionFailedError,
     InvalidArgumentError,
-    LsnOutOfRangeError,
-    SeawayError,
     UnknownLogError,
 )
 from seaway.client._append import AppendQueue, AppendQueueConfig
+from seaway.client._reader import RemoteReader, check_lsn, translate
 from seaway.log import (
-    LSN_MAX,
+    BUFFERED_BYTES_MAX_DEFAULT,
     LSN_OLDEST,
     UNSET,
     BatchingWriter,
-    Gap,
     LogGroup,
     LogHandle,
     LogInfo,
     MetaApi,
     MetaBatch,
     ReadItem,
-    RecordRun,
     RetryPolicy,
     Versioned,
     attribute_overrides,
     check_meta_key,
     get_or_create_log,
-    lsn_str,
     producer_mark,
     scan_bounds,
-    take,
 )
 from seaway.logsdb import Durability, PartitionInfo, ProducerMark
 from seaway.wire import (
     TOKEN_KEY,
-    error_from_status,
-    items_from_msg,
     log_info_from_msg,
     meta_batch_to_msg,
     overrides_from_msg,
@@ -69,11 +60,6 @@ from seaway.wire import (
 pb = seaway_pb2
 DEFAULT_PORT = 7070
 MESSAGE_BYTES_MAX = 64 << 20
-
-
-def _translate(exc: grpc.RpcError) -> SeawayError:
-    call: Any = exc
-    return error_from_status(call.code(), call.details(), call.trailing_metadata())
 
 
 class RemoteSeaway:
@@ -123,7 +109,7 @@ class RemoteSeaway:
             try:
                 return getattr(self._stub, method)(request, timeout=self._timeout_s, metadata=self._metadata)
             except grpc.RpcError as exc:
-                error = _translate(exc)
+                error = translate(exc)
             if not (idempotent and error.retriable and attempt < self._retry.attempts_max):
                 raise error
             time.sleep(self._retry.delay_s(attempt))
@@ -137,16 +123,17 @@ class RemoteSeaway:
             try:
                 outer.set_result(call.result())
             except grpc.RpcError as exc:
-                outer.set_exception(_translate(exc))
+                outer.set_exception(translate(exc))
             except grpc.FutureCancelledError:
                 outer.set_exception(ClosedError("the client closed before the call finished"))
 
         inner.add_done_callback(done)
         return outer
 
-    def _stream(self, request: pb.ReadRequest) -> Any:
+    def _read_stream(self, controls: Iterable[pb.ReadControls]) -> Any:
+        """A ``ReadMany`` call sending ``controls``; iterate it for the replies."""
         self._check_open()
-        return self._stub.Read(request, metadata=self._metadata)
+        return self._stub.ReadMany(iter(controls), metadata=self._metadata)
 
     def health(self) -> str:
         """``SERVING`` when the server accepts calls."""
@@ -193,7 +180,7 @@ class RemoteLog(LogHandle):
         call (see :class:`~seaway.client.AppendQueueConfig`)."""
         batch = self._check_batch(payloads)
         if if_tail is not None:
-            _check_lsn(if_tail, "if_tail")
+            check_lsn(if_tail, "if_tail")
         mark = producer_mark(producer_id, sequence) or self._client._next_mark(self.id)
         return self._client._appends.put(self.id, batch, mark, self._client._timeout_s, if_tail)
 
@@ -235,7 +222,7 @@ class RemoteLog(LogHandle):
         return self._state().data_size
 
     def trim(self, lsn: int) -> None:
-        _check_lsn(lsn, "lsn")
+        check_lsn(lsn, "lsn")
         self._client._call("Trim", pb.TrimRequest(log_id=self.id, lsn=lsn))
 
     def find_time(self, timestamp_ms: int) -> int:
@@ -247,177 +234,6 @@ class RemoteLog(LogHandle):
 
     def read(self, lsn_from: int = LSN_OLDEST, lsn_until: int | None = None) -> Iterator[ReadItem]:
         return self._logs.read({self: lsn_from}, until=lsn_until)
-
-
-def _check_lsn(lsn: object, what: str) -> int:
-    if not isinstance(lsn, int) or isinstance(lsn, bool) or not 0 <= lsn <= LSN_MAX:
-        raise LsnOutOfRangeError(f"{what} must be an integer in [0, 2**64 - 1], got {lsn!r}")
-    return lsn
-
-
-_DONE = object()
-
-
-@dataclass(eq=False)
-class _Stream:
-    """One log's server-push stream; reopened from ``next_lsn`` after a retriable failure."""
-
-    log_id: int
-    next_lsn: int
-    until: int
-    call: Any = None
-    stopped: bool = False
-
-
-def _last_lsn(item: Any) -> int:
-    if isinstance(item, Gap):
-        return item.lsn_hi
-    return item.last_lsn if isinstance(item, RecordRun) else int(item.lsn)
-
-
-class RemoteReader:
-    """Reads many logs of a server at once; the same contract as :class:`seaway.Reader`.
-
-    Each log is one server-push stream, drained by a thread into a bounded queue: when the caller
-    stops reading, the queue fills, the thread blocks, and HTTP/2 flow control stops the server.
-    A stream that fails retriably (the server restarted, say) is reopened where it stopped, with
-    the client's retry policy; the caller sees an error only once that gives up.
-    """
-
-    def __init__(self, logs: RemoteLogs, buffered_items_max: int = 2_000, *, runs: bool = False) -> None:
-        if buffered_items_max < 1:
-            raise InvalidArgumentError("buffered_items_max must be at least 1")
-        # The server sends messages of at most this many items; two wait in the queue, one is taken
-        # apart: a reader holds about three times ``buffered_items_max`` items at most.
-        self._message_items_max = min(buffered_items_max, 2_000)
-        self._runs = runs
-        self._logs = logs
-        self._client = logs._client
-        self._queue: queue.Queue[tuple[_Stream, Any]] = queue.Queue(2)
-        self._calls: dict[int, _Stream] = {}
-        self._pending: list[ReadItem] = []
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def start_reading(self, log: RemoteLog | int | str, lsn_from: int = LSN_OLDEST, lsn_until: int = LSN_MAX) -> None:
-        log_id = self._logs._resolve(log).id
-        _check_lsn(lsn_from, "lsn_from")
-        _check_lsn(lsn_until, "lsn_until")
-        if lsn_from < LSN_OLDEST or lsn_from > lsn_until:
-            raise LsnOutOfRangeError(f"cannot read from {lsn_str(lsn_from)} until {lsn_str(lsn_until)}")
-        self.stop_reading(log_id)
-        stream = _Stream(log_id, lsn_from, lsn_until)
-        stream.call = self._open(stream)
-        with self._lock:
-            self._calls[log_id] = stream
-        threading.Thread(target=self._drain, args=(stream,), daemon=True, name=f"seaway-read-{log_id}").start()
-
-    def _open(self, stream: _Stream) -> Any:
-        return self._client._stream(pb.ReadRequest(log_id=stream.log_id, lsn_from=stream.next_lsn,
-                                                   lsn_until=stream.until, items_max=self._message_items_max))
-
-    def _drain(self, stream: _Stream) -> None:
-        retry = self._client._retry
-        attempt = 0
-        while not stream.stopped:
-            try:
-                for msg in stream.call:
-                    items = items_from_msg(msg, self._runs)
-                    if items:
-                        stream.next_lsn = _last_lsn(items[-1]) + 1
-                    attempt = 0
-                    self._put(stream, items)
-                self._put(stream, _DONE)
-                return
-            except grpc.RpcError as exc:
-                if stream.stopped or stream.call.code() == grpc.StatusCode.CANCELLED:
-                    return
-                error = _translate(exc)
-            attempt += 1
-            if not error.retriable or attempt >= retry.attempts_max or self._client.closed:
-                self._put(stream, error)
-                return
-            time.sleep(retry.delay_s(attempt))
-            try:
-                stream.call = self._open(stream)
-            except SeawayError as exc:
-                self._put(stream, exc)
-                return
-
-    def _put(self, stream: _Stream, value: object) -> None:
-        while True:
-            with self._lock:
-                if self._calls.get(stream.log_id) is not stream:
-                    return  # stopped: drop what it still delivers
-            try:
-                self._queue.put((stream, value), timeout=0.2)
-                return
-            except queue.Full:
-                continue
-
-    def stop_reading(self, log: RemoteLog | int | str) -> None:
-        log_id = self._logs._resolve(log).id if not isinstance(log, int) else log
-        with self._lock:
-            stream = self._calls.pop(log_id, None)
-            self._pending = [i for i in self._pending if i.log_id != log_id]
-        if stream is not None:
-            stream.stopped = True
-            stream.call.cancel()
-
-    @property
-    def done(self) -> bool:
-        with self._lock:
-            return not self._calls and not self._pending and self._queue.empty()
-
-    def read(self, items_max: int = 1000, timeout_s: float | None = None) -> list[ReadItem]:
-        if items_max < 1:
-            raise InvalidArgumentError("items_max must be at least 1")
-        if self._closed:
-            raise ClosedError("the reader is closed")
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while not self._pending:
-            with self._lock:
-                if not self._calls and self._queue.empty():
-                    return []
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                return []
-            try:
-                stream, value = self._queue.get(timeout=0.2 if remaining is None else min(remaining, 0.2))
-            except queue.Empty:
-                continue
-            with self._lock:
-                if self._calls.get(stream.log_id) is not stream:
-                    continue
-                if value is _DONE:
-                    del self._calls[stream.log_id]
-                elif isinstance(value, SeawayError):
-                    del self._calls[stream.log_id]
-                    raise value
-                else:
-                    self._pending.extend(value)
-        with self._lock:
-            return take(self._pending, items_max)[0]
-
-    def __iter__(self) -> Iterator[ReadItem]:
-        while True:
-            items = self.read()
-            if not items:
-                return
-            yield from items
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for log_id in list(self._calls):
-            self.stop_reading(log_id)
-
-    def __enter__(self) -> RemoteReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class RemoteLogs:
@@ -496,10 +312,11 @@ class RemoteLogs:
         reply: pb.PartitionIds = self._client._call("RunRetention", pb.Empty())
         return list(reply.partition_ids)
 
-    def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False) -> RemoteReader:
-        """As :meth:`seaway.log.Logs.reader`."""
+    def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False,
+               buffered_bytes_max: int = BUFFERED_BYTES_MAX_DEFAULT) -> RemoteReader:
+        """As :meth:`seaway.log.Logs.reader`: one stream for all the logs it reads."""
         self._client._check_open()
-        return RemoteReader(self, buffered_items_max, runs=runs)
+        return RemoteReader(self, buffered_items_max, runs=runs, buffered_bytes_max=buffered_bytes_max)
 
     def read(self, starts: Mapping[RemoteLog | int | str, int], until: int | None = None) -> Iterator[ReadItem]:
         reader = self.reader()

@@ -65,6 +65,7 @@ from seaway.log._reader import LogReadState, ReadChunk, ReadWant
 from seaway.log._sequencer import Sequencer, SequencerConfig, SequencerState
 from seaway.log._storage import StorageConfig, StorageNode
 from seaway.log._types import (
+    BUFFERED_BYTES_MAX_DEFAULT,
     PAYLOAD_BYTES_MAX_LIMIT,
     Gap,
     GapType,
@@ -73,13 +74,17 @@ from seaway.log._types import (
     Record,
     RecordRun,
     RunItem,
+    check_buffer_bounds,
+    payload_bytes,
     take,
+    take_within,
     weight,
 )
 from seaway.log._writer import BatchingWriter, RetryPolicy
 
 __all__ = [
     "BATCH_RECORDS_MAX",
+    "BUFFERED_BYTES_MAX_DEFAULT",
     "EPOCH_MAX",
     "ESN_FIRST",
     "ESN_MAX",
@@ -145,15 +150,18 @@ __all__ = [
     "Versioned",
     "attribute_overrides",
     "bump_epoch",
+    "check_buffer_bounds",
     "check_meta_key",
     "epoch_of",
     "esn_of",
     "get_or_create_log",
     "lsn_str",
     "make_lsn",
+    "payload_bytes",
     "producer_mark",
     "read_chunk",
     "scan_bounds",
     "take",
+    "take_within",
     "weight",
 ]

@@ -22,7 +22,16 @@ from seaway.log._embedded import EmbeddedLogStore
 from seaway.log._handle import UNSET, LogHandle, attribute_overrides, get_or_create_log, producer_mark
 from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn, lsn_str
 from seaway.log._reader import LogReadState, ReadChunk
-from seaway.log._types import LogAttributes, ReadItem, Record, take, weight
+from seaway.log._types import (
+    BUFFERED_BYTES_MAX_DEFAULT,
+    LogAttributes,
+    ReadItem,
+    Record,
+    check_buffer_bounds,
+    payload_bytes,
+    take_within,
+    weight,
+)
 from seaway.log._writer import BatchingWriter, RetryPolicy
 from seaway.logsdb import Durability, PartitionInfo
 
@@ -147,31 +156,63 @@ class Log(LogHandle):
         return self._logs.read({self: lsn_from}, until=lsn_until)
 
 
+_UNFINISHED_CHUNKS_MAX = 4
+"""Chunks cut short by a reader's bounds kept to resume from; an older one is read again instead."""
+
+
+class _LogWake(threading.Event):
+    """What the store sets when one log's release point moves: it marks that log for the reader's
+    next fill, then wakes the reader. A fill so looks only at the logs that may have more, not at
+    every log read (its own event is never waited on)."""
+
+    def __init__(self, log_id: int, ready: dict[int, None], wake: threading.Event) -> None:
+        super().__init__()
+        self._log_id = log_id
+        self._ready = ready
+        self._reader_wake = wake
+
+    def set(self) -> None:
+        self._ready[self._log_id] = None  # one dict store: atomic for the reader thread that reads it
+        self._reader_wake.set()
+
+
 class Reader:
     """Reads many logs at once, each in LSN order, delivering records and gaps.
 
     A log read up to ``LSN_MAX`` is tailed: :meth:`read` waits for new records without polling.
-    Items of different logs interleave in no particular order. At most ``buffered_items_max``
-    items are held; the disk is read only as they are consumed.
+    Logs may be started and stopped while the reader runs, from any thread. Items of different
+    logs interleave in no particular order; logs are served in turn, a chunk each, so one busy log
+    does not hold back the others. At most ``buffered_items_max`` items and ``buffered_bytes_max``
+    payload bytes are held (plus one record, however large, so that a read always makes progress);
+    the disk is read only as they are consumed.
     """
 
-    def __init__(self, logs: Logs, buffered_items_max: int = 2_000, *, runs: bool = False) -> None:
-        if buffered_items_max < 1:
-            raise InvalidArgumentError("buffered_items_max must be at least 1")
+    def __init__(self, logs: Logs, buffered_items_max: int = 2_000, *, runs: bool = False,
+                 buffered_bytes_max: int = BUFFERED_BYTES_MAX_DEFAULT) -> None:
+        check_buffer_bounds(buffered_items_max, buffered_bytes_max)
         self._runs = runs
         self._buffered = 0  # records and gaps in the buffer (a run counts its records)
+        self._buffered_bytes = 0  # payload bytes in the buffer
         self._logs = logs
         self._store = logs._store
         self._states: dict[int, LogReadState] = {}
-        self._buffer: list[ReadItem] = []
+        self._buffer: builtins.list[ReadItem] = []
         self._buffered_items_max = buffered_items_max
-        self._unfinished: dict[int, ReadChunk] = {}
+        self._buffered_bytes_max = buffered_bytes_max
+        self._unfinished: dict[int, ReadChunk] = {}  # oldest first
+        # Logs that may have more to read, in the order they are served (one served goes last).
+        self._ready: dict[int, None] = {}
+        self._undone: set[int] = set()  # logs not read up to their lsn_until yet
+        self._wakes: dict[int, _LogWake] = {}
         self._closed = False
+        self._woken = False
         self._lock = threading.Lock()
         self._wake = threading.Event()  # set when a log read here may have more, or on close
 
     def start_reading(self, log: Log | int | str, lsn_from: int = LSN_OLDEST, lsn_until: int = LSN_MAX) -> None:
-        """Read ``log`` from ``lsn_from`` to ``lsn_until`` inclusive (forever if ``LSN_MAX``)."""
+        """Read ``log`` from ``lsn_from`` to ``lsn_until`` inclusive (forever if ``LSN_MAX``).
+
+        A log already read here is read again from ``lsn_from``: what was buffered of it is dropped."""
         log_id = self._logs._resolve(log).id
         check_lsn(lsn_from, "lsn_from")
         check_lsn(lsn_until, "lsn_until")
@@ -179,34 +220,57 @@ class Reader:
             raise LsnOutOfRangeError(f"cannot read from {lsn_str(lsn_from)} until {lsn_str(lsn_until)}")
         self._store.check_not_deleted(log_id)
         with self._lock:
+            self._drop(log_id)
             self._states[log_id] = LogReadState(log_id, lsn_from, lsn_until, runs=self._runs)
-            self._unfinished.pop(log_id, None)
-        self._store.watch_releases(log_id, self._wake)
-        self._wake.set()
+            self._undone.add(log_id)
+            wake = self._wakes.get(log_id)
+            if wake is None:
+                wake = self._wakes[log_id] = _LogWake(log_id, self._ready, self._wake)
+        self._store.watch_releases(log_id, wake)
+        wake.set()
 
     def stop_reading(self, log: Log | int | str) -> None:
+        """Read ``log`` no more; what was buffered of it is dropped. Nothing happens if it is not read."""
         # By id without a lookup: a deleted log can be stopped too.
         log_id = log.id if isinstance(log, Log) else log if isinstance(log, int) else self._logs._resolve(log).id
         with self._lock:
             self._states.pop(log_id, None)
+            self._undone.discard(log_id)
+            self._drop(log_id)
+            wake = self._wakes.pop(log_id, None)
+        if wake is not None:
+            self._store.unwatch_releases(log_id, wake)
+
+    def _drop(self, log_id: int) -> None:
+        if any(i.log_id == log_id for i in self._buffer):
             self._buffer = [i for i in self._buffer if i.log_id != log_id]
             self._buffered = sum(map(weight, self._buffer))
-            self._unfinished.pop(log_id, None)
-        self._store.unwatch_releases(log_id, self._wake)
+            self._buffered_bytes = payload_bytes(self._buffer)
+        self._unfinished.pop(log_id, None)
 
     @property
     def done(self) -> bool:
         """True when every log has been read up to its ``lsn_until``."""
         with self._lock:
-            return not self._buffer and all(s.done for s in self._states.values())
+            return not self._buffer and not self._undone
 
-    def read(self, items_max: int = 1000, timeout_s: float | None = None) -> list[ReadItem]:
-        """Up to ``items_max`` items; waits up to ``timeout_s`` (None: forever) for the first one.
+    def wake(self) -> None:
+        """Make a :meth:`read` that waits now (or the next one that would wait) return at once,
+        with nothing. For a thread that must look at something else (a stop, a control message)."""
+        self._woken = True
+        self._wake.set()
 
-        Returns an empty list on timeout, or at once when every log is done.
+    def read(self, items_max: int = 1000, timeout_s: float | None = None, *,
+             bytes_max: int | None = None) -> builtins.list[ReadItem]:
+        """Up to ``items_max`` items and ``bytes_max`` payload bytes (at least one item, however
+        large); waits up to ``timeout_s`` (None: forever) for the first one.
+
+        Returns an empty list on timeout, after :meth:`wake`, or at once when every log is done.
         """
         if items_max < 1:
             raise InvalidArgumentError("items_max must be at least 1")
+        if bytes_max is not None and bytes_max < 1:
+            raise InvalidArgumentError("bytes_max must be at least 1")
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             if self._closed:
@@ -215,52 +279,89 @@ class Reader:
             self._wake.clear()  # before looking: a release from here on sets it again
             with self._lock:
                 self._fill()
-                if self._buffer or all(s.done for s in self._states.values()):
-                    return self._take(items_max)
+                if self._buffer or not self._undone:
+                    return self._take(items_max, bytes_max)
+            if self._woken:
+                self._woken = False
+                return []
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return []
             self._wake.wait(remaining)
 
-    def _take(self, items_max: int) -> list[ReadItem]:
-        if not self._runs:
+    def _take(self, items_max: int, bytes_max: int | None) -> builtins.list[ReadItem]:
+        if not self._runs and bytes_max is None:
             taken = self._buffer[:items_max]
             del self._buffer[:items_max]
             self._buffered -= len(taken)
+            self._buffered_bytes = self._buffered_bytes - payload_bytes(taken) if self._buffer else 0
             return taken
-        taken, count = take(self._buffer, items_max)
+        taken, count, size = take_within(self._buffer, items_max, bytes_max)
         self._buffered -= count
+        self._buffered_bytes -= size
         return taken
 
     def _fill(self) -> None:
+        """Fill the buffer up to its bounds, a chunk of each log that may have more in turn."""
         deleted = [log_id for log_id in self._states if self._store.is_deleted(log_id)]
         if deleted:  # reported once; the reader goes on with its other logs
             for log_id in deleted:
                 del self._states[log_id]
-                self._unfinished.pop(log_id, None)
-                self._store.unwatch_releases(log_id, self._wake)
-            self._buffer = [i for i in self._buffer if i.log_id not in deleted]
-            self._buffered = sum(map(weight, self._buffer))
+                self._undone.discard(log_id)
+                self._ready.pop(log_id, None)
+                self._drop(log_id)
+                wake = self._wakes.pop(log_id, None)
+                if wake is not None:
+                    self._store.unwatch_releases(log_id, wake)
             raise LogDeletedError(f"log {deleted[0]} was deleted while it was being read")
-        for state in self._states.values():
-            while (room := self._buffered_items_max - self._buffered) > 0:
-                want = state.want(self._store.released(state.log_id))
-                if want is None:
-                    final = self._store.final_lsn(state.log_id)
-                    if final is not None:
-                        sealed = state.on_sealed(final)
-                        self._buffer.extend(sealed)
-                        self._buffered += len(sealed)
-                    break
-                # A chunk cut short by the buffer bound is kept and resumed, not read and decoded again.
-                chunk = self._unfinished.pop(state.log_id, None)
-                if chunk is None or chunk.covered_to < want.lsn_from:
-                    chunk = self._store.read_chunk(want)
-                items = state.on_chunk(chunk, room)
-                self._buffer.extend(items)
-                self._buffered += len(items) if not self._runs else sum(map(weight, items))
-                if state.next_lsn <= min(chunk.covered_to, want.lsn_to):
-                    self._unfinished[state.log_id] = chunk
+        progressed = True
+        while progressed and self._ready:
+            progressed = False
+            for log_id in builtins.list(self._ready):
+                if self._buffered >= self._buffered_items_max or self._buffered_bytes >= self._buffered_bytes_max:
+                    return
+                # Off the list before looking at its release point: a release from here on puts it back.
+                self._ready.pop(log_id, None)
+                state = self._states.get(log_id)
+                if state is None:
+                    continue
+                progressed = self._fill_from(state) or progressed
+                if state.done:
+                    self._undone.discard(log_id)
+                elif state.want(self._store.released(log_id)) is not None:
+                    self._ready[log_id] = None  # more to read: served again after the others
+
+    def _fill_from(self, state: LogReadState) -> bool:
+        """One chunk of ``state``'s log into the buffer, within its bounds; False if it had none."""
+        want = state.want(self._store.released(state.log_id))
+        if want is None:
+            return self._sealed_end(state)
+        # A chunk cut short by the buffer's bounds is kept and resumed, not read and decoded again.
+        chunk = self._unfinished.pop(state.log_id, None)
+        if chunk is None or chunk.covered_to < want.lsn_from:
+            chunk = self._store.read_chunk(want)
+        items = state.on_chunk(chunk, self._buffered_items_max - self._buffered,
+                               self._buffered_bytes_max - self._buffered_bytes)
+        self._buffer.extend(items)
+        self._buffered += len(items) if not self._runs else sum(map(weight, items))
+        self._buffered_bytes += state.emitted_bytes
+        if state.next_lsn <= min(chunk.covered_to, want.lsn_to):
+            self._unfinished[state.log_id] = chunk
+            if len(self._unfinished) > _UNFINISHED_CHUNKS_MAX:
+                del self._unfinished[next(iter(self._unfinished))]
+        elif state.want(self._store.released(state.log_id)) is None:
+            self._sealed_end(state)
+        return bool(items)
+
+    def _sealed_end(self, state: LogReadState) -> bool:
+        """A SEALED gap for a log sealed for good, once read up to its final LSN; False if none."""
+        final = self._store.final_lsn(state.log_id)
+        if final is None:
+            return False
+        sealed = state.on_sealed(final)
+        self._buffer.extend(sealed)
+        self._buffered += len(sealed)
+        return bool(sealed)
 
     def __iter__(self) -> Iterator[ReadItem]:
         """Every item until all logs are done (forever when tailing)."""
@@ -273,9 +374,9 @@ class Reader:
     def close(self) -> None:
         self._closed = True
         with self._lock:
-            log_ids = list(self._states)
-        for log_id in log_ids:
-            self._store.unwatch_releases(log_id, self._wake)
+            wakes, self._wakes = self._wakes, {}
+        for log_id, wake in wakes.items():
+            self._store.unwatch_releases(log_id, wake)
         self._wake.set()
 
     def __enter__(self) -> Reader:
@@ -365,12 +466,13 @@ class Logs:
     def groups(self) -> builtins.list[LogGroup]:
         return self._config.groups()
 
-    def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False) -> Reader:
+    def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False,
+               buffered_bytes_max: int = BUFFERED_BYTES_MAX_DEFAULT) -> Reader:
         """A reader over any of these logs. With ``runs``, it delivers :class:`RecordRun` items (one
         per stored batch, or part of one) instead of a :class:`Record` each: for bulk consumers, and
         counted by their records against ``buffered_items_max`` and ``read``'s ``items_max``."""
         self._check_open()
-        return Reader(self, buffered_items_max, runs=runs)
+        return Reader(self, buffered_items_max, runs=runs, buffered_bytes_max=buffered_bytes_max)
 
     def read(self, starts: Mapping[Log | int | str, int], until: int | None = None) -> Iterator[ReadItem]:
         """Records and gaps of several logs, each from its start LSN.

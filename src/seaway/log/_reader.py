@@ -15,9 +15,10 @@ Every reader of the same log therefore sees the same records and the same gaps.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import partial
-from itertools import repeat
+from itertools import accumulate, repeat
 
 from seaway._invariant import invariant
 from seaway.log._lsn import ESN_FIRST, ESN_MAX, LSN_MAX, epoch_of
@@ -63,6 +64,8 @@ class LogReadState:
         self.until_lsn = lsn_until
         self._runs = runs
         self._emitted = 0  # records and gaps delivered by the current on_chunk call
+        self.emitted_bytes = 0
+        """Payload bytes of the records the last :meth:`on_chunk` call delivered."""
 
     @property
     def done(self) -> bool:
@@ -86,20 +89,24 @@ class LogReadState:
         self._gap(out, GapType.SEALED, self.until_lsn)
         return out
 
-    def on_chunk(self, chunk: ReadChunk, items_max: int | None = None) -> list[ReadItem]:
+    def on_chunk(self, chunk: ReadChunk, items_max: int | None = None,
+                 bytes_max: int | None = None) -> list[ReadItem]:
         """Turn a chunk read for :meth:`want` into records and gaps; advance past them.
 
-        With ``items_max``, stop after about that many items (a run of records is cut there; the
-        next :meth:`want` starts where this stopped).
+        With ``items_max``, stop after about that many items; with ``bytes_max``, once the records'
+        payloads reach that many bytes, or before the record that would take them past it (a run
+        of records is cut there; the next :meth:`want` starts where this stopped). One record is
+        delivered whatever its size, so that a read always makes progress.
         """
         out: list[ReadItem] = []
         self._emitted = 0
+        self.emitted_bytes = 0
         limit = min(chunk.covered_to, self.until_lsn)
         cap = max(1, items_max) if items_max is not None else None
         if self.next_lsn <= chunk.trim_point:
             self._gap(out, GapType.TRIM, min(chunk.trim_point, self.until_lsn))
         for entry in chunk.entries:
-            if self.next_lsn > limit or (cap is not None and self._emitted >= cap):
+            if self.next_lsn > limit or self._full(cap, bytes_max):
                 return out
             if entry.last_lsn < self.next_lsn:
                 continue
@@ -107,14 +114,35 @@ class LogReadState:
                 break
             if entry.first_lsn > self.next_lsn:
                 self._missing(out, entry.first_lsn - 1, entry.first_lsn, chunk.epoch_ends)
-            if isinstance(entry, RecordsEntry) and cap is not None:
+            if isinstance(entry, RecordsEntry) and (cap is not None or bytes_max is not None):
                 # Records past the cap stay for the next chunk, which starts where this stopped.
-                self._records(out, entry, min(entry.last_lsn, limit, self.next_lsn + max(0, cap - self._emitted) - 1))
+                last = min(entry.last_lsn, limit)
+                if cap is not None:
+                    last = min(last, self.next_lsn + max(0, cap - self._emitted) - 1)
+                if bytes_max is not None:
+                    last = min(last, self._last_within(entry, last, bytes_max - self.emitted_bytes))
+                self._records(out, entry, last)
+                if self.next_lsn <= min(entry.last_lsn, limit):
+                    return out  # cut short: the rest is neither delivered nor a gap
             else:
                 self._deliver(out, entry, limit)
-        if self.next_lsn <= limit and (cap is None or self._emitted < cap):
+        if self.next_lsn <= limit and not self._full(cap, bytes_max):
             self._missing(out, limit, chunk.next_entry_lsn, chunk.epoch_ends)
         return out
+
+    def _full(self, cap: int | None, bytes_max: int | None) -> bool:
+        return (cap is not None and self._emitted >= cap) or (bytes_max is not None and self.emitted_bytes >= bytes_max)
+
+    def _last_within(self, entry: RecordsEntry, last: int, budget_bytes: int) -> int:
+        """The last LSN up to ``last`` whose record keeps the payloads from ``next_lsn`` on within
+        ``budget_bytes`` (``next_lsn`` itself if nothing has been delivered yet)."""
+        window = entry.payloads[self.next_lsn - entry.first_lsn:last - entry.first_lsn + 1]
+        sizes = accumulate(map(len, window) if None not in window  # type: ignore[arg-type]
+                           else (len(p) if p is not None else 0 for p in window))
+        fits = bisect_right(list(sizes), budget_bytes)
+        if fits == 0 and self._emitted == 0:
+            fits = 1
+        return self.next_lsn + fits - 1
 
     def _gap(self, out: list[ReadItem], kind: GapType, hi: int) -> None:
         lo = self.next_lsn
@@ -149,6 +177,7 @@ class LogReadState:
             else:
                 out.extend(map(_new_record, zip(repeat(log_id), range(start, last + 1), repeat(ts), window)))
             self._emitted += last + 1 - start
+            self.emitted_bytes += sum(map(len, window))  # type: ignore[arg-type]
             self.next_lsn = last + 1
             return
         for lsn in range(start, last + 1):
@@ -159,6 +188,7 @@ class LogReadState:
                 out.append(RecordRun(log_id, lsn, ts, [payload]) if self._runs  # type: ignore[arg-type]
                            else Record(log_id, lsn, ts, payload))
                 self._emitted += 1
+                self.emitted_bytes += len(payload)
                 self.next_lsn = lsn + 1
 
     def _missing(self, out: list[ReadItem], hi: int, next_present: int | None,

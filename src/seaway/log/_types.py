@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any, NamedTuple
@@ -80,6 +81,71 @@ def take(buffer: list[Any], items_max: int) -> tuple[list[Any], int]:
     taken = buffer[:end]
     del buffer[:end]
     return taken, count
+
+
+BUFFERED_BYTES_MAX_DEFAULT = 16 << 20
+"""What a reader holds of record payloads by default (besides ``buffered_items_max``)."""
+
+def check_buffer_bounds(buffered_items_max: int, buffered_bytes_max: int) -> None:
+    """Refuse reader bounds that could never hold an item."""
+    for name, value in (("buffered_items_max", buffered_items_max), ("buffered_bytes_max", buffered_bytes_max)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
+
+
+def payload_bytes(items: Iterable[ReadItem | RunItem]) -> int:
+    """The payload bytes of records and runs (a gap has none)."""
+    total = 0
+    for item in items:
+        kind = type(item)
+        if kind is Record:
+            total += len(item[3])  # type: ignore[arg-type]
+        elif kind is RecordRun:
+            total += sum(map(len, item[3]))  # type: ignore[arg-type]
+    return total
+
+
+def take_within(buffer: list[Any], items_max: int,
+                bytes_max: int | None) -> tuple[list[Any], int, int]:
+    """Remove from the front of ``buffer`` items worth at most ``items_max`` records and ``bytes_max``
+    payload bytes (a run is cut between records to fit); return them, their records and their bytes.
+
+    At least one record or gap is taken, however large: a read always makes progress."""
+    if bytes_max is None:
+        taken, count = take(buffer, items_max)
+        return taken, count, payload_bytes(taken)
+    out: list[Any] = []
+    count = size = end = 0
+    while end < len(buffer):
+        item = buffer[end]
+        item_size = payload_bytes((item,))
+        if count + weight(item) <= items_max and size + item_size <= bytes_max:
+            out.append(item)
+            count += weight(item)
+            size += item_size
+            end += 1
+            continue
+        if type(item) is RecordRun:
+            fits = 0
+            room_bytes = bytes_max - size
+            for payload in item.payloads[:items_max - count]:
+                if len(payload) > room_bytes and (fits or out):
+                    break
+                room_bytes -= len(payload)
+                fits += 1
+            if fits:
+                head, rest = item.payloads[:fits], item.payloads[fits:]
+                out.append(RecordRun(item.log_id, item.first_lsn, item.timestamp_ms, head))
+                buffer[end] = RecordRun(item.log_id, item.first_lsn + fits, item.timestamp_ms, rest)
+                count += fits
+                size += bytes_max - size - room_bytes
+        elif not out:
+            out.append(item)
+            count, size = weight(item), item_size
+            end += 1
+        break
+    del buffer[:end]
+    return out, count, size
 
 
 PAYLOAD_BYTES_MAX_LIMIT = 32 << 20

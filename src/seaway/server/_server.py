@@ -191,7 +191,7 @@ class Server:
         self._stopping = threading.Event()
         self.store = Seaway(config.data_dir, config.store)
         limits = config.limits
-        workers = limits.readers_max + 32  # a streaming reader holds a thread
+        workers = limits.read_streams_max + 32  # a read stream holds a thread
         undecodable = ThrottledWarning(self.metrics.undecodable_requests,
                                        "refused undecodable requests (counted in seaway_undecodable_requests_total)")
         self._grpc = grpc.server(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seaway-rpc"),
@@ -200,8 +200,8 @@ class Server:
                                           ("grpc.max_send_message_length", limits.read_message_bytes_max + (1 << 20)),
                                           ("grpc.so_reuseport", 0),
                                           ("grpc.http2.lookahead_bytes", 8 << 20)])
-        seaway_pb2_grpc.add_SeawayServicer_to_server(  # type: ignore[no-untyped-call]
-            SeawayService(self.store, limits, self.metrics, config.token, self._stopping), self._grpc)
+        self._service = SeawayService(self.store, limits, self.metrics, config.token, self._stopping)
+        seaway_pb2_grpc.add_SeawayServicer_to_server(self._service, self._grpc)  # type: ignore[no-untyped-call]
         self._health = _StandardHealth(self._serving, config.health_watchers_max)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
         try:
@@ -239,6 +239,7 @@ class Server:
             return
         self._stopping.set()
         self._health.enter_graceful_shutdown()  # probes and watchers hear NOT_SERVING before calls end
+        self._service.stop_reads()  # tailing reads would otherwise hold the stop for the whole grace period
         _log.info("stopping", extra={"grace_s": self.config.shutdown_grace_s})
         self._grpc.stop(self.config.shutdown_grace_s).wait()
         self._retention.join()

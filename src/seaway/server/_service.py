@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import TypeVar
 
 import grpc
 
@@ -28,14 +28,14 @@ from seaway._errors import (
     UnavailableError,
 )
 from seaway._seaway import Seaway
-from seaway.log import LSN_MAX, Log, RecordRun, RunItem, weight
+from seaway.log import Log
 from seaway.server._metrics import Metrics
+from seaway.server._read_many import ReadSession, ReadStreamBounds
 from seaway.server._throttle import ThrottledWarning
 from seaway.wire import (
     TOKEN_KEY,
     error_metadata,
     error_to_msg,
-    items_to_msg,
     log_info_to_msg,
     meta_batch_from_msg,
     overrides_from_msg,
@@ -59,15 +59,33 @@ class ServiceLimits:
     """Batches being appended for one connection at once (an ``AppendMany`` call counts each)."""
     append_batches_per_call_max: int = 64
     """The most batches one ``AppendMany`` call may carry."""
-    readers_per_connection_max: int = 16
-    readers_max: int = 64
-    """Readers over all connections; each holds a server thread while it streams."""
+    read_streams_per_connection_max: int = 16
+    read_streams_max: int = 64
+    """``ReadMany`` streams over all connections. A stream reads any number of logs; it holds a server
+    thread while it streams, and another that takes its control messages."""
+    read_stream_logs_max: int = 100_000
+    """Logs one stream reads at once: a guard on the little the server keeps for each (not a bound
+    on what is read at once, which is in bytes and items)."""
     read_message_items_max: int = 2000
-    read_message_bytes_max: int = 4 << 20
-    """A reader's next message is cut here; HTTP/2 flow control holds back the one after it. A reader
-    holds at most ``read_message_items_max`` items (of at most the log's ``payload_bytes_max``) at once."""
-    read_wait_s: float = 0.5
-    """How long a tailing read waits for new records before it checks that its client is still there."""
+    """The most records and gaps in one reply, and read ahead for a stream."""
+    read_message_bytes_max: int = 1 << 20
+    """The most payload bytes in one reply (one record larger than this goes alone)."""
+    read_buffer_bytes_max: int = 1 << 20
+    """Payload bytes the server reads ahead for a stream, besides the reply being sent (plus one
+    record larger than this). What the client has not granted is not read ahead beyond this."""
+    read_bytes_max: int = 128 << 20
+    """What all streams may hold at once: each takes ``read_buffer_bytes_max +
+    read_message_bytes_max`` of it while open, and one that does not fit is refused (OVERLOADED)."""
+
+    def read_stream_bounds(self) -> ReadStreamBounds:
+        return ReadStreamBounds(message_items_max=self.read_message_items_max,
+                                message_bytes_max=self.read_message_bytes_max,
+                                buffer_bytes_max=self.read_buffer_bytes_max, logs_max=self.read_stream_logs_max)
+
+    @property
+    def read_stream_bytes(self) -> int:
+        """What one stream takes of ``read_bytes_max``."""
+        return self.read_buffer_bytes_max + self.read_message_bytes_max
 
 
 class _PeerSlots:
@@ -104,6 +122,8 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         self._bad_token = ThrottledWarning(
             metrics.unauthenticated_requests,
             "refused requests without the right token (counted in seaway_unauthenticated_requests_total)")
+        self._sessions: set[ReadSession] = set()
+        self._sessions_lock = threading.Lock()
 
     # --- plumbing -------------------------------------------------------------------------------
 
@@ -317,79 +337,76 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             self._fail(method, context, exc)
             raise  # not reached: abort raises
 
-    # --- the streaming read ---------------------------------------------------------------------
+    # --- reading many logs over one stream ----------------------------------------------------------
 
-    def Read(self, request: pb.ReadRequest, context: grpc.ServicerContext) -> Iterator[pb.ReadItems]:
-        self._metrics.requests.labels(method="Read").inc()
+    def ReadMany(self, request_iterator: Iterator[pb.ReadControls],
+                 context: grpc.ServicerContext) -> Iterator[pb.ReadReply]:
+        self._metrics.requests.labels(method="ReadMany").inc()
         peer = context.peer()
+        limits = self._limits
         try:
             self._check_token(context)
-            log = self._log_of(request.log_id)
-            until = request.lsn_until or LSN_MAX
-            self._slots.acquire(peer, "readers", self._limits.readers_per_connection_max, self._limits.readers_max)
+            self._slots.acquire(peer, "read streams", limits.read_streams_per_connection_max, limits.read_streams_max)
         except Exception as exc:
-            self._fail("Read", context, exc)
+            self._fail("ReadMany", context, exc)
             return
+        try:
+            # All streams' bytes are one server-wide pool: its "peer" is the server itself.
+            self._slots.acquire("the server", "read bytes", limits.read_bytes_max, n=limits.read_stream_bytes)
+        except Exception as exc:
+            self._slots.release(peer, "read streams")
+            self._fail("ReadMany", context, exc)
+            return
+        session = ReadSession(self._store.logs, limits.read_stream_bounds(), self._metrics.read_records.inc)
         self._metrics.open_readers.inc()
         released = threading.Lock()
 
         def release() -> None:  # once: when the stream ends, or at once when the client cancels it
+            session.close()
             if released.acquire(blocking=False):
                 self._metrics.open_readers.dec()
-                self._slots.release(peer, "readers")
+                self._slots.release("the server", "read bytes", limits.read_stream_bytes)
+                self._slots.release(peer, "read streams")
 
+        with self._sessions_lock:
+            self._sessions.add(session)
+        if self._stopping.is_set():  # stop_reads() may have run before the session was added
+            session.close(_shutting_down())
         context.add_callback(release)
+        threading.Thread(target=self._take_controls, args=(request_iterator, session), daemon=True,
+                         name="seaway-read-controls").start()
         try:
-            yield from self._stream(log, request, until, context)
+            yield from session.replies()
+            if session.error is not None:
+                raise session.error
         except Exception as exc:
-            self._fail("Read", context, exc)
+            self._fail("ReadMany", context, exc)
         finally:
+            with self._sessions_lock:
+                self._sessions.discard(session)
             release()
 
-    def _stream(self, log: Log, request: pb.ReadRequest, until: int,
-                context: grpc.ServicerContext) -> Iterator[pb.ReadItems]:
-        items_max = max(1, min(request.items_max or self._limits.read_message_items_max,
-                               self._limits.read_message_items_max))
-        # Runs, not a Record each: the server only moves payloads from disk to the wire.
-        reader = self._store.logs.reader(buffered_items_max=items_max, runs=True)
-        with reader:
-            reader.start_reading(log, request.lsn_from or 1, until)
-            while context.is_active() and not self._stopping.is_set():
-                items = cast(list[RunItem], reader.read(items_max, timeout_s=self._limits.read_wait_s))
-                if items:
-                    self._metrics.read_records.inc(sum(weight(i) for i in items if isinstance(i, RecordRun)))
-                    yield from self._messages(log.id, items)
-                elif reader.done:
+    @staticmethod
+    def _take_controls(requests: Iterator[pb.ReadControls], session: ReadSession) -> None:
+        """Hand the client's control messages to the session until it stops sending (or goes away)."""
+        try:
+            for msg in requests:
+                if not session.control(msg):
                     return
-        if self._stopping.is_set():
-            # Not the end of the log: a tailing client must not take this for one.
-            raise UnavailableError("the server is shutting down; read again from the next LSN")
+        except Exception:  # the call ended (cancelled, broken): the stream ends with it
+            pass
+        finally:
+            session.close()
 
-    def _messages(self, log_id: int, items: list[RunItem]) -> Iterator[pb.ReadItems]:
-        """Items cut into messages of at most ``read_message_bytes_max`` payload bytes (a run is cut
-        between records where needed; a single record larger than that goes alone)."""
-        limit = self._limits.read_message_bytes_max
-        pending: list[RunItem] = []
-        size = 0
-        for item in items:
-            if not isinstance(item, RecordRun):
-                pending.append(item)
-                continue
-            run = item
-            run_bytes = sum(map(len, run.payloads))
-            if size + run_bytes <= limit:  # the common case: the whole run fits
-                pending.append(run)
-                size += run_bytes
-                continue
-            start = 0
-            for i, payload in enumerate(run.payloads):
-                if size + len(payload) > limit and (pending or i > start):
-                    if i > start:
-                        pending.append(RecordRun(log_id, run.first_lsn + start, run.timestamp_ms,
-                                                 run.payloads[start:i]))
-                    yield items_to_msg(log_id, pending)
-                    pending, size, start = [], 0, i
-                size += len(payload)
-            pending.append(run if start == 0 else RecordRun(log_id, run.first_lsn + start, run.timestamp_ms,
-                                                            run.payloads[start:]))
-        yield items_to_msg(log_id, pending)
+    def stop_reads(self) -> None:
+        """The server is stopping: end every read stream now (with UNAVAILABLE, so that clients read
+        on from where they were once a server is back), rather than after the grace period."""
+        with self._sessions_lock:
+            sessions = list(self._sessions)
+        for session in sessions:
+            session.close(_shutting_down())
+
+
+def _shutting_down() -> UnavailableError:
+    # Not the end of any log: a tailing client must not take this for one.
+    return UnavailableError("the server is shutting down; read again from the next LSN")

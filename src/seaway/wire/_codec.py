@@ -164,6 +164,12 @@ def log_info_from_msg(msg: pb.LogInfo) -> LogInfo:
 def items_to_msg(log_id: int, items: Iterable[ReadItem | RunItem]) -> pb.ReadItems:
     """Pack one log's items, in order: each record run or single record as a run, each gap as one."""
     msg = pb.ReadItems(log_id=log_id)
+    add_items(msg, items)
+    return msg
+
+
+def add_items(msg: pb.ReadItems, items: Iterable[ReadItem | RunItem]) -> None:
+    """Append items of ``msg``'s log to it, in order (a part of a reply built in place, not copied)."""
     runs = msg.runs
     for item in items:
         kind = type(item)
@@ -180,7 +186,6 @@ def items_to_msg(log_id: int, items: Iterable[ReadItem | RunItem]) -> pb.ReadIte
         else:
             gap: Gap = item  # type: ignore[assignment]
             runs.add().gap.CopyFrom(pb.Gap(type=_GAP_TO_WIRE[gap.type], lsn_lo=gap.lsn_lo, lsn_hi=gap.lsn_hi))
-    return msg
 
 
 def items_from_msg(msg: pb.ReadItems, runs: bool = False) -> list[ReadItem]:

@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18seaway/wire/seaway.proto\x12\tseaway.v1\"\x07\n\x05\x45mpty\".\n\x0bHealthReply\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x90\x01\n\nAttributes\x12\x16\n\tbacklog_s\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x1e\n\x11payload_bytes_max\x18\x02 \x01(\rH\x01\x88\x01\x01\x12\x17\n\ndurability\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_backlog_sB\x14\n\x12_payload_bytes_maxB\r\n\x0b_durability\"\x89\x01\n\x10\x43reateLogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06log_id\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05group\x18\x03 \x01(\tH\x01\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\t\n\x07_log_idB\x08\n\x06_group\"p\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"g\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"1\n\tGroupList\x12$\n\x06groups\x18\x01 \x03(\x0b\x32\x14.seaway.v1.GroupInfo\"^\n\rPartitionInfo\x12\x14\n\x0cpartition_id\x18\x01 \x01(\x04\x12\x12\n\ncreated_ms\x18\x02 \x01(\x03\x12\x12\n\nsize_bytes\x18\x03 \x01(\x04\x12\x0f\n\x07log_ids\x18\x04 \x03(\x04\"=\n\rPartitionList\x12,\n\npartitions\x18\x01 \x03(\x0b\x32\x18.seaway.v1.PartitionInfo\"%\n\x0cPartitionIds\x12\x15\n\rpartition_ids\x18\x01 \x03(\x04\"1\n\x06LogRef\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x10\n\x06log_id\x18\x02 \x01(\x04H\x00\x42\x05\n\x03ref\"p\n\x07LogInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06log_id\x18\x02 \x01(\x04\x12\x12\n\x05group\x18\x03 \x01(\tH\x00\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\x08\n\x06_group\"+\n\x07LogList\x12 \n\x04logs\x18\x01 \x03(\x0b\x32\x12.seaway.v1.LogInfo\"z\n\rAppendRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08payloads\x18\x02 \x03(\x0c\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x0c\x12\x10\n\x08sequence\x18\x04 \x01(\x04\x12\x14\n\x07if_tail\x18\x05 \x01(\x04H\x00\x88\x01\x01\x42\n\n\x08_if_tail\"/\n\x0b\x41ppendReply\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\r\n\x05\x63ount\x18\x02 \x01(\r\">\n\x11\x41ppendManyRequest\x12)\n\x07\x62\x61tches\x18\x01 \x03(\x0b\x32\x18.seaway.v1.AppendRequest\"9\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretriable\x18\x03 \x01(\x08\"g\n\x0c\x41ppendResult\x12*\n\x08\x61ppended\x18\x01 \x01(\x0b\x32\x16.seaway.v1.AppendReplyH\x00\x12!\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x10.seaway.v1.ErrorH\x00\x42\x08\n\x06result\";\n\x0f\x41ppendManyReply\x12(\n\x07results\x18\x01 \x03(\x0b\x32\x17.seaway.v1.AppendResult\"*\n\x0bTrimRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x0b\n\x03lsn\x18\x02 \x01(\x04\"{\n\x08LogState\x12\x10\n\x08tail_lsn\x18\x01 \x01(\x04\x12\x12\n\ntrim_point\x18\x02 \x01(\x04\x12\x10\n\x08is_empty\x18\x03 \x01(\x08\x12\x11\n\tdata_size\x18\x04 \x01(\x04\x12\x16\n\tfinal_lsn\x18\x05 \x01(\x04H\x00\x88\x01\x01\x42\x0c\n\n_final_lsn\"7\n\x0f\x46indTimeRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\"\x17\n\x08LsnReply\x12\x0b\n\x03lsn\x18\x01 \x01(\x04\"U\n\x0bReadRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08lsn_from\x18\x02 \x01(\x04\x12\x11\n\tlsn_until\x18\x03 \x01(\x04\x12\x11\n\titems_max\x18\x04 \x01(\r\"F\n\tRecordRun\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x10\n\x08payloads\x18\x03 \x03(\x0c\"G\n\x03Gap\x12 \n\x04type\x18\x01 \x01(\x0e\x32\x12.seaway.v1.GapType\x12\x0e\n\x06lsn_lo\x18\x02 \x01(\x04\x12\x0e\n\x06lsn_hi\x18\x03 \x01(\x04\"T\n\x03Run\x12\'\n\x07records\x18\x01 \x01(\x0b\x32\x14.seaway.v1.RecordRunH\x00\x12\x1d\n\x03gap\x18\x02 \x01(\x0b\x32\x0e.seaway.v1.GapH\x00\x42\x05\n\x03run\"9\n\tReadItems\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x1c\n\x04runs\x18\x02 \x03(\x0b\x32\x0e.seaway.v1.Run\")\n\x07MetaKey\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\"=\n\x0cMetaGetReply\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\"{\n\x0fMetaScanRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06prefix\x18\x02 \x01(\x0c\x12\x12\n\x05start\x18\x03 \x01(\x0cH\x00\x88\x01\x01\x12\x10\n\x03\x65nd\x18\x04 \x01(\x0cH\x01\x88\x01\x01\x12\r\n\x05limit\x18\x05 \x01(\rB\x08\n\x06_startB\x06\n\x04_end\"8\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\x0c\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\"6\n\rMetaScanReply\x12%\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x14.seaway.v1.MetaEntry\":\n\tMetaPutOp\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\r\n\x05value\x18\x03 \x01(\x0c\":\n\tMetaRange\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x0c\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x0c\"\x87\x01\n\x06MetaOp\x12#\n\x03put\x18\x01 \x01(\x0b\x32\x14.seaway.v1.MetaPutOpH\x00\x12$\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x12.seaway.v1.MetaKeyH\x00\x12,\n\x0c\x64\x65lete_range\x18\x03 \x01(\x0b\x32\x14.seaway.v1.MetaRangeH\x00\x42\x04\n\x02op\"o\n\rMetaCondition\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x14\n\x07version\x18\x03 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05value\x18\x04 \x01(\x0cH\x01\x88\x01\x01\x42\n\n\x08_versionB\x08\n\x06_value\"Y\n\tMetaBatch\x12,\n\nconditions\x18\x01 \x03(\x0b\x32\x18.seaway.v1.MetaCondition\x12\x1e\n\x03ops\x18\x02 \x03(\x0b\x32\x11.seaway.v1.MetaOp\"W\n\x13MetaConditionFailed\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12\x0f\n\x07message\x18\x04 \x01(\t\"S\n\x0fMetaCommitReply\x12\x10\n\x08revision\x18\x01 \x01(\x04\x12.\n\x06\x66\x61iled\x18\x02 \x01(\x0b\x32\x1e.seaway.v1.MetaConditionFailed\"%\n\x11MetaRevisionReply\x12\x10\n\x08revision\x18\x01 \x01(\x04*X\n\x07GapType\x12\x13\n\x0fGAP_UNSPECIFIED\x10\x00\x12\n\n\x06\x42RIDGE\x10\x01\x12\x08\n\x04HOLE\x10\x02\x12\x08\n\x04TRIM\x10\x03\x12\x0c\n\x08\x44\x41TALOSS\x10\x04\x12\n\n\x06SEALED\x10\x05\x32\x91\t\n\x06Seaway\x12\x32\n\x06Health\x12\x10.seaway.v1.Empty\x1a\x16.seaway.v1.HealthReply\x12<\n\tCreateLog\x12\x1b.seaway.v1.CreateLogRequest\x1a\x12.seaway.v1.LogInfo\x12\x42\n\x0b\x43reateGroup\x12\x1d.seaway.v1.CreateGroupRequest\x1a\x14.seaway.v1.GroupInfo\x12/\n\x06GetLog\x12\x11.seaway.v1.LogRef\x1a\x12.seaway.v1.LogInfo\x12\x30\n\x08ListLogs\x12\x10.seaway.v1.Empty\x1a\x12.seaway.v1.LogList\x12\x34\n\nListGroups\x12\x10.seaway.v1.Empty\x1a\x14.seaway.v1.GroupList\x12<\n\x0eListPartitions\x12\x10.seaway.v1.Empty\x1a\x18.seaway.v1.PartitionList\x12\x39\n\x0cRunRetention\x12\x10.seaway.v1.Empty\x1a\x17.seaway.v1.PartitionIds\x12:\n\x06\x41ppend\x12\x18.seaway.v1.AppendRequest\x1a\x16.seaway.v1.AppendReply\x12\x46\n\nAppendMany\x12\x1c.seaway.v1.AppendManyRequest\x1a\x1a.seaway.v1.AppendManyReply\x12\x30\n\x04Trim\x12\x16.seaway.v1.TrimRequest\x1a\x10.seaway.v1.Empty\x12\x35\n\x0bGetLogState\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LogState\x12;\n\x08\x46indTime\x12\x1a.seaway.v1.FindTimeRequest\x1a\x13.seaway.v1.LsnReply\x12\x31\n\x07SealLog\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LsnReply\x12\x30\n\tDeleteLog\x12\x11.seaway.v1.LogRef\x1a\x10.seaway.v1.Empty\x12\x36\n\x04Read\x12\x16.seaway.v1.ReadRequest\x1a\x14.seaway.v1.ReadItems0\x01\x12\x36\n\x07MetaGet\x12\x12.seaway.v1.MetaKey\x1a\x17.seaway.v1.MetaGetReply\x12@\n\x08MetaScan\x12\x1a.seaway.v1.MetaScanRequest\x1a\x18.seaway.v1.MetaScanReply\x12>\n\nMetaCommit\x12\x14.seaway.v1.MetaBatch\x1a\x1a.seaway.v1.MetaCommitReply\x12>\n\x0cMetaRevision\x12\x10.seaway.v1.Empty\x1a\x1c.seaway.v1.MetaRevisionReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18seaway/wire/seaway.proto\x12\tseaway.v1\"\x07\n\x05\x45mpty\".\n\x0bHealthReply\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x90\x01\n\nAttributes\x12\x16\n\tbacklog_s\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x1e\n\x11payload_bytes_max\x18\x02 \x01(\rH\x01\x88\x01\x01\x12\x17\n\ndurability\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_backlog_sB\x14\n\x12_payload_bytes_maxB\r\n\x0b_durability\"\x89\x01\n\x10\x43reateLogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06log_id\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05group\x18\x03 \x01(\tH\x01\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\t\n\x07_log_idB\x08\n\x06_group\"p\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"g\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"1\n\tGroupList\x12$\n\x06groups\x18\x01 \x03(\x0b\x32\x14.seaway.v1.GroupInfo\"^\n\rPartitionInfo\x12\x14\n\x0cpartition_id\x18\x01 \x01(\x04\x12\x12\n\ncreated_ms\x18\x02 \x01(\x03\x12\x12\n\nsize_bytes\x18\x03 \x01(\x04\x12\x0f\n\x07log_ids\x18\x04 \x03(\x04\"=\n\rPartitionList\x12,\n\npartitions\x18\x01 \x03(\x0b\x32\x18.seaway.v1.PartitionInfo\"%\n\x0cPartitionIds\x12\x15\n\rpartition_ids\x18\x01 \x03(\x04\"1\n\x06LogRef\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x10\n\x06log_id\x18\x02 \x01(\x04H\x00\x42\x05\n\x03ref\"p\n\x07LogInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06log_id\x18\x02 \x01(\x04\x12\x12\n\x05group\x18\x03 \x01(\tH\x00\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\x08\n\x06_group\"+\n\x07LogList\x12 \n\x04logs\x18\x01 \x03(\x0b\x32\x12.seaway.v1.LogInfo\"z\n\rAppendRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08payloads\x18\x02 \x03(\x0c\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x0c\x12\x10\n\x08sequence\x18\x04 \x01(\x04\x12\x14\n\x07if_tail\x18\x05 \x01(\x04H\x00\x88\x01\x01\x42\n\n\x08_if_tail\"/\n\x0b\x41ppendReply\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\r\n\x05\x63ount\x18\x02 \x01(\r\">\n\x11\x41ppendManyRequest\x12)\n\x07\x62\x61tches\x18\x01 \x03(\x0b\x32\x18.seaway.v1.AppendRequest\"9\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretriable\x18\x03 \x01(\x08\"g\n\x0c\x41ppendResult\x12*\n\x08\x61ppended\x18\x01 \x01(\x0b\x32\x16.seaway.v1.AppendReplyH\x00\x12!\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x10.seaway.v1.ErrorH\x00\x42\x08\n\x06result\";\n\x0f\x41ppendManyReply\x12(\n\x07results\x18\x01 \x03(\x0b\x32\x17.seaway.v1.AppendResult\"*\n\x0bTrimRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x0b\n\x03lsn\x18\x02 \x01(\x04\"{\n\x08LogState\x12\x10\n\x08tail_lsn\x18\x01 \x01(\x04\x12\x12\n\ntrim_point\x18\x02 \x01(\x04\x12\x10\n\x08is_empty\x18\x03 \x01(\x08\x12\x11\n\tdata_size\x18\x04 \x01(\x04\x12\x16\n\tfinal_lsn\x18\x05 \x01(\x04H\x00\x88\x01\x01\x42\x0c\n\n_final_lsn\"7\n\x0f\x46indTimeRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\"\x17\n\x08LsnReply\x12\x0b\n\x03lsn\x18\x01 \x01(\x04\"F\n\tRecordRun\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x10\n\x08payloads\x18\x03 \x03(\x0c\"G\n\x03Gap\x12 \n\x04type\x18\x01 \x01(\x0e\x32\x12.seaway.v1.GapType\x12\x0e\n\x06lsn_lo\x18\x02 \x01(\x04\x12\x0e\n\x06lsn_hi\x18\x03 \x01(\x04\"T\n\x03Run\x12\'\n\x07records\x18\x01 \x01(\x0b\x32\x14.seaway.v1.RecordRunH\x00\x12\x1d\n\x03gap\x18\x02 \x01(\x0b\x32\x0e.seaway.v1.GapH\x00\x42\x05\n\x03run\"8\n\x0cReadControls\x12(\n\x08\x63ontrols\x18\x01 \x03(\x0b\x32\x16.seaway.v1.ReadControl\"\x8b\x01\n\x0bReadControl\x12%\n\x05start\x18\x01 \x01(\x0b\x32\x14.seaway.v1.ReadStartH\x00\x12#\n\x04stop\x18\x02 \x01(\x0b\x32\x13.seaway.v1.ReadStopH\x00\x12%\n\x05grant\x18\x03 \x01(\x0b\x32\x14.seaway.v1.ReadGrantH\x00\x42\t\n\x07\x63ontrol\"M\n\tReadStart\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08lsn_from\x18\x02 \x01(\x04\x12\x11\n\tlsn_until\x18\x03 \x01(\x04\x12\x0b\n\x03tag\x18\x04 \x01(\x04\"\x1a\n\x08ReadStop\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\")\n\tReadGrant\x12\r\n\x05items\x18\x01 \x01(\x04\x12\r\n\x05\x62ytes\x18\x02 \x01(\x04\"v\n\tReadItems\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x1c\n\x04runs\x18\x02 \x03(\x0b\x32\x0e.seaway.v1.Run\x12\x0b\n\x03tag\x18\x03 \x01(\x04\x12\r\n\x05\x65nded\x18\x04 \x01(\x08\x12\x1f\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x10.seaway.v1.Error\"/\n\tReadReply\x12\"\n\x04logs\x18\x01 \x03(\x0b\x32\x14.seaway.v1.ReadItems\")\n\x07MetaKey\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\"=\n\x0cMetaGetReply\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\"{\n\x0fMetaScanRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06prefix\x18\x02 \x01(\x0c\x12\x12\n\x05start\x18\x03 \x01(\x0cH\x00\x88\x01\x01\x12\x10\n\x03\x65nd\x18\x04 \x01(\x0cH\x01\x88\x01\x01\x12\r\n\x05limit\x18\x05 \x01(\rB\x08\n\x06_startB\x06\n\x04_end\"8\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\x0c\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\"6\n\rMetaScanReply\x12%\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x14.seaway.v1.MetaEntry\":\n\tMetaPutOp\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\r\n\x05value\x18\x03 \x01(\x0c\":\n\tMetaRange\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x0c\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x0c\"\x87\x01\n\x06MetaOp\x12#\n\x03put\x18\x01 \x01(\x0b\x32\x14.seaway.v1.MetaPutOpH\x00\x12$\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x12.seaway.v1.MetaKeyH\x00\x12,\n\x0c\x64\x65lete_range\x18\x03 \x01(\x0b\x32\x14.seaway.v1.MetaRangeH\x00\x42\x04\n\x02op\"o\n\rMetaCondition\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x14\n\x07version\x18\x03 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05value\x18\x04 \x01(\x0cH\x01\x88\x01\x01\x42\n\n\x08_versionB\x08\n\x06_value\"Y\n\tMetaBatch\x12,\n\nconditions\x18\x01 \x03(\x0b\x32\x18.seaway.v1.MetaCondition\x12\x1e\n\x03ops\x18\x02 \x03(\x0b\x32\x11.seaway.v1.MetaOp\"W\n\x13MetaConditionFailed\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12\x0f\n\x07message\x18\x04 \x01(\t\"S\n\x0fMetaCommitReply\x12\x10\n\x08revision\x18\x01 \x01(\x04\x12.\n\x06\x66\x61iled\x18\x02 \x01(\x0b\x32\x1e.seaway.v1.MetaConditionFailed\"%\n\x11MetaRevisionReply\x12\x10\n\x08revision\x18\x01 \x01(\x04*X\n\x07GapType\x12\x13\n\x0fGAP_UNSPECIFIED\x10\x00\x12\n\n\x06\x42RIDGE\x10\x01\x12\x08\n\x04HOLE\x10\x02\x12\x08\n\x04TRIM\x10\x03\x12\x0c\n\x08\x44\x41TALOSS\x10\x04\x12\n\n\x06SEALED\x10\x05\x32\x98\t\n\x06Seaway\x12\x32\n\x06Health\x12\x10.seaway.v1.Empty\x1a\x16.seaway.v1.HealthReply\x12<\n\tCreateLog\x12\x1b.seaway.v1.CreateLogRequest\x1a\x12.seaway.v1.LogInfo\x12\x42\n\x0b\x43reateGroup\x12\x1d.seaway.v1.CreateGroupRequest\x1a\x14.seaway.v1.GroupInfo\x12/\n\x06GetLog\x12\x11.seaway.v1.LogRef\x1a\x12.seaway.v1.LogInfo\x12\x30\n\x08ListLogs\x12\x10.seaway.v1.Empty\x1a\x12.seaway.v1.LogList\x12\x34\n\nListGroups\x12\x10.seaway.v1.Empty\x1a\x14.seaway.v1.GroupList\x12<\n\x0eListPartitions\x12\x10.seaway.v1.Empty\x1a\x18.seaway.v1.PartitionList\x12\x39\n\x0cRunRetention\x12\x10.seaway.v1.Empty\x1a\x17.seaway.v1.PartitionIds\x12:\n\x06\x41ppend\x12\x18.seaway.v1.AppendRequest\x1a\x16.seaway.v1.AppendReply\x12\x46\n\nAppendMany\x12\x1c.seaway.v1.AppendManyRequest\x1a\x1a.seaway.v1.AppendManyReply\x12\x30\n\x04Trim\x12\x16.seaway.v1.TrimRequest\x1a\x10.seaway.v1.Empty\x12\x35\n\x0bGetLogState\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LogState\x12;\n\x08\x46indTime\x12\x1a.seaway.v1.FindTimeRequest\x1a\x13.seaway.v1.LsnReply\x12\x31\n\x07SealLog\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LsnReply\x12\x30\n\tDeleteLog\x12\x11.seaway.v1.LogRef\x1a\x10.seaway.v1.Empty\x12=\n\x08ReadMany\x12\x17.seaway.v1.ReadControls\x1a\x14.seaway.v1.ReadReply(\x01\x30\x01\x12\x36\n\x07MetaGet\x12\x12.seaway.v1.MetaKey\x1a\x17.seaway.v1.MetaGetReply\x12@\n\x08MetaScan\x12\x1a.seaway.v1.MetaScanRequest\x1a\x18.seaway.v1.MetaScanReply\x12>\n\nMetaCommit\x12\x14.seaway.v1.MetaBatch\x1a\x1a.seaway.v1.MetaCommitReply\x12>\n\x0cMetaRevision\x12\x10.seaway.v1.Empty\x1a\x1c.seaway.v1.MetaRevisionReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'seaway.wire.seaway_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_GAPTYPE']._serialized_start=3171
-  _globals['_GAPTYPE']._serialized_end=3259
+  _globals['_GAPTYPE']._serialized_start=3544
+  _globals['_GAPTYPE']._serialized_end=3632
   _globals['_EMPTY']._serialized_start=39
   _globals['_EMPTY']._serialized_end=46
   _globals['_HEALTHREPLY']._serialized_start=48
@@ -79,42 +79,52 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FINDTIMEREQUEST']._serialized_end=1747
   _globals['_LSNREPLY']._serialized_start=1749
   _globals['_LSNREPLY']._serialized_end=1772
-  _globals['_READREQUEST']._serialized_start=1774
-  _globals['_READREQUEST']._serialized_end=1859
-  _globals['_RECORDRUN']._serialized_start=1861
-  _globals['_RECORDRUN']._serialized_end=1931
-  _globals['_GAP']._serialized_start=1933
-  _globals['_GAP']._serialized_end=2004
-  _globals['_RUN']._serialized_start=2006
-  _globals['_RUN']._serialized_end=2090
-  _globals['_READITEMS']._serialized_start=2092
-  _globals['_READITEMS']._serialized_end=2149
-  _globals['_METAKEY']._serialized_start=2151
-  _globals['_METAKEY']._serialized_end=2192
-  _globals['_METAGETREPLY']._serialized_start=2194
-  _globals['_METAGETREPLY']._serialized_end=2255
-  _globals['_METASCANREQUEST']._serialized_start=2257
-  _globals['_METASCANREQUEST']._serialized_end=2380
-  _globals['_METAENTRY']._serialized_start=2382
-  _globals['_METAENTRY']._serialized_end=2438
-  _globals['_METASCANREPLY']._serialized_start=2440
-  _globals['_METASCANREPLY']._serialized_end=2494
-  _globals['_METAPUTOP']._serialized_start=2496
-  _globals['_METAPUTOP']._serialized_end=2554
-  _globals['_METARANGE']._serialized_start=2556
-  _globals['_METARANGE']._serialized_end=2614
-  _globals['_METAOP']._serialized_start=2617
-  _globals['_METAOP']._serialized_end=2752
-  _globals['_METACONDITION']._serialized_start=2754
-  _globals['_METACONDITION']._serialized_end=2865
-  _globals['_METABATCH']._serialized_start=2867
-  _globals['_METABATCH']._serialized_end=2956
-  _globals['_METACONDITIONFAILED']._serialized_start=2958
-  _globals['_METACONDITIONFAILED']._serialized_end=3045
-  _globals['_METACOMMITREPLY']._serialized_start=3047
-  _globals['_METACOMMITREPLY']._serialized_end=3130
-  _globals['_METAREVISIONREPLY']._serialized_start=3132
-  _globals['_METAREVISIONREPLY']._serialized_end=3169
-  _globals['_SEAWAY']._serialized_start=3262
-  _globals['_SEAWAY']._serialized_end=4431
+  _globals['_RECORDRUN']._serialized_start=1774
+  _globals['_RECORDRUN']._serialized_end=1844
+  _globals['_GAP']._serialized_start=1846
+  _globals['_GAP']._serialized_end=1917
+  _globals['_RUN']._serialized_start=1919
+  _globals['_RUN']._serialized_end=2003
+  _globals['_READCONTROLS']._serialized_start=2005
+  _globals['_READCONTROLS']._serialized_end=2061
+  _globals['_READCONTROL']._serialized_start=2064
+  _globals['_READCONTROL']._serialized_end=2203
+  _globals['_READSTART']._serialized_start=2205
+  _globals['_READSTART']._serialized_end=2282
+  _globals['_READSTOP']._serialized_start=2284
+  _globals['_READSTOP']._serialized_end=2310
+  _globals['_READGRANT']._serialized_start=2312
+  _globals['_READGRANT']._serialized_end=2353
+  _globals['_READITEMS']._serialized_start=2355
+  _globals['_READITEMS']._serialized_end=2473
+  _globals['_READREPLY']._serialized_start=2475
+  _globals['_READREPLY']._serialized_end=2522
+  _globals['_METAKEY']._serialized_start=2524
+  _globals['_METAKEY']._serialized_end=2565
+  _globals['_METAGETREPLY']._serialized_start=2567
+  _globals['_METAGETREPLY']._serialized_end=2628
+  _globals['_METASCANREQUEST']._serialized_start=2630
+  _globals['_METASCANREQUEST']._serialized_end=2753
+  _globals['_METAENTRY']._serialized_start=2755
+  _globals['_METAENTRY']._serialized_end=2811
+  _globals['_METASCANREPLY']._serialized_start=2813
+  _globals['_METASCANREPLY']._serialized_end=2867
+  _globals['_METAPUTOP']._serialized_start=2869
+  _globals['_METAPUTOP']._serialized_end=2927
+  _globals['_METARANGE']._serialized_start=2929
+  _globals['_METARANGE']._serialized_end=2987
+  _globals['_METAOP']._serialized_start=2990
+  _globals['_METAOP']._serialized_end=3125
+  _globals['_METACONDITION']._serialized_start=3127
+  _globals['_METACONDITION']._serialized_end=3238
+  _globals['_METABATCH']._serialized_start=3240
+  _globals['_METABATCH']._serialized_end=3329
+  _globals['_METACONDITIONFAILED']._serialized_start=3331
+  _globals['_METACONDITIONFAILED']._serialized_end=3418
+  _globals['_METACOMMITREPLY']._serialized_start=3420
+  _globals['_METACOMMITREPLY']._serialized_end=3503
+  _globals['_METAREVISIONREPLY']._serialized_start=3505
+  _globals['_METAREVISIONREPLY']._serialized_end=3542
+  _globals['_SEAWAY']._serialized_start=3635
+  _globals['_SEAWAY']._serialized_end=4811
 # @@protoc_insertion_point(module_scope)

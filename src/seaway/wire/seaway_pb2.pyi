@@ -224,18 +224,6 @@ class LsnReply(_message.Message):
     lsn: int
     def __init__(self, lsn: _Optional[int] = ...) -> None: ...
 
-class ReadRequest(_message.Message):
-    __slots__ = ("log_id", "lsn_from", "lsn_until", "items_max")
-    LOG_ID_FIELD_NUMBER: _ClassVar[int]
-    LSN_FROM_FIELD_NUMBER: _ClassVar[int]
-    LSN_UNTIL_FIELD_NUMBER: _ClassVar[int]
-    ITEMS_MAX_FIELD_NUMBER: _ClassVar[int]
-    log_id: int
-    lsn_from: int
-    lsn_until: int
-    items_max: int
-    def __init__(self, log_id: _Optional[int] = ..., lsn_from: _Optional[int] = ..., lsn_until: _Optional[int] = ..., items_max: _Optional[int] = ...) -> None: ...
-
 class RecordRun(_message.Message):
     __slots__ = ("first_lsn", "timestamp_ms", "payloads")
     FIRST_LSN_FIELD_NUMBER: _ClassVar[int]
@@ -264,13 +252,67 @@ class Run(_message.Message):
     gap: Gap
     def __init__(self, records: _Optional[_Union[RecordRun, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ...) -> None: ...
 
+class ReadControls(_message.Message):
+    __slots__ = ("controls",)
+    CONTROLS_FIELD_NUMBER: _ClassVar[int]
+    controls: _containers.RepeatedCompositeFieldContainer[ReadControl]
+    def __init__(self, controls: _Optional[_Iterable[_Union[ReadControl, _Mapping]]] = ...) -> None: ...
+
+class ReadControl(_message.Message):
+    __slots__ = ("start", "stop", "grant")
+    START_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    start: ReadStart
+    stop: ReadStop
+    grant: ReadGrant
+    def __init__(self, start: _Optional[_Union[ReadStart, _Mapping]] = ..., stop: _Optional[_Union[ReadStop, _Mapping]] = ..., grant: _Optional[_Union[ReadGrant, _Mapping]] = ...) -> None: ...
+
+class ReadStart(_message.Message):
+    __slots__ = ("log_id", "lsn_from", "lsn_until", "tag")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    LSN_FROM_FIELD_NUMBER: _ClassVar[int]
+    LSN_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    TAG_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    lsn_from: int
+    lsn_until: int
+    tag: int
+    def __init__(self, log_id: _Optional[int] = ..., lsn_from: _Optional[int] = ..., lsn_until: _Optional[int] = ..., tag: _Optional[int] = ...) -> None: ...
+
+class ReadStop(_message.Message):
+    __slots__ = ("log_id",)
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    def __init__(self, log_id: _Optional[int] = ...) -> None: ...
+
+class ReadGrant(_message.Message):
+    __slots__ = ("items", "bytes")
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    items: int
+    bytes: int
+    def __init__(self, items: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
+
 class ReadItems(_message.Message):
-    __slots__ = ("log_id", "runs")
+    __slots__ = ("log_id", "runs", "tag", "ended", "error")
     LOG_ID_FIELD_NUMBER: _ClassVar[int]
     RUNS_FIELD_NUMBER: _ClassVar[int]
+    TAG_FIELD_NUMBER: _ClassVar[int]
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
     log_id: int
     runs: _containers.RepeatedCompositeFieldContainer[Run]
-    def __init__(self, log_id: _Optional[int] = ..., runs: _Optional[_Iterable[_Union[Run, _Mapping]]] = ...) -> None: ...
+    tag: int
+    ended: bool
+    error: Error
+    def __init__(self, log_id: _Optional[int] = ..., runs: _Optional[_Iterable[_Union[Run, _Mapping]]] = ..., tag: _Optional[int] = ..., ended: _Optional[bool] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class ReadReply(_message.Message):
+    __slots__ = ("logs",)
+    LOGS_FIELD_NUMBER: _ClassVar[int]
+    logs: _containers.RepeatedCompositeFieldContainer[ReadItems]
+    def __init__(self, logs: _Optional[_Iterable[_Union[ReadItems, _Mapping]]] = ...) -> None: ...
 
 class MetaKey(_message.Message):
     __slots__ = ("namespace", "key")

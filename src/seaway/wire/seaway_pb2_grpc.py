@@ -109,10 +109,10 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.LogRef.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
                 _registered_method=True)
-        self.Read = channel.unary_stream(
-                '/seaway.v1.Seaway/Read',
-                request_serializer=seaway_dot_wire_dot_seaway__pb2.ReadRequest.SerializeToString,
-                response_deserializer=seaway_dot_wire_dot_seaway__pb2.ReadItems.FromString,
+        self.ReadMany = channel.stream_stream(
+                '/seaway.v1.Seaway/ReadMany',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.ReadControls.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.ReadReply.FromString,
                 _registered_method=True)
         self.MetaGet = channel.unary_unary(
                 '/seaway.v1.Seaway/MetaGet',
@@ -237,9 +237,10 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Read(self, request, context):
-        """Server-push: records and gaps of one log, in LSN order, until lsn_until (forever for 2**64-1).
-        HTTP/2 flow control bounds what is in flight: a reader that stops reading stops the server.
+    def ReadMany(self, request_iterator, context):
+        """Records and gaps of any number of logs over one stream. The client starts and stops logs and
+        grants what it can hold (ReadControl); the server sends each log's records and gaps in LSN
+        order, several logs to a reply, never more than granted (ReadReply). See ReadControl.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -352,10 +353,10 @@ def add_SeawayServicer_to_server(servicer, server):
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.LogRef.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
             ),
-            'Read': grpc.unary_stream_rpc_method_handler(
-                    servicer.Read,
-                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.ReadRequest.FromString,
-                    response_serializer=seaway_dot_wire_dot_seaway__pb2.ReadItems.SerializeToString,
+            'ReadMany': grpc.stream_stream_rpc_method_handler(
+                    servicer.ReadMany,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.ReadControls.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.ReadReply.SerializeToString,
             ),
             'MetaGet': grpc.unary_unary_rpc_method_handler(
                     servicer.MetaGet,
@@ -794,7 +795,7 @@ class Seaway:
             _registered_method=True)
 
     @staticmethod
-    def Read(request,
+    def ReadMany(request_iterator,
             target,
             options=(),
             channel_credentials=None,
@@ -804,12 +805,12 @@ class Seaway:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
+        return grpc.experimental.stream_stream(
+            request_iterator,
             target,
-            '/seaway.v1.Seaway/Read',
-            seaway_dot_wire_dot_seaway__pb2.ReadRequest.SerializeToString,
-            seaway_dot_wire_dot_seaway__pb2.ReadItems.FromString,
+            '/seaway.v1.Seaway/ReadMany',
+            seaway_dot_wire_dot_seaway__pb2.ReadControls.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.ReadReply.FromString,
             options,
             channel_credentials,
             insecure,

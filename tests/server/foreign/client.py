@@ -4,6 +4,7 @@ what it saw as one JSON object."""
 
 import json
 import sys
+import threading
 
 import grpc
 
@@ -31,13 +32,29 @@ with grpc.insecure_channel(address) as channel:
                         metadata=auth)
     seen["appended"] = [first.first_lsn, first.count, again.first_lsn]
     tail = stub.GetLogState(pb.LogRef(log_id=log.log_id), metadata=auth).tail_lsn
-    items = []
-    for message in stub.Read(pb.ReadRequest(log_id=log.log_id, lsn_from=0, lsn_until=tail), metadata=auth):
-        for run in message.runs:
-            if run.HasField("records"):
-                items += [[run.records.first_lsn + i, p.decode()] for i, p in enumerate(run.records.payloads)]
-            else:
-                items.append([pb.GapType.Name(run.gap.type), run.gap.lsn_lo, run.gap.lsn_hi])
+    items: list[list[object]] = []
+    start = pb.ReadControl(start=pb.ReadStart(log_id=log.log_id, lsn_from=0, lsn_until=tail, tag=7))
+    grant = pb.ReadControl(grant=pb.ReadGrant(items=1000, bytes=1 << 20))
+    done = threading.Event()
+
+    def controls():  # the stream stays open (not half-closed) until the read has ended
+        yield pb.ReadControls(controls=[start, grant])
+        done.wait(60)
+
+    stream = stub.ReadMany(controls(), metadata=auth)
+    for reply in stream:
+        ended = False
+        for part in reply.logs:
+            for run in part.runs:
+                if run.HasField("records"):
+                    items += [[run.records.first_lsn + i, p.decode()] for i, p in enumerate(run.records.payloads)]
+                else:
+                    items.append([pb.GapType.Name(run.gap.type), run.gap.lsn_lo, run.gap.lsn_hi])
+            ended = ended or (part.tag == 7 and part.ended)
+        if ended:
+            done.set()
+            stream.cancel()
+            break
     seen["read"] = items
     try:
         stub.GetLog(pb.LogRef(name="no-such-log"), metadata=auth)
