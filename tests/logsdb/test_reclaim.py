@@ -62,3 +62,30 @@ def test_a_log_sealed_for_good_stays_sealed(tmp_path: Path) -> None:
         assert db.final_lsn(3) == E1 + 9
     with LogsDB(tmp_path) as db:
         assert db.sealed_logs() == {3: E1 + 9}
+
+
+def _segment_blocks_bytes(path: Path) -> int:
+    return sum(f.stat().st_blocks * 512 for f in (path / "segments").glob("*.seg"))
+
+
+def test_reclaimed_entries_in_segment_files_give_their_disk_space_back(tmp_path: Path, clock: FakeClock) -> None:
+    config = LogsDBConfig(partition_duration_s=60, segment_min_bytes=1 << 10)
+    backlogs = {log: (None if log == PERMANENT else 60_000) for log in range(1, 20)}
+    with LogsDB(tmp_path, config, clock) as db:
+        put(db, PERMANENT, E1 + 1, [b"forever"] * 200, clock.now_ms())  # in the segment file too
+        for short in range(2, 12):
+            put(db, short, E1 + 1, [bytes([short]) * 1000] * 100, clock.now_ms())
+        put(db, 12, E1 + 1, [b"d" * 1000] * 100, clock.now_ms())
+        before = _segment_blocks_bytes(tmp_path)
+        assert before > 10 * 100_000
+        clock.advance(120)
+        put(db, PERMANENT, E1 + 201, [b"newer"], clock.now_ms())  # retention leaves the newest partition be
+        db.drop_expired(backlogs.get)
+        db.delete_log_data(12)
+        after = _segment_blocks_bytes(tmp_path)
+        assert after < before / 5, (before, after)  # the file system gave the blocks back
+        kept = [e for e in all_entries(db, PERMANENT) if isinstance(e, RecordsEntry)]
+        assert [p for e in kept for p in e.payloads] == [b"forever"] * 200 + [b"newer"]  # intact
+    with LogsDB(tmp_path, config, clock) as db:
+        kept = [e for e in all_entries(db, PERMANENT) if isinstance(e, RecordsEntry)]
+        assert [p for e in kept for p in e.payloads] == [b"forever"] * 200 + [b"newer"]

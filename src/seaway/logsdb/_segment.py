@@ -15,12 +15,14 @@ bound to its key, so a reference that points at the wrong bytes fails the entry'
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from seaway._dirs import fsync_dir
 from seaway._errors import ClosedError, StorageError
@@ -127,6 +129,21 @@ class Segment:
                 return b""
             return _pread_all(fd, min(length, self._size - offset), offset)
 
+    def punch(self, ranges: Sequence[tuple[int, int]]) -> int:
+        """Give the disk space of these ``(offset, length)`` ranges back to the file system: their
+        entries were deleted (and the deletion is durable), so nothing refers to them any more. The
+        file keeps its size and offsets; the ranges read as zeros. Returns the bytes punched: 0
+        where the file system cannot, in which case the space goes with the partition."""
+        punched = 0
+        with self._using() as fd:
+            if fd < 0:
+                return 0
+            for offset, length in ranges:
+                if length <= 0 or not _punch_hole(fd, offset, length):
+                    continue
+                punched += length
+        return punched
+
     def size(self) -> int:
         """Bytes appended so far (the next append's offset)."""
         with self._using():
@@ -154,6 +171,28 @@ class Segment:
                 self.path.unlink(missing_ok=True)
             except OSError as exc:
                 raise StorageError(f"cannot remove segment file {self.path}: {exc}") from exc
+
+
+_FALLOC_FL_KEEP_SIZE = 0x01
+_FALLOC_FL_PUNCH_HOLE = 0x02
+_fallocate: Any = None
+
+
+def _punch_hole(fd: int, offset: int, length: int) -> bool:
+    """Linux's fallocate(PUNCH_HOLE | KEEP_SIZE), which Python's os module lacks; False where the
+    system or the file system does not support it."""
+    global _fallocate
+    if _fallocate is None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            _fallocate = libc.fallocate
+            _fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+            _fallocate.restype = ctypes.c_int
+        except (OSError, AttributeError):
+            _fallocate = False
+    if _fallocate is False:
+        return False
+    return bool(_fallocate(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, offset, length) == 0)
 
 
 def _pread_all(fd: int, length: int, offset: int) -> bytes:

@@ -647,6 +647,7 @@ class LogsDB:
             batch = WriteBatch(raw_mode=True)
             start, end = fmt.encode_key(log_id, 0), fmt.encode_key(log_id + 1, 0)
             held = [pid for pid, entries in self._directory.items() if log_id in entries]
+            in_segments = {pid: self._segment_ranges(pid, log_id) for pid in held}
             for pid in held:
                 batch.delete_range(start, end, self._partitions[pid][2])
                 batch.delete(_P_DIRECTORY + _u64(pid) + _u64(log_id), self._meta_handle)
@@ -667,6 +668,7 @@ class LogsDB:
                 self._producers.pop(log_id, None)
         for pid in held:
             try:
+                self._segments[pid].punch(in_segments[pid])
                 self._partitions[pid][1].compact_range(start, end)
             except Exception:  # dropped meanwhile, or a failed compaction: only space is at stake
                 continue
@@ -1036,6 +1038,7 @@ class LogsDB:
         batch = WriteBatch(raw_mode=True)
         handle = self._partitions[pid][2]
         raised: dict[int, int] = {}
+        in_segment = [r for log_id, _ in gone for r in self._segment_ranges(pid, log_id)]
         for log_id, d in gone:
             batch.delete_range(fmt.encode_key(log_id, 0), fmt.encode_key(log_id + 1, 0), handle)
             batch.delete(_P_DIRECTORY + _u64(pid) + _u64(log_id), self._meta_handle)
@@ -1048,7 +1051,25 @@ class LogsDB:
             for log_id, d in gone:
                 del self._directory[pid][log_id]
                 self._sizes[pid] -= d.size_bytes
+        self._segments[pid].punch(in_segment)  # now that nothing refers to those bytes, durably
         return [(pid, log_id) for log_id, _ in gone]
+
+    def _segment_ranges(self, pid: int, log_id: int) -> list[tuple[int, int]]:
+        """Where the log's entries in a partition keep their bytes in its segment file."""
+        opts = ReadOptions()
+        opts.set_iterate_upper_bound(fmt.encode_key(log_id + 1, 0))
+        out: list[tuple[int, int]] = []
+        it = self._partitions[pid][1].iter(opts)
+        it.seek(fmt.encode_key(log_id, 0))
+        while it.valid():
+            key, value = it.key(), it.value()
+            try:
+                if fmt.decode_header(key, value).kind is fmt.EntryKind.SEGMENT_REF:
+                    out.append(fmt.decode_segment_ref(value))
+            except fmt.HeaderCorrupt:
+                pass  # a damaged reference: its bytes go with the partition
+            it.next()
+        return out
 
     def _log_expired(self, log_id: int, d: fmt.DirEntry, now_ms: int,
                      backlog_ms_of: Callable[[int], int | None]) -> bool:
