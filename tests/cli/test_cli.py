@@ -234,3 +234,14 @@ def test_log_commands_seal_delete_and_append_conditionally(cli: Cli, where: Wher
     assert deleted.status == 0 and deleted.out.startswith(f"deleted {log} (id ")
     gone = cli("log", "tail", log, *where.args)
     assert gone.status == 1 and "[UNKNOWN_LOG]" in gone.err
+
+
+def test_short_lived_logs_leave_little_on_disk_beside_a_permanent_one() -> None:
+    from seaway.cli._bench_disk import DiskBenchConfig, run_disk_bench  # noqa: PLC0415
+
+    figures = run_disk_bench(DiskBenchConfig(partitions=3, short_lived_per_partition=10))
+    extra = figures["disk_bytes_with_short_lived"] - figures["disk_bytes_permanent_alone"]
+    assert figures["short_lived_bytes_written"] == 3 * 10 * 40 * 1000
+    assert extra < figures["short_lived_bytes_written"] / 4, figures  # most of it given back
+    assert figures["disk_use_ratio_short_lived"] == round(
+        figures["disk_bytes_with_short_lived"] / figures["disk_bytes_permanent_alone"], 3)

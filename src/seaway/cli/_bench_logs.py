@@ -6,6 +6,8 @@ in the same process.
 - Metadata batches per second: single-key puts and 10-key conditional batches, from several threads.
 - Reads of many logs: one remote reader over 1,000 logs against one over one log with the same bytes,
   catching up and tailing (see ``_bench_mux``).
+- Disk use after retention with one log kept forever and many short-lived ones, against the
+  permanent log alone (see ``_bench_disk``).
 
 The figures that matter are the ratios: this machine is shared and noisy.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import seaway
+from seaway.cli._bench_disk import run_disk_bench
 from seaway.cli._bench_log import machine
 from seaway.cli._bench_mux import MuxBenchConfig, run_mux_bench
 from seaway.cli._progress import Progress
@@ -169,6 +172,7 @@ def run_logs_bench(config: LogsBenchConfig) -> dict[str, Any]:
         progress.advance(label="metadata batches")
         figures.update(run_mux_bench(MuxBenchConfig(rounds=config.rounds)))
         progress.advance(label="one remote reader over 1,000 logs")
+        figures.update(run_disk_bench())
     figures["targets"] = {"append_latency_ratio_10000": "<= 1.2", "append_throughput_ratio_10000": ">= 0.83",
                           "multiplexed_read_ratio": ">= 0.8"}
     figures["machine"] = machine()
