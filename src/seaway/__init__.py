@@ -9,7 +9,7 @@ The embedded store's names (``open``, ``Seaway``, ``Log``, ...) are loaded on fi
 
 from __future__ import annotations
 
-import importlib
+from importlib import import_module as _import_module  # private: the public surface is pinned
 from typing import TYPE_CHECKING
 
 from seaway._clock import Clock, SystemClock
@@ -79,7 +79,7 @@ if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name
         module = _LAZY.get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(_import_module(module), name)
         globals()[name] = value  # later lookups skip this function
         return value
 

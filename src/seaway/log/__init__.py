@@ -10,7 +10,7 @@ are loaded on first use, so that the remote client, which shares the rest, does 
 
 from __future__ import annotations
 
-import importlib
+from importlib import import_module as _import_module  # private: the public surface is pinned
 from typing import TYPE_CHECKING
 
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
@@ -105,7 +105,7 @@ if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name
         module = _LAZY.get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(_import_module(module), name)
         globals()[name] = value  # later lookups skip this function
         return value
 

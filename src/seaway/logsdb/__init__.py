@@ -9,7 +9,7 @@ which must not load RocksDB (``rocksdict``) just to name a :class:`Durability`.
 
 from __future__ import annotations
 
-import importlib
+from importlib import import_module as _import_module  # private: the public surface is pinned
 from typing import TYPE_CHECKING
 
 from seaway.logsdb._types import (
@@ -39,7 +39,7 @@ else:  # hidden from mypy, which would otherwise accept any name imported from h
     def __getattr__(name: str) -> object:
         # PEP 562: only the store itself needs RocksDB, so only naming it loads it.
         if name == "LogsDB":
-            value = importlib.import_module("seaway.logsdb._store").LogsDB
+            value = _import_module("seaway.logsdb._store").LogsDB
             globals()[name] = value  # later lookups skip this function
             return value
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
