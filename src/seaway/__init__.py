@@ -2,7 +2,15 @@
 
 ``seaway.open(path)`` opens the embedded store; ``seaway.connect("seaway://host:port")`` a server
 with the same API. Their ``logs`` namespace holds LogDevice-style logs.
+
+The embedded store's names (``open``, ``Seaway``, ``Log``, ...) are loaded on first use, so that
+``import seaway`` followed by ``seaway.connect`` never loads RocksDB.
 """
+
+from __future__ import annotations
+
+from importlib import import_module as _import_module  # private: the public surface is pinned
+from typing import TYPE_CHECKING
 
 from seaway._clock import Clock, SystemClock
 from seaway._errors import (
@@ -33,7 +41,6 @@ from seaway._errors import (
     UnknownLogError,
     error_class,
 )
-from seaway._seaway import Seaway, SeawayConfig, open  # noqa: A004
 from seaway.client import RemoteSeaway, connect
 from seaway.log import (
     LSN_INVALID,
@@ -42,12 +49,9 @@ from seaway.log import (
     BatchingWriter,
     Gap,
     GapType,
-    Log,
     LogAttributes,
     LogGroup,
-    LogStoreConfig,
     MetaBatch,
-    Reader,
     Record,
     RecordRun,
     RetryPolicy,
@@ -58,6 +62,30 @@ from seaway.log import (
     make_lsn,
 )
 from seaway.logsdb import Durability, LogsDBConfig
+
+if TYPE_CHECKING:
+    from seaway._seaway import Seaway, SeawayConfig, open  # noqa: A004
+    from seaway.log import Log, LogStoreConfig, Reader
+
+_LAZY = {
+    **dict.fromkeys(("Seaway", "SeawayConfig", "open"), "seaway._seaway"),
+    **dict.fromkeys(("Log", "LogStoreConfig", "Reader"), "seaway.log"),
+}
+"""The names backed by the embedded store, and where they live (PEP 562 loads them on first use)."""
+
+if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name imported from here
+
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_import_module(module), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 OLDEST = LSN_OLDEST
 """Read from the oldest record."""

@@ -3,11 +3,17 @@
 The sequencer, the storage node and the reader are state machines with no I/O
 (:class:`Sequencer`, :class:`StorageNode`, :class:`LogReadState`); :class:`EmbeddedLogStore` drives
 them in-process over LogsDB, and :mod:`seaway.testing` drives them from a seeded simulator.
+
+The names backed by RocksDB (the embedded store, its ``Log``/``Logs``/``Reader``, the epoch store)
+are loaded on first use, so that the remote client, which shares the rest, does not load RocksDB.
 """
 
+from __future__ import annotations
+
+from importlib import import_module as _import_module  # private: the public surface is pinned
+from typing import TYPE_CHECKING
+
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
-from seaway.log._embedded import DiskFault, EmbeddedLogStore, LogStoreConfig, read_chunk
-from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
 from seaway.log._handle import (
     BATCH_RECORDS_MAX,
     PRODUCER_ID_BYTES_MAX,
@@ -17,7 +23,6 @@ from seaway.log._handle import (
     get_or_create_log,
     producer_mark,
 )
-from seaway.log._logs import Log, Logs, Reader
 from seaway.log._lsn import (
     EPOCH_MAX,
     ESN_FIRST,
@@ -81,6 +86,32 @@ from seaway.log._types import (
     weight,
 )
 from seaway.log._writer import BatchingWriter, RetryPolicy
+
+if TYPE_CHECKING:
+    from seaway.log._embedded import DiskFault, EmbeddedLogStore, LogStoreConfig, read_chunk
+    from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
+    from seaway.log._logs import Log, Logs, Reader
+
+_LAZY = {
+    **dict.fromkeys(("DiskFault", "EmbeddedLogStore", "LogStoreConfig", "read_chunk"), "seaway.log._embedded"),
+    **dict.fromkeys(("EpochStore", "RocksDBEpochStore", "bump_epoch"), "seaway.log._epoch_store"),
+    **dict.fromkeys(("Log", "Logs", "Reader"), "seaway.log._logs"),
+}
+"""The names whose modules import RocksDB, and where they live (PEP 562 loads them on first use)."""
+
+if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name imported from here
+
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_import_module(module), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 __all__ = [
     "BATCH_RECORDS_MAX",

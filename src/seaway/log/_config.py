@@ -12,12 +12,14 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seaway._errors import InvalidArgumentError, LogDeletedError, LogExistsError, UnknownLogError
 from seaway._invariant import invariant
 from seaway.log._types import LogAttributes, overrides_from_json, overrides_to_json
-from seaway.logsdb import LogsDB
+
+if TYPE_CHECKING:  # the remote client uses this module and must not load RocksDB
+    from seaway.logsdb import LogsDB
 
 LOG_ID_MAX = 2**62
 """Log ids are in ``[1, LOG_ID_MAX]``."""

@@ -20,10 +20,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from seaway._errors import ConditionFailedError, InvalidArgumentError, PayloadTooLargeError
-from seaway.logsdb import KvCheck, KvDelete, KvDeleteRange, KvOp, KvPut, LogsDB
+from seaway.logsdb import KvCheck, KvDelete, KvDeleteRange, KvOp, KvPut
+
+if TYPE_CHECKING:  # the remote client uses this module and must not load RocksDB
+    from seaway.logsdb import LogsDB
 
 NAMESPACE_CHARS_MAX = 64
 KEY_BYTES_MAX = 1024

@@ -2,9 +2,16 @@
 
 Time-ordered partitions as column families, keys ``(log id, LSN)``, a metadata family for the
 partition directory, trim points, seals and epoch ends; retention by dropping whole partitions.
+
+:class:`LogsDB` is loaded on first use: the value types below are shared with the remote client,
+which must not load RocksDB (``rocksdict``) just to name a :class:`Durability`.
 """
 
-from seaway.logsdb._store import LogsDB
+from __future__ import annotations
+
+from importlib import import_module as _import_module  # private: the public surface is pinned
+from typing import TYPE_CHECKING
+
 from seaway.logsdb._types import (
     CorruptEntry,
     Durability,
@@ -24,6 +31,23 @@ from seaway.logsdb._types import (
     RecordsEntry,
     WriteOp,
 )
+
+if TYPE_CHECKING:
+    from seaway.logsdb._store import LogsDB
+else:  # hidden from mypy, which would otherwise accept any name imported from here
+
+    def __getattr__(name: str) -> object:
+        # PEP 562: only the store itself needs RocksDB, so only naming it loads it.
+        if name == "LogsDB":
+            value = _import_module("seaway.logsdb._store").LogsDB
+            globals()[name] = value  # later lookups skip this function
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "LogsDB"})
+
 
 __all__ = [
     "CorruptEntry",
