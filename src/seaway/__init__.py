@@ -7,6 +7,7 @@ with the same API. Their ``logs`` namespace holds LogDevice-style logs.
 from seaway._clock import Clock, SystemClock
 from seaway._errors import (
     AuthenticationError,
+    BufferFullError,
     ClientError,
     ClosedError,
     ConditionFailedError,
@@ -67,6 +68,7 @@ __all__ = [
     "OLDEST",
     "AuthenticationError",
     "BatchingWriter",
+    "BufferFullError",
     "ClientError",
     "Clock",
     "ClosedError",

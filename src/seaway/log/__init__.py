@@ -5,6 +5,7 @@ The sequencer, the storage node and the reader are state machines with no I/O
 them in-process over LogsDB, and :mod:`seaway.testing` drives them from a seeded simulator.
 """
 
+from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._embedded import DiskFault, EmbeddedLogStore, LogStoreConfig, read_chunk
 from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
@@ -90,9 +91,12 @@ __all__ = [
     "PRODUCER_ID_BYTES_MAX",
     "UNSET",
     "AppendAcked",
+    "AppendCoalescer",
     "AppendFailed",
     "AppendRequest",
     "BatchingWriter",
+    "CoalesceConfig",
+    "Coalescers",
     "DiskFault",
     "DiskWrite",
     "DiskWriteDone",
