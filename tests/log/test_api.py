@@ -313,11 +313,29 @@ def _flaky(log: seaway.Log, failures: dict[bytes, int]) -> object:
     return append
 
 
+def _failing_like_a_store(log: seaway.Log, failures: int) -> object:
+    """An append_batch that fails the batch starting with b"first" retriably ``failures`` times, and,
+    as Seaway's append paths do, every batch sent after a failed one until it is sent again."""
+    state = {"left": failures, "failing": False}
+
+    def append(payloads: list[bytes], sequence: int) -> Future[range]:
+        if payloads[0] == b"first":
+            state["failing"] = state["left"] > 0
+            state["left"] -= 1
+        if state["failing"]:
+            f: Future[range] = Future()
+            f.set_exception(StorageError("flaky"))
+            return f
+        return log.append_batch_async(payloads)
+
+    return append
+
+
 @pytest.mark.parametrize("ordered", [True, False])
 def test_batching_writer_retries_and_ordered_mode_keeps_order(sw: seaway.Seaway, ordered: bool) -> None:
     log = sw.logs.create("l")
-
-    writer = BatchingWriter(_flaky(log, {b"first": 2}), flush_records_max=1, flush_interval_s=10,  # type: ignore[arg-type]
+    append = _failing_like_a_store(log, 2) if ordered else _flaky(log, {b"first": 2})
+    writer = BatchingWriter(append, flush_records_max=1, flush_interval_s=10,  # type: ignore[arg-type]
                             ordered=ordered, retry=RetryPolicy(attempts_max=5, backoff_s=0.05),
                             in_flight_batches_max=4)
     futures = [writer.write(p) for p in (b"first", b"second", b"third")]

@@ -11,7 +11,9 @@ is shared by many records without a timer.
 Order: units (a joined batch, or an idempotent batch, which is never joined with others because its
 producer mark names it alone) are sent in the order their first record was appended, by one sending
 thread at a time, so the store sequences them in that order. A joined batch is stored whole or not
-at all, like any batch: every record in it gets the same outcome.
+at all, like any batch: every record in it gets the same outcome. A batch that fails fails the
+appends queued behind it, unsent, with the same error: none of them can then be stored before the
+failed one is tried again, which is what lets a writer retry in order with several batches in flight.
 """
 
 from __future__ import annotations
@@ -167,15 +169,10 @@ class AppendCoalescer:
         becomes the sending thread if there are any (and calls :meth:`_send_all`)."""
         units: list[_Unit] = []
         max_in_flight = self._in_flight_max
-        while self._queue:
-            head = self._queue[0]
+        while self._queue and self._in_flight < max_in_flight:
+            head = self._queue.popleft()
             if head is self._open:
                 self._open = None  # sent: records appended from now on start a new unit
-            # A joinable unit waits while the bound is reached: records keep joining it until a
-            # batch in flight is answered. An idempotent one cannot be joined: holding it gains nothing.
-            if head.mark is None and self._in_flight >= max_in_flight:
-                break
-            self._queue.popleft()
             self._in_flight += 1
             self._waiting_bytes -= head.size_bytes
             units.append(head)
@@ -188,12 +185,12 @@ class AppendCoalescer:
         """Send ``units``, then whatever became sendable meanwhile, until nothing is; then give up
         the sending role. Only the sending thread runs this, so units go out in queue order."""
         while True:
-            for unit in units:
+            for i, unit in enumerate(units):
                 try:
                     future = self._send(tuple(unit.payloads), unit.mark)
-                except Exception as exc:  # refused at once (full, closed): this unit fails, the rest go on
-                    self._answered(unit, None, exc)
-                    continue
+                except Exception as exc:  # refused at once (full, closed)
+                    self._refused(units[i:], exc)
+                    break
                 future.add_done_callback(lambda f, unit=unit: self._on_done(unit, f))  # type: ignore[misc]
             with self._lock:
                 self._sending = False
@@ -203,6 +200,14 @@ class AppendCoalescer:
                         self._idle.notify_all()
                     return
 
+    def _refused(self, units: list[_Unit], error: BaseException) -> None:
+        """The store refused ``units[0]`` at once: the units after it fail with it, unsent."""
+        with self._lock:
+            self._in_flight -= len(units) - 1  # _answered counts out the first
+        for unit in units[1:]:
+            self._settle(unit, None, error)
+        self._answered(units[0], None, error)
+
     def _on_done(self, unit: _Unit, future: Future[range]) -> None:
         error = future.exception()
         if error is None:
@@ -211,14 +216,29 @@ class AppendCoalescer:
             self._answered(unit, None, error)
 
     def _answered(self, unit: _Unit, lsns: range | None, error: BaseException | None) -> None:
-        """A unit's batch was answered: send what waited for it, then settle its records."""
+        """A unit's batch was answered. Stored: send what waited for it. Failed: fail what waits
+        behind it too, unsent, so that nothing appended after it is stored before it is tried
+        again (by the caller, or a writer's retry). A store that fails a batch fails the batches
+        sent after it as well (a broken disk, a lost connection), so the log's order holds."""
+        queued: list[_Unit] = []
         with self._lock:
             self._in_flight -= 1
+            if error is not None and self._queue:
+                queued, self._queue = list(self._queue), deque()
+                self._open = None
+                self._waiting_bytes = 0
+                self._room.notify_all()
             units = [] if self._sending else self._take()
             if not units and not self._sending and not self._queue and not self._in_flight:
                 self._idle.notify_all()
         if units:
             self._send_all(units)
+        self._settle(unit, lsns, error)
+        for behind in queued:
+            self._settle(behind, None, error)
+
+    @staticmethod
+    def _settle(unit: _Unit, lsns: range | None, error: BaseException | None) -> None:
         if lsns is not None:
             invariant(len(lsns) == len(unit.payloads), "a batch gets an LSN per record")
         if unit.singles is not None:
