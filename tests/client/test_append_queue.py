@@ -124,24 +124,15 @@ class AppendQueueMachine(RuleBasedStateMachine):
     def answer(self, data: st.DataObject) -> None:
         ids, future = self.calls.pop(data.draw(st.integers(0, len(self.calls) - 1)))
         kinds = [data.draw(st.sampled_from(["ok", "ok", "retriable", "refused"])) for _ in ids]
+        self._answer(ids, kinds, UnavailableError)
         results = []
-        for kind in kinds:
-            if kind == "ok":
-                results.append(None)
+        for n, kind in zip(ids, kinds, strict=True):
+            lsns = self.expected.get(n)
+            if kind == "ok" and isinstance(lsns, range):
+                results.append(pb.AppendResult(appended=pb.AppendReply(first_lsn=lsns.start, count=1)))
             else:
                 results.append(pb.AppendResult(error=RETRIABLE if kind == "retriable" else REFUSED))
-        self._answer(ids, kinds, UnavailableError)
-        lsns = [self.expected[n] for n, kind in zip(ids, kinds, strict=True) if kind == "ok"]
-        it = iter(lsns)
-        reply = []
-        for r in results:
-            if r is None:
-                lsn = next(it)
-                assert isinstance(lsn, range)
-                reply.append(pb.AppendResult(appended=pb.AppendReply(first_lsn=lsn.start, count=1)))
-            else:
-                reply.append(r)
-        future.set_result(pb.AppendManyReply(results=reply))
+        future.set_result(pb.AppendManyReply(results=results))
 
     @precondition(lambda self: self.calls)
     @rule(data=st.data(), how=st.sampled_from(["unavailable", "refused", "short reply"]))

@@ -461,3 +461,55 @@ def test_each_log_remembers_a_bounded_number_of_producers(tmp_path: Path) -> Non
         remembered = [p for p in (b"a", b"b", b"c")
                       if sw._store.logsdb.produced(log.id, p, 1) is not None]
         assert len(remembered) == 2
+
+
+def test_batching_writer_raises_seaway_errors_when_full_or_late() -> None:
+    pending: list[Future[range]] = []
+    sent = threading.Event()
+
+    def never_answered(payloads: list[bytes], sequence: int) -> Future[range]:
+        pending.append(Future())
+        sent.set()
+        return pending[-1]
+
+    writer = BatchingWriter(never_answered, flush_records_max=1, flush_interval_s=10, buffered_bytes_max=4,
+                            room_wait_s=0)
+    first = writer.write(b"abcd")
+    with pytest.raises(seaway.BufferFullError) as full:  # the caller's own bound: a client-side error
+        writer.write(b"e")
+    assert isinstance(full.value, seaway.ClientError) and full.value.retriable
+    with pytest.raises(seaway.TimedOutError):  # was a bare TimeoutError
+        writer.flush(timeout_s=0)
+    assert sent.wait(10)
+    pending[0].set_result(range(1, 2))
+    assert first.result(10) == 1
+    writer.close()
+    with pytest.raises(seaway.ClosedError):
+        writer.write(b"late")
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_batching_writer_keeps_several_batches_in_flight(ordered: bool) -> None:
+    sent: list[Future[range]] = []
+    changed = threading.Condition()
+
+    def append(payloads: list[bytes], sequence: int) -> Future[range]:
+        with changed:
+            sent.append(Future())
+            changed.notify_all()
+            return sent[-1]
+
+    writer = BatchingWriter(append, flush_records_max=1, flush_interval_s=10, ordered=ordered,
+                            in_flight_batches_max=3)
+    futures = [writer.write(bytes([i])) for i in range(5)]
+    with changed:
+        assert changed.wait_for(lambda: len(sent) >= 3, 10)
+        assert len(sent) == 3  # three in flight (ordered too), the rest wait for one to end
+    for i, future in enumerate(sent[:3]):
+        future.set_result(range(i + 1, i + 2))
+    with changed:
+        assert changed.wait_for(lambda: len(sent) == 5, 10)
+    for i, future in enumerate(sent[3:], start=3):
+        future.set_result(range(i + 1, i + 2))
+    writer.close()
+    assert [f.result(10) for f in futures] == [1, 2, 3, 4, 5]
