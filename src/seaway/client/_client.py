@@ -203,7 +203,7 @@ class RemoteLog(LogHandle):
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
                flush_interval_s: float = 0.05, ordered: bool = True,
-               retry: RetryPolicy | None = None, in_flight_batches_max: int = 4) -> BatchingWriter:
+               retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
         # A producer of its own, as embedded: a batch the writer sends again (after the client's
         # own retries gave up) keeps its sequence number, so it is stored once.
         producer_id = os.urandom(16)

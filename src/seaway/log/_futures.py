@@ -40,6 +40,24 @@ class _Member(Future[T]):
     def __init__(self, condition: threading.Condition) -> None:  # no super().__init__(): that makes a condition
         self._condition = condition
 
+    # Once FINISHED a future never changes, and its result was set before its state: reading them
+    # needs no lock (one attribute read is atomic). Only waiting does, which Future's own methods do.
+    def result(self, timeout: float | None = None) -> T:
+        if self._state == FINISHED:
+            if self._exception is not None:
+                raise self._exception
+            result: T = self._result
+            return result
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if self._state == FINISHED:
+            return self._exception
+        return super().exception(timeout)
+
+    def done(self) -> bool:
+        return self._state == FINISHED or super().done()
+
     @property  # an attribute of Future's, made on first use
     def _waiters(self) -> list[Any]:  # type: ignore[override]
         made: list[Any] = self.__dict__.setdefault("_waiters_made", [])
@@ -83,15 +101,15 @@ class BatchFutures(Generic[T]):
                 for future in futures:
                     future._exception = error
                     future._state = FINISHED
-            for future in futures:
-                waiters = future.__dict__.get("_waiters_made")
-                if waiters:  # concurrent.futures.wait() or as_completed() is waiting on it
-                    for waiter in waiters:
-                        if error is None:
-                            waiter.add_result(future)
-                        else:
-                            waiter.add_exception(future)
+            # Few futures are waited on by wait() or as_completed(), or have callbacks: find those.
+            watched = [f for f in futures if len(f.__dict__) > 3]
+            for future in watched:
+                for waiter in future.__dict__.get("_waiters_made", ()):
+                    if error is None:
+                        waiter.add_result(future)
+                    else:
+                        waiter.add_exception(future)
             self._condition.notify_all()
-        for future in futures:
+        for future in watched:
             if future.__dict__.get("_callbacks_made"):
                 future._invoke_callbacks()  # type: ignore[attr-defined]  # Future's own, not in its stubs

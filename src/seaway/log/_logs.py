@@ -47,7 +47,7 @@ class Log(LogHandle):
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
                flush_interval_s: float = 0.05, ordered: bool = True,
-               retry: RetryPolicy | None = None, in_flight_batches_max: int = 4) -> BatchingWriter:
+               retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
         """A writer that gathers single records into batches (see :class:`BatchingWriter`)."""
         producer_id = os.urandom(16)  # one producer per writer: its retries are stored once
 

@@ -75,7 +75,7 @@ class BatchingWriter:
 
     def __init__(self, append_batch: AppendBatch, *, flush_records_max: int = 500,
                  flush_bytes_max: int = 1 << 20, flush_interval_s: float = 0.05, ordered: bool = True,
-                 retry: RetryPolicy | None = None, in_flight_batches_max: int = 4,
+                 retry: RetryPolicy | None = None, in_flight_batches_max: int = 8,
                  payload_bytes_max: int = 1 << 20, buffered_bytes_max: int = 64 << 20,
                  room_wait_s: float = 30.0) -> None:
         if flush_records_max < 1 or flush_bytes_max < 1 or flush_interval_s <= 0 or in_flight_batches_max < 1:
@@ -99,6 +99,8 @@ class BatchingWriter:
         self._in_flight: list[_Batch] = []  # in sequence order
         self._failed = 0  # batches in flight that failed and are not yet stored (ordered mode waits)
         self._next_sequence = 0
+        self._sending = False  # a thread is sending batches; the others leave it to that one
+        self._idle_forever = False  # the sending thread waits with no deadline: a new batch must wake it
         self._closing = False
         self._thread = threading.Thread(target=self._run, name="seaway-batching-writer", daemon=True)
         self._thread.start()
@@ -120,14 +122,20 @@ class BatchingWriter:
             batch = self._current
             if not batch.payloads:
                 batch.started_s = time.monotonic()
-                self._cv.notify_all()  # the sending thread times the flush interval from now
+                if self._idle_forever:  # else it wakes by then anyway, and times this batch
+                    self._cv.notify_all()
             future = batch.futures.new()
             batch.payloads.append(payload)
             batch.size_bytes += size
             self._buffered_bytes += size
-            if len(batch.payloads) >= self._records_max or batch.size_bytes >= self._bytes_max:
-                self._seal_current()
-                self._cv.notify_all()
+            if len(batch.payloads) < self._records_max and batch.size_bytes < self._bytes_max:
+                return future
+            self._seal_current()
+            due = [] if self._sending else self._due_batches()
+            if not due:
+                return future
+            self._sending = True
+        self._send_all(due)  # from this thread: waking the sending thread costs a GIL hand-over
         return future
 
     def _wait_room(self) -> None:
@@ -179,16 +187,32 @@ class BatchingWriter:
     # --- the sending thread ---------------------------------------------------------------------
 
     def _run(self) -> None:
+        """Sends what falls due by time (a batch's flush interval, a retry's backoff); what falls
+        due by a write or an answer is sent by that thread, without waking this one."""
         while True:
             with self._cv:
-                to_send = self._due_batches()
-                if not to_send:
+                due = [] if self._sending else self._due_batches()
+                if not due:
                     if self._closing and not self._ready and not self._in_flight:
                         return
-                    self._cv.wait(self._wait_s())
+                    wait_s = self._wait_s()
+                    self._idle_forever = wait_s is None
+                    self._cv.wait(wait_s)
+                    self._idle_forever = False
                     continue
-            for batch in to_send:
+                self._sending = True
+            self._send_all(due)
+
+    def _send_all(self, due: list[_Batch]) -> None:
+        """Send ``due``, then what fell due meanwhile; only one thread at a time (the one that set
+        ``_sending``), so batches go out in sequence order."""
+        while due:
+            for batch in due:
                 self._send(batch)
+            with self._cv:
+                due = self._due_batches()
+                if not due:
+                    self._sending = False
 
     def _due_batches(self) -> list[_Batch]:
         """Under the lock: the batches to send now, in sequence order."""
@@ -254,5 +278,10 @@ class BatchingWriter:
             self._in_flight.remove(batch)
             self._buffered_bytes -= batch.size_bytes
             self._cv.notify_all()
+            due = [] if self._sending else self._due_batches()
+            if due:
+                self._sending = True
+        if due:
+            self._send_all(due)
         invariant(lsns is None or len(lsns) == len(batch.payloads), "a batch gets an LSN per record")
         batch.futures.settle(None if lsns is None else list(lsns), error)
