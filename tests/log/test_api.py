@@ -489,15 +489,15 @@ def test_batching_writer_raises_seaway_errors_when_full_or_late() -> None:
 
 
 @pytest.mark.parametrize("ordered", [True, False])
-def test_batching_writer_keeps_several_batches_in_flight(ordered: bool) -> None:
-    sent: list[Future[range]] = []
+def test_batching_writer_keeps_several_batches_in_flight_and_joins_those_that_waited(ordered: bool) -> None:
+    sent: list[tuple[list[bytes], Future[range]]] = []
     changed = threading.Condition()
 
     def append(payloads: list[bytes], sequence: int) -> Future[range]:
         with changed:
-            sent.append(Future())
+            sent.append((list(payloads), Future()))
             changed.notify_all()
-            return sent[-1]
+            return sent[-1][1]
 
     writer = BatchingWriter(append, flush_records_max=1, flush_interval_s=10, ordered=ordered,
                             in_flight_batches_max=3)
@@ -505,11 +505,11 @@ def test_batching_writer_keeps_several_batches_in_flight(ordered: bool) -> None:
     with changed:
         assert changed.wait_for(lambda: len(sent) >= 3, 10)
         assert len(sent) == 3  # three in flight (ordered too), the rest wait for one to end
-    for i, future in enumerate(sent[:3]):
+    for i, (_, future) in enumerate(sent[:3]):
         future.set_result(range(i + 1, i + 2))
     with changed:
-        assert changed.wait_for(lambda: len(sent) == 5, 10)
-    for i, future in enumerate(sent[3:], start=3):
-        future.set_result(range(i + 1, i + 2))
+        assert changed.wait_for(lambda: len(sent) == 4, 10)
+    assert sent[3][0] == [b"\x03", b"\x04"]  # the two that waited go out as one batch
+    sent[3][1].set_result(range(4, 6))
     writer.close()
     assert [f.result(10) for f in futures] == [1, 2, 3, 4, 5]

@@ -1,7 +1,8 @@
 """A writer that gathers single records into batches (LogDevice's BufferedWriter).
 
 A batch is sent when it holds ``flush_records_max`` records or ``flush_bytes_max`` bytes, or when its
-first record has waited ``flush_interval_s``. Up to ``in_flight_batches_max`` batches are in flight.
+first record has waited ``flush_interval_s``. Up to ``in_flight_batches_max`` batches are in flight;
+batches that became ready while that many were go out joined, as one.
 A batch that fails with a retriable error is sent again, with backoff, up to the retry policy's
 limit; each batch carries its own sequence number, kept across its retries, so an idempotent append
 function stores a retried batch once.
@@ -52,10 +53,18 @@ class RetryPolicy:
         return float(min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1)))
 
 
+JOINED_RECORDS_MAX = 10_000
+"""Batches ready at once are sent as one of at most this many records (a single batch may be larger)."""
+JOINED_BYTES_MAX = 4 << 20
+"""... and at most this many payload bytes."""
+
+
 @dataclass(slots=True, eq=False)
 class _Batch:
     payloads: list[bytes] = field(default_factory=list)
     futures: BatchFutures[int] = field(default_factory=BatchFutures)
+    joined: list[BatchFutures[int]] = field(default_factory=list)
+    """The futures of the batches joined to this one, in order (see :meth:`BatchingWriter._join`)."""
     size_bytes: int = 0
     started_s: float = 0.0
     attempts: int = 0
@@ -233,7 +242,7 @@ class BatchingWriter:
         else:
             due = [b for b in self._in_flight if not b.sent and b.retry_at_s is not None and b.retry_at_s <= now]
             while self._ready and len(self._in_flight) < self._in_flight_max:
-                batch = self._ready.popleft()
+                batch = self._join(self._ready.popleft())
                 self._in_flight.append(batch)
                 due.append(batch)
         for batch in due:
@@ -241,6 +250,19 @@ class BatchingWriter:
             batch.retry_at_s = None
             batch.attempts += 1
         return due
+
+    def _join(self, batch: _Batch) -> _Batch:
+        """Under the lock: ``batch`` with the batches ready behind it joined to it, up to a bound.
+        They queued because the batches in flight were at their bound: sent one by one they would
+        each pay a batch's cost; together they cost one. The joined batch keeps the first one's
+        sequence number (the others' are never used), and is retried whole."""
+        while (self._ready and len(batch.payloads) + len(self._ready[0].payloads) <= JOINED_RECORDS_MAX
+               and batch.size_bytes + self._ready[0].size_bytes <= JOINED_BYTES_MAX):
+            behind = self._ready.popleft()
+            batch.payloads.extend(behind.payloads)
+            batch.size_bytes += behind.size_bytes
+            batch.joined.append(behind.futures)
+        return batch
 
     def _wait_s(self) -> float | None:
         times = [b.retry_at_s for b in self._in_flight if b.retry_at_s is not None]
@@ -284,4 +306,8 @@ class BatchingWriter:
         if due:
             self._send_all(due)
         invariant(lsns is None or len(lsns) == len(batch.payloads), "a batch gets an LSN per record")
-        batch.futures.settle(None if lsns is None else list(lsns), error)
+        first = 0
+        for futures in (batch.futures, *batch.joined):
+            count = len(futures.futures)
+            futures.settle(None if lsns is None else list(lsns[first:first + count]), error)
+            first += count
