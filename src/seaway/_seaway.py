@@ -38,8 +38,7 @@ class Seaway:
 
     def close(self) -> None:
         """Finish accepted appends and close; idempotent."""
-        if hasattr(self, "logs"):
-            self.logs.close_appends()
+        self.logs.close_appends()  # first: what the coalescers hold goes to the store before it closes
         self._store.close()
 
     @property
