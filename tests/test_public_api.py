@@ -11,8 +11,8 @@ import seaway.logsdb
 
 def test_exported_names_are_pinned() -> None:
     assert sorted(seaway.__all__) == sorted([
-        "LSN_INVALID", "LSN_MAX", "LSN_OLDEST", "OLDEST", "AuthenticationError", "BatchingWriter", "ClientError",
-        "Clock",
+        "LSN_INVALID", "LSN_MAX", "LSN_OLDEST", "OLDEST", "AuthenticationError", "BatchingWriter", "BufferFullError",
+        "ClientError", "Clock",
         "ClosedError", "ConditionFailedError", "CorruptionError", "DataDirLockedError", "Durability", "Gap", "GapType",
         "InvalidArgumentError", "Log", "LogAttributes", "LogDeletedError", "LogExistsError", "LogGroup",
         "LogSealedError", "LogStoreConfig",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from seaway._clock import Clock, SystemClock
 from seaway._errors import (
     AuthenticationError,
+    BufferFullError,
     ClientError,
     ClosedError,
     ConditionFailedError,
@@ -99,6 +100,7 @@ __all__ = [
     "OLDEST",
     "AuthenticationError",
     "BatchingWriter",
+    "BufferFullError",
     "ClientError",
     "Clock",
     "ClosedError",

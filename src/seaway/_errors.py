@@ -16,7 +16,8 @@ class SeawayError(Exception):
     retriable: ClassVar[bool] = False
 
 
-# --- The caller's fault: the request was wrong; retrying it unchanged fails again. -----------------
+# --- The caller's side: the request was wrong (retrying it unchanged fails again), or the caller ---
+# --- outran its own bounds (BufferFullError, retriable). -------------------------------------------
 
 
 class ClientError(SeawayError):
@@ -110,6 +111,15 @@ class TailMismatchError(ClientError):
     tail again before deciding whether to append (this is how a writer learns it was fenced)."""
 
     code = "TAIL_MISMATCH"
+
+
+class BufferFullError(ClientError):
+    """This process's own bound on appends waiting to be sent was reached and stayed reached for
+    the time allowed: the caller appends faster than the store takes them. Nothing was queued; the
+    same append may succeed once the appends before it have gone out, so back off and retry."""
+
+    code = "BUFFER_FULL"
+    retriable = True
 
 
 class ClosedError(ClientError):

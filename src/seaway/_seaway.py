@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seaway._clock import Clock
-from seaway.log import DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig, MetadataStore
+from seaway.log import CoalesceConfig, DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig, MetadataStore
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,8 @@ class SeawayConfig:
     logs: LogStoreConfig = field(default_factory=LogStoreConfig)
     log_defaults: LogAttributes = field(default_factory=LogAttributes)
     """Attributes of logs that neither they nor their group override."""
+    appends: CoalesceConfig = field(default_factory=CoalesceConfig)
+    """How appends of a log made while earlier ones are in flight are batched and bounded."""
 
 
 class Seaway:
@@ -28,7 +30,7 @@ class Seaway:
         self.config = config or SeawayConfig()
         self._store = EmbeddedLogStore(self.path, self.config.logs, clock, disk_fault=disk_fault)
         try:
-            self.logs = Logs(self._store, self.config.log_defaults)
+            self.logs = Logs(self._store, self.config.log_defaults, self.config.appends)
             self.meta = MetadataStore(self._store.logsdb)
         except BaseException:
             self._store.close()
@@ -36,6 +38,7 @@ class Seaway:
 
     def close(self) -> None:
         """Finish accepted appends and close; idempotent."""
+        self.logs.close_appends()  # first: what the coalescers hold goes to the store before it closes
         self._store.close()
 
     @property

@@ -1,5 +1,7 @@
-"""The client's append queue against a simple model: batches go out in order, calls stay within their
-bounds, nothing waits while a call slot is free, and every batch ends once, as its call said."""
+"""The client's append queue against a simple model: each log's batches go out in the order they were
+queued, a retried batch before the later ones, a log in one call at a time; calls stay within their
+bounds; nothing waits while a call slot is free and its log is not busy; and every batch ends once,
+as its call said (or as the batch before it that failed for good said)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,16 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from seaway import ClosedError, InvalidArgumentError, OverloadedError, RetryPolicy, SeawayError, ServerError
+from seaway import (
+    BufferFullError,
+    ClientError,
+    ClosedError,
+    InvalidArgumentError,
+    RetryPolicy,
+    SeawayError,
+    ServerError,
+    UnavailableError,
+)
 from seaway.client import AppendQueueConfig
 from seaway.client._append import AppendQueue
 from seaway.logsdb import ProducerMark
@@ -30,9 +41,11 @@ class AppendQueueMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[tuple[list[int], Future[Any]]] = []  # (batch ids, the call's future)
-        self.retries: list[Callable[[], None]] = []
-        self.retrying: list[int] = []  # the model: whose retries are scheduled, in order
-        self.waiting: deque[int] = deque()  # the model: batch ids in the order they must go out
+        self.retries: list[Callable[[], None]] = []  # the queue's scheduled retries, in order
+        self.retrying: list[tuple[int, list[int]]] = []  # the model: (log, ids) of each, in order
+        self.pending: dict[int, deque[int]] = {1: deque(), 2: deque()}  # per log, in the order they must go
+        self.busy: set[int] = set()  # logs in a call, or with a retry scheduled
+        self.log_of: dict[int, int] = {}
         self.size: dict[int, int] = {}
         self.attempts: dict[int, int] = {}
         self.futures: dict[int, Future[range]] = {}
@@ -50,15 +63,16 @@ class AppendQueueMachine(RuleBasedStateMachine):
 
     def _call(self, request: pb.AppendManyRequest) -> Future[Any]:
         ids = [b.sequence for b in request.batches]
-        expected = list(itertools.islice(self.waiting, len(ids)))
-        assert ids == expected, f"sent {ids}, but the next waiting were {list(self.waiting)}"
-        for _ in ids:
-            self.waiting.popleft()
+        for log in {self.log_of[n] for n in ids}:
+            mine = [n for n in ids if self.log_of[n] == log]
+            assert log not in self.busy, f"log {log} is in two calls at once"
+            assert mine == list(itertools.islice(self.pending[log], len(mine))), \
+                f"sent {mine} of log {log}, but its next were {list(self.pending[log])}"
+            for _ in mine:
+                self.pending[log].popleft()
+            self.busy.add(log)
         assert len(ids) <= self.config.batches_per_call_max
-        total = sum(self.size[i] for i in ids)
-        assert len(ids) == 1 or total <= self.config.bytes_per_call_max
-        if self.waiting and len(ids) < self.config.batches_per_call_max:  # took all that fit
-            assert total + self.size[self.waiting[0]] > self.config.bytes_per_call_max
+        assert len(ids) == 1 or sum(self.size[i] for i in ids) <= self.config.bytes_per_call_max
         future: Future[Any] = Future()
         self.calls.append((ids, future))
         return future
@@ -66,66 +80,96 @@ class AppendQueueMachine(RuleBasedStateMachine):
     @rule(size=st.sampled_from([1, 100, 3000]), log_id=st.sampled_from([1, 2]))
     def put(self, size: int, log_id: int) -> None:
         n = next(self.ids)
-        self.size[n], self.attempts[n] = size, 1
+        self.size[n], self.attempts[n], self.log_of[n] = size, 1, log_id
         if not self.closed:
-            self.waiting.append(n)
+            self.pending[log_id].append(n)
         else:
             self.expected[n] = ClosedError
         self.futures[n] = self.queue.put(log_id, [b"x" * size], ProducerMark(b"p", n), timeout_s=5)
 
-    def _failed(self, n: int, error: type[SeawayError], retriable: bool) -> None:
-        if retriable and not self.closed and self.attempts[n] < self.retry.attempts_max:
-            self.attempts[n] += 1  # queued again, through the scheduler
-            self.retrying.append(n)
-        else:
+    def _doom(self, log: int, error: type[SeawayError], retried: list[int]) -> None:
+        """A batch of ``log`` failed for good retriably: those behind it fail with it, unsent."""
+        for n in [*retried, *self.pending[log]]:
             self.expected[n] = error
+        retried.clear()
+        self.pending[log].clear()
+
+    def _answer(self, ids: list[int], outcomes: list[str], error: type[SeawayError]) -> None:
+        """The model's side of a call's end: ``outcomes`` per batch, "ok", "retriable" or "refused"."""
+        retried: dict[int, list[int]] = {}
+        doomed: set[int] = set()
+        for n, kind in zip(ids, outcomes, strict=True):
+            log = self.log_of[n]
+            if kind == "ok":
+                first = next(self.lsns)
+                self.expected[n] = range(first, first + 1)
+            elif log in doomed:
+                self.expected[n] = error
+            elif kind == "retriable" and not self.closed and self.attempts[n] < self.retry.attempts_max:
+                self.attempts[n] += 1
+                retried.setdefault(log, []).append(n)
+            else:
+                self.expected[n] = error if kind == "retriable" else InvalidArgumentError
+                if kind == "retriable":
+                    doomed.add(log)
+                    self._doom(log, error, retried.get(log, []))
+        for log in dict.fromkeys(self.log_of[n] for n in ids):  # in call order, as the queue schedules them
+            if retried.get(log):
+                self.retrying.append((log, retried[log]))
+            else:
+                self.busy.discard(log)
 
     @precondition(lambda self: self.calls)
     @rule(data=st.data())
     def answer(self, data: st.DataObject) -> None:
         ids, future = self.calls.pop(data.draw(st.integers(0, len(self.calls) - 1)))
+        kinds = [data.draw(st.sampled_from(["ok", "ok", "retriable", "refused"])) for _ in ids]
+        self._answer(ids, kinds, UnavailableError)
         results = []
-        for n in ids:
-            kind = data.draw(st.sampled_from(["ok", "ok", "retriable", "refused"]))
-            if kind == "ok":
-                first = next(self.lsns)
-                self.expected[n] = range(first, first + 1)
-                results.append(pb.AppendResult(appended=pb.AppendReply(first_lsn=first, count=1)))
+        for n, kind in zip(ids, kinds, strict=True):
+            lsns = self.expected.get(n)
+            if kind == "ok" and isinstance(lsns, range):
+                results.append(pb.AppendResult(appended=pb.AppendReply(first_lsn=lsns.start, count=1)))
             else:
                 results.append(pb.AppendResult(error=RETRIABLE if kind == "retriable" else REFUSED))
-                self._failed(n, SeawayError if kind == "retriable" else InvalidArgumentError, kind == "retriable")
         future.set_result(pb.AppendManyReply(results=results))
 
     @precondition(lambda self: self.calls)
     @rule(data=st.data(), how=st.sampled_from(["unavailable", "refused", "short reply"]))
     def fail(self, data: st.DataObject, how: str) -> None:
         ids, future = self.calls.pop(data.draw(st.integers(0, len(self.calls) - 1)))
-        for n in ids:
-            self._failed(n, {"unavailable": SeawayError, "refused": InvalidArgumentError,
-                             "short reply": ServerError}[how], how == "unavailable")
-        if how == "short reply":  # a server that answers fewer results than batches
-            future.set_result(pb.AppendManyReply(results=[]))
+        if how == "unavailable":
+            self._answer(ids, ["retriable"] * len(ids), UnavailableError)
+            future.set_exception(UnavailableError("down"))
         else:
-            from seaway import UnavailableError  # noqa: PLC0415
-            future.set_exception(UnavailableError("down") if how == "unavailable" else InvalidArgumentError("bad"))
+            self._answer(ids, ["refused"] * len(ids), InvalidArgumentError)
+            if how == "short reply":  # a server that answers fewer results than batches
+                for n in ids:
+                    self.expected[n] = ServerError
+                future.set_result(pb.AppendManyReply(results=[]))
+            else:
+                future.set_exception(InvalidArgumentError("bad"))
 
     @precondition(lambda self: self.retries)
     @rule()
     def retry_one(self) -> None:
-        n = self.retrying.pop(0)
+        log, ids = self.retrying.pop(0)
         if self.closed:
-            self.expected[n] = ClosedError
+            for n in ids:
+                self.expected[n] = ClosedError
         else:
-            self.waiting.append(n)
+            self.pending[log].extendleft(reversed(ids))
+        self.busy.discard(log)
         self.retries.pop(0)()
 
     @precondition(lambda self: not self.closed)
     @rule()
     def close(self) -> None:
         self.closed = True
-        for n in self.waiting:
-            self.expected[n] = ClosedError
-        self.waiting.clear()
+        for log in self.pending:
+            for n in self.pending[log]:
+                self.expected[n] = ClosedError
+            self.pending[log].clear()
         self.queue.close()
 
     @invariant()
@@ -133,7 +177,7 @@ class AppendQueueMachine(RuleBasedStateMachine):
         if not hasattr(self, "queue"):
             return
         assert len(self.calls) <= self.config.calls_max
-        if self.waiting:
+        if any(self.pending[log] and log not in self.busy for log in self.pending):
             assert len(self.calls) == self.config.calls_max, "a batch waits while a call slot is free"
 
     @invariant()
@@ -167,8 +211,9 @@ def test_a_full_queue_blocks_appends_then_refuses_them() -> None:
     mark = itertools.count()
     sent = queue.put(1, [b"a" * 60], ProducerMark(b"p", next(mark)), timeout_s=1)  # goes out at once
     waiting = queue.put(1, [b"b" * 60], ProducerMark(b"p", next(mark)), timeout_s=1)  # waits for the call
-    with pytest.raises(OverloadedError, match="waiting_bytes_max"):
+    with pytest.raises(BufferFullError, match="waiting_bytes_max") as raised:
         queue.put(1, [b"c" * 60], ProducerMark(b"p", next(mark)), timeout_s=0.2)
+    assert isinstance(raised.value, ClientError) and raised.value.retriable  # this client's bound, not the server's
     unblocked: list[Future[range]] = []
     thread = threading.Thread(target=lambda: unblocked.append(
         queue.put(1, [b"d" * 60], ProducerMark(b"p", next(mark)), timeout_s=10)))
@@ -198,3 +243,46 @@ def test_a_call_that_cannot_start_fails_its_batches_and_frees_its_slot() -> None
     failed = queue.put(1, [b"a"], ProducerMark(b"p", 0), timeout_s=1)
     assert isinstance(failed.exception(1), ServerError)
     assert queue.put(1, [b"b"], ProducerMark(b"p", 1), timeout_s=1).result(1) == range(7, 8)
+
+
+def test_a_retried_batch_goes_out_before_the_later_batches_of_its_log() -> None:
+    calls: list[tuple[list[int], Future[Any]]] = []
+    retries: list[Callable[[], None]] = []
+
+    def call(request: pb.AppendManyRequest) -> Future[Any]:
+        calls.append(([b.sequence for b in request.batches], Future()))
+        return calls[-1][1]
+
+    queue = AppendQueue(call, RetryPolicy(attempts_max=3), AppendQueueConfig(calls_max=2),
+                        lambda _s, run: retries.append(run))
+    first = queue.put(1, [b"a"], ProducerMark(b"p", 1), timeout_s=1)
+    later = queue.put(1, [b"b"], ProducerMark(b"p", 2), timeout_s=1)  # waits: its log is in a call
+    other = queue.put(2, [b"c"], ProducerMark(b"p", 3), timeout_s=1)  # another log takes the free slot
+    assert [ids for ids, _ in calls] == [[1], [3]]
+    calls[0][1].set_exception(UnavailableError("down"))  # the first batch is to be retried...
+    assert len(calls) == 2, "a later batch of the log went out while an earlier one waits to be retried"
+    last = queue.put(1, [b"d"], ProducerMark(b"p", 4), timeout_s=1)
+    retries.pop()()  # ...and goes out first, the later ones of its log behind it, in order
+    assert [ids for ids, _ in calls][2:] == [[1, 2, 4]]
+    reply = pb.AppendManyReply(results=[pb.AppendResult(appended=pb.AppendReply(first_lsn=n, count=1))
+                                        for n in (10, 11, 12)])
+    calls[2][1].set_result(reply)
+    assert [f.result(1) for f in (first, later, last)] == [range(10, 11), range(11, 12), range(12, 13)]
+    assert not other.done()
+
+
+def test_a_batch_that_fails_for_good_fails_the_later_batches_of_its_log() -> None:
+    calls: list[Future[Any]] = []
+
+    def call(_request: pb.AppendManyRequest) -> Future[Any]:
+        calls.append(Future())
+        return calls[-1]
+
+    queue = AppendQueue(call, RetryPolicy(attempts_max=1), AppendQueueConfig(calls_max=1))
+    doomed = queue.put(1, [b"a"], ProducerMark(b"p", 1), timeout_s=1)
+    behind = queue.put(1, [b"b"], ProducerMark(b"p", 2), timeout_s=1)
+    elsewhere = queue.put(2, [b"c"], ProducerMark(b"p", 3), timeout_s=1)
+    calls[0].set_exception(UnavailableError("down"))
+    assert isinstance(doomed.exception(1), UnavailableError)
+    assert isinstance(behind.exception(1), UnavailableError)  # never sent: it cannot overtake a retry
+    assert len(calls) == 2 and not elsewhere.done()  # the other log's batch went out

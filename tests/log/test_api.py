@@ -313,11 +313,29 @@ def _flaky(log: seaway.Log, failures: dict[bytes, int]) -> object:
     return append
 
 
+def _failing_like_a_store(log: seaway.Log, failures: int) -> object:
+    """An append_batch that fails the batch starting with b"first" retriably ``failures`` times, and,
+    as Seaway's append paths do, every batch sent after a failed one until it is sent again."""
+    state = {"left": failures, "failing": False}
+
+    def append(payloads: list[bytes], sequence: int) -> Future[range]:
+        if payloads[0] == b"first":
+            state["failing"] = state["left"] > 0
+            state["left"] -= 1
+        if state["failing"]:
+            f: Future[range] = Future()
+            f.set_exception(StorageError("flaky"))
+            return f
+        return log.append_batch_async(payloads)
+
+    return append
+
+
 @pytest.mark.parametrize("ordered", [True, False])
 def test_batching_writer_retries_and_ordered_mode_keeps_order(sw: seaway.Seaway, ordered: bool) -> None:
     log = sw.logs.create("l")
-
-    writer = BatchingWriter(_flaky(log, {b"first": 2}), flush_records_max=1, flush_interval_s=10,  # type: ignore[arg-type]
+    append = _failing_like_a_store(log, 2) if ordered else _flaky(log, {b"first": 2})
+    writer = BatchingWriter(append, flush_records_max=1, flush_interval_s=10,  # type: ignore[arg-type]
                             ordered=ordered, retry=RetryPolicy(attempts_max=5, backoff_s=0.05),
                             in_flight_batches_max=4)
     futures = [writer.write(p) for p in (b"first", b"second", b"third")]
@@ -466,3 +484,55 @@ def test_wake_makes_a_read_that_would_wait_return_empty(sw: seaway.Seaway) -> No
         assert reader.read(10) == []  # would wait forever for a new record: the earlier wake ends it
         log.append(b"two")
         assert [i.payload for i in reader.read(10) if isinstance(i, seaway.Record)] == [b"two"]
+
+
+def test_batching_writer_raises_seaway_errors_when_full_or_late() -> None:
+    pending: list[Future[range]] = []
+    sent = threading.Event()
+
+    def never_answered(payloads: list[bytes], sequence: int) -> Future[range]:
+        pending.append(Future())
+        sent.set()
+        return pending[-1]
+
+    writer = BatchingWriter(never_answered, flush_records_max=1, flush_interval_s=10, buffered_bytes_max=4,
+                            room_wait_s=0)
+    first = writer.write(b"abcd")
+    with pytest.raises(seaway.BufferFullError) as full:  # the caller's own bound: a client-side error
+        writer.write(b"e")
+    assert isinstance(full.value, seaway.ClientError) and full.value.retriable
+    with pytest.raises(seaway.TimedOutError):  # was a bare TimeoutError
+        writer.flush(timeout_s=0)
+    assert sent.wait(10)
+    pending[0].set_result(range(1, 2))
+    assert first.result(10) == 1
+    writer.close()
+    with pytest.raises(seaway.ClosedError):
+        writer.write(b"late")
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_batching_writer_keeps_several_batches_in_flight_and_joins_those_that_waited(ordered: bool) -> None:
+    sent: list[tuple[list[bytes], Future[range]]] = []
+    changed = threading.Condition()
+
+    def append(payloads: list[bytes], sequence: int) -> Future[range]:
+        with changed:
+            sent.append((list(payloads), Future()))
+            changed.notify_all()
+            return sent[-1][1]
+
+    writer = BatchingWriter(append, flush_records_max=1, flush_interval_s=10, ordered=ordered,
+                            in_flight_batches_max=3)
+    futures = [writer.write(bytes([i])) for i in range(5)]
+    with changed:
+        assert changed.wait_for(lambda: len(sent) >= 3, 10)
+        assert len(sent) == 3  # three in flight (ordered too), the rest wait for one to end
+    for i, (_, future) in enumerate(sent[:3]):
+        future.set_result(range(i + 1, i + 2))
+    with changed:
+        assert changed.wait_for(lambda: len(sent) == 4, 10)
+    assert sent[3][0] == [b"\x03", b"\x04"]  # the two that waited go out as one batch
+    sent[3][1].set_result(range(4, 6))
+    writer.close()
+    assert [f.result(10) for f in futures] == [1, 2, 3, 4, 5]

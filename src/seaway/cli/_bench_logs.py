@@ -8,6 +8,8 @@ in the same process.
   catching up and tailing (see ``_bench_mux``).
 - Disk use after retention with one log kept forever and many short-lived ones, against the
   permanent log alone (see ``_bench_disk``).
+- One event per call (``append_async`` and the batching writer) against batches of 500: see
+  ``_bench_single.py``.
 
 The figures that matter are the ratios: this machine is shared and noisy.
 """
@@ -28,6 +30,7 @@ import seaway
 from seaway.cli._bench_disk import run_disk_bench
 from seaway.cli._bench_log import machine
 from seaway.cli._bench_mux import MuxBenchConfig, run_mux_bench
+from seaway.cli._bench_single import SingleBenchConfig, run_single_bench
 from seaway.cli._progress import Progress
 from seaway.server import ServerProcess
 
@@ -165,15 +168,18 @@ def _meta(tmp: Path, config: LogsBenchConfig) -> dict[str, Any]:
 
 def run_logs_bench(config: LogsBenchConfig) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp, \
-            Progress(config.rounds * len(config.log_counts) + 2, "bench logs") as progress:
+            Progress(config.rounds * len(config.log_counts) + 3, "bench logs") as progress:
         figures: dict[str, Any] = {"benchmark": "logs", "record_bytes": config.record_bytes}
         figures.update(_many_logs(Path(tmp), config, progress))
         figures.update(_meta(Path(tmp), config))
         progress.advance(label="metadata batches")
         figures.update(run_mux_bench(MuxBenchConfig(rounds=config.rounds)))
         progress.advance(label="one remote reader over 1,000 logs")
+        figures.update(run_single_bench(SingleBenchConfig(), Path(tmp)))
+        progress.advance(label="one event per call")
         figures.update(run_disk_bench())
     figures["targets"] = {"append_latency_ratio_10000": "<= 1.2", "append_throughput_ratio_10000": ">= 0.83",
-                          "multiplexed_read_ratio": ">= 0.8"}
+                          "multiplexed_read_ratio": ">= 0.8", "single_event_ratio_embedded": ">= 0.5",
+                          "single_event_ratio_remote": ">= 0.5"}
     figures["machine"] = machine()
     return figures

@@ -7,7 +7,13 @@ nothing waits; at high rates a call carries several batches, so the per-call wor
 shared.
 
 Every batch carries a producer id and sequence number, so a batch that failed retriably (alone, or
-with its whole call) is queued again, up to the retry policy, without being stored twice.
+with its whole call) is sent again, up to the retry policy, without being stored twice.
+
+Order per log: a log's batches are in at most one call at a time, in the order they were queued
+(with ``calls_max`` > 1, another call may carry other logs meanwhile). While a log's call is in
+flight, or a batch of it waits to be retried, its later batches are held back; a retried batch goes
+out before them. A batch that fails for good with a retriable error fails the log's batches held
+behind it too, unsent, so that none of them is stored before a caller's own retry of it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any
 
-from seaway._errors import ClosedError, InvalidArgumentError, OverloadedError, SeawayError, ServerError
+from seaway._errors import BufferFullError, ClosedError, InvalidArgumentError, SeawayError, ServerError
 from seaway.log import RetryPolicy
 from seaway.logsdb import ProducerMark
 from seaway.wire import error_from_msg, seaway_pb2
@@ -68,7 +74,7 @@ def _later(delay_s: float, run: Callable[[], None]) -> None:
 
 
 class AppendQueue:
-    """Batches waiting to be sent, and the number of calls carrying others."""
+    """Batches waiting to be sent, per log, and the number of calls carrying others."""
 
     def __init__(self, call: Callable[[pb.AppendManyRequest], Future[Any]], retry: RetryPolicy,
                  config: AppendQueueConfig, later: Callable[[float, Callable[[], None]], None] | None = None) -> None:
@@ -78,7 +84,9 @@ class AppendQueue:
         self._config = config
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
-        self._waiting: deque[_Queued] = deque()
+        self._waiting: dict[int, deque[_Queued]] = {}  # per log, in the order they go out
+        self._ready: deque[int] = deque()  # logs with batches waiting and not busy, first come first
+        self._busy: set[int] = set()  # logs in a call in flight, or with a retry scheduled
         self._waiting_bytes = 0
         self._calls = 0
         self._closed = False
@@ -86,43 +94,61 @@ class AppendQueue:
     def put(self, log_id: int, payloads: Sequence[bytes], mark: ProducerMark, timeout_s: float,
             if_tail: int | None = None) -> Future[range]:
         """Queue one batch; the future gives its LSNs. Blocks while the queue is full, at most
-        ``timeout_s``; then raises :class:`OverloadedError`."""
+        ``timeout_s``; then raises :class:`BufferFullError` (this client's bound, not the server's)."""
         size = sum(map(len, payloads))
-        with self._room:
-            # A batch larger than the bound goes alone, once nothing else waits.
-            if not self._room.wait_for(lambda: self._closed or not self._waiting
-                                       or self._waiting_bytes + size <= self._config.waiting_bytes_max, timeout_s):
-                raise OverloadedError(f"{self._waiting_bytes} bytes of appends have waited for the server "
-                                      f"for {timeout_s} s (waiting_bytes_max={self._config.waiting_bytes_max})")
         outer: Future[range] = Future()
         outer.set_running_or_notify_cancel()  # an append on its way cannot be called back
-        self._put(_Queued(log_id, payloads, mark, size, outer, 1, if_tail))
-        return outer
-
-    def _put(self, item: _Queued) -> None:
-        with self._lock:
+        calls: list[list[_Queued]] = []
+        with self._room:
+            # A batch larger than the bound goes alone, once nothing else waits.
+            if not self._room.wait_for(lambda: self._closed or not self._waiting_bytes
+                                       or self._waiting_bytes + size <= self._config.waiting_bytes_max, timeout_s):
+                raise BufferFullError(f"{self._waiting_bytes} bytes of appends have waited for the server "
+                                      f"for {timeout_s} s (waiting_bytes_max={self._config.waiting_bytes_max})")
             closed = self._closed
             if not closed:
-                self._waiting.append(item)
-                self._waiting_bytes += item.size
+                self._enqueue(log_id, [_Queued(log_id, payloads, mark, size, outer, 1, if_tail)], front=False)
                 calls = self._take()
         if closed:
-            item.outer.set_exception(ClosedError("the client is closed"))
-            return
+            outer.set_exception(ClosedError("the client is closed"))
         for batch in calls:
             self._send(batch)
+        return outer
+
+    def _enqueue(self, log_id: int, items: list[_Queued], front: bool) -> None:
+        """Under the lock: queue a log's ``items``, after (or before) those waiting."""
+        queue = self._waiting.get(log_id)
+        if queue is None:
+            queue = self._waiting[log_id] = deque()
+            if log_id not in self._busy:
+                self._ready.append(log_id)
+        if front:
+            queue.extendleft(reversed(items))
+        else:
+            queue.extend(items)
+        self._waiting_bytes += sum(item.size for item in items)
 
     def _take(self) -> list[list[_Queued]]:
-        """The calls to start now (under the lock): as many as free call slots allow."""
+        """The calls to start now (under the lock): as many as free call slots allow, each filled
+        from the logs that are ready, in turn; a log goes in one call at most."""
         calls = []
-        while self._waiting and self._calls < self._config.calls_max:
-            batch = [self._waiting.popleft()]
-            size = batch[0].size
-            while (self._waiting and len(batch) < self._config.batches_per_call_max
-                   and size + self._waiting[0].size <= self._config.bytes_per_call_max):
-                item = self._waiting.popleft()
-                batch.append(item)
-                size += item.size
+        while self._ready and self._calls < self._config.calls_max:
+            batch: list[_Queued] = []
+            size = 0
+            while self._ready and len(batch) < self._config.batches_per_call_max:
+                log_id = self._ready[0]
+                queue = self._waiting[log_id]
+                if batch and size + queue[0].size > self._config.bytes_per_call_max:
+                    break
+                self._ready.popleft()
+                self._busy.add(log_id)
+                while queue and len(batch) < self._config.batches_per_call_max and (
+                        not batch or size + queue[0].size <= self._config.bytes_per_call_max):
+                    item = queue.popleft()
+                    batch.append(item)
+                    size += item.size
+                if not queue:
+                    del self._waiting[log_id]
             calls.append(batch)
             self._calls += 1
             self._waiting_bytes -= size
@@ -145,40 +171,87 @@ class AppendQueue:
             return
         inner.add_done_callback(lambda f: self._finished(batch, f.exception(), f))
 
+    def _outcomes(self, batch: list[_Queued], error: BaseException | None,
+                  call: Future[Any] | None) -> list[range | BaseException]:
+        """What each batch of a finished call got: its LSNs, or its error."""
+        if error is None and call is not None:
+            reply: pb.AppendManyReply = call.result()
+            if len(reply.results) == len(batch):
+                return [range(r.appended.first_lsn, r.appended.first_lsn + r.appended.count)
+                        if r.HasField("appended") else error_from_msg(r.error) for r in reply.results]
+            error = ServerError(f"the server answered {len(reply.results)} results for {len(batch)} batches")
+        return [error or ServerError("the call failed without an error")] * len(batch)
+
     def _finished(self, batch: list[_Queued], error: BaseException | None, call: Future[Any] | None) -> None:
+        """A call ended. Per log, in order: the stored are answered, the retriable are retried (the
+        log stays busy until then), and one that fails for good with a retriable error fails the
+        log's batches behind it, in the call and waiting (see the module docstring)."""
+        outcomes = self._outcomes(batch, error, call)
+        settle: list[tuple[_Queued, range | BaseException]] = []
+        retries: dict[int, list[_Queued]] = {}
+        doomed: dict[int, BaseException] = {}  # log -> the error its later batches fail with
         with self._lock:
             self._calls -= 1
+            for item, outcome in zip(batch, outcomes, strict=True):
+                if isinstance(outcome, range):
+                    settle.append((item, outcome))
+                elif item.log_id in doomed:
+                    settle.append((item, doomed[item.log_id]))
+                elif (isinstance(outcome, SeawayError) and outcome.retriable and not self._closed
+                      and item.attempt < self._retry.attempts_max):
+                    retries.setdefault(item.log_id, []).append(replace(item, attempt=item.attempt + 1))
+                else:
+                    settle.append((item, outcome))
+                    if isinstance(outcome, SeawayError) and outcome.retriable:
+                        doomed[item.log_id] = outcome
+                        settle.extend((behind, outcome) for behind in retries.pop(item.log_id, []))
+            for log_id in {item.log_id for item in batch}:
+                if log_id in doomed:
+                    behind = self._waiting.pop(log_id, ())
+                    self._waiting_bytes -= sum(item.size for item in behind)
+                    settle.extend((item, doomed[log_id]) for item in behind)
+                    self._room.notify_all()
+                if log_id not in retries:
+                    self._busy.discard(log_id)
+                    if log_id in self._waiting:
+                        self._ready.append(log_id)
             calls = self._take()
         for send in calls:
             self._send(send)
-        if error is None and call is not None:
-            reply: pb.AppendManyReply = call.result()
-            if len(reply.results) != len(batch):
-                error = ServerError(f"the server answered {len(reply.results)} results for {len(batch)} batches")
+        for log_id, items in retries.items():
+            delay_s = self._retry.delay_s(max(item.attempt for item in items) - 1)
+            self._later(delay_s, lambda log_id=log_id, items=items: self._retry_now(log_id, items))  # type: ignore[misc]
+        for item, outcome in settle:
+            if isinstance(outcome, range):
+                item.outer.set_result(outcome)
             else:
-                for item, result in zip(batch, reply.results, strict=True):
-                    if result.HasField("appended"):
-                        first = result.appended.first_lsn
-                        item.outer.set_result(range(first, first + result.appended.count))
-                    else:
-                        self._failed(item, error_from_msg(result.error))
-                return
-        for item in batch:
-            self._failed(item, error or ServerError("the call failed without an error"))
+                item.outer.set_exception(outcome)
 
-    def _failed(self, item: _Queued, error: BaseException) -> None:
-        if (isinstance(error, SeawayError) and error.retriable and not self._closed
-                and item.attempt < self._retry.attempts_max):
-            again = replace(item, attempt=item.attempt + 1)
-            self._later(self._retry.delay_s(item.attempt), lambda: self._put(again))
-        else:
-            item.outer.set_exception(error)
+    def _retry_now(self, log_id: int, items: list[_Queued]) -> None:
+        """The log's retried batches go out first, then those that waited behind them."""
+        calls: list[list[_Queued]] = []
+        with self._lock:
+            closed = self._closed
+            self._busy.discard(log_id)
+            if not closed:
+                self._ready = deque(i for i in self._ready if i != log_id)  # rare: a retry, once per call
+                self._enqueue(log_id, items, front=True)
+                if log_id not in self._ready:
+                    self._ready.append(log_id)
+                calls = self._take()
+        for send in calls:
+            self._send(send)
+        if closed:
+            for item in items:
+                item.outer.set_exception(ClosedError("the client closed before the batch was sent again"))
 
     def close(self) -> None:
         """Fail the batches still waiting; calls in flight fail on their own as the channel closes."""
         with self._lock:
             self._closed = True
-            waiting, self._waiting = list(self._waiting), deque()
+            waiting = [item for queue in self._waiting.values() for item in queue]
+            self._waiting.clear()
+            self._ready.clear()
             self._waiting_bytes = 0
             self._room.notify_all()
         for item in waiting:

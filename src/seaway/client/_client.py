@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import os
 import threading
 import time
 import uuid
@@ -31,7 +32,10 @@ from seaway.log import (
     BUFFERED_BYTES_MAX_DEFAULT,
     LSN_OLDEST,
     UNSET,
+    AppendCoalescer,
     BatchingWriter,
+    CoalesceConfig,
+    Coalescers,
     LogGroup,
     LogHandle,
     LogInfo,
@@ -43,7 +47,6 @@ from seaway.log import (
     attribute_overrides,
     check_meta_key,
     get_or_create_log,
-    producer_mark,
     scan_bounds,
 )
 from seaway.logsdb import Durability, PartitionInfo, ProducerMark
@@ -67,7 +70,7 @@ class RemoteSeaway:
 
     def __init__(self, target: str, *, token: str | None = None, tls_root_cert: bytes | None = None,
                  tls: bool = False, timeout_s: float = 30.0, retry: RetryPolicy | None = None,
-                 appends: AppendQueueConfig | None = None) -> None:
+                 appends: AppendQueueConfig | None = None, coalesce: CoalesceConfig | None = None) -> None:
         options = [("grpc.max_receive_message_length", MESSAGE_BYTES_MAX),
                    ("grpc.max_send_message_length", MESSAGE_BYTES_MAX),
                    # Reconnect quickly after a server restart; the retry policy bounds the waiting.
@@ -87,6 +90,7 @@ class RemoteSeaway:
         self._closed = False
         self._appends = AppendQueue(lambda request: self._call_async("AppendMany", request), self._retry,
                                     appends or AppendQueueConfig())
+        self._coalescers = Coalescers(coalesce)
         self.producer_id = uuid.uuid4().bytes
         self._sequences: dict[int, itertools.count[int]] = {}
         self._sequences_lock = threading.Lock()
@@ -149,6 +153,7 @@ class RemoteSeaway:
         still waiting for a call with :class:`ClosedError`."""
         if not self._closed:
             self._closed = True
+            self._coalescers.close(drain_s=0)
             self._appends.close()
             self._channel.close()
 
@@ -171,25 +176,31 @@ class RemoteLog(LogHandle):
         self._logs = logs
         self._client = logs._client
 
-    def append_batch_async(self, payloads: Iterable[bytes], *, producer_id: bytes | None = None,
-                           sequence: int | None = None, if_tail: int | None = None) -> Future[range]:
-        """As :meth:`seaway.Log.append_batch_async`. Every batch is sent as an idempotent append
-        (this client's producer id and its next sequence number for the log, unless given), so a
-        retriable failure is retried, up to the client's retry policy, without storing it twice.
-        Batches appended while the client's earlier calls are in flight go together in its next
-        call (see :class:`~seaway.client.AppendQueueConfig`)."""
-        batch = self._check_batch(payloads)
-        if if_tail is not None:
-            check_lsn(if_tail, "if_tail")
-        mark = producer_mark(producer_id, sequence) or self._client._next_mark(self.id)
-        return self._client._appends.put(self.id, batch, mark, self._client._timeout_s, if_tail)
+    def _make_appends(self) -> AppendCoalescer:
+        """Batches go out as idempotent appends: this client's producer id and its next sequence
+        number for the log, unless the caller gave a mark. So a retriable failure is retried, up to
+        the client's retry policy, without storing the batch twice; batches queued while the
+        client's earlier calls are in flight go together in its next call (see
+        :class:`~seaway.client.AppendQueueConfig`)."""
+        client, log_id = self._client, self.id
+
+        def send(payloads: tuple[bytes, ...], mark: ProducerMark | None, if_tail: int | None) -> Future[range]:
+            return client._appends.put(log_id, payloads, mark or client._next_mark(log_id), client._timeout_s,
+                                       if_tail)
+
+        return client._coalescers.get(log_id, send)
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
                flush_interval_s: float = 0.05, ordered: bool = True,
-               retry: RetryPolicy | None = None, in_flight_batches_max: int = 4) -> BatchingWriter:
-        # Each batch is an idempotent append of this client's already; the writer's own sequence is not needed.
-        return BatchingWriter(lambda payloads, _sequence: self.append_batch_async(payloads),
-                              flush_records_max=flush_records_max,
+               retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
+        # A producer of its own, as embedded: a batch the writer sends again (after the client's
+        # own retries gave up) keeps its sequence number, so it is stored once.
+        producer_id = os.urandom(16)
+
+        def append(payloads: list[bytes], sequence: int) -> Future[range]:
+            return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence)
+
+        return BatchingWriter(append, flush_records_max=flush_records_max,
                               flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
                               ordered=ordered, retry=retry, in_flight_batches_max=in_flight_batches_max,
                               payload_bytes_max=self.attributes.payload_bytes_max)
@@ -379,7 +390,7 @@ def _check_id(value: object) -> int:
 
 def connect(url: str, *, token: str | None = None, tls_root_cert: bytes | None = None,
             timeout_s: float = 30.0, retry: RetryPolicy | None = None,
-            appends: AppendQueueConfig | None = None) -> RemoteSeaway:
+            appends: AppendQueueConfig | None = None, coalesce: CoalesceConfig | None = None) -> RemoteSeaway:
     """Connect to a server at ``seaway://host:port`` (or ``seaways://`` for TLS).
 
     Nothing is sent until the first call; a server that cannot be reached then raises
@@ -394,6 +405,7 @@ def connect(url: str, *, token: str | None = None, tls_root_cert: bytes | None =
         raise InvalidArgumentError(f"bad port in {url!r}") from None
     host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
     return RemoteSeaway(f"{host}:{port}", token=token, tls=parsed.scheme == "seaways",
-                        tls_root_cert=tls_root_cert, timeout_s=timeout_s, retry=retry, appends=appends)
+                        tls_root_cert=tls_root_cert, timeout_s=timeout_s, retry=retry, appends=appends,
+                        coalesce=coalesce)
 
 

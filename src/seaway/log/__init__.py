@@ -13,6 +13,7 @@ from __future__ import annotations
 from importlib import import_module as _import_module  # private: the public surface is pinned
 from typing import TYPE_CHECKING
 
+from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._handle import (
     BATCH_RECORDS_MAX,
@@ -127,9 +128,12 @@ __all__ = [
     "PRODUCER_ID_BYTES_MAX",
     "UNSET",
     "AppendAcked",
+    "AppendCoalescer",
     "AppendFailed",
     "AppendRequest",
     "BatchingWriter",
+    "CoalesceConfig",
+    "Coalescers",
     "DiskFault",
     "DiskWrite",
     "DiskWriteDone",

@@ -5,16 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
-from seaway._errors import InvalidArgumentError, LogDeletedError, LogExistsError, PayloadTooLargeError, UnknownLogError
+from seaway._errors import (
+    InvalidArgumentError,
+    LogDeletedError,
+    LogExistsError,
+    PayloadTooLargeError,
+    TimedOutError,
+    UnknownLogError,
+)
+from seaway.log._coalesce import AppendCoalescer
 from seaway.log._config import LogInfo
+from seaway.log._lsn import check_lsn
 from seaway.log._types import LogAttributes
 from seaway.logsdb import Durability, ProducerMark
 
 BATCH_RECORDS_MAX = 100_000
 """The most records one append may carry."""
 PRODUCER_ID_BYTES_MAX = 64
+
+T = TypeVar("T")
 
 UNSET: Any = object()
 """Marks an attribute argument not given, so that it is inherited."""
@@ -63,12 +74,24 @@ def _payload(payload: object) -> bytes:
     raise InvalidArgumentError(f"a payload must be bytes, got {type(payload).__name__}")
 
 
+def _wait(future: Future[T], timeout_s: float | None) -> T:
+    try:
+        return future.result(timeout_s)
+    except TimeoutError:
+        if future.done():  # the append itself failed with a TimeoutError
+            raise
+        raise TimedOutError(f"the append was not answered within {timeout_s} s; it may or may not be stored, "
+                            "and its future still tells") from None
+
+
 class LogHandle:
     """A handle on one log. Cheap to create; all state lives in the store (or the server)."""
 
     def __init__(self, info: LogInfo, owner: object) -> None:
         self.info = info
         self._owner = owner  # the store or connection: handles are equal only within one
+        self._coalescer: AppendCoalescer | None = None
+        self._payload_bytes_max = info.attributes.payload_bytes_max
 
     @property
     def id(self) -> int:
@@ -110,33 +133,66 @@ class LogHandle:
                 f"log {self.name!r}: payload of {longest} bytes exceeds payload_bytes_max={limit}")
         return batch
 
+    def _make_appends(self) -> AppendCoalescer:
+        """The log's coalescer, shared by every handle on the log in this store or connection."""
+        raise NotImplementedError
+
+    def _appends(self) -> AppendCoalescer:
+        coalescer = self._coalescer
+        if coalescer is None:
+            coalescer = self._coalescer = self._make_appends()
+        return coalescer
+
     def append_batch_async(self, payloads: Iterable[bytes], *, producer_id: bytes | None = None,
                            sequence: int | None = None, if_tail: int | None = None) -> Future[range]:
-        raise NotImplementedError
+        """Append records as one batch: stored all together or not at all, at consecutive LSNs.
+
+        The future gives the LSNs as a ``range`` once the batch is stored (durable, unless the log's
+        durability says otherwise); it fails with a :class:`SeawayError` (check its ``retriable``)
+        if the batch was not acknowledged. Appends of a log, batches and single records, are stored
+        in the order they were made; those made while earlier ones are in flight may be sent
+        together as one batch (see :class:`~seaway.log.AppendCoalescer`).
+
+        Idempotent appends (Kafka's idempotent producer): with ``producer_id`` (1-64 bytes, unique
+        per producer) and a ``sequence`` number that the producer never reuses for another batch of
+        this log, sending the same batch again stores it once and answers with the same LSNs, even
+        across a crash. The last ``producer_window`` batches of each producer are remembered.
+
+        Conditional appends (fencing a writer): with ``if_tail``, the batch is stored only if the
+        log's last LSN is ``if_tail`` when the batch is sequenced, that is after every append made
+        before it; otherwise it fails with :class:`TailMismatchError` and nothing is stored. A
+        writer that appends its next batch with ``if_tail`` set to the last LSN of its previous one
+        learns at once that another writer got in between. Such a batch is never joined with others.
+        """
+        batch = self._check_batch(payloads)
+        if if_tail is not None:
+            check_lsn(if_tail, "if_tail")
+        return self._appends().append_batch(batch, producer_mark(producer_id, sequence), if_tail)
 
     def append_batch(self, payloads: Iterable[bytes], timeout_s: float | None = None, *,
                      producer_id: bytes | None = None, sequence: int | None = None,
                      if_tail: int | None = None) -> range:
         """Append records as one durable batch and wait; return their LSNs. ``if_tail``: append
-        only if the log's last LSN is this one (see :meth:`seaway.Log.append_batch_async`)."""
-        return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence,
-                                       if_tail=if_tail).result(timeout_s)
+        only if the log's last LSN is this one (see :meth:`append_batch_async`)."""
+        return _wait(self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence,
+                                             if_tail=if_tail), timeout_s)
 
     def append_async(self, payload: bytes) -> Future[int]:
-        """Append one record; the future gives its LSN."""
-        inner = self.append_batch_async((payload,))
-        outer: Future[int] = Future()
+        """Append one record; the future gives its LSN once it is stored (durable, unless the log's
+        durability says otherwise).
 
-        def done(f: Future[range]) -> None:
-            error = f.exception()
-            if error is not None:
-                outer.set_exception(error)
-            else:
-                outer.set_result(f.result()[0])
-
-        inner.add_done_callback(done)
-        return outer
+        Records appended while earlier appends of the log are in flight wait and go out together as
+        one batch, in the order they were appended, as soon as one in flight is answered: one record
+        per call costs about what batches cost. Blocks while the log's waiting bound is reached (see
+        :class:`~seaway.log.CoalesceConfig`), then raises :class:`BufferFullError`.
+        """
+        if type(payload) is not bytes:
+            payload = _payload(payload)
+        if len(payload) > self._payload_bytes_max:
+            raise PayloadTooLargeError(f"log {self.name!r}: payload of {len(payload)} bytes exceeds "
+                                       f"payload_bytes_max={self._payload_bytes_max}")
+        return (self._coalescer or self._appends()).append_one(payload)
 
     def append(self, payload: bytes, timeout_s: float | None = None) -> int:
         """Append one record and wait until it is durable; return its LSN."""
-        return self.append_batch((payload,), timeout_s)[0]
+        return _wait(self.append_async(payload), timeout_s)

@@ -6,7 +6,7 @@ import builtins
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 
 from seaway._errors import (
@@ -17,9 +17,10 @@ from seaway._errors import (
     TrimPastTailError,
     UnknownLogError,
 )
+from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LogGroup, LogInfo, LogsConfig
 from seaway.log._embedded import EmbeddedLogStore
-from seaway.log._handle import UNSET, LogHandle, attribute_overrides, get_or_create_log, producer_mark
+from seaway.log._handle import UNSET, LogHandle, attribute_overrides, get_or_create_log
 from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn, lsn_str
 from seaway.log._reader import LogReadState, ReadChunk
 from seaway.log._types import (
@@ -33,7 +34,7 @@ from seaway.log._types import (
     weight,
 )
 from seaway.log._writer import BatchingWriter, RetryPolicy
-from seaway.logsdb import Durability, PartitionInfo
+from seaway.logsdb import Durability, PartitionInfo, ProducerMark
 
 
 class Log(LogHandle):
@@ -46,31 +47,17 @@ class Log(LogHandle):
 
     # --- appending ------------------------------------------------------------------------------
 
-    def append_batch_async(self, payloads: Iterable[bytes], *, producer_id: bytes | None = None,
-                           sequence: int | None = None, if_tail: int | None = None) -> Future[range]:
-        """Append records as one batch: stored all together or not at all, at consecutive LSNs.
+    def _make_appends(self) -> AppendCoalescer:
+        store, log_id, sync = self._store, self.id, self._sync
 
-        The future gives the LSNs as a ``range``; it fails with a :class:`SeawayError` (check its
-        ``retriable``) if the batch was not acknowledged.
+        def send(payloads: tuple[bytes, ...], mark: ProducerMark | None, if_tail: int | None) -> Future[range]:
+            return store.append_async(log_id, payloads, sync, mark, if_tail)
 
-        Idempotent appends (Kafka's idempotent producer): with ``producer_id`` (1-64 bytes, unique
-        per producer) and a ``sequence`` number that the producer never reuses for another batch of
-        this log, sending the same batch again stores it once and answers with the same LSNs, even
-        across a crash. The last ``producer_window`` batches of each producer are remembered.
-
-        Conditional appends (fencing a writer): with ``if_tail``, the batch is stored only if the
-        log's last LSN is ``if_tail`` when the batch is sequenced, that is after every append
-        accepted before it; otherwise it fails with :class:`TailMismatchError` and nothing is
-        stored. A writer that appends its next batch with ``if_tail`` set to the last LSN of its
-        previous one learns at once that another writer got in between.
-        """
-        batch = self._check_batch(payloads)
-        return self._store.append_async(self.id, batch, self._sync, producer_mark(producer_id, sequence),
-                                        check_if_tail(if_tail))
+        return self._logs._coalescers.get(log_id, send)
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
                flush_interval_s: float = 0.05, ordered: bool = True,
-               retry: RetryPolicy | None = None, in_flight_batches_max: int = 4) -> BatchingWriter:
+               retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
         """A writer that gathers single records into batches (see :class:`BatchingWriter`)."""
         producer_id = os.urandom(16)  # one producer per writer: its retries are stored once
 
@@ -386,10 +373,6 @@ class Reader:
         self.close()
 
 
-def check_if_tail(if_tail: int | None) -> int | None:
-    return None if if_tail is None else check_lsn(if_tail, "if_tail")
-
-
 def closing_iter(reader: Reader) -> Iterator[ReadItem]:
     """Iterate a reader to its end, and close it however the iteration ends."""
     with reader:
@@ -399,13 +382,20 @@ def closing_iter(reader: Reader) -> Iterator[ReadItem]:
 class Logs:
     """The logs of one store: create and find logs and groups, read, run retention."""
 
-    def __init__(self, store: EmbeddedLogStore, defaults: LogAttributes | None = None) -> None:
+    def __init__(self, store: EmbeddedLogStore, defaults: LogAttributes | None = None,
+                 coalesce: CoalesceConfig | None = None) -> None:
         self._store = store
         self._config = LogsConfig(store.logsdb, defaults or LogAttributes())
+        self._coalescers = Coalescers(coalesce)
         deleted = self._config.deleted_ids()
         store.forget_deleted(deleted)  # finishes deletions a crash interrupted
         for log_id in deleted:
             self._config.forget_name(log_id)
+
+    def close_appends(self, drain_s: float = 30.0) -> None:
+        """Let the appends made so far go out (waiting up to ``drain_s``), then refuse more: the
+        first step of closing the store."""
+        self._coalescers.close(drain_s)
 
     def _check_open(self) -> None:
         if self._store.closed:

@@ -20,6 +20,7 @@ import grpc
 
 from seaway._errors import (
     AuthenticationError,
+    BufferFullError,
     ConditionFailedError,
     InvalidArgumentError,
     OverloadedError,
@@ -144,7 +145,9 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def _typed(self, method: str, exc: BaseException) -> SeawayError:
         """The typed error a failure is answered with."""
-        if isinstance(exc, SeawayError):
+        if isinstance(exc, BufferFullError):  # the server's own bound, so the server's condition to its clients
+            error: SeawayError = OverloadedError(f"the server's appends waiting for this log are at their bound: {exc}")
+        elif isinstance(exc, SeawayError):
             error = exc
         elif isinstance(exc, TypeError | ValueError | OverflowError | KeyError):
             error = InvalidArgumentError(f"bad request: {exc}")
