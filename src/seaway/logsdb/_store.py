@@ -45,11 +45,10 @@ from seaway._errors import (
 )
 from seaway._invariant import invariant
 from seaway.logsdb import _format as fmt
+from seaway.logsdb._read import Unreadable, check, first_key_from, read_partition
 from seaway.logsdb._segment import Segment
 from seaway.logsdb._types import (
-    CorruptEntry,
     Entry,
-    HolePlugEntry,
     KvCheck,
     KvDelete,
     KvOp,
@@ -59,7 +58,6 @@ from seaway.logsdb._types import (
     ProducerMark,
     PutRecords,
     PutSeal,
-    RecordsEntry,
     WriteOp,
 )
 
@@ -847,7 +845,7 @@ class LogsDB:
                 continue
             # Past the budget, later partitions are read only up to what is covered so far: a slot
             # stored late (a retransmission) may sit in a newer partition than the LSNs after it.
-            if (self._read_partition(cf, segment, d, log_id, lsn_from, covered_to, budget, out)
+            if (read_partition(cf, segment, d, log_id, lsn_from, covered_to, budget, out)
                     and covered_to == lsn_to):
                 covered_to = min(out[-1].last_lsn, lsn_to)
                 budget[0] = 2**63
@@ -858,86 +856,21 @@ class LogsDB:
 
     @_holding_no_handles
     def next_entry_lsn(self, log_id: int, after_lsn: int) -> int | None:
-        """The first LSN of the first entry of the log that starts above ``after_lsn``, if any."""
+        """The first LSN of the first entry of the log that starts above ``after_lsn``, if any.
+
+        Where RocksDB cannot read the keys above ``after_lsn`` (a damaged block), the LSN from which
+        :meth:`read` reports them damaged.
+        """
         if after_lsn >= 2**64 - 1:
             return None
-        for _, cf, _, _ in self._log_partitions(log_id, after_lsn + 1, 2**64 - 1):
-            it = cf.iter(ReadOptions())
-            it.seek(fmt.encode_key(log_id, after_lsn + 1))
-            if it.valid():
-                entry_log, lsn = fmt.decode_key(it.key())
-                if entry_log == log_id:
-                    return lsn
-        return None
-
-    def _read_partition(self, cf: Any, segment: Segment, d: fmt.DirEntry, log_id: int, lsn_from: int,
-                        lsn_to: int, budget: list[int], out: list[Entry]) -> bool:
-        """Append this partition's entries to ``out``; True once the byte budget is spent."""
-        opts = ReadOptions()
-        opts.set_iterate_upper_bound(fmt.encode_key(log_id + 1, 0) if log_id < 2**64 - 1 else b"\xff" * 17)
-        start = fmt.encode_key(log_id, lsn_from)
-        pending_corrupt: int | None = None  # first LSN of a damaged entry whose extent is unknown
-        position = max(lsn_from, d.lsn_min)
-        try:
-            it = cf.iter(opts)
-            it.seek_for_prev(start)
-            if not it.valid() or it.key()[:8] != start[:8]:
-                it.seek(start)
-            while it.valid():
-                key = it.key()
-                _, lsn = fmt.decode_key(key)
-                if pending_corrupt is not None:
-                    out.append(CorruptEntry(log_id, pending_corrupt, lsn - 1))
-                    pending_corrupt = None
-                if lsn > lsn_to:
-                    return False
-                value = it.value()
-                try:
-                    header = fmt.decode_header(key, value)
-                except fmt.HeaderCorrupt:
-                    pending_corrupt = lsn
-                    position = lsn
-                    it.next()
-                    continue
-                entry, size = self._entry(segment, key, lsn, header, value)
-                position = entry.last_lsn + 1
-                if entry.last_lsn >= lsn_from:
-                    out.append(entry)
-                    budget[0] -= size
-                    if budget[0] <= 0:
-                        return True
-                it.next()
-            it.status()
-        except Exception as exc:
-            # rocksdict reports RocksDB errors (a damaged block, say) as a bare Exception; anything
-            # more specific is a bug and must not be dressed up as data loss.
-            if type(exc) is not Exception:
-                raise
-            if pending_corrupt is None:
-                pending_corrupt = position
-        if pending_corrupt is not None and pending_corrupt <= d.lsn_max:
-            out.append(CorruptEntry(log_id, pending_corrupt, d.lsn_max))
-        return False
-
-    def _entry(self, segment: Segment, key: bytes, lsn: int, header: fmt.EntryHeader,
-               value: bytes) -> tuple[Entry, int]:
-        """The entry stored under ``key`` (its header verified) and its size in bytes."""
-        log_id = fmt.decode_key(key)[0]
-        last = lsn + header.count - 1
-        if header.kind is fmt.EntryKind.HOLE_PLUG:
-            return HolePlugEntry(log_id, lsn, last, header.timestamp_ms), len(value)
-        if header.kind is fmt.EntryKind.SEGMENT_REF:
+        for _, cf, _, d in self._log_partitions(log_id, after_lsn + 1, 2**64 - 1):
             try:
-                offset, length = fmt.decode_segment_ref(value)
-                if length > fmt.ENTRY_BYTES_LIMIT:  # not the configured limit: it may have been lowered since
-                    raise fmt.HeaderCorrupt("segment reference longer than any entry")
-                value = segment.read(offset, length)
-                stored = fmt.decode_header(key, value)
-            except (fmt.HeaderCorrupt, OSError):
-                return CorruptEntry(log_id, lsn, last), len(value)
-            if stored.kind is not fmt.EntryKind.RECORDS or stored.count != header.count:
-                return CorruptEntry(log_id, lsn, last), len(value)
-        return RecordsEntry(log_id, lsn, header.timestamp_ms, fmt.decode_payloads(value, header.count)), len(value)
+                lsn = first_key_from(cf, log_id, after_lsn + 1)
+            except Unreadable:
+                return max(after_lsn + 1, d.lsn_min)
+            if lsn is not None:
+                return lsn
+        return None
 
     @_holding_no_handles
     def find_time(self, log_id: int, timestamp_ms: int) -> int:
@@ -959,9 +892,19 @@ class LogsDB:
     def _bisect_time(self, cf: Any, log_id: int, lo: int, hi: int, timestamp_ms: int) -> int | None:
         it = cf.iter(ReadOptions())
 
+        def check_readable(lsn: int) -> None:
+            # A time search cannot step over damaged blocks as a read does: it would answer with
+            # an LSN it cannot vouch for.
+            try:
+                check(it)
+            except Unreadable as exc:
+                raise CorruptionError(f"log {log_id}: the entries near LSN {fmt.lsn_text(lsn)} "
+                                      f"cannot be read: {exc}") from None
+
         def entry_at_or_after(lsn: int) -> tuple[int, int, int] | None:
             it.seek(fmt.encode_key(log_id, lsn))
             if not it.valid():
+                check_readable(lsn)
                 return None
             key = it.key()
             entry_log, first = fmt.decode_key(key)
@@ -975,6 +918,8 @@ class LogsDB:
 
         # The entry holding `lo` may start below it.
         it.seek_for_prev(fmt.encode_key(log_id, lo))
+        if not it.valid():
+            check_readable(lo)
         if it.valid() and fmt.decode_key(it.key())[0] == log_id:
             first = fmt.decode_key(it.key())[1]
             covering = entry_at_or_after(first)
