@@ -119,9 +119,10 @@ class LogReadState:
                 last = min(entry.last_lsn, limit)
                 if cap is not None:
                     last = min(last, self.next_lsn + max(0, cap - self._emitted) - 1)
+                window_bytes = None
                 if bytes_max is not None:
-                    last = min(last, self._last_within(entry, last, bytes_max - self.emitted_bytes))
-                self._records(out, entry, last)
+                    last, window_bytes = self._last_within(entry, last, bytes_max - self.emitted_bytes)
+                self._records(out, entry, last, window_bytes)
                 if self.next_lsn <= min(entry.last_lsn, limit):
                     return out  # cut short: the rest is neither delivered nor a gap
             else:
@@ -133,16 +134,21 @@ class LogReadState:
     def _full(self, cap: int | None, bytes_max: int | None) -> bool:
         return (cap is not None and self._emitted >= cap) or (bytes_max is not None and self.emitted_bytes >= bytes_max)
 
-    def _last_within(self, entry: RecordsEntry, last: int, budget_bytes: int) -> int:
+    def _last_within(self, entry: RecordsEntry, last: int, budget_bytes: int) -> tuple[int, int | None]:
         """The last LSN up to ``last`` whose record keeps the payloads from ``next_lsn`` on within
-        ``budget_bytes`` (``next_lsn`` itself if nothing has been delivered yet)."""
+        ``budget_bytes`` (``next_lsn`` itself if nothing has been delivered yet), and the payload
+        bytes up to it when they are known without a second pass."""
         window = entry.payloads[self.next_lsn - entry.first_lsn:last - entry.first_lsn + 1]
+        if None not in window:
+            total = sum(map(len, window))  # type: ignore[arg-type]
+            if total <= budget_bytes:  # the common case: all of it fits, one pass in C
+                return last, total
         sizes = accumulate(map(len, window) if None not in window  # type: ignore[arg-type]
                            else (len(p) if p is not None else 0 for p in window))
         fits = bisect_right(list(sizes), budget_bytes)
         if fits == 0 and self._emitted == 0:
             fits = 1
-        return self.next_lsn + fits - 1
+        return self.next_lsn + fits - 1, None
 
     def _gap(self, out: list[ReadItem], kind: GapType, hi: int) -> None:
         lo = self.next_lsn
@@ -164,7 +170,7 @@ class LogReadState:
         else:
             self._records(out, entry, last)
 
-    def _records(self, out: list[ReadItem], entry: RecordsEntry, last: int) -> None:
+    def _records(self, out: list[ReadItem], entry: RecordsEntry, last: int, window_bytes: int | None = None) -> None:
         log_id, ts, first = self.log_id, entry.timestamp_ms, entry.first_lsn
         payloads = entry.payloads
         start = self.next_lsn
@@ -177,7 +183,7 @@ class LogReadState:
             else:
                 out.extend(map(_new_record, zip(repeat(log_id), range(start, last + 1), repeat(ts), window)))
             self._emitted += last + 1 - start
-            self.emitted_bytes += sum(map(len, window))  # type: ignore[arg-type]
+            self.emitted_bytes += window_bytes if window_bytes is not None else sum(map(len, window))  # type: ignore[arg-type]
             self.next_lsn = last + 1
             return
         for lsn in range(start, last + 1):
