@@ -9,7 +9,6 @@ The embedded store's names (``open``, ``Seaway``, ``Log``, ...) are loaded on fi
 
 from __future__ import annotations
 
-from importlib import import_module as _import_module  # private: the public surface is pinned
 from typing import TYPE_CHECKING
 
 from seaway._clock import Clock, SystemClock
@@ -42,6 +41,7 @@ from seaway._errors import (
     UnknownLogError,
     error_class,
 )
+from seaway._lazy import lazy_names
 from seaway.client import RemoteSeaway, connect
 from seaway.log import (
     LSN_INVALID,
@@ -75,18 +75,7 @@ _LAZY = {
 """The names backed by the embedded store, and where they live (PEP 562 loads them on first use)."""
 
 if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name imported from here
-
-    def __getattr__(name: str) -> object:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(_import_module(module), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    __getattr__, __dir__ = lazy_names(globals(), _LAZY)
 
 OLDEST = LSN_OLDEST
 """Read from the oldest record."""

@@ -10,9 +10,9 @@ are loaded on first use, so that the remote client, which shares the rest, does 
 
 from __future__ import annotations
 
-from importlib import import_module as _import_module  # private: the public surface is pinned
 from typing import TYPE_CHECKING
 
+from seaway._lazy import lazy_names
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._handle import (
@@ -101,18 +101,7 @@ _LAZY = {
 """The names whose modules import RocksDB, and where they live (PEP 562 loads them on first use)."""
 
 if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name imported from here
-
-    def __getattr__(name: str) -> object:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(_import_module(module), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    __getattr__, __dir__ = lazy_names(globals(), _LAZY)
 
 __all__ = [
     "BATCH_RECORDS_MAX",

@@ -9,9 +9,9 @@ which must not load RocksDB (``rocksdict``) just to name a :class:`Durability`.
 
 from __future__ import annotations
 
-from importlib import import_module as _import_module  # private: the public surface is pinned
 from typing import TYPE_CHECKING
 
+from seaway._lazy import lazy_names
 from seaway.logsdb._types import (
     CorruptEntry,
     Durability,
@@ -35,18 +35,8 @@ from seaway.logsdb._types import (
 if TYPE_CHECKING:
     from seaway.logsdb._store import LogsDB
 else:  # hidden from mypy, which would otherwise accept any name imported from here
-
-    def __getattr__(name: str) -> object:
-        # PEP 562: only the store itself needs RocksDB, so only naming it loads it.
-        if name == "LogsDB":
-            value = _import_module("seaway.logsdb._store").LogsDB
-            globals()[name] = value  # later lookups skip this function
-            return value
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), "LogsDB"})
+    # Only the store itself needs RocksDB, so only naming it loads it.
+    __getattr__, __dir__ = lazy_names(globals(), {"LogsDB": "seaway.logsdb._store"})
 
 
 __all__ = [
