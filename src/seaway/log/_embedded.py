@@ -288,6 +288,12 @@ class EmbeddedLogStore:
     def is_deleted(self, log_id: int) -> bool:
         return log_id in self._deleted
 
+    @property
+    def deletions(self) -> int:
+        """How many logs were deleted (it only grows): a reader looks for deleted logs among its
+        own only when this changed, not on every read."""
+        return len(self._deleted)
+
     def check_not_deleted(self, log_id: int) -> None:
         if log_id in self._deleted:
             raise LogDeletedError(f"log {log_id} was deleted")

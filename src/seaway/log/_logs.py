@@ -183,6 +183,7 @@ class Reader:
         self._logs = logs
         self._store = logs._store
         self._states: dict[int, LogReadState] = {}
+        self._deletions_seen = self._store.deletions
         self._buffer: builtins.list[ReadItem] = []
         self._buffered_items_max = buffered_items_max
         self._buffered_bytes_max = buffered_bytes_max
@@ -290,7 +291,10 @@ class Reader:
 
     def _fill(self) -> None:
         """Fill the buffer up to its bounds, a chunk of each log that may have more in turn."""
-        deleted = [log_id for log_id in self._states if self._store.is_deleted(log_id)]
+        deletions = self._store.deletions
+        deleted = [] if deletions == self._deletions_seen else \
+            [log_id for log_id in self._states if self._store.is_deleted(log_id)]
+        self._deletions_seen = deletions
         if deleted:  # reported once; the reader goes on with its other logs
             for log_id in deleted:
                 del self._states[log_id]
