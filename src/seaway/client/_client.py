@@ -27,7 +27,7 @@ from seaway._errors import (
     UnknownLogError,
 )
 from seaway.client._append import AppendQueue, AppendQueueConfig
-from seaway.client._reader import RemoteReader, check_lsn, translate
+from seaway.client._reader import RemoteReader, translate
 from seaway.log import (
     BUFFERED_BYTES_MAX_DEFAULT,
     LSN_OLDEST,
@@ -45,6 +45,7 @@ from seaway.log import (
     RetryPolicy,
     Versioned,
     attribute_overrides,
+    check_lsn,
     check_meta_key,
     get_or_create_log,
     scan_bounds,

@@ -30,6 +30,7 @@ from seaway.log import (
     ReadItem,
     RecordRun,
     check_buffer_bounds,
+    check_lsn,
     lsn_str,
     payload_bytes,
     take_within,
@@ -46,12 +47,6 @@ pb = seaway_pb2
 def translate(exc: grpc.RpcError) -> SeawayError:
     call: Any = exc
     return error_from_status(call.code(), call.details(), call.trailing_metadata())
-
-
-def check_lsn(lsn: object, what: str) -> int:
-    if not isinstance(lsn, int) or isinstance(lsn, bool) or not 0 <= lsn <= LSN_MAX:
-        raise LsnOutOfRangeError(f"{what} must be an integer in [0, 2**64 - 1], got {lsn!r}")
-    return lsn
 
 
 def _last_lsn(item: Any) -> int:
