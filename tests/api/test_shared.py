@@ -176,6 +176,26 @@ def test_idempotent_appends_are_stored_once(api: Api) -> None:
     assert payloads(list(log.read())) == [b"a", b"b", b"c"]
 
 
+def test_a_producer_sequence_reused_for_a_batch_of_another_size_is_refused(api: Api) -> None:
+    """A retry is the same batch again: a sequence naming a stored batch of another record count is
+    a producer's mistake, refused with a typed error rather than answered with the other's LSNs."""
+    log = api.sw.logs.create(api.name())
+    producer = f"producer-{api.number()}".encode()
+    first = log.append_batch([b"a", b"b"], producer_id=producer, sequence=1)
+    with pytest.raises(InvalidArgumentError, match="sequence 1"):
+        log.append_batch([b"a", b"b", b"c"], producer_id=producer, sequence=1)
+    racing = [log.append_batch_async([b"x"] * n, producer_id=producer, sequence=2) for n in (1, 3, 1)]
+    outcomes = []
+    for future in racing:
+        try:
+            outcomes.append(len(future.result(30)))
+        except InvalidArgumentError:
+            outcomes.append("refused")
+    assert outcomes == [1, "refused", 1]
+    assert log.append_batch([b"a", b"b"], producer_id=producer, sequence=1) == first  # the true retry still is one
+    assert payloads(list(log.read())) == [b"a", b"b", b"x"]
+
+
 def test_runs_reader_delivers_the_same_records(api: Api) -> None:
     log = api.sw.logs.create(api.name())
     for size in (1, 7, 300, 2):

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from seaway import BufferFullError, ClosedError, InvalidArgumentError, OverloadedError, StorageError
+from seaway._invariant import InvariantViolation
 from seaway.log import AppendCoalescer, CoalesceConfig
 from seaway.log._futures import BatchFutures
 from seaway.logsdb import ProducerMark
@@ -155,6 +156,17 @@ def test_a_refused_batch_fails_the_ones_after_it_unsent() -> None:
     store.answer(1)
     store.answer(2)
     assert later.result(0) == 3
+
+
+def test_a_batch_answered_with_the_wrong_number_of_lsns_fails_its_appends_instead_of_leaving_them_waiting() -> None:
+    store = FakeStore()
+    appends = AppendCoalescer(store.send, CoalesceConfig(batches_in_flight_max=1))
+    wrong = appends.append_batch((b"a", b"b"), ProducerMark(b"p", 1))
+    behind = appends.append_one(b"c")
+    store.sent[0][2].set_result(range(1, 4))  # three LSNs for two records: a bug below
+    assert isinstance(wrong.exception(0), InvariantViolation)
+    assert isinstance(behind.exception(0), InvariantViolation)
+    assert appends.drain(0)
 
 
 def test_a_full_log_blocks_then_refuses_with_a_client_side_error_and_close_fails_the_waiting() -> None:

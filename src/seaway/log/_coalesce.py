@@ -26,7 +26,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from seaway._errors import BufferFullError, ClosedError, InvalidArgumentError
-from seaway._invariant import invariant
+from seaway._invariant import InvariantViolation
 from seaway.log._futures import BatchFutures
 from seaway.logsdb import ProducerMark
 
@@ -218,10 +218,11 @@ class AppendCoalescer:
 
     def _on_done(self, unit: _Unit, future: Future[range]) -> None:
         error = future.exception()
-        if error is None:
-            self._answered(unit, future.result(), None)
-        else:
-            self._answered(unit, None, error)
+        if error is None and len(lsns := future.result()) == len(unit.payloads):
+            self._answered(unit, lsns, None)
+        else:  # a wrong answer is a bug: its appends fail with it rather than wait forever
+            self._answered(unit, None, error or InvariantViolation(
+                f"a batch of {len(unit.payloads)} records was answered with {len(future.result())} LSNs"))
 
     def _answered(self, unit: _Unit, lsns: range | None, error: BaseException | None) -> None:
         """A unit's batch was answered. Stored: send what waited for it. Failed: fail what waits
@@ -247,8 +248,6 @@ class AppendCoalescer:
 
     @staticmethod
     def _settle(unit: _Unit, lsns: range | None, error: BaseException | None) -> None:
-        if lsns is not None:
-            invariant(len(lsns) == len(unit.payloads), "a batch gets an LSN per record")
         if unit.singles is not None:
             unit.singles.settle(None if lsns is None else list(lsns), error)
             return

@@ -20,6 +20,7 @@ from seaway._clock import Clock, SystemClock
 from seaway._dirs import make_dir_durable
 from seaway._errors import (
     ClosedError,
+    InvalidArgumentError,
     LogDeletedError,
     LogSealedError,
     OverloadedError,
@@ -181,8 +182,9 @@ class EmbeddedLogStore:
         self._completions: list[tuple[Future[range], range | SeawayError]] = []
         self._broken: SeawayError | None = None
         self._pending: dict[int, _Pending] = {}
-        # (log id, producer id, sequence) of producers' batches in flight -> retries waiting on them
-        self._producing: dict[tuple[int, bytes, int], list[Future[range]]] = {}
+        # (log id, producer id, sequence) of producers' batches in flight -> their record count and
+        # the retries waiting on them
+        self._producing: dict[tuple[int, bytes, int], tuple[int, list[Future[range]]]] = {}
         self._next_request_id = 0
         self._inbox: deque[tuple[int, AppendRequest, Future[range]] | tuple[int, _EndAppends, Future[int]]] = deque()
         # Logs that take no more appends (writer thread only), and callers waiting for their tails.
@@ -374,13 +376,19 @@ class EmbeddedLogStore:
     def _accept(self, log_id: int, request: AppendRequest, future: Future[range]) -> None:
         mark = request.producer
         key = None if mark is None else (log_id, mark.producer_id, mark.sequence)
-        if key is not None and key in self._producing:  # a retry of a batch still in flight: answer both alike
-            self._producing[key].append(future)
+        if mark is not None and key in self._producing:  # a retry of a batch still in flight: answer both alike
+            count, waiting = self._producing[key]
+            if count == len(request.payloads):
+                waiting.append(future)
+            else:
+                self._completions.append((future, _not_a_retry(log_id, mark, count, len(request.payloads))))
             return
         if mark is not None:
             stored = self.logsdb.produced(log_id, mark.producer_id, mark.sequence)
             if isinstance(stored, range):  # answered even by a sealed log: it is a retry
-                self._completions.append((future, stored))
+                same = len(stored) == len(request.payloads)
+                self._completions.append(
+                    (future, stored if same else _not_a_retry(log_id, mark, len(stored), len(request.payloads))))
                 return
             if stored is False:
                 self._completions.append((future, SequenceTooOldError(
@@ -397,14 +405,14 @@ class EmbeddedLogStore:
             self._completions.append((future, refusal))
             return
         if key is not None:
-            self._producing[key] = []
+            self._producing[key] = (len(request.payloads), [])
         self._pending[request.request_id] = _Pending(future, log_id, key)
         self._events.append((log_id, request))
 
     def _settle(self, pending: _Pending, result: range | SeawayError) -> None:
         self._completions.append((pending.future, result))
         if pending.producer_key is not None:
-            for future in self._producing.pop(pending.producer_key, []):
+            for future in self._producing.pop(pending.producer_key, (0, []))[1]:
                 self._completions.append((future, result))
 
     def _wait_s(self) -> float | None:
@@ -522,7 +530,7 @@ class EmbeddedLogStore:
             if not pending.future.done():
                 pending.future.set_exception(error)
         self._pending.clear()
-        for waiting in self._producing.values():
+        for _, waiting in self._producing.values():
             for future in waiting:
                 if not future.done():
                     future.set_exception(error)
@@ -613,3 +621,10 @@ class EmbeddedLogStore:
     def write_failure(self) -> str | None:
         """Why appends can no longer be stored until the store is reopened (a disk sync failed)."""
         return self.logsdb.write_failure
+
+
+def _not_a_retry(log_id: int, mark: ProducerMark, count: int, got: int) -> InvalidArgumentError:
+    """A producer's sequence names one batch: one of another size under it is a mistake, not a retry."""
+    return InvalidArgumentError(
+        f"log {log_id}: sequence {mark.sequence} of producer {mark.producer_id!r} names a batch of {count} records, "
+        f"this one has {got}: a retry must resend the same batch; a new batch needs a new sequence")
