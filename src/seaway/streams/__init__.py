@@ -1,0 +1,40 @@
+"""Streams (Pravega): scopes, streams of auto-scaling segments, routing keys, stream cuts,
+writers and reader groups, with the controller's metadata in PDP-32's layout.
+
+Built only on the public API of :mod:`seaway.log`: each segment is a log, and every control-plane
+change is one atomic batch of the log layer's metadata store, so the same code runs over an
+embedded store and over a server.
+"""
+
+from __future__ import annotations
+
+from seaway.streams._config import (
+    ByDataRate,
+    ByEventRate,
+    FixedSegments,
+    RetentionBySize,
+    RetentionByTime,
+    RetentionPolicy,
+    ScalingPolicy,
+    StreamConfig,
+)
+from seaway.streams._names import parse_segment, segment_str
+from seaway.streams._records import Delta, Generation, Segment
+from seaway.streams._routing import key_position
+
+__all__ = [
+    "ByDataRate",
+    "ByEventRate",
+    "Delta",
+    "FixedSegments",
+    "Generation",
+    "RetentionBySize",
+    "RetentionByTime",
+    "RetentionPolicy",
+    "ScalingPolicy",
+    "Segment",
+    "StreamConfig",
+    "key_position",
+    "parse_segment",
+    "segment_str",
+]

@@ -1,0 +1,133 @@
+"""The records of a stream's metadata (PDP-32's layout, see :mod:`seaway.streams._metadata`).
+
+Plain frozen values with a compact JSON form. Key ranges are floats in ``[0, 1)``; JSON keeps a
+float exactly (its shortest repr round-trips), so ranges compare exactly after a reload.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seaway._errors import InvalidArgumentError
+from seaway.streams._names import segment_id, segment_str
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A segment: its number, the generation that created it, when, and its key range
+    ``[key_lo, key_hi)``. Everything PDP-32's segment record holds; the id is derived."""
+
+    number: int
+    generation: int
+    created_ms: int
+    key_lo: float
+    key_hi: float
+
+    @property
+    def id(self) -> int:
+        return segment_id(self.generation, self.number)
+
+    def overlaps(self, other: Segment) -> bool:
+        return self.key_lo < other.key_hi and other.key_lo < self.key_hi
+
+    def holds(self, position: float) -> bool:
+        return self.key_lo <= position < self.key_hi
+
+    def to_json(self) -> list[Any]:
+        return [self.number, self.generation, self.created_ms, self.key_lo, self.key_hi]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Any]) -> Segment:
+        return cls(int(data[0]), int(data[1]), int(data[2]), float(data[3]), float(data[4]))
+
+    def __str__(self) -> str:
+        return f"{segment_str(self.id)} [{self.key_lo:.6g}, {self.key_hi:.6g})"
+
+
+def check_cover(ranges: Iterable[tuple[float, float]], lo: float = 0.0, hi: float = 1.0,
+                what: str = "the key space") -> list[tuple[float, float]]:
+    """``ranges`` sorted, checked to cover ``[lo, hi)`` exactly, without gaps or overlaps."""
+    ordered = sorted(ranges)
+    expect = lo
+    for start, end in ordered:
+        if isinstance(start, bool) or isinstance(end, bool) or not (isinstance(start, int | float)
+                                                                     and isinstance(end, int | float)):
+            raise InvalidArgumentError(f"a key range is a pair of numbers, got {(start, end)!r}")
+        if not start < end:
+            raise InvalidArgumentError(f"a key range [{start}, {end}) must be non-empty")
+        if start != expect:
+            raise InvalidArgumentError(f"the ranges must cover {what} [{lo}, {hi}) exactly: "
+                                       f"{'a gap' if start > expect else 'an overlap'} at {min(start, expect)}")
+        expect = end
+    if expect != hi or not ordered:
+        raise InvalidArgumentError(f"the ranges must cover {what} [{lo}, {hi}) exactly: they end at {expect}")
+    return ordered
+
+
+def even_ranges(count: int, lo: float = 0.0, hi: float = 1.0) -> list[tuple[float, float]]:
+    """``[lo, hi)`` cut into ``count`` ranges of equal width (the last ends exactly at ``hi``)."""
+    bounds = [lo + (hi - lo) * i / count for i in range(count)] + [hi]
+    return list(itertools.pairwise(bounds))
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One stream generation: the set of segments between two scalings, and when it began."""
+
+    generation: int
+    created_ms: int
+    segments: tuple[Segment, ...]
+    """Ordered by key range."""
+
+    def segment_at(self, position: float) -> Segment:
+        lo, hi = 0, len(self.segments) - 1
+        while lo < hi:  # the last segment whose range starts at or below the position
+            mid = (lo + hi + 1) // 2
+            if self.segments[mid].key_lo <= position:
+                lo = mid
+            else:
+                hi = mid - 1
+        return self.segments[lo]
+
+    def find(self, segment: int) -> Segment | None:
+        for seg in self.segments:
+            if seg.id == segment:
+                return seg
+        return None
+
+    def encode(self) -> bytes:
+        return json.dumps({"g": self.generation, "t": self.created_ms,
+                           "s": [s.to_json() for s in self.segments]}, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Generation:
+        data = json.loads(raw)
+        return cls(data["g"], data["t"], tuple(Segment.from_json(s) for s in data["s"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """What one scaling changed: the segments it sealed and those it created (PDP-32's history
+    time-series record), and why."""
+
+    generation: int
+    """The generation the scaling began."""
+    time_ms: int
+    sealed: tuple[int, ...]
+    created: tuple[Segment, ...]
+    reason: str = ""
+
+    def encode(self) -> bytes:
+        return json.dumps({"g": self.generation, "t": self.time_ms, "sealed": list(self.sealed),
+                           "created": [s.to_json() for s in self.created], "why": self.reason},
+                          separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Delta:
+        data = json.loads(raw)
+        return cls(data["g"], data["t"], tuple(data["sealed"]), tuple(Segment.from_json(s) for s in data["created"]),
+                   data.get("why", ""))
