@@ -7,6 +7,7 @@ import types
 import seaway
 import seaway.log
 import seaway.logsdb
+import seaway.streams
 
 
 def test_exported_names_are_pinned() -> None:
@@ -22,17 +23,22 @@ def test_exported_names_are_pinned() -> None:
         "StorageError", "StoreFailedError", "SystemClock", "TailMismatchError", "TimedOutError", "TransportError",
         "TrimPastTailError",
         "UnavailableError", "UnknownLogError", "Versioned",
+        "InvalidStreamCutError", "ScaleConflictError", "ScopeExistsError", "ScopeNotEmptyError", "StreamExistsError",
+        "StreamNotSealedError", "StreamSealedError", "StreamTruncatedError", "UnknownScopeError", "UnknownStreamError",
+        "ByDataRate", "ByEventRate", "FixedSegments", "RetentionBySize", "RetentionByTime", "Stream", "StreamConfig",
+        "StreamCut", "Streams",
         "__version__", "connect", "epoch_of", "error_class", "esn_of", "lsn_str", "make_lsn", "open",
     ])
 
 
 def test_every_exported_name_exists_and_modules_are_private() -> None:
-    for module in (seaway, seaway.log, seaway.logsdb):
+    for module in (seaway, seaway.log, seaway.logsdb, seaway.streams):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
         public_modules = [n for n in dir(module)
                           if not n.startswith("_") and isinstance(getattr(module, n), types.ModuleType)]
-        assert set(public_modules) <= {"log", "logsdb", "cli", "client", "server", "testing", "wire"}, public_modules
+        allowed = {"log", "logsdb", "cli", "client", "server", "streams", "testing", "wire"}
+        assert set(public_modules) <= allowed, public_modules
 
 
 def test_error_codes_are_unique_and_found_by_code() -> None:

@@ -1,7 +1,8 @@
 """Seaway: durable, ordered, transactional event storage for Python.
 
 ``seaway.open(path)`` opens the embedded store; ``seaway.connect("seaway://host:port")`` a server
-with the same API. Their ``logs`` namespace holds LogDevice-style logs.
+with the same API. Their ``logs`` namespace holds LogDevice-style logs, ``streams`` Pravega-style
+streams of auto-scaling segments, and ``meta`` the metadata store.
 
 The embedded store's names (``open``, ``Seaway``, ``Log``, ...) are loaded on first use, so that
 ``import seaway`` followed by ``seaway.connect`` never loads RocksDB.
@@ -21,6 +22,7 @@ from seaway._errors import (
     CorruptionError,
     DataDirLockedError,
     InvalidArgumentError,
+    InvalidStreamCutError,
     LogDeletedError,
     LogExistsError,
     LogSealedError,
@@ -28,17 +30,26 @@ from seaway._errors import (
     OverloadedError,
     PayloadTooLargeError,
     PreemptedError,
+    ScaleConflictError,
+    ScopeExistsError,
+    ScopeNotEmptyError,
     SeawayError,
     SequenceTooOldError,
     ServerError,
     StorageError,
     StoreFailedError,
+    StreamExistsError,
+    StreamNotSealedError,
+    StreamSealedError,
+    StreamTruncatedError,
     TailMismatchError,
     TimedOutError,
     TransportError,
     TrimPastTailError,
     UnavailableError,
     UnknownLogError,
+    UnknownScopeError,
+    UnknownStreamError,
     error_class,
 )
 from seaway._lazy import lazy_names
@@ -63,6 +74,17 @@ from seaway.log import (
     make_lsn,
 )
 from seaway.logsdb import Durability, LogsDBConfig
+from seaway.streams import (
+    ByDataRate,
+    ByEventRate,
+    FixedSegments,
+    RetentionBySize,
+    RetentionByTime,
+    Stream,
+    StreamConfig,
+    StreamCut,
+    Streams,
+)
 
 if TYPE_CHECKING:
     from seaway._seaway import Seaway, SeawayConfig, open  # noqa: A004
@@ -90,6 +112,8 @@ __all__ = [
     "AuthenticationError",
     "BatchingWriter",
     "BufferFullError",
+    "ByDataRate",
+    "ByEventRate",
     "ClientError",
     "Clock",
     "ClosedError",
@@ -97,9 +121,11 @@ __all__ = [
     "CorruptionError",
     "DataDirLockedError",
     "Durability",
+    "FixedSegments",
     "Gap",
     "GapType",
     "InvalidArgumentError",
+    "InvalidStreamCutError",
     "Log",
     "LogAttributes",
     "LogDeletedError",
@@ -117,7 +143,12 @@ __all__ = [
     "Record",
     "RecordRun",
     "RemoteSeaway",
+    "RetentionBySize",
+    "RetentionByTime",
     "RetryPolicy",
+    "ScaleConflictError",
+    "ScopeExistsError",
+    "ScopeNotEmptyError",
     "Seaway",
     "SeawayConfig",
     "SeawayError",
@@ -125,6 +156,14 @@ __all__ = [
     "ServerError",
     "StorageError",
     "StoreFailedError",
+    "Stream",
+    "StreamConfig",
+    "StreamCut",
+    "StreamExistsError",
+    "StreamNotSealedError",
+    "StreamSealedError",
+    "StreamTruncatedError",
+    "Streams",
     "SystemClock",
     "TailMismatchError",
     "TimedOutError",
@@ -132,6 +171,8 @@ __all__ = [
     "TrimPastTailError",
     "UnavailableError",
     "UnknownLogError",
+    "UnknownScopeError",
+    "UnknownStreamError",
     "Versioned",
     "__version__",
     "connect",

@@ -128,6 +128,72 @@ class ClosedError(ClientError):
     code = "CLOSED"
 
 
+# --- Streams ----------------------------------------------------------------------------------------
+
+
+class UnknownScopeError(ClientError, KeyError):
+    """No scope with that name exists."""
+
+    code = "UNKNOWN_SCOPE"
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else self.code
+
+
+class UnknownStreamError(ClientError, KeyError):
+    """No stream with that name exists (or it was deleted)."""
+
+    code = "UNKNOWN_STREAM"
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else self.code
+
+
+class ScopeExistsError(ClientError):
+    code = "SCOPE_EXISTS"
+
+
+class StreamExistsError(ClientError):
+    code = "STREAM_EXISTS"
+
+
+class ScopeNotEmptyError(ClientError):
+    """A scope is deleted only once it holds no streams."""
+
+    code = "SCOPE_NOT_EMPTY"
+
+
+class StreamSealedError(ClientError):
+    """The stream is sealed: it takes no more writes and no scaling."""
+
+    code = "STREAM_SEALED"
+
+
+class StreamNotSealedError(ClientError):
+    """A stream is deleted only once sealed."""
+
+    code = "STREAM_NOT_SEALED"
+
+
+class ScaleConflictError(ClientError):
+    """The scaling names segments that are not all of the stream's current set (another scaling
+    changed it first, or they never were): read the current segments and decide again."""
+
+    code = "SCALE_CONFLICT"
+
+
+class InvalidStreamCutError(InvalidArgumentError):
+    """A stream cut that is not a consistent position of the stream (or not of this stream)."""
+
+    code = "INVALID_STREAM_CUT"
+
+
+class StreamTruncatedError(ClientError):
+    """A read or a reader group asked for events below the stream's head: they were truncated."""
+
+    code = "STREAM_TRUNCATED"
+
+
 # --- The store's side: a condition of the storage, not of the request. ------------------------------
 
 

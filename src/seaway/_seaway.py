@@ -8,6 +8,7 @@ from pathlib import Path
 
 from seaway._clock import Clock
 from seaway.log import CoalesceConfig, DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig, MetadataStore
+from seaway.streams import Streams
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Seaway:
         try:
             self.logs = Logs(self._store, self.config.log_defaults, self.config.appends)
             self.meta = MetadataStore(self._store.logsdb)
+            self.streams = Streams(self.logs, self.meta, clock)
         except BaseException:
             self._store.close()
             raise

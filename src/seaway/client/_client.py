@@ -51,6 +51,7 @@ from seaway.log import (
     scan_bounds,
 )
 from seaway.logsdb import Durability, PartitionInfo, ProducerMark
+from seaway.streams import Streams
 from seaway.wire import (
     TOKEN_KEY,
     log_info_from_msg,
@@ -97,6 +98,7 @@ class RemoteSeaway:
         self._sequences_lock = threading.Lock()
         self.logs = RemoteLogs(self)
         self.meta = RemoteMetadataStore(self)
+        self.streams = Streams(self.logs, self.meta)
 
     def _next_mark(self, log_id: int) -> ProducerMark:
         with self._sequences_lock:

@@ -18,9 +18,11 @@ from seaway.streams._config import (
     ScalingPolicy,
     StreamConfig,
 )
+from seaway.streams._cut import StreamCut
 from seaway.streams._names import parse_segment, segment_str
 from seaway.streams._records import Delta, Generation, Segment
 from seaway.streams._routing import key_position
+from seaway.streams._streams import Stream, StreamInfo, Streams
 
 __all__ = [
     "ByDataRate",
@@ -33,7 +35,11 @@ __all__ = [
     "RetentionPolicy",
     "ScalingPolicy",
     "Segment",
+    "Stream",
     "StreamConfig",
+    "StreamCut",
+    "StreamInfo",
+    "Streams",
     "key_position",
     "parse_segment",
     "segment_str",

@@ -26,6 +26,8 @@ class Segment:
     created_ms: int
     key_lo: float
     key_hi: float
+    log_id: int = 0
+    """The segment's log (0 in a scaling's plan, before the log is created)."""
 
     @property
     def id(self) -> int:
@@ -38,11 +40,11 @@ class Segment:
         return self.key_lo <= position < self.key_hi
 
     def to_json(self) -> list[Any]:
-        return [self.number, self.generation, self.created_ms, self.key_lo, self.key_hi]
+        return [self.number, self.generation, self.created_ms, self.key_lo, self.key_hi, self.log_id]
 
     @classmethod
     def from_json(cls, data: Sequence[Any]) -> Segment:
-        return cls(int(data[0]), int(data[1]), int(data[2]), float(data[3]), float(data[4]))
+        return cls(int(data[0]), int(data[1]), int(data[2]), float(data[3]), float(data[4]), int(data[5]))
 
     def __str__(self) -> str:
         return f"{segment_str(self.id)} [{self.key_lo:.6g}, {self.key_hi:.6g})"

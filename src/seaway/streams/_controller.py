@@ -1,0 +1,448 @@
+"""The stream controller: every control-plane change of scopes and streams.
+
+Each change is one atomic batch of the metadata store, guarded by compare-and-set on the records
+it read, so that any number of processes may make changes at once: one wins, the others get a
+typed error (or retry, where that is safe). A scaling is a sequence of idempotent steps, each
+re-runnable, recorded first in the transition record so that whoever finds it (the next change of
+that stream, or :meth:`StreamController.recover` when a process starts) finishes it:
+
+1. record the transition: the delta (segments to seal, segments to create), if none is under way
+   and the current generation is the one the plan was made from;
+2. create the new segments' logs (by name, so a re-run finds them), and note their ids in it;
+3. write the new generation: its record, ``cur``, the delta in the history, the time index, and
+   each sealed segment's sealing generation;
+4. seal the old segments' logs: writers that meet the seal look up the successors, which exist;
+5. record the sealed segments' sizes and final LSNs, and remove the transition record.
+
+Writes go on throughout: until step 4, to the old segments; after, to the new ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+from collections.abc import Sequence
+
+from seaway._clock import Clock
+from seaway._errors import (
+    ConditionFailedError,
+    InvalidArgumentError,
+    InvalidStreamCutError,
+    LogDeletedError,
+    LogExistsError,
+    LsnOutOfRangeError,
+    ScaleConflictError,
+    ScopeExistsError,
+    ScopeNotEmptyError,
+    StreamExistsError,
+    StreamNotSealedError,
+    StreamSealedError,
+    UnknownLogError,
+    UnknownScopeError,
+    UnknownStreamError,
+)
+from seaway.log import LSN_OLDEST, MetaApi
+from seaway.streams._api import LogsApi
+from seaway.streams._config import SEGMENTS_MAX, StreamConfig
+from seaway.streams._cut import StreamCut, check_consistent
+from seaway.streams._metadata import (
+    NAMESPACE,
+    RETENTION_CUTS_MAX,
+    StreamMetadata,
+    StreamState,
+    Truncation,
+    as_json,
+    cut_order,
+    index_key,
+    scope_key,
+    wholly_before,
+)
+from seaway.streams._names import check_part, segment_str
+from seaway.streams._records import Delta, Generation, Segment, check_cover, even_ranges
+
+log = logging.getLogger("seaway.streams")
+
+SEGMENTS_GROUP = "streams.segments"
+"""The log group reserved for segments' logs."""
+SEGMENT_LOG_IDS = (2**60, 2**61 - 1)
+LIST_MAX = 10_000
+
+
+class StreamController:
+    """Control-plane changes over a store's logs (``sw.logs``) and metadata store (``sw.meta``),
+    embedded or remote alike. Thread-safe: every change is a conditional batch."""
+
+    def __init__(self, logs: LogsApi, meta: MetaApi, clock: Clock) -> None:
+        self.logs = logs
+        self.meta = meta
+        self.clock = clock
+        self._group_ready = False
+
+    # --- scopes ---------------------------------------------------------------------------------
+
+    def create_scope(self, scope: str) -> None:
+        check_part(scope, "scope")
+        try:
+            self.meta.batch().expect_absent(NAMESPACE, scope_key(scope)).put(
+                NAMESPACE, scope_key(scope), str(self.clock.now_ms()).encode()).commit()
+        except ConditionFailedError:
+            raise ScopeExistsError(f"scope {scope!r} exists") from None
+
+    def scope_version(self, scope: str) -> int:
+        found = self.meta.get(NAMESPACE, scope_key(check_part(scope, "scope")))
+        if found is None:
+            raise UnknownScopeError(f"scope {scope!r} does not exist")
+        return found.version
+
+    def list_scopes(self) -> list[str]:
+        return [key.decode().partition("/")[2] for key, _ in self.meta.scan(NAMESPACE, prefix=b"scope/",
+                                                                             limit=LIST_MAX)]
+
+    def list_streams(self, scope: str) -> list[str]:
+        self.scope_version(scope)
+        prefix = index_key(scope, "")
+        return [key[len(prefix):].decode() for key, _ in self.meta.scan(NAMESPACE, prefix=prefix, limit=LIST_MAX)]
+
+    def delete_scope(self, scope: str) -> None:
+        """Delete an empty scope; :class:`ScopeNotEmptyError` while it holds streams."""
+        version = self.scope_version(scope)
+        if self.meta.scan(NAMESPACE, prefix=index_key(scope, ""), limit=1):
+            raise ScopeNotEmptyError(f"scope {scope!r} holds streams: delete them first")
+        try:  # a stream created meanwhile makes its index key, and the scope's version is unchanged:
+            # the batch below checks that no index key appeared by checking the scope key only, so a
+            # racing create (which checks the scope's version) and this delete cannot both apply.
+            self.meta.batch().expect_version(NAMESPACE, scope_key(scope), version).delete(
+                NAMESPACE, scope_key(scope)).commit()
+        except ConditionFailedError:
+            raise ScopeNotEmptyError(f"scope {scope!r} changed while being deleted: try again") from None
+
+    # --- streams --------------------------------------------------------------------------------
+
+    def _segment_group(self) -> None:
+        if self._group_ready:
+            return
+        with contextlib.suppress(LogExistsError):
+            self.logs.create_group(SEGMENTS_GROUP, *SEGMENT_LOG_IDS)
+        self._group_ready = True
+
+    def _make_log(self, meta: StreamMetadata, uid: str, segment: Segment) -> int:
+        """The segment's log, created if it is not there yet (a re-run of a step finds it)."""
+        self._segment_group()
+        name = f"seg/{meta.scope}/{meta.stream}/{uid}/{segment_str(segment.id)}"
+        handle = self.logs.get_or_create(name, group=SEGMENTS_GROUP)
+        return int(handle.id)
+
+    def create_stream(self, scope: str, stream: str, config: StreamConfig, segments: int | None = None) -> None:
+        """Create a stream with ``segments`` segments of equal ranges (default: the scaling
+        policy's minimum)."""
+        check_part(stream, "stream")
+        if not isinstance(config, StreamConfig):
+            raise InvalidArgumentError(f"config must be a StreamConfig, got {config!r:.80}")
+        count = config.scaling.min_segments if segments is None else segments
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= SEGMENTS_MAX:
+            raise InvalidArgumentError(f"a stream starts with 1-{SEGMENTS_MAX} segments, got {count!r}")
+        scope_version = self.scope_version(scope)
+        meta = StreamMetadata(self.meta, scope, stream)
+        if self.meta.get(NAMESPACE, index_key(scope, stream)) is not None:
+            raise StreamExistsError(f"stream {meta.name!r} exists")
+        now = self.clock.now_ms()
+        state = StreamState(config, "active", now, secrets.token_hex(6))
+        planned = [Segment(n, 0, now, lo, hi) for n, (lo, hi) in enumerate(even_ranges(count))]
+        made = tuple(Segment(s.number, 0, now, s.key_lo, s.key_hi, self._make_log(meta, state.uid, s))
+                     for s in planned)
+        try:
+            meta.create_batch(self.meta.batch(), state, Generation(0, now, made), scope_version).commit()
+        except ConditionFailedError:
+            for segment in made:  # the logs made for nothing: nobody else knows their names
+                self._drop_log(segment.log_id)
+            if self.meta.get(NAMESPACE, scope_key(scope)) is None:
+                raise UnknownScopeError(f"scope {scope!r} was deleted") from None
+            raise StreamExistsError(f"stream {meta.name!r} exists") from None
+
+    def stream(self, scope: str, stream: str) -> StreamMetadata:
+        return StreamMetadata(self.meta, check_part(scope, "scope"), check_part(stream, "stream"))
+
+    def update(self, meta: StreamMetadata, config: StreamConfig) -> None:
+        if not isinstance(config, StreamConfig):
+            raise InvalidArgumentError(f"config must be a StreamConfig, got {config!r:.80}")
+        state, version = meta.state()
+        self._check_active(meta, state)
+        new = StreamState(config, state.state, state.created_ms, state.uid)
+        try:
+            self.meta.batch().expect_version(NAMESPACE, meta.key("conf"), version).put(
+                NAMESPACE, meta.key("conf"), new.encode()).commit()
+        except ConditionFailedError:
+            raise ScaleConflictError(f"stream {meta.name!r} changed meanwhile: read it and try again") from None
+
+    @staticmethod
+    def _check_active(meta: StreamMetadata, state: StreamState) -> None:
+        if state.state == "sealed":
+            raise StreamSealedError(f"stream {meta.name!r} is sealed")
+        if state.state != "active":
+            raise UnknownStreamError(f"stream {meta.name!r} is being deleted")
+
+    # --- scaling --------------------------------------------------------------------------------
+
+    def scale(self, meta: StreamMetadata, sealed: Sequence[int], ranges: Sequence[tuple[float, float]],
+              reason: str = "manual") -> Generation:
+        """Replace the ``sealed`` segments (adjacent, all of the current set) by new segments with
+        ``ranges``, which must cover exactly the sealed ones' union. Returns the new generation.
+        :class:`ScaleConflictError` if the segments are not all current (another scaling changed
+        the set first: nothing was done)."""
+        self.recover_stream(meta)
+        state, conf_version = meta.state()
+        self._check_active(meta, state)
+        current, next_number, current_version = meta.current()
+        sealed_ids = list(dict.fromkeys(sealed))
+        if not sealed_ids:
+            raise InvalidArgumentError("a scaling seals at least one segment")
+        old = [current.find(s) for s in sealed_ids]
+        if any(s is None for s in old):
+            unknown = [segment_str(i) for i, s in zip(sealed_ids, old, strict=True) if s is None]
+            raise ScaleConflictError(f"stream {meta.name!r}: segment {', '.join(unknown)} is not of the current "
+                                     f"generation {current.generation}")
+        olds = sorted((s for s in old if s is not None), key=lambda s: s.key_lo)
+        check_cover([(s.key_lo, s.key_hi) for s in olds], olds[0].key_lo, olds[-1].key_hi,
+                    "the sealed segments' ranges (they must be adjacent)")
+        new_ranges = check_cover(ranges, olds[0].key_lo, olds[-1].key_hi, "the sealed segments' union")
+        if len(current.segments) - len(olds) + len(new_ranges) > SEGMENTS_MAX:
+            raise InvalidArgumentError(f"a stream has at most {SEGMENTS_MAX} segments at once")
+        g = current.generation + 1
+        now = max(self.clock.now_ms(), current.created_ms)  # the time index must not go backwards
+        created = tuple(Segment(next_number + i, g, now, lo, hi) for i, (lo, hi) in enumerate(new_ranges))
+        delta = Delta(g, now, tuple(s.id for s in olds), created, reason)
+        try:
+            self.meta.batch().expect_version(NAMESPACE, meta.key("conf"), conf_version).expect_version(
+                NAMESPACE, meta.key("cur"), current_version).expect_absent(NAMESPACE, meta.key("trans")).put(
+                NAMESPACE, meta.key("trans"), delta.encode()).commit()
+        except ConditionFailedError:
+            raise ScaleConflictError(f"stream {meta.name!r} changed while planning the scaling (another scaling "
+                                     "or a seal came first): read its segments and decide again") from None
+        log.info("scaling", extra={"stream": meta.name, "generation": g, "reason": reason,
+                                   "sealed": [segment_str(s) for s in delta.sealed],
+                                   "created": [str(s) for s in created]})
+        self.recover_stream(meta)
+        return meta.generation(g)
+
+    def split(self, meta: StreamMetadata, segment: int, ways: int = 2, reason: str = "manual") -> Generation:
+        current, _, _ = meta.current()
+        this = current.find(segment)
+        if this is None:
+            raise ScaleConflictError(f"stream {meta.name!r}: segment {segment_str(segment)} is not current")
+        if not isinstance(ways, int) or isinstance(ways, bool) or not 2 <= ways <= 100:
+            raise InvalidArgumentError(f"a segment splits in 2-100 ways, got {ways!r}")
+        return self.scale(meta, [segment], even_ranges(ways, this.key_lo, this.key_hi), reason)
+
+    def merge(self, meta: StreamMetadata, segments: Sequence[int], reason: str = "manual") -> Generation:
+        current, _, _ = meta.current()
+        found = [current.find(s) for s in segments]
+        if len(found) < 2 or any(s is None for s in found):
+            raise ScaleConflictError(f"stream {meta.name!r}: a merge takes two or more current, adjacent segments")
+        lo = min(s.key_lo for s in found if s is not None)
+        hi = max(s.key_hi for s in found if s is not None)
+        return self.scale(meta, segments, [(lo, hi)], reason)
+
+    def recover_stream(self, meta: StreamMetadata) -> None:
+        """Finish what a process left half-done on this stream: a scaling (steps 2-5), a seal, a
+        truncation or a deletion. Idempotent; safe to run from several processes at once."""
+        found = meta.transition()
+        if found is not None:
+            self._finish_scaling(meta, *found)
+        state, _ = meta.state()
+        if state.state == "sealed":
+            self._seal_current(meta)
+        elif state.state == "deleting":
+            self._finish_delete(meta)
+        truncation = meta.truncation()
+        if truncation is not None and (truncation.pending_delete or truncation.pending_trim):
+            self._finish_truncation(meta)
+
+    def recover(self) -> int:
+        """Finish every half-done change of every stream (a process runs this when it starts);
+        the streams looked at."""
+        seen = 0
+        for scope in self.list_scopes():
+            for stream in self.list_streams(scope):
+                try:
+                    self.recover_stream(self.stream(scope, stream))
+                except UnknownStreamError:
+                    continue  # deleted meanwhile
+                seen += 1
+        return seen
+
+    # --- seal, delete, truncate -----------------------------------------------------------------
+
+    def seal(self, meta: StreamMetadata) -> None:
+        """No more writes: writers get :class:`StreamSealedError`, readers reach its end.
+        Idempotent."""
+        self.recover_stream(meta)
+        state, version = meta.state()
+        if state.state == "active":
+            sealed = StreamState(state.config, "sealed", state.created_ms, state.uid)
+            try:  # the transition record must stay absent: a scaling begun meanwhile is finished first
+                self.meta.batch().expect_version(NAMESPACE, meta.key("conf"), version).expect_absent(
+                    NAMESPACE, meta.key("trans")).put(NAMESPACE, meta.key("conf"), sealed.encode()).commit()
+            except ConditionFailedError:
+                return self.seal(meta)
+        elif state.state != "sealed":
+            raise UnknownStreamError(f"stream {meta.name!r} is being deleted")
+        self._seal_current(meta)
+        return None
+
+    def _seal_current(self, meta: StreamMetadata) -> None:
+        current, _, _ = meta.current()
+        for segment in current.segments:
+            self._seal_log(segment.log_id)
+
+    def delete(self, meta: StreamMetadata) -> None:
+        """Delete a sealed stream: its records and every segment's log. :class:`StreamNotSealedError`
+        for an active one."""
+        state, version = meta.state()
+        if state.state == "active":
+            raise StreamNotSealedError(f"stream {meta.name!r} must be sealed before it is deleted")
+        if state.state == "sealed":
+            deleting = StreamState(state.config, "deleting", state.created_ms, state.uid)
+            try:
+                self.meta.batch().expect_version(NAMESPACE, meta.key("conf"), version).put(
+                    NAMESPACE, meta.key("conf"), deleting.encode()).commit()
+            except ConditionFailedError:
+                return self.delete(meta)
+        self._finish_delete(meta)
+        return None
+
+    def _finish_delete(self, meta: StreamMetadata) -> None:
+        try:
+            current, _, _ = meta.current()
+        except UnknownStreamError:
+            return
+        for segment in self._every_segment(meta, current.generation):
+            self._drop_log(segment.log_id)
+        self.meta.batch().delete_prefix(NAMESPACE, meta.key("")).delete(
+            NAMESPACE, index_key(meta.scope, meta.stream)).commit()
+
+    def _every_segment(self, meta: StreamMetadata, last: int) -> list[Segment]:
+        """Every segment the stream ever had: the first generation's and each delta's."""
+        segments = list(meta.generation(0).segments)
+        for delta in meta.deltas(0, last):
+            segments.extend(delta.created)
+        return segments
+
+    def truncate(self, meta: StreamMetadata, cut: StreamCut) -> None:
+        """Remove every event below ``cut``: segments wholly below it are deleted (their logs
+        removed), the others trimmed below their position. A cut below the current head is
+        refused (:class:`InvalidStreamCutError`); the same cut again is a no-op."""
+        self.recover_stream(meta)
+        pairs = self.check_cut(meta, cut)
+        old = meta.truncation()
+        if old is not None:
+            if cut_order(old.cut, pairs) > 0:
+                raise InvalidStreamCutError(f"stream {meta.name!r} is truncated past this cut already")
+            if old.positions == dict(cut.positions):
+                return
+        lower = list(old.cut) if old is not None else [(s, LSN_OLDEST) for s in meta.generation(0).segments]
+        between = meta.segments_between([s for s, _ in lower], [s for s, _ in pairs])
+        upper = [s for s, _ in pairs]
+        gone = tuple(s.log_id for s in between if wholly_before(s, upper))
+        trims = tuple((s.log_id, lsn - 1) for s, lsn in pairs if lsn > LSN_OLDEST)
+        record = Truncation(tuple(pairs), meta.size_until(pairs), gone, trims)
+        found = meta.meta.get(NAMESPACE, meta.key("trunc"))
+        batch = self.meta.batch()
+        batch.expect_version(NAMESPACE, meta.key("trunc"), 0 if found is None else found.version)
+        try:
+            batch.put(NAMESPACE, meta.key("trunc"), record.encode()).commit()
+        except ConditionFailedError:
+            raise ScaleConflictError(f"stream {meta.name!r} was truncated meanwhile: try again") from None
+        self._finish_truncation(meta)
+
+    def _finish_truncation(self, meta: StreamMetadata) -> None:
+        found = meta.meta.get(NAMESPACE, meta.key("trunc"))
+        if found is None:
+            return
+        record = Truncation.decode(found.value)
+        for log_id in record.pending_delete:
+            self._drop_log(log_id)
+        for log_id, lsn in record.pending_trim:
+            with contextlib.suppress(LogDeletedError, UnknownLogError, LsnOutOfRangeError):
+                self.logs.get(log_id).trim(lsn)
+        done = Truncation(record.cut, record.size)
+        with contextlib.suppress(ConditionFailedError):  # another process finished it
+            self.meta.batch().expect_version(NAMESPACE, meta.key("trunc"), found.version).put(
+                NAMESPACE, meta.key("trunc"), done.encode()).commit()
+
+    def record_cut(self, meta: StreamMetadata, tail: StreamCut) -> StreamCut:
+        """Add ``tail`` (a cut at the tail, just taken) to the retention set, with its time and the
+        stream's size up to it. The set keeps the newest ``RETENTION_CUTS_MAX`` cuts."""
+        pairs = self.check_cut(meta, tail)
+        current, _, _ = meta.current()
+        size = meta.sealed_sum(current.generation) + sum(
+            int(self.logs.get(s.log_id).data_size()) for s, _ in pairs if current.find(s.id) is not None)
+        found = meta.meta.get(NAMESPACE, meta.key("retention"))
+        cuts = meta.retention_set()
+        now = max([self.clock.now_ms(), *(t + 1 for t, _ in cuts[-1:])])  # one cut per millisecond, in order
+        cuts.append((now, size))
+        batch = self.meta.batch().expect_version(NAMESPACE, meta.key("retention"),
+                                                 0 if found is None else found.version)
+        for old, _ in cuts[:-RETENTION_CUTS_MAX]:
+            batch.delete(NAMESPACE, meta.key(f"cut/{old:016x}"))
+        cuts = cuts[-RETENTION_CUTS_MAX:]
+        batch.put(NAMESPACE, meta.key(f"cut/{now:016x}"), as_json(
+            {"time": now, "size": size, "positions": {str(k): v for k, v in tail.positions.items()}}))
+        try:
+            batch.put(NAMESPACE, meta.key("retention"), as_json(cuts)).commit()
+        except ConditionFailedError:
+            raise ScaleConflictError(f"stream {meta.name!r}: another cut was recorded meanwhile") from None
+        return tail
+
+    def check_cut(self, meta: StreamMetadata, cut: StreamCut) -> list[tuple[Segment, int]]:
+        """A cut of this stream, checked to be consistent; its segments with their records."""
+        if not isinstance(cut, StreamCut):
+            raise InvalidStreamCutError(f"expected a StreamCut, got {cut!r:.80}")
+        if cut.stream != meta.name:
+            raise InvalidStreamCutError(f"the cut is of stream {cut.stream!r}, not {meta.name!r}")
+        return check_consistent(cut, meta.segment_records(cut.positions))
+
+    def _finish_scaling(self, meta: StreamMetadata, delta: Delta, version: int) -> None:
+        state, _ = meta.state()
+        if any(s.log_id == 0 for s in delta.created):  # step 2
+            made = tuple(s if s.log_id else Segment(s.number, s.generation, s.created_ms, s.key_lo, s.key_hi,
+                                                    self._make_log(meta, state.uid, s)) for s in delta.created)
+            delta = Delta(delta.generation, delta.time_ms, delta.sealed, made, delta.reason)
+            try:
+                version = self.meta.batch().expect_version(NAMESPACE, meta.key("trans"), version).put(
+                    NAMESPACE, meta.key("trans"), delta.encode()).commit()
+            except ConditionFailedError:
+                return  # another process moved it on; it finishes it
+        current, next_number, current_version = meta.current()
+        if current.generation == delta.generation - 1:  # step 3
+            batch, current = meta.new_generation_batch(
+                self.meta.batch(), current, current_version,
+                max(next_number, max(s.number for s in delta.created) + 1), delta, version)
+            try:
+                batch.commit()  # the transition record is unchanged: its version holds for step 5
+            except ConditionFailedError:
+                return
+        previous = meta.generation(delta.generation - 1)
+        ends: dict[int, tuple[int, int]] = {}
+        for segment in delta.sealed:  # step 4
+            record = previous.find(segment)
+            if record is not None:
+                ends[segment] = self._seal_log(record.log_id)
+        try:  # step 5
+            meta.sizes_batch(self.meta.batch().expect_version(NAMESPACE, meta.key("trans"), version),
+                             delta.generation, ends).delete(NAMESPACE, meta.key("trans")).commit()
+        except ConditionFailedError:
+            return
+
+    def _seal_log(self, log_id: int) -> tuple[int, int]:
+        """Seal a segment's log (again, if it is sealed); its size and final LSN."""
+        try:
+            handle = self.logs.get(log_id)
+        except (LogDeletedError, UnknownLogError):
+            return 0, 0  # truncated away already
+        final = int(handle.seal())
+        return int(handle.data_size()), final
+
+    def _drop_log(self, log_id: int) -> None:
+        with contextlib.suppress(LogDeletedError, UnknownLogError):
+            self.logs.delete(log_id)

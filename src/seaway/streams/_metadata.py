@@ -1,0 +1,457 @@
+"""A stream's controller metadata, in PDP-32's layout, kept in the log layer's metadata store.
+
+Every record is a key of the ``streams`` namespace under ``s/<scope>/<stream>/``:
+
+=====================================  =================================================================
+``conf``                               configuration record: config, state, creation time, log-name uid
+``gen/<generation>``                   one record per stream generation: its segments and their ranges
+``cur``                                the current generation (a copy of its record), next segment number
+``hist/<chunk>/<generation>``          the scale history: one delta per generation, in chunks of 1,000
+                                       keys (a full chunk never changes; a chunk is read by one scan)
+``troot``, ``tleaf/<chunk>``           the time index: the start time of each chunk (root), and of each
+                                       generation of a chunk (leaf), packed 8-byte big-endian integers
+``sealed/<segment>``                   the generation that sealed the segment (for successor queries)
+``sizes/<shard>``                      sealed segments' sizes, sharded by segment number (1,000 each)
+``sealedsum/<generation>``             bytes of all segments sealed up to that generation
+``trunc``                              the truncation record: the stream's head and what is left to delete
+``retention``, ``cut/<time>``          the retention set (time and size of each recorded cut) and the
+                                       stream cut records it points at
+``trans``                              the transient scale-transition record
+=====================================  =================================================================
+
+Numbers in keys are fixed-width hex, so that byte order is numeric order. Each query costs a
+constant number of store reads (gets or one-call scans), however long the history: see each
+method. The class only reads and builds batches; :mod:`seaway.streams._controller` runs the
+changes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seaway._errors import InvalidArgumentError, InvalidStreamCutError, UnknownStreamError
+from seaway._invariant import invariant
+from seaway.log import MetaApi, MetaBatch, Versioned
+from seaway.streams._config import StreamConfig
+from seaway.streams._names import generation_of, number_of, segment_str
+from seaway.streams._records import Delta, Generation, Segment
+
+NAMESPACE = "streams"
+CHUNK_GENERATIONS = 1_000
+"""Deltas per history chunk, and generations per time-index leaf."""
+SIZE_SHARD_SEGMENTS = 1_000
+"""Segment numbers per shard of sealed sizes."""
+RETENTION_CUTS_MAX = 20_000
+"""Stream cuts the retention set keeps; the oldest go first."""
+
+
+def stream_prefix(scope: str, stream: str) -> bytes:
+    return f"s/{scope}/{stream}/".encode()
+
+
+def scope_key(scope: str) -> bytes:
+    return f"scope/{scope}".encode()
+
+
+def index_key(scope: str, stream: str) -> bytes:
+    """The stream's entry in its scope's list of streams."""
+    return f"idx/{scope}/{stream}".encode()
+
+
+def _pack_times(times: Sequence[int]) -> bytes:
+    return struct.pack(f">{len(times)}q", *times)
+
+
+def _unpack_times(raw: bytes) -> list[int]:
+    return list(struct.unpack(f">{len(raw) // 8}q", raw))
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """The configuration record."""
+
+    config: StreamConfig
+    state: str
+    """``active``, ``sealed`` or ``deleting``."""
+    created_ms: int
+    uid: str
+    """Part of the names of the stream's segment logs, so that a stream created again under the same
+    name never meets the logs of the one before."""
+
+    def encode(self) -> bytes:
+        return json.dumps({"config": self.config.to_json(), "state": self.state, "created_ms": self.created_ms,
+                           "uid": self.uid}, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> StreamState:
+        data = json.loads(raw)
+        return cls(StreamConfig.from_json(data["config"]), data["state"], data["created_ms"], data["uid"])
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """The stream's head: every event below ``cut`` (each segment with the LSN it starts at) is
+    gone; segments wholly below it are deleted. ``pending_*`` are what a truncation under way has
+    still to do to the logs."""
+
+    cut: tuple[tuple[Segment, int], ...]
+    size: int = 0
+    """Bytes below the head (of whole segments), as :meth:`StreamMetadata.size_until` counts."""
+    pending_delete: tuple[int, ...] = ()
+    """Log ids to delete."""
+    pending_trim: tuple[tuple[int, int], ...] = ()
+    """(log id, LSN) pairs: trim the log up to and including the LSN."""
+
+    @property
+    def positions(self) -> dict[int, int]:
+        return {s.id: lsn for s, lsn in self.cut}
+
+    def below(self, segment: Segment) -> bool:
+        """Whether the segment is wholly below the head."""
+        return wholly_before(segment, [s for s, _ in self.cut])
+
+    def encode(self) -> bytes:
+        return as_json({"cut": [[s.to_json(), lsn] for s, lsn in self.cut], "size": self.size,
+                        "delete": list(self.pending_delete), "trim": [list(p) for p in self.pending_trim]})
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Truncation:
+        data = json.loads(raw)
+        return cls(tuple((Segment.from_json(s), lsn) for s, lsn in data["cut"]), data["size"],
+                   tuple(data["delete"]), tuple((a, b) for a, b in data["trim"]))
+
+
+class StreamMetadata:
+    """Reads of one stream's records, and the batches that change them. Thread-safe (stateless
+    over the store)."""
+
+    def __init__(self, meta: MetaApi, scope: str, stream: str) -> None:
+        self.meta = meta
+        self.scope = scope
+        self.stream = stream
+        self.name = f"{scope}/{stream}"
+        self._prefix = stream_prefix(scope, stream)
+
+    def key(self, suffix: str) -> bytes:
+        return self._prefix + suffix.encode()
+
+    @staticmethod
+    def gen_key(generation: int) -> str:
+        return f"gen/{generation:08x}"
+
+    @staticmethod
+    def hist_key(generation: int) -> str:
+        return f"hist/{generation // CHUNK_GENERATIONS:06x}/{generation:08x}"
+
+    @staticmethod
+    def leaf_key(chunk: int) -> str:
+        return f"tleaf/{chunk:06x}"
+
+    @staticmethod
+    def shard_key(segment: int) -> str:
+        return f"sizes/{number_of(segment) // SIZE_SHARD_SEGMENTS:06x}"
+
+    def _get(self, suffix: str) -> Versioned | None:
+        return self.meta.get(NAMESPACE, self.key(suffix))
+
+    def _need(self, suffix: str) -> Versioned:
+        found = self._get(suffix)
+        if found is None:
+            raise UnknownStreamError(f"stream {self.name!r} does not exist")
+        return found
+
+    # --- reads: each a constant number of store reads ------------------------------------------
+
+    def state(self) -> tuple[StreamState, int]:
+        """The configuration record and its version (1 read)."""
+        found = self._need("conf")
+        return StreamState.decode(found.value), found.version
+
+    def current(self) -> tuple[Generation, int, int]:
+        """The current generation, the next segment number, and the record's version (1 read)."""
+        found = self._need("cur")
+        data = json.loads(found.value)
+        return Generation.decode(json.dumps(data["gen"]).encode()), data["next"], found.version
+
+    def generation(self, generation: int) -> Generation:
+        """A generation's record (1 read)."""
+        found = self._get(self.gen_key(generation))
+        if found is None:
+            raise InvalidArgumentError(f"stream {self.name!r} has no generation {generation}")
+        return Generation.decode(found.value)
+
+    def generation_at(self, time_ms: int) -> int:
+        """The generation current at ``time_ms`` (the first, for a time before it): a binary search
+        of the time index's root, then of one leaf (2 reads)."""
+        root = self._need("troot")
+        starts = _unpack_times(root.value)
+        chunk = max(0, bisect.bisect_right(starts, time_ms) - 1)
+        leaf = self._get(self.leaf_key(chunk))
+        times = _unpack_times(leaf.value) if leaf is not None else []
+        return chunk * CHUNK_GENERATIONS + max(0, bisect.bisect_right(times, time_ms) - 1)
+
+    def truncation(self) -> Truncation | None:
+        found = self._get("trunc")
+        return None if found is None else Truncation.decode(found.value)
+
+    def segments_at(self, time_ms: int) -> list[Segment]:
+        """The segments of the generation current at ``time_ms``, less those wholly truncated since
+        (4 reads: the time index's root and leaf, the generation, the truncation record)."""
+        segments = list(self.generation(self.generation_at(time_ms)).segments)
+        truncation = self.truncation()
+        return segments if truncation is None else [s for s in segments if not truncation.below(s)]
+
+    def sealed_at(self, segment: int) -> int | None:
+        """The generation that sealed ``segment``, or None while it is active (1 read)."""
+        found = self._get(f"sealed/{segment:016x}")
+        return None if found is None else int.from_bytes(found.value, "big")
+
+    def successors(self, segment: int) -> dict[Segment, list[int]]:
+        """The segments that replaced ``segment``, each with all of its predecessors (3 reads: the
+        sealing generation, its record, and the record of the generation before). Empty while the
+        segment is active."""
+        sealed = self.sealed_at(segment)
+        if sealed is None:
+            self._segment_record(segment)  # unknown segments are an error, not "no successors"
+            return {}
+        after, before = self.generation(sealed), self.generation(sealed - 1)
+        this = before.find(segment)
+        if this is None:
+            raise InvalidArgumentError(f"segment {segment_str(segment)} is not in generation {sealed - 1}")
+        result: dict[Segment, list[int]] = {}
+        for successor in after.segments:
+            if successor.generation == sealed and successor.overlaps(this):
+                result[successor] = [p.id for p in before.segments
+                                     if p.overlaps(successor) and after.find(p.id) is None]
+        return result
+
+    def predecessors(self, segment: int) -> list[Segment]:
+        """The segments ``segment`` replaced (2 reads); empty for the first generation's."""
+        created = generation_of(segment)
+        if created == 0:
+            self._segment_record(segment)
+            return []
+        now, before = self.generation(created), self.generation(created - 1)
+        this = now.find(segment)
+        if this is None:
+            raise InvalidArgumentError(f"stream {self.name!r} has no segment {segment_str(segment)}")
+        return [p for p in before.segments if p.overlaps(this) and now.find(p.id) is None]
+
+    def _segment_record(self, segment: int) -> Segment:
+        """The record of a segment (1 read: the generation that created it)."""
+        found = self._get(self.gen_key(generation_of(segment)))
+        this = None if found is None else Generation.decode(found.value).find(segment)
+        if this is None:
+            raise InvalidArgumentError(f"stream {self.name!r} has no segment {segment_str(segment)}")
+        return this
+
+    def deltas(self, after: int, until: int) -> list[Delta]:
+        """The deltas of generations in ``(after, until]``, in order: one scan per 10,000 (a constant
+        number for a span of a few chunks, as a stream cut spans)."""
+        result: list[Delta] = []
+        start = self.key(self.hist_key(after + 1))
+        end = self.key(self.hist_key(until)) + b"\x00"
+        while True:
+            rows = self.meta.scan(NAMESPACE, start=start, end=end, limit=10_000)
+            result.extend(Delta.decode(v.value) for _, v in rows)
+            if len(rows) < 10_000:
+                return result
+            start = rows[-1][0] + b"\x00"
+
+    def sealed_ends(self, segments: Iterable[int]) -> dict[int, tuple[int, int]]:
+        """The recorded size and final LSN of sealed segments (1 read per shard touched)."""
+        by_shard: dict[str, list[int]] = {}
+        for segment in segments:
+            by_shard.setdefault(self.shard_key(segment), []).append(segment)
+        sizes: dict[int, tuple[int, int]] = {}
+        for shard, members in by_shard.items():
+            found = self._get(shard)
+            recorded = {} if found is None else json.loads(found.value)
+            for segment in members:
+                if str(segment) in recorded:
+                    size, final = recorded[str(segment)]
+                    sizes[segment] = (size, final)
+        return sizes
+
+    def sealed_sum(self, generation: int) -> int:
+        """Bytes of all segments sealed up to ``generation`` (1 read)."""
+        found = self._get(f"sealedsum/{generation:08x}")
+        return 0 if found is None else int.from_bytes(found.value, "big")
+
+    def transition(self) -> tuple[Delta, int] | None:
+        """The scaling under way (its delta; created segments carry their logs once made), and the
+        record's version (1 read)."""
+        found = self._get("trans")
+        return None if found is None else (Delta.decode(found.value), found.version)
+
+    def retention_set(self) -> list[tuple[int, int]]:
+        """(time_ms, size) of each recorded stream cut, oldest first (1 read)."""
+        found = self._get("retention")
+        return [] if found is None else [(int(t), int(n)) for t, n in json.loads(found.value)]
+
+    def recorded_cut(self, time_ms: int) -> tuple[int, dict[int, int]]:
+        """The size and positions of the stream cut recorded at ``time_ms`` (1 read)."""
+        found = self._get(f"cut/{time_ms:016x}")
+        if found is None:
+            raise InvalidArgumentError(f"stream {self.name!r} has no stream cut recorded at {time_ms}")
+        data = json.loads(found.value)
+        return data["size"], {int(k): v for k, v in data["positions"].items()}
+
+    def segment_records(self, segments: Iterable[int]) -> dict[int, Segment]:
+        """The records of ``segments`` (1 read per distinct generation that created them); those
+        the stream never had are left out."""
+        by_generation: dict[int, list[int]] = {}
+        for segment in segments:
+            by_generation.setdefault(generation_of(segment), []).append(segment)
+        records: dict[int, Segment] = {}
+        for generation, members in by_generation.items():
+            found = self._get(self.gen_key(generation))
+            if found is None:
+                continue
+            record = Generation.decode(found.value)
+            for segment in members:
+                if (this := record.find(segment)) is not None and this.generation == generation:
+                    records[segment] = this
+        return records
+
+    def segments_between(self, lower: Sequence[Segment], upper: Sequence[Segment]) -> list[Segment]:
+        """Every segment with events between two consistent cuts (given as their segments, ``lower``
+        not after ``upper``): those of both cuts and those created in between over their ranges.
+        Reads: the generation record where ``lower`` begins, and the deltas up to where ``upper``
+        ends (one scan for a span of up to 10,000 generations)."""
+        low = min(s.generation for s in lower)
+        high = max(s.generation for s in upper)
+        candidates = {s.id: s for s in self.generation(low).segments}
+        for delta in self.deltas(low, high):
+            candidates.update((s.id, s) for s in delta.created)
+        return sorted((s for s in candidates.values()
+                       if not wholly_before(s, lower) and not wholly_after(s, upper)),
+                      key=lambda s: (s.generation, s.key_lo))
+
+    def size_until(self, cut: Sequence[tuple[Segment, int]]) -> int:
+        """Bytes of the segments wholly before a consistent cut, from the stream's first event
+        (truncated ones included): counted in whole segments, as Kafka's ``retention.bytes`` counts
+        whole segment files; a cut's own segment counts once the cut is past its end. Reads: the
+        running total at the cut's lowest generation, the deltas up to its highest, and the
+        size shards they touch."""
+        segments = [s for s, _ in cut]
+        low = min(s.generation for s in segments)
+        high = max(s.generation for s in segments)
+        total = self.sealed_sum(low)
+        ranges = {s.id: s for s in self.generation(low).segments}
+        sealed_after: list[tuple[int, int]] = []  # (segment, generation that sealed it)
+        for delta in self.deltas(low, high):
+            ranges.update((s.id, s) for s in delta.created)
+            sealed_after.extend((segment, delta.generation) for segment in delta.sealed)
+        in_cut = {s.id for s in segments}
+        before = [segment for segment, sealed in sealed_after if segment not in in_cut
+                  and all(c.generation >= sealed for c in segments if c.overlaps(ranges[segment]))]
+        recorded = self.sealed_ends([*before, *in_cut])
+        total += sum(recorded[s][0] for s in before if s in recorded)
+        total += sum(recorded[s.id][0] for s, lsn in cut if s.id in recorded and lsn > recorded[s.id][1])
+        return total
+
+    # --- batches --------------------------------------------------------------------------------
+
+    def create_batch(self, batch: MetaBatch, state: StreamState, first: Generation, scope_version: int) -> MetaBatch:
+        """Create the stream's records: the scope must still exist and the name be free."""
+        batch.expect_version(NAMESPACE, scope_key(self.scope), scope_version)
+        batch.expect_absent(NAMESPACE, index_key(self.scope, self.stream))
+        batch.expect_absent(NAMESPACE, self.key("conf"))
+        batch.put(NAMESPACE, index_key(self.scope, self.stream), b"")
+        batch.put(NAMESPACE, self.key("conf"), state.encode())
+        batch.put(NAMESPACE, self.key(self.gen_key(0)), first.encode())
+        batch.put(NAMESPACE, self.key("cur"), _current_value(first, len(first.segments)))
+        batch.put(NAMESPACE, self.key("troot"), _pack_times([first.created_ms]))
+        batch.put(NAMESPACE, self.key(self.leaf_key(0)), _pack_times([first.created_ms]))
+        return batch
+
+    def new_generation_batch(self, batch: MetaBatch, current: Generation, current_version: int, next_number: int,
+                             delta: Delta, transition_version: int) -> tuple[MetaBatch, Generation]:
+        """Step 3 of a scaling: the new generation's records, the delta, the time index, and the
+        sealed-generation record of each sealed segment; only if the current generation is still
+        the one the transition was made from and the transition is unchanged."""
+        g = delta.generation
+        invariant(current.generation + 1 == g, "a scaling makes the generation after the current one")
+        invariant(all(s.log_id for s in delta.created), "a scaling's logs exist before its generation")
+        sealed = set(delta.sealed)
+        kept = [s for s in current.segments if s.id not in sealed]
+        new = Generation(g, delta.time_ms, tuple(sorted(kept + list(delta.created), key=lambda s: s.key_lo)))
+        batch.expect_version(NAMESPACE, self.key("cur"), current_version)
+        batch.expect_version(NAMESPACE, self.key("trans"), transition_version)
+        batch.put(NAMESPACE, self.key(self.gen_key(g)), new.encode())
+        batch.put(NAMESPACE, self.key("cur"), _current_value(new, next_number))
+        batch.put(NAMESPACE, self.key(self.hist_key(g)), delta.encode())
+        for segment in delta.sealed:
+            batch.put(NAMESPACE, self.key(f"sealed/{segment:016x}"), g.to_bytes(8, "big"))
+        chunk = g // CHUNK_GENERATIONS
+        leaf = self._get(self.leaf_key(chunk))
+        times = _unpack_times(leaf.value) if leaf is not None else []
+        del times[g % CHUNK_GENERATIONS:]  # a re-run of this step writes the same leaf
+        batch.put(NAMESPACE, self.key(self.leaf_key(chunk)), _pack_times([*times, delta.time_ms]))
+        if g % CHUNK_GENERATIONS == 0:
+            root = _unpack_times(self._need("troot").value)[:chunk]
+            batch.put(NAMESPACE, self.key("troot"), _pack_times([*root, delta.time_ms]))
+        return batch, new
+
+    def sizes_batch(self, batch: MetaBatch, generation: int, ends: dict[int, tuple[int, int]]) -> MetaBatch:
+        """Step 5 of a scaling: the size and final LSN of each segment it sealed, and the running
+        total of sealed bytes."""
+        by_shard: dict[str, dict[str, list[int]]] = {}
+        for segment, (size, final) in ends.items():
+            by_shard.setdefault(self.shard_key(segment), {})[str(segment)] = [size, final]
+        for shard, members in by_shard.items():
+            found = self._get(shard)
+            recorded = {} if found is None else json.loads(found.value)
+            recorded.update(members)
+            batch.put(NAMESPACE, self.key(shard), json.dumps(recorded, separators=(",", ":")).encode())
+        total = self.sealed_sum(generation - 1) + sum(size for size, _ in ends.values())
+        batch.put(NAMESPACE, self.key(f"sealedsum/{generation:08x}"), total.to_bytes(8, "big"))
+        return batch
+
+
+def _current_value(generation: Generation, next_number: int) -> bytes:
+    return as_json({"gen": json.loads(generation.encode()), "next": next_number})
+
+
+def as_json(data: Any) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def wholly_before(segment: Segment, cut: Sequence[Segment]) -> bool:
+    """Every segment of the cut over this one's range came after it (a segment over another's
+    range made in a later generation replaced it, or replaced a successor of it)."""
+    over = [c for c in cut if c.overlaps(segment)]
+    return bool(over) and all(c.generation > segment.generation for c in over)
+
+
+def wholly_after(segment: Segment, cut: Sequence[Segment]) -> bool:
+    """Every segment of the cut over this one's range came before it."""
+    over = [c for c in cut if c.overlaps(segment)]
+    return bool(over) and all(c.generation < segment.generation for c in over)
+
+
+def cut_order(a: Sequence[tuple[Segment, int]], b: Sequence[tuple[Segment, int]]) -> int:
+    """-1 if cut ``a`` is at or before ``b`` everywhere (0 if they are equal), 1 if after it
+    everywhere, and :class:`InvalidStreamCutError` if each is ahead somewhere (PDP-32's
+    comparison: over each part of the key space, the later segment, or the same segment at the
+    higher position, is ahead)."""
+    ahead_a = ahead_b = False
+    for sa, la in a:
+        for sb, lb in b:
+            if not sa.overlaps(sb):
+                continue
+            if sa.id == sb.id:
+                ahead_a |= la > lb
+                ahead_b |= lb > la
+            else:
+                ahead_a |= sa.generation > sb.generation
+                ahead_b |= sb.generation > sa.generation
+    if ahead_a and ahead_b:
+        raise InvalidStreamCutError("the two stream cuts are not ordered: each is ahead in part of the key space")
+    return 1 if ahead_a else -1 if ahead_b else 0

@@ -1,0 +1,216 @@
+"""``sw.streams``: scopes and streams, the same over an embedded store and a server."""
+
+from __future__ import annotations
+
+import bisect
+import builtins
+from dataclasses import dataclass
+
+from seaway._clock import Clock, SystemClock
+from seaway._errors import InvalidArgumentError, InvalidStreamCutError, UnknownStreamError
+from seaway.log import LSN_OLDEST, MetaApi
+from seaway.streams._api import LogsApi
+from seaway.streams._config import FixedSegments, RetentionPolicy, ScalingPolicy, StreamConfig
+from seaway.streams._controller import StreamController
+from seaway.streams._cut import StreamCut
+from seaway.streams._metadata import StreamMetadata, cut_order
+from seaway.streams._names import parse_segment, split_stream_name
+from seaway.streams._records import Delta, Generation, Segment
+
+HISTORY_LIMIT_MAX = 10_000
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """What ``describe()`` shows."""
+
+    name: str
+    config: StreamConfig
+    state: str
+    created_ms: int
+    generation: int
+    segments: tuple[Segment, ...]
+    head: StreamCut
+    scaling_under_way: bool
+
+
+class Stream:
+    """A handle on one stream (cheap: it holds no state but its name)."""
+
+    def __init__(self, controller: StreamController, scope: str, stream: str) -> None:
+        self._controller = controller
+        self._meta = controller.stream(scope, stream)
+        self.scope = scope
+        self.stream = stream
+        self.name = f"{scope}/{stream}"
+
+    def __repr__(self) -> str:
+        return f"Stream({self.name!r})"
+
+    # --- configuration and state ---------------------------------------------------------------
+
+    def describe(self) -> StreamInfo:
+        state, _ = self._meta.state()
+        current, _, _ = self._meta.current()
+        return StreamInfo(self.name, state.config, state.state, state.created_ms, current.generation,
+                          current.segments, self.head(), self._meta.transition() is not None)
+
+    @property
+    def config(self) -> StreamConfig:
+        return self._meta.state()[0].config
+
+    def update(self, *, scaling: ScalingPolicy | None = None, retention: RetentionPolicy | None = None,
+               clear_retention: bool = False) -> StreamConfig:
+        """Change the scaling and/or retention policy; returns the new configuration."""
+        old = self.config
+        config = StreamConfig(scaling or old.scaling,
+                              None if clear_retention else retention if retention is not None else old.retention)
+        self._controller.update(self._meta, config)
+        return config
+
+    def seal(self) -> None:
+        self._controller.seal(self._meta)
+
+    def delete(self) -> None:
+        self._controller.delete(self._meta)
+
+    # --- scaling --------------------------------------------------------------------------------
+
+    def scale(self, sealed: builtins.list[int | str], ranges: builtins.list[tuple[float, float]],
+              reason: str = "manual") -> Generation:
+        """Replace adjacent current segments by new ones over exactly their key ranges."""
+        return self._controller.scale(self._meta, [parse_segment(s) for s in sealed], ranges, reason)
+
+    def split(self, segment: int | str, ways: int = 2) -> Generation:
+        return self._controller.split(self._meta, parse_segment(segment), ways)
+
+    def merge(self, segments: builtins.list[int | str]) -> Generation:
+        return self._controller.merge(self._meta, [parse_segment(s) for s in segments])
+
+    # --- queries (each a constant number of metadata reads) -------------------------------------
+
+    def current_segments(self) -> builtins.list[Segment]:
+        return list(self._meta.current()[0].segments)
+
+    def segments_at(self, time_ms: int) -> builtins.list[Segment]:
+        return self._meta.segments_at(time_ms)
+
+    def successors(self, segment: int | str) -> dict[Segment, builtins.list[int]]:
+        return self._meta.successors(parse_segment(segment))
+
+    def predecessors(self, segment: int | str) -> builtins.list[Segment]:
+        return self._meta.predecessors(parse_segment(segment))
+
+    def segments_between(self, lower: StreamCut, upper: StreamCut) -> builtins.list[Segment]:
+        low, high = self._check(lower), self._check(upper)
+        if cut_order(low, high) > 0:
+            raise InvalidStreamCutError("the lower stream cut is after the upper one")
+        return self._meta.segments_between([s for s, _ in low], [s for s, _ in high])
+
+    def size_until(self, cut: StreamCut) -> int:
+        return self._meta.size_until(self._check(cut))
+
+    def compare(self, a: StreamCut, b: StreamCut) -> int:
+        """-1, 0 or 1 as cut ``a`` is before, equal to or after ``b``; :class:`InvalidStreamCutError`
+        if neither is (each is ahead in part of the key space)."""
+        return cut_order(self._check(a), self._check(b))
+
+    def head(self) -> StreamCut:
+        """Where the stream's events begin: its truncation cut, or the start of the first segments."""
+        truncation = self._meta.truncation()
+        if truncation is not None:
+            return StreamCut(self.name, truncation.positions)
+        return StreamCut(self.name, {s.id: LSN_OLDEST for s in self._meta.generation(0).segments})
+
+    def tail(self) -> StreamCut:
+        """Just after the last event of each current segment."""
+        logs = self._controller.logs
+        return StreamCut(self.name, {s.id: logs.get(s.log_id).tail_lsn() + 1 for s in self.current_segments()})
+
+    def history(self, after: int = 0, limit: int = 1000) -> builtins.list[Delta]:
+        """The scalings that made generations ``after + 1`` onwards, oldest first."""
+        if not isinstance(limit, int) or not 1 <= limit <= HISTORY_LIMIT_MAX:
+            raise InvalidArgumentError(f"limit is in [1, {HISTORY_LIMIT_MAX}], got {limit!r}")
+        current = self._meta.current()[0].generation
+        return self._meta.deltas(after, min(current, after + limit))
+
+    def truncate(self, cut: StreamCut) -> None:
+        self._controller.truncate(self._meta, cut)
+
+    def record_cut(self) -> StreamCut:
+        """Record the tail as a stream cut in the retention set; return it."""
+        return self._controller.record_cut(self._meta, self.tail())
+
+    def cut_at_time(self, time_ms: int) -> StreamCut | None:
+        """The last recorded stream cut at or before ``time_ms`` (None if there is none)."""
+        times = self._meta.retention_set()
+        i = bisect.bisect_right([t for t, _ in times], time_ms)
+        if i == 0:
+            return None
+        _, positions = self._meta.recorded_cut(times[i - 1][0])
+        return StreamCut(self.name, positions)
+
+    def cut_at_size(self, size: int) -> StreamCut | None:
+        """The last recorded stream cut with at most ``size`` bytes before it (None if none)."""
+        times = self._meta.retention_set()
+        i = bisect.bisect_right([s for _, s in times], size)
+        if i == 0:
+            return None
+        _, positions = self._meta.recorded_cut(times[i - 1][0])
+        return StreamCut(self.name, positions)
+
+    def _check(self, cut: StreamCut) -> builtins.list[tuple[Segment, int]]:
+        return self._controller.check_cut(self._meta, cut)
+
+    @property
+    def metadata(self) -> StreamMetadata:
+        """The stream's metadata records (for tools and tests)."""
+        return self._meta
+
+
+class Streams:
+    """Scopes and streams of a store (``sw.streams``); the same embedded and remote."""
+
+    def __init__(self, logs: LogsApi, meta: MetaApi, clock: Clock | None = None) -> None:
+        self._controller = StreamController(logs, meta, clock or SystemClock())
+
+    @property
+    def controller(self) -> StreamController:
+        return self._controller
+
+    def create_scope(self, scope: str) -> None:
+        self._controller.create_scope(scope)
+
+    def delete_scope(self, scope: str) -> None:
+        self._controller.delete_scope(scope)
+
+    def scopes(self) -> builtins.list[str]:
+        return self._controller.list_scopes()
+
+    def list(self, scope: str) -> builtins.list[str]:
+        """The names (``scope/stream``) of a scope's streams."""
+        return [f"{scope}/{s}" for s in self._controller.list_streams(scope)]
+
+    def create(self, name: str, *, scaling: ScalingPolicy | None = None, retention: RetentionPolicy | None = None,
+               segments: int | None = None) -> Stream:
+        """Create stream ``scope/stream`` (its scope must exist) with ``segments`` segments (default:
+        the scaling policy's minimum)."""
+        scope, stream = split_stream_name(name)
+        if scaling is None:
+            scaling = FixedSegments(segments if isinstance(segments, int) and not isinstance(segments, bool)
+                                    and segments >= 1 else 1)
+        self._controller.create_stream(scope, stream, StreamConfig(scaling, retention), segments)
+        return Stream(self._controller, scope, stream)
+
+    def get(self, name: str) -> Stream:
+        """A stream by name; :class:`UnknownStreamError` if there is none."""
+        scope, stream = split_stream_name(name)
+        handle = Stream(self._controller, scope, stream)
+        state, _ = handle.metadata.state()
+        if state.state == "deleting":
+            raise UnknownStreamError(f"stream {name!r} is being deleted")
+        return handle
+
+    def recover(self) -> int:
+        """Finish the changes processes left half-done (a server does this when it starts)."""
+        return self._controller.recover()
