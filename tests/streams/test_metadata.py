@@ -1,0 +1,191 @@
+"""The stream metadata queries against a brute-force reference over the same history.
+
+The reference keeps every generation's segment set and answers each query by walking the whole
+history point by point of the key space; the store answers from PDP-32's records with a constant
+number of reads. A long history crosses the chunk boundary (1,000 generations) of the time index
+and the delta chunks.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+
+import seaway
+from seaway import InvalidStreamCutError, ScaleConflictError, StreamCut
+from seaway.log import LSN_OLDEST
+from seaway.streams import Segment, Stream
+from seaway.streams._metadata import CHUNK_GENERATIONS
+from seaway.testing import FakeClock
+
+
+class Reference:
+    """Every generation's segments, and the time it began."""
+
+    def __init__(self, stream: Stream) -> None:
+        first = stream.metadata.generation(0)
+        self.generations: list[tuple[int, list[Segment]]] = [(first.created_ms, list(first.segments))]
+
+    def add(self, time_ms: int, segments: list[Segment]) -> None:
+        self.generations.append((time_ms, sorted(segments, key=lambda s: s.key_lo)))
+
+    def at(self, time_ms: int) -> list[Segment]:
+        chosen = self.generations[0][1]
+        for start, segments in self.generations:
+            if start <= time_ms:
+                chosen = segments
+        return chosen
+
+    def sealed_at(self, segment: int) -> int | None:
+        """The first generation without the segment, after one with it."""
+        return self.sealed.get(segment)
+
+    def finish(self) -> None:
+        """Once the history is complete: the chain of segments that held each point of the key
+        space (between any two range bounds), oldest first, as segment -> place in the chain."""
+        self.every = {s.id: s for _, segments in self.generations for s in segments}
+        self.sealed: dict[int, int] = {}
+        for g in range(1, len(self.generations)):
+            now = {s.id for s in self.generations[g][1]}
+            self.sealed.update((s.id, g) for s in self.generations[g - 1][1] if s.id not in now)
+        bounds = sorted({b for s in self.every.values() for b in (s.key_lo, s.key_hi)})
+        self.chains: list[tuple[float, dict[int, int]]] = []
+        for point in [(a + b) / 2 for a, b in itertools.pairwise(bounds)]:
+            chain: dict[int, int] = {}
+            for _, segments in self.generations:
+                holder = next(s.id for s in segments if s.key_lo <= point < s.key_hi)
+                chain.setdefault(holder, len(chain))
+            self.chains.append((point, chain))
+        self.points = [point for point, _ in self.chains]
+
+    def _places(self, segment: Segment, cut: dict[int, int]) -> list[tuple[int, int]]:
+        """At each point of the segment's range: its place in the chain, and the cut's."""
+        lo = bisect.bisect_left(self.points, segment.key_lo)
+        hi = bisect.bisect_left(self.points, segment.key_hi)
+        return [(chain[segment.id], next(chain[s] for s in cut if s in chain and self.every[s].holds(point)))
+                for point, chain in self.chains[lo:hi]]
+
+    def before(self, segment: Segment, cut: dict[int, int]) -> bool:
+        """Wholly before the cut: at every point of its range, the cut's segment came after it."""
+        return all(mine < theirs for mine, theirs in self._places(segment, cut))
+
+    def after(self, segment: Segment, cut: dict[int, int]) -> bool:
+        return all(mine > theirs for mine, theirs in self._places(segment, cut))
+
+    def random_cut(self, rng: random.Random, stream: str) -> dict[int, int]:
+        """A consistent cut: at each point, one segment of its chain, chosen so that the cut's
+        segments do not overlap (a cut of one random generation, with random positions)."""
+        _, segments = self.generations[rng.randrange(len(self.generations))]
+        return {s.id: rng.choice([LSN_OLDEST, 2, 3]) for s in segments}
+
+
+def _scale_randomly(stream: Stream, reference: Reference, clock: FakeClock, rng: random.Random) -> None:
+    current = stream.current_segments()
+    if len(current) > 1 and (len(current) > 6 or rng.random() < 0.4):
+        i = rng.randrange(len(current) - 1)
+        stream.merge([current[i].id, current[i + 1].id])
+    else:
+        stream.split(rng.choice(current).id, rng.choice([2, 3]))
+    reference.add(clock.now_ms(), stream.current_segments())
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def _events(sw: seaway.Seaway, stream: Stream, rng: random.Random) -> None:
+    """A few events in some current segments, so that sealed segments have sizes."""
+    for segment in stream.current_segments():
+        if rng.random() < 0.5:
+            sw.logs.get(segment.log_id).append_batch([b"e" * rng.randrange(1, 200)] * rng.randrange(1, 4))
+
+
+def test_every_query_matches_the_reference_over_a_long_history_with_truncations(tmp_path: Path,
+                                                                                 clock: FakeClock) -> None:
+    rng = random.Random(7)
+    with seaway.Seaway(tmp_path, clock=clock) as sw:
+        sw.streams.create_scope("s")
+        stream = sw.streams.create("s/long", segments=3)
+        reference = Reference(stream)
+        for _ in range(CHUNK_GENERATIONS + 10):
+            clock.advance(rng.choice([0.001, 1, 5]))
+            if rng.random() < 0.05:
+                _events(sw, stream, rng)
+            _scale_randomly(stream, reference, clock, rng)
+        reference.finish()
+        generations = len(reference.generations)
+        assert stream.describe().generation == generations - 1 > CHUNK_GENERATIONS
+        first_ms = reference.generations[0][0]
+        last_ms = reference.generations[-1][0]
+        every = reference.every
+        sizes = {i: sw.logs.get(s.log_id).data_size() for i, s in every.items() if reference.sealed_at(i)}
+        finals = {i: sw.logs.get(s.log_id).final_lsn() for i, s in every.items() if reference.sealed_at(i)}
+        for _ in range(150):  # segments at a time, at random times (and exactly at generation starts)
+            t = rng.choice([rng.randrange(first_ms - 1000, last_ms + 1000), rng.choice(reference.generations)[0]])
+            assert {s.id for s in stream.segments_at(t)} == {s.id for s in reference.at(t)}, t
+        for segment in rng.sample(sorted(every), 150):
+            sealed = reference.sealed_at(segment)
+            successors = stream.successors(segment)
+            if sealed is None:
+                assert successors == {}
+            else:
+                after = reference.generations[sealed][1]
+                expected = {s.id for s in after if s.overlaps(every[segment]) and s.generation == sealed}
+                assert {s.id for s in successors} == expected
+            created = every[segment].generation
+            expected_pred = set() if created == 0 else {
+                s.id for s in reference.generations[created - 1][1]
+                if s.overlaps(every[segment]) and all(t.id != s.id for t in reference.generations[created][1])}
+            assert {s.id for s in stream.predecessors(segment)} == expected_pred
+        for _ in range(60):  # segments between two cuts, and the size up to a cut
+            a, b = reference.random_cut(rng, stream.name), reference.random_cut(rng, stream.name)
+            ca, cb = StreamCut(stream.name, a), StreamCut(stream.name, b)
+            try:
+                order = stream.compare(ca, cb)
+            except InvalidStreamCutError:
+                continue
+            low, high = (a, b) if order <= 0 else (b, a)
+            got = {s.id for s in stream.segments_between(StreamCut(stream.name, low), StreamCut(stream.name, high))}
+            expected = {i for i, s in every.items() if not reference.before(s, low) and not reference.after(s, high)}
+            assert got == expected
+            want = sum(sizes[i] for i, s in every.items() if i not in low and i in sizes and reference.before(s, low))
+            want += sum(sizes[i] for i, lsn in low.items() if i in sizes and lsn > (finals[i] or 0))
+            assert stream.size_until(StreamCut(stream.name, low)) == want
+
+        # Random truncations, moving the head forwards; the queries overlay it.
+        for generation in sorted(rng.sample(range(generations // 2, generations), 5)):
+            cut = {s.id: LSN_OLDEST for s in reference.generations[generation][1]}
+            stream.truncate(StreamCut(stream.name, cut))
+            assert stream.head().positions == cut
+            for _ in range(20):
+                t = rng.randrange(first_ms, last_ms + 1)
+                expected_ids = {s.id for s in reference.at(t) if not reference.before(s, cut)}
+                assert {s.id for s in stream.segments_at(t)} == expected_ids
+            gone = [s for i, s in every.items() if reference.before(s, cut)]
+            assert all(_deleted(sw, s.log_id) for s in gone)
+        with pytest.raises(InvalidStreamCutError):  # backwards
+            stream.truncate(StreamCut(stream.name, {s.id: LSN_OLDEST for s in reference.generations[1][1]}))
+
+
+def _deleted(sw: seaway.Seaway, log_id: int) -> bool:
+    try:
+        sw.logs.get(log_id)
+    except seaway.LogDeletedError:
+        return True
+    return False
+
+
+def test_conflicting_scales_cannot_both_succeed(tmp_path: Path) -> None:
+    with seaway.open(tmp_path) as sw:
+        sw.streams.create_scope("s")
+        stream = sw.streams.create("s/x", segments=2)
+        first = stream.current_segments()[0]
+        stream.split(first.id)
+        with pytest.raises(ScaleConflictError):
+            stream.split(first.id)  # planned against the set before: the segment is gone
+        assert len(stream.current_segments()) == 3
