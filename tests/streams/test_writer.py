@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Future
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ import seaway
 from seaway import BufferFullError, ClosedError, InvalidArgumentError, PayloadTooLargeError
 from seaway._errors import StreamSealedError, TimedOutError
 from seaway.streams import EventWriter, Stream, WriterConfig
-from tests.streams.writer_check import run_writers_under_scaling, segment_events
+from tests.streams.writer_check import Flaky, Gate, run_writers_under_scaling, segment_events
 
 
 @pytest.fixture
@@ -25,7 +23,8 @@ def sw(tmp_path: Path) -> Iterator[Any]:
 
 def make_stream(sw: Any, segments: int = 2) -> Stream:
     sw.streams.create_scope("s")
-    return sw.streams.create("s/events", segments=segments)
+    stream: Stream = sw.streams.create("s/events", segments=segments)
+    return stream
 
 
 def test_writes_are_acknowledged_where_they_are_stored(sw: Any) -> None:
@@ -75,9 +74,9 @@ def test_a_batch_sent_again_is_stored_once(sw: Any) -> None:
 def test_writes_fail_after_retries_run_out(sw: Any) -> None:
     stream = make_stream(sw, segments=1)
     flaky = Flaky(sw.logs, lose_answers=100)
-    with EventWriter(stream, flaky, "w", WriterConfig(retries_max=2, retry_backoff_s=0.001)) as writer:
-        with pytest.raises(TimedOutError):
-            writer.write(b"e", "k").result(10)
+    config = WriterConfig(retries_max=2, retry_backoff_s=0.001)
+    with EventWriter(stream, flaky, "w", config) as writer, pytest.raises(TimedOutError):
+        writer.write(b"e", "k").result(10)
     assert flaky.lost == 3
     assert [p for _, _, p in segment_events(sw, stream)] == [b"e"], "stored once, though never acknowledged"
 
@@ -122,91 +121,3 @@ def test_limits(sw: Any) -> None:
     with pytest.raises(InvalidArgumentError):
         stream.writer("no spaces")
     assert [p for _, _, p in segment_events(sw, stream)] == [b"a", b"b", b"c", b"d"]
-
-
-# --- fakes of the log layer around the real one ---------------------------------------------------
-
-
-class Wrapped:
-    """``sw.logs`` whose handles' appends go through ``append``."""
-
-    def __init__(self, logs: Any) -> None:
-        self.logs = logs
-
-    def get(self, name_or_id: str | int) -> Any:
-        return Handle(self, self.logs.get(name_or_id))
-
-    def append(self, log: Any, payloads: tuple[bytes, ...], **marks: Any) -> Future[range]:
-        result: Future[range] = log.append_batch_async(payloads, **marks)
-        return result
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.logs, name)
-
-
-class Handle:
-    def __init__(self, owner: Wrapped, log: Any) -> None:
-        self.owner, self.log = owner, log
-
-    @property
-    def id(self) -> int:
-        return int(self.log.id)
-
-    def append_batch_async(self, payloads: Iterable[bytes], **marks: Any) -> Future[range]:
-        return self.owner.append(self.log, tuple(payloads), **marks)
-
-
-class Gate(Wrapped):
-    """While closed, appends are held; opening it sends them to the log in the order made."""
-
-    def __init__(self, logs: Any) -> None:
-        super().__init__(logs)
-        self.lock = threading.Lock()
-        self.held: list[tuple[Any, tuple[bytes, ...], dict[str, Any], Future[range]]] | None = None
-
-    def close(self) -> None:
-        with self.lock:
-            self.held = []
-
-    def open(self) -> None:
-        with self.lock:
-            held, self.held = self.held or [], None
-            for log, payloads, marks, out in held:
-                inner = super().append(log, payloads, **marks)
-                inner.add_done_callback(lambda f, out=out: copy(f, out))  # type: ignore[misc]
-
-    def append(self, log: Any, payloads: tuple[bytes, ...], **marks: Any) -> Future[range]:
-        with self.lock:
-            if self.held is None:
-                return super().append(log, payloads, **marks)
-            out: Future[range] = Future()
-            self.held.append((log, payloads, marks, out))
-            return out
-
-
-def copy(source: Future[range], target: Future[range]) -> None:
-    exc = source.exception()
-    if exc is not None:
-        target.set_exception(exc)
-    else:
-        target.set_result(source.result())
-
-
-class Flaky(Wrapped):
-    """The first ``lose_answers`` appends are stored, but their answers are lost (a timeout)."""
-
-    def __init__(self, logs: Any, lose_answers: int) -> None:
-        super().__init__(logs)
-        self.left = lose_answers
-        self.lost = 0
-
-    def append(self, log: Any, payloads: tuple[bytes, ...], **marks: Any) -> Future[range]:
-        stored = super().append(log, payloads, **marks)
-        if self.left <= 0:
-            return stored
-        self.left -= 1
-        self.lost += 1
-        stored.result(10)
-        out: Future[range] = Future()
-        out.set_exception(TimedOutError("the answer was lost"))
-        return out

@@ -6,9 +6,11 @@ from __future__ import annotations
 import random
 import threading
 from collections import defaultdict
+from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import Any
 
+from seaway._errors import TimedOutError
 from seaway.log import Record
 from seaway.streams import Stream, WriteAck
 
@@ -49,7 +51,7 @@ def run_writers_under_scaling(sw: Any, stream: Stream, writers: int = 4, events_
                     with lock:
                         acks[event] = future
                 writer.flush(60)
-        except BaseException as exc:  # noqa: BLE001 (reported by the main thread)
+        except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 
     def scale() -> None:
@@ -63,7 +65,7 @@ def run_writers_under_scaling(sw: Any, stream: Stream, writers: int = 4, events_
                     stream.split(rng.choice(current).id)
                 if done.wait(0.02):
                     return
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
@@ -91,3 +93,91 @@ def run_writers_under_scaling(sw: Any, stream: Stream, writers: int = 4, events_
         by_key[key].append(int(i))
     for key, seen in by_key.items():
         assert seen == sorted(seen), f"key {key}: events out of order: {seen}"
+
+
+# --- fakes of the log layer around the real one ---------------------------------------------------
+
+
+class Wrapped:
+    """``sw.logs`` whose handles' appends go through ``append``."""
+
+    def __init__(self, logs: Any) -> None:
+        self.logs = logs
+
+    def get(self, name_or_id: str | int) -> Any:
+        return Handle(self, self.logs.get(name_or_id))
+
+    def append(self, log: Any, payloads: tuple[bytes, ...], **marks: Any) -> Future[range]:
+        result: Future[range] = log.append_batch_async(payloads, **marks)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.logs, name)
+
+
+class Handle:
+    def __init__(self, owner: Wrapped, log: Any) -> None:
+        self.owner, self.log = owner, log
+
+    @property
+    def id(self) -> int:
+        return int(self.log.id)
+
+    def append_batch_async(self, payloads: Iterable[bytes], **marks: Any) -> Future[range]:
+        return self.owner.append(self.log, tuple(payloads), **marks)
+
+
+class Gate(Wrapped):
+    """While closed, appends are held; opening it sends them to the log in the order made."""
+
+    def __init__(self, logs: Any) -> None:
+        super().__init__(logs)
+        self.lock = threading.Lock()
+        self.held: list[tuple[Any, tuple[bytes, ...], dict[str, Any], Future[range]]] | None = None
+
+    def close(self) -> None:
+        with self.lock:
+            self.held = []
+
+    def open(self) -> None:
+        with self.lock:
+            held, self.held = self.held or [], None
+            for log, payloads, marks, out in held:
+                inner = super().append(log, payloads, **marks)
+                inner.add_done_callback(lambda f, out=out: copy(f, out))  # type: ignore[misc]
+
+    def append(self, log: Any, payloads: tuple[bytes, ...], **marks: Any) -> Future[range]:
+        with self.lock:
+            if self.held is None:
+                return super().append(log, payloads, **marks)
+            out: Future[range] = Future()
+            self.held.append((log, payloads, marks, out))
+            return out
+
+
+def copy(source: Future[range], target: Future[range]) -> None:
+    exc = source.exception()
+    if exc is not None:
+        target.set_exception(exc)
+    else:
+        target.set_result(source.result())
+
+
+class Flaky(Wrapped):
+    """The first ``lose_answers`` appends are stored, but their answers are lost (a timeout)."""
+
+    def __init__(self, logs: Any, lose_answers: int) -> None:
+        super().__init__(logs)
+        self.left = lose_answers
+        self.lost = 0
+
+    def append(self, log: Any, payloads: tuple[bytes, ...], **marks: Any) -> Future[range]:
+        stored = super().append(log, payloads, **marks)
+        if self.left <= 0:
+            return stored
+        self.left -= 1
+        self.lost += 1
+        stored.result(10)
+        out: Future[range] = Future()
+        out.set_exception(TimedOutError("the answer was lost"))
+        return out
