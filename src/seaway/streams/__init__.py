@@ -23,11 +23,13 @@ from seaway.streams._names import parse_segment, segment_str
 from seaway.streams._records import Delta, Generation, Segment
 from seaway.streams._routing import key_position
 from seaway.streams._streams import Stream, StreamInfo, Streams
+from seaway.streams._writer import EventWriter, WriteAck, WriterConfig
 
 __all__ = [
     "ByDataRate",
     "ByEventRate",
     "Delta",
+    "EventWriter",
     "FixedSegments",
     "Generation",
     "RetentionBySize",
@@ -40,6 +42,8 @@ __all__ = [
     "StreamCut",
     "StreamInfo",
     "Streams",
+    "WriteAck",
+    "WriterConfig",
     "key_position",
     "parse_segment",
     "segment_str",

@@ -16,6 +16,7 @@ from seaway.streams._cut import StreamCut
 from seaway.streams._metadata import StreamMetadata, cut_order
 from seaway.streams._names import parse_segment, split_stream_name
 from seaway.streams._records import Delta, Generation, Segment
+from seaway.streams._writer import EventWriter, WriterConfig
 
 HISTORY_LIMIT_MAX = 10_000
 
@@ -70,6 +71,10 @@ class Stream:
 
     def seal(self) -> None:
         self._controller.seal(self._meta)
+
+    def writer(self, writer_id: str | None = None, config: WriterConfig | None = None) -> EventWriter:
+        """A new :class:`EventWriter` of this stream (close it when done)."""
+        return EventWriter(self, self._controller.logs, writer_id, config)
 
     def delete(self) -> None:
         self._controller.delete(self._meta)

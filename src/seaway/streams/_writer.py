@@ -1,0 +1,471 @@
+"""Event writers: events appended to a stream's segments, in order per routing key, across scalings.
+
+A writer keeps its own view of the stream's segments: a partition of the key space ``[0, 1)``
+into routes, each to one segment. An event goes to the segment of its key's position (or, without
+a key, of a position spread by :class:`~seaway.streams._routing.Spreader`). Each segment has a
+queue of the writer's batches sent to it and not yet answered, in the order they were sent.
+
+Every batch is an idempotent append: the writer's producer id and a sequence number per segment
+log, so that sending a batch again (after an answer that was lost) stores it once.
+
+When a batch fails, the batches sent after it to the same segment fail too (the log layer stores
+nothing after a refused append), and new batches for that segment are held behind them. Once
+every batch of the segment is answered, the writer's thread repairs the segment:
+
+- sealed (a scaling happened): the stream's current segments are read, the sealed segment's routes
+  are replaced by its successors' ranges within them, and its batches are sent to the successors
+  in their original order, before anything new for that range (which routes there only from then
+  on). So a key's events stay in order across any number of scalings.
+- a retriable error: the same batches are sent again to the same segment, with the same sequence
+  numbers (a bounded number of times).
+- a sealed stream: the batches fail with :class:`StreamSealedError`, and so does every later write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import re
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from seaway._errors import (
+    BufferFullError,
+    ClosedError,
+    InvalidArgumentError,
+    LogDeletedError,
+    LogSealedError,
+    PayloadTooLargeError,
+    SeawayError,
+    StreamSealedError,
+    TimedOutError,
+    UnknownLogError,
+    UnknownStreamError,
+)
+from seaway._invariant import invariant
+from seaway.streams._api import LogsApi, SegmentLog
+from seaway.streams._names import segment_str
+from seaway.streams._records import Segment
+from seaway.streams._routing import Spreader, key_position
+
+if TYPE_CHECKING:
+    from seaway.streams._streams import Stream
+
+WRITER_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,40}")
+_GONE = (LogSealedError, LogDeletedError, UnknownLogError)
+"""Failures that mean the segment takes no more appends: look for its successors."""
+
+
+@dataclass(frozen=True)
+class WriterConfig:
+    """Bounds and timings of an :class:`EventWriter`."""
+
+    event_bytes_max: int = 1 << 20
+    """The largest event; a larger one fails with :class:`PayloadTooLargeError` before it is
+    sent. Segment logs take records up to their ``payload_bytes_max`` (1 MiB by default)."""
+    batch_events_max: int = 10_000
+    """Events of one ``write_batch`` at most."""
+    events_in_flight_max: int = 100_000
+    """Events written and not yet answered; a write beyond it blocks, then fails."""
+    bytes_in_flight_max: int = 16 << 20
+    """Event bytes written and not yet answered; a write beyond it blocks, then fails."""
+    batches_in_flight_max: int = 100
+    """Batches written and not yet answered. Kept below the store's ``producer_window`` (128), so
+    that a batch sent again is still remembered by the log and stored once."""
+    room_wait_s: float = 30.0
+    """How long a write blocks for room before it raises :class:`BufferFullError`."""
+    retries_max: int = 8
+    """Times a segment's failed batches are sent again after retriable errors, before they fail."""
+    retry_backoff_s: float = 0.05
+    """Wait before sending again after a retriable error, or before reading the segments again."""
+    successors_wait_s: float = 30.0
+    """How long a sealed segment's successors are looked for before its batches fail."""
+
+    def __post_init__(self) -> None:
+        for name in ("event_bytes_max", "batch_events_max", "events_in_flight_max", "bytes_in_flight_max",
+                     "batches_in_flight_max", "retries_max"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("room_wait_s", "retry_backoff_s", "successors_wait_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 86_400:
+                raise InvalidArgumentError(f"{name} must be a number of seconds in [0, 86400), got {value!r}")
+
+
+@dataclass(frozen=True)
+class WriteAck:
+    """Where a write's events were stored: the segment and their LSNs in its log."""
+
+    segment: int
+    lsns: range
+
+    @property
+    def lsn(self) -> int:
+        """The first event's LSN."""
+        return self.lsns[0]
+
+    def __str__(self) -> str:
+        return f"{segment_str(self.segment)}@{self.lsns[0]}..{self.lsns[-1]}"
+
+
+@dataclass(eq=False)
+class _Batch:
+    """One write: its events go to one segment in one append."""
+
+    events: tuple[bytes, ...]
+    position: float
+    size: int
+    future: Future[WriteAck]
+    log_id: int = 0
+    """The log of the last attempt (0: not sent yet); the sequence is that log's."""
+    sequence: int = 0
+    sent: bool = False
+    """Sent to its queue's segment and not yet answered."""
+
+
+@dataclass(eq=False)
+class _Queue:
+    """The writer's batches for one segment, in the order they were sent (or are to be sent)."""
+
+    segment: Segment
+    log: SegmentLog
+    next_sequence: int = 0
+    pending: deque[_Batch] = field(default_factory=deque)
+    unanswered: int = 0
+    failure: SeawayError | None = None
+    """The first failure since the last repair: while set, batches are held, not sent."""
+    retries: int = 0
+
+
+class EventWriter:
+    """Writes events to a stream; made by :meth:`Stream.writer`. Thread-safe.
+
+    Contract: a write's future gives a :class:`WriteAck` once its events are stored (durable);
+    the events of one ``write_batch`` are stored together in one segment, or not at all. Events
+    written with the same routing key by this writer are stored in the order of the calls that
+    wrote them (calls made one after the other), across any number of scalings. A batch is
+    stored at most once even when sent again. A future that fails says why; its events were not
+    stored (or, with :class:`ClosedError`, might have been). Events without a key are spread
+    over the key space and have no order among themselves.
+    """
+
+    def __init__(self, stream: Stream, logs: LogsApi, writer_id: str | None = None,
+                 config: WriterConfig | None = None) -> None:
+        if writer_id is None:
+            writer_id = secrets.token_hex(8)
+        if not isinstance(writer_id, str) or not WRITER_ID_PATTERN.fullmatch(writer_id):
+            raise InvalidArgumentError(f"a writer id is 1-40 of A-Z a-z 0-9 . _ -, got {writer_id!r:.80}")
+        self.writer_id = writer_id
+        self.config = config or WriterConfig()
+        self._stream = stream
+        self._logs = logs
+        # A fresh part per writer object: a writer made again with the same id starts its sequences
+        # at 0 again, and its batches must not be taken for retries of the previous one's.
+        self._producer_id = f"{writer_id}/{secrets.token_hex(8)}".encode()
+        self._spreader = Spreader(secrets.randbelow(2**32) / 2**32)
+        self._lock = threading.RLock()
+        self._room = threading.Condition(self._lock)
+        self._events = self._bytes = self._batches = 0
+        self._stop = threading.Event()
+        self._ended: SeawayError | None = None
+        """Why the writer takes no more writes (closed, stream sealed or deleted)."""
+        self._answers: queue.SimpleQueue[tuple[_Queue, _Batch, Future[range]] | None] = queue.SimpleQueue()
+        self._queues: dict[int, _Queue] = {}
+        self._routes: list[tuple[float, float, int]] = []
+        """(key_lo, key_hi, segment id), sorted, covering [0, 1) exactly."""
+        state = stream.metadata.state()[0].state
+        if state != "active":
+            self._ended = (StreamSealedError(f"stream {stream.name!r} is sealed") if state == "sealed"
+                           else UnknownStreamError(f"stream {stream.name!r} is being deleted"))
+        for segment in stream.current_segments():
+            self._queues[segment.id] = _Queue(segment, logs.get(segment.log_id))
+            self._routes.append((segment.key_lo, segment.key_hi, segment.id))
+        self._routes.sort()
+        self._thread = threading.Thread(target=self._run, name=f"seaway-writer-{writer_id}", daemon=True)
+        self._thread.start()
+
+    def __repr__(self) -> str:
+        return f"EventWriter({self._stream.name!r}, {self.writer_id!r})"
+
+    def __enter__(self) -> EventWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def write(self, event: bytes, routing_key: str | bytes | None = None) -> Future[WriteAck]:
+        """Write one event; see :meth:`write_batch`."""
+        return self.write_batch((event,), routing_key)
+
+    def write_batch(self, events: Iterable[bytes], routing_key: str | bytes | None = None) -> Future[WriteAck]:
+        """Write events with one routing key, atomically (one segment, one append); the future
+        gives their segment and LSNs once they are durable. Blocks while the writer's in-flight
+        bounds are reached, then raises :class:`BufferFullError` (nothing was written; retry
+        later). Raises :class:`PayloadTooLargeError` for an event over ``event_bytes_max``,
+        :class:`StreamSealedError` once the writer found the stream sealed, :class:`ClosedError`
+        after :meth:`close`."""
+        batch = self._make_batch(events, routing_key)
+        deadline = time.monotonic() + self.config.room_wait_s
+        with self._room:
+            while True:
+                if self._ended is not None:
+                    raise self._ended
+                if self._fits(batch):
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise BufferFullError(f"{self!r}: {self._batches} batches, {self._events} events, {self._bytes} "
+                                          f"bytes in flight stayed at the writer's bounds for {self.config.room_wait_s}"
+                                          " s: the stream takes events slower than they are written")
+                self._room.wait(left)
+            self._events += len(batch.events)
+            self._bytes += batch.size
+            self._batches += 1
+            target = self._queue_at(batch.position)
+            target.pending.append(batch)
+            if target.failure is None:
+                self._send(target, batch)
+        return batch.future
+
+    def _make_batch(self, events: Iterable[bytes], routing_key: str | bytes | None) -> _Batch:
+        if isinstance(events, bytes | bytearray | str):
+            raise InvalidArgumentError("write_batch takes an iterable of events (bytes), not one event")
+        batch = tuple(events)
+        limits = self.config
+        if not batch or len(batch) > limits.batch_events_max:
+            raise InvalidArgumentError(f"a batch holds 1-{limits.batch_events_max} events, got {len(batch)}")
+        if len(batch) > limits.events_in_flight_max:
+            raise InvalidArgumentError(f"a batch of {len(batch)} events exceeds events_in_flight_max="
+                                       f"{limits.events_in_flight_max}")
+        for event in batch:
+            if type(event) is not bytes:
+                raise InvalidArgumentError(f"an event is bytes, got {type(event).__name__}")
+            if len(event) > limits.event_bytes_max:
+                raise PayloadTooLargeError(f"an event of {len(event)} bytes exceeds event_bytes_max="
+                                           f"{limits.event_bytes_max}")
+        size = sum(map(len, batch))
+        if size > limits.bytes_in_flight_max:
+            raise PayloadTooLargeError(f"a batch of {size} bytes exceeds bytes_in_flight_max="
+                                       f"{limits.bytes_in_flight_max}")
+        position = self._spreader.next() if routing_key is None else key_position(routing_key)
+        return _Batch(batch, position, size, Future())
+
+    def _fits(self, batch: _Batch) -> bool:
+        limits = self.config
+        return (self._events + len(batch.events) <= limits.events_in_flight_max
+                and self._bytes + batch.size <= limits.bytes_in_flight_max
+                and self._batches < limits.batches_in_flight_max)
+
+    def _queue_at(self, position: float) -> _Queue:
+        lo, hi = 0, len(self._routes) - 1
+        while lo < hi:  # the last route starting at or below the position
+            mid = (lo + hi + 1) // 2
+            if self._routes[mid][0] <= position:
+                lo = mid
+            else:
+                hi = mid - 1
+        key_lo, key_hi, segment = self._routes[lo]
+        invariant(key_lo <= position < key_hi, f"{self!r}: no route for key position {position}")
+        return self._queues[segment]
+
+    def _send(self, target: _Queue, batch: _Batch) -> None:
+        """Under the lock: append the batch to its queue's segment (again, with the same sequence,
+        if it was sent there before). The answer goes to the writer's thread."""
+        if batch.log_id != target.log.id:
+            batch.log_id, batch.sequence = target.log.id, target.next_sequence
+            target.next_sequence += 1
+        batch.sent = True
+        target.unanswered += 1
+        try:
+            answer = target.log.append_batch_async(batch.events, producer_id=self._producer_id,
+                                                   sequence=batch.sequence)
+        except SeawayError as exc:
+            answer = Future()
+            answer.set_exception(exc)
+        # The log layer's thread only queues the answer: it never waits for this writer's lock.
+        answer.add_done_callback(lambda done: self._answers.put((target, batch, done)))
+
+    # --- answers and repairs (the writer's thread) ----------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            item = self._answers.get()
+            if item is None:
+                return
+            target, batch, answer = item
+            try:
+                if self._answered(target, batch, answer):
+                    self._repair(target)
+            except BaseException as exc:  # a bug here must not leave every future waiting
+                self._fail_all(exc if isinstance(exc, SeawayError) else ClosedError(
+                    f"{self!r} stopped on an unexpected error: {exc!r}"))
+                raise
+
+    def _answered(self, target: _Queue, batch: _Batch, answer: Future[range]) -> bool:
+        """Note an answer; whether the queue is now ready for repair (failed, all answered)."""
+        exc = answer.exception()
+        with self._lock:
+            target.unanswered -= 1
+            batch.sent = False
+            if exc is None:
+                target.pending.remove(batch)
+                target.retries = 0
+                self._release(batch)
+            elif target.failure is None:
+                target.failure = exc if isinstance(exc, SeawayError) else ClosedError(f"append failed: {exc!r}")
+            ready = target.failure is not None and target.unanswered == 0
+        if exc is None:
+            batch.future.set_result(WriteAck(target.segment.id, answer.result()))
+        return ready
+
+    def _release(self, batch: _Batch) -> None:
+        """Under the lock: the batch is answered; make room."""
+        self._events -= len(batch.events)
+        self._bytes -= batch.size
+        self._batches -= 1
+        self._room.notify_all()
+
+    def _fail(self, batches: Iterable[_Batch], exc: SeawayError) -> None:
+        with self._lock:
+            failed = list(batches)
+            for batch in failed:
+                self._release(batch)
+        for batch in failed:
+            batch.future.set_exception(exc)
+
+    def _repair(self, target: _Queue) -> None:
+        failure = target.failure
+        invariant(failure is not None, "a repair needs a failure")
+        assert failure is not None  # for mypy
+        if isinstance(failure, _GONE):
+            self._reroute(target, failure)
+        elif failure.retriable and target.retries < self.config.retries_max:
+            target.retries += 1
+            if self._stop.wait(self.config.retry_backoff_s * target.retries):
+                return
+            with self._lock:
+                target.failure = None
+                for batch in list(target.pending):
+                    self._send(target, batch)
+        else:
+            with self._lock:
+                failed = list(target.pending)
+                target.pending.clear()
+                target.failure = None
+                target.retries = 0
+            self._fail(failed, failure)
+
+    def _reroute(self, target: _Queue, failure: SeawayError) -> None:
+        """The segment takes no more appends: send its batches, in order, to its successors."""
+        deadline = time.monotonic() + self.config.successors_wait_s
+        while True:
+            found = self._successors(target)
+            if isinstance(found, list):
+                break
+            if found is not None or time.monotonic() >= deadline:
+                self._end_segment(target, found or failure)
+                return
+            if self._stop.wait(self.config.retry_backoff_s):
+                return
+        with self._lock:
+            for successor, log in found:
+                self._queues.setdefault(successor.id, _Queue(successor, log))
+            routes: list[tuple[float, float, int]] = []
+            for lo, hi, segment in self._routes:
+                if segment != target.segment.id:
+                    routes.append((lo, hi, segment))
+                    continue
+                routes.extend((max(lo, s.key_lo), min(hi, s.key_hi), s.id) for s, _ in found
+                              if s.key_lo < hi and lo < s.key_hi)
+            self._routes = sorted(routes)
+            del self._queues[target.segment.id]
+            moved = list(target.pending)
+            target.pending.clear()
+            for batch in moved:  # first, in their order: anything new for these keys comes after
+                now = self._queue_at(batch.position)
+                now.pending.append(batch)
+                if now.failure is None:
+                    self._send(now, batch)
+
+    def _successors(self, target: _Queue) -> list[tuple[Segment, SegmentLog]] | SeawayError | None:
+        """The current segments over the sealed segment's range, with their logs; an error if the
+        stream ended; None if they are not to be found yet (look again)."""
+        try:
+            current = self._stream.current_segments()
+            if any(s.id == target.segment.id for s in current):
+                state = self._stream.metadata.state()[0].state
+                if state == "sealed":
+                    return StreamSealedError(f"stream {self._stream.name!r} is sealed")
+                if state != "active":
+                    return UnknownStreamError(f"stream {self._stream.name!r} is being deleted")
+                return None  # sealed by hand, or a scaling not yet seen: look again
+            ranges = [(lo, hi) for lo, hi, s in self._routes if s == target.segment.id]
+            found = [s for s in current if any(s.key_lo < hi and lo < s.key_hi for lo, hi in ranges)]
+            return [(s, self._queues[s.id].log if s.id in self._queues else self._logs.get(s.log_id))
+                    for s in found]
+        except UnknownStreamError as exc:
+            return exc
+        except (LogDeletedError, UnknownLogError):
+            return None  # a successor sealed and truncated away meanwhile: read the segments again
+
+    def _end_segment(self, target: _Queue, failure: SeawayError) -> None:
+        """The segment's batches cannot be stored; if the stream ended, neither can any write."""
+        with self._lock:
+            failed = list(target.pending)
+            target.pending.clear()
+            target.failure = None
+            if isinstance(failure, StreamSealedError | UnknownStreamError) and self._ended is None:
+                self._ended = failure
+                self._room.notify_all()
+        self._fail(failed, failure)
+
+    def _fail_all(self, exc: SeawayError) -> None:
+        with self._lock:
+            if self._ended is None:
+                self._ended = exc
+            failed = [b for q in self._queues.values() for b in q.pending]
+            for q in self._queues.values():
+                q.pending.clear()
+        self._fail(failed, exc)
+
+    # --- flush and close ------------------------------------------------------------------------
+
+    def flush(self, timeout_s: float | None = None) -> None:
+        """Wait until every write made before this call is answered (stored or failed: each
+        future says which). :class:`TimedOutError` if that takes over ``timeout_s``."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._room:
+            while self._batches:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimedOutError(f"{self!r}: {self._batches} writes still unanswered after {timeout_s} s")
+                self._room.wait(left)
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Take no more writes, wait for those made (see :meth:`flush`), stop. Writes still
+        unanswered after ``timeout_s`` fail with :class:`ClosedError`: they may or may not be
+        stored. Idempotent."""
+        with self._lock:
+            if self._ended is None or not isinstance(self._ended, ClosedError):
+                self._ended = ClosedError(f"{self!r} is closed")
+        with contextlib.suppress(TimedOutError):
+            self.flush(timeout_s)
+        self._stop.set()
+        self._answers.put(None)
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        self._fail_all(ClosedError(f"{self!r} was closed before the write was answered"))
+
+    @property
+    def closed(self) -> bool:
+        return self._stop.is_set()
+

@@ -1,0 +1,123 @@
+"""Event writers over an embedded store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import seaway
+from seaway import BufferFullError, ClosedError, InvalidArgumentError, PayloadTooLargeError
+from seaway._errors import StreamSealedError, TimedOutError
+from seaway.streams import EventWriter, Stream, WriterConfig
+from tests.streams.writer_check import Flaky, Gate, run_writers_under_scaling, segment_events
+
+
+@pytest.fixture
+def sw(tmp_path: Path) -> Iterator[Any]:
+    with seaway.open(tmp_path / "data") as store:
+        yield store
+
+
+def make_stream(sw: Any, segments: int = 2) -> Stream:
+    sw.streams.create_scope("s")
+    stream: Stream = sw.streams.create("s/events", segments=segments)
+    return stream
+
+
+def test_writes_are_acknowledged_where_they_are_stored(sw: Any) -> None:
+    stream = make_stream(sw)
+    with stream.writer("w") as writer:
+        acks = [writer.write(f"e{i}".encode(), "key").result(10) for i in range(5)]
+        batch = writer.write_batch([b"x", b"y", b"z"], "other").result(10)
+        spread = [writer.write(b"free").result(10) for _ in range(20)]
+    assert len({a.segment for a in acks}) == 1
+    assert [a.lsn for a in acks] == sorted(a.lsn for a in acks)
+    assert len(batch.lsns) == 3
+    stored = {(s, lsn): p for s, lsn, p in segment_events(sw, stream)}
+    assert [stored[(a.segment, a.lsn)] for a in acks] == [f"e{i}".encode() for i in range(5)]
+    assert [stored[(batch.segment, lsn)] for lsn in batch.lsns] == [b"x", b"y", b"z"]
+    assert len({a.segment for a in spread}) == 2, "events without a key go to every segment"
+
+
+def test_per_key_order_across_scalings_by_another_thread(sw: Any) -> None:
+    run_writers_under_scaling(sw, make_stream(sw), writers=4, events_each=300, scalings=8)
+
+
+def test_events_in_flight_when_a_segment_is_sealed_go_to_its_successors_in_order(sw: Any) -> None:
+    stream = make_stream(sw, segments=1)
+    gate = Gate(sw.logs)
+    writer = EventWriter(stream, gate, "w")
+    gate.close()  # appends wait: the split seals the segment under them
+    futures = [writer.write(f"{i}".encode(), "key") for i in range(20)]
+    stream.split(stream.current_segments()[0].id)
+    gate.open()
+    acks = [f.result(10) for f in futures]
+    writer.close()
+    assert {a.segment for a in acks} != {stream.metadata.generation(0).segments[0].id}
+    events = [int(p) for _, _, p in segment_events(sw, stream)]
+    assert events == list(range(20))
+
+
+def test_a_batch_sent_again_is_stored_once(sw: Any) -> None:
+    stream = make_stream(sw, segments=1)
+    flaky = Flaky(sw.logs, lose_answers=3)
+    with EventWriter(stream, flaky, "w", WriterConfig(retry_backoff_s=0.001)) as writer:
+        acks = [writer.write(f"{i}".encode(), "k").result(10) for i in range(6)]
+    assert flaky.lost == 3
+    assert [int(p) for _, _, p in segment_events(sw, stream)] == list(range(6))
+    assert [a.lsn for a in acks] == sorted({a.lsn for a in acks})
+
+
+def test_writes_fail_after_retries_run_out(sw: Any) -> None:
+    stream = make_stream(sw, segments=1)
+    flaky = Flaky(sw.logs, lose_answers=100)
+    config = WriterConfig(retries_max=2, retry_backoff_s=0.001)
+    with EventWriter(stream, flaky, "w", config) as writer, pytest.raises(TimedOutError):
+        writer.write(b"e", "k").result(10)
+    assert flaky.lost == 3
+    assert [p for _, _, p in segment_events(sw, stream)] == [b"e"], "stored once, though never acknowledged"
+
+
+def test_a_sealed_stream_takes_no_writes(sw: Any) -> None:
+    stream = make_stream(sw)
+    writer = stream.writer()
+    writer.write(b"before", "k").result(10)
+    stream.seal()
+    with pytest.raises(StreamSealedError):
+        writer.write(b"after", "k").result(10)
+    with pytest.raises(StreamSealedError):
+        writer.write(b"later", "k")
+    writer.close()
+    with pytest.raises(StreamSealedError):
+        stream.writer().write(b"new writer")
+    assert [p for _, _, p in segment_events(sw, stream)] == [b"before"]
+
+
+def test_limits(sw: Any) -> None:
+    stream = make_stream(sw, segments=1)
+    gate = Gate(sw.logs)
+    gate.close()
+    config = WriterConfig(event_bytes_max=10, events_in_flight_max=3, room_wait_s=0.01)
+    with EventWriter(stream, gate, "w", config) as writer:
+        with pytest.raises(PayloadTooLargeError):
+            writer.write(b"x" * 11)
+        with pytest.raises(InvalidArgumentError):
+            writer.write_batch([])
+        with pytest.raises(InvalidArgumentError):
+            writer.write("text")  # type: ignore[arg-type]
+        first = writer.write_batch([b"a", b"b"], "k")
+        with pytest.raises(BufferFullError):
+            writer.write_batch([b"c", b"d"], "k")
+        with pytest.raises(TimedOutError):
+            writer.flush(0.01)
+        gate.open()
+        assert len(first.result(10).lsns) == 2
+        writer.write_batch([b"c", b"d"], "k").result(10)
+    with pytest.raises(ClosedError):
+        writer.write(b"closed")
+    with pytest.raises(InvalidArgumentError):
+        stream.writer("no spaces")
+    assert [p for _, _, p in segment_events(sw, stream)] == [b"a", b"b", b"c", b"d"]
