@@ -18,6 +18,7 @@ from seaway.cli._demo import run_demo, run_demo_remote
 from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
 from seaway.cli._store import open_store, out, where_parser
+from seaway.cli._streams import add_stream_parsers, run_scope, run_stream
 from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
 from seaway.server import ServerConfig, serve
 
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     info = ops.add_parser("info", parents=[common], help="logs and their state")
     info.add_argument("log", nargs="?")
     add_meta_parser(commands, common)
+    add_stream_parsers(commands, common)
     return parser
 
 
@@ -221,6 +223,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log_command(args)
         elif args.command == "meta":
             return run_meta(args)
+        elif args.command == "scope":
+            run_scope(args)
+        elif args.command == "stream":
+            run_stream(args)
     except SeawayError as exc:
         print(f"seaway: error: {exc} [{exc.code}]", file=sys.stderr)
         return 1

@@ -1,0 +1,50 @@
+"""``seaway scope`` and ``seaway stream``, against a data directory and a server alike."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli.conftest import Cli, Where
+
+
+def test_a_stream_from_creation_to_deletion(cli: Cli, where: Where) -> None:
+    scope = where.ns
+    name = f"{scope}/clicks"
+    assert cli("scope", "create", scope, *where.args).status == 0
+    assert scope in json.loads(cli("scope", "list", *where.args, "--json").out)
+    made = cli("stream", "create", name, "--segments", "2", "--retention", "time:60:3600", *where.args, "--json")
+    assert made.status == 0, made.err
+    assert [s["segment"] for s in json.loads(made.out)["segments"]] == ["0.0", "0.1"]
+    assert cli("stream", "list", scope, *where.args).out.split() == [name]
+    assert cli("stream", "write", name, "a", "b", "--key", "user-7", *where.args).out == f"wrote 2 events to {name}\n"
+    scaled = json.loads(cli("stream", "scale", name, "--split", "0.0", "--ways", "3", *where.args, "--json").out)
+    assert scaled["generation"] == 1 and len(scaled["segments"]) == 4
+    assert cli("stream", "write", name, "c", "--key", "user-7", *where.args).status == 0
+    read = [json.loads(line) for line in cli("stream", "read", name, *where.args, "--json").out.splitlines()]
+    assert [r["event"] for r in read] == ["a", "b", "c"]  # one key: in the order written, across the split
+    history = json.loads(cli("stream", "history", name, *where.args, "--json").out)
+    assert [(h["generation"], h["sealed"], h["reason"]) for h in history] == [(1, ["0.0"], "manual")]
+    described = json.loads(cli("stream", "describe", name, *where.args, "--json").out)
+    assert described["state"] == "active" and described["config"]["retention"]["min_s"] == 60
+    updated = cli("stream", "update", name, "--scaling", "events:1000:2:4", *where.args, "--json")
+    assert json.loads(updated.out)["scaling"] == {"type": "ByEventRate", "events_per_s": 1000.0, "factor": 2,
+                                                  "min_segments": 4}
+    refused = cli("stream", "delete", name, *where.args)
+    assert refused.status == 1 and "[STREAM_NOT_SEALED]" in refused.err
+    assert cli("stream", "seal", name, *where.args).status == 0
+    sealed = cli("stream", "write", name, "d", *where.args)
+    assert sealed.status == 1 and "[STREAM_SEALED]" in sealed.err
+    assert cli("scope", "delete", scope, *where.args).status == 1  # not empty
+    assert cli("stream", "delete", name, *where.args).status == 0
+    assert cli("stream", "list", scope, *where.args).out == "\n"
+    assert cli("scope", "delete", scope, *where.args).status == 0
+
+
+def test_bad_input_is_one_line_and_a_status(cli: Cli, where: Where) -> None:
+    for argv, code in ((("stream", "create", "no-slash"), "INVALID_ARGUMENT"),
+                       (("stream", "create", f"{where.ns}/x"), "UNKNOWN_SCOPE"),
+                       (("stream", "describe", f"{where.ns}/x"), "UNKNOWN_STREAM"),
+                       (("stream", "create", "a/b", "--scaling", "events:x"), "INVALID_ARGUMENT"),
+                       (("stream", "truncate", "a/b", "{not json"), "INVALID_STREAM_CUT")):
+        ran = cli(*argv, *where.args)
+        assert ran.status == 1 and ran.err.count("\n") == 1 and f"[{code}]" in ran.err, (argv, ran)
