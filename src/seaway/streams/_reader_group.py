@@ -67,7 +67,6 @@ READERS_MAX = 1_000
 CAS_ATTEMPTS_MAX = 1_000
 """Tries of one change of the group's state before giving up (each lost race means another
 process made progress)."""
-LIST_MAX = 10_000
 
 
 def group_prefix(name: str) -> bytes:
@@ -285,10 +284,6 @@ class ReaderGroups:
         self.get(name)
         self._meta.batch().delete_prefix(NAMESPACE, group_prefix(name)).commit()
 
-    def list(self) -> builtins.list[str]:
-        return [key[3:-5].decode() for key, _ in self._meta.scan(NAMESPACE, prefix=b"rg/", limit=LIST_MAX)
-                if key.endswith(b"/conf")]
-
 
 class ReaderGroup:
     """A handle on one reader group (cheap: the state is in the metadata store)."""
@@ -314,7 +309,7 @@ class ReaderGroup:
             raise UnknownReaderGroupError(f"reader group {self.name!r} does not exist")
         return _State.decode(found.value), found.version
 
-    def change(self, edit: Callable[[_State], bool]) -> _State:
+    def _change(self, edit: Callable[[_State], bool]) -> _State:
         """Apply ``edit`` to the state by compare-and-set, on fresh state after each lost race;
         ``edit`` returns False for no change (nothing is written). The state written (or read)."""
         for _ in range(CAS_ATTEMPTS_MAX):
@@ -358,7 +353,7 @@ class ReaderGroup:
             state.readers[reader_id] = {}
             return True
 
-        self.change(join)
+        self._change(join)
         return EventReader(self, self._logs, reader_id, self._conf, config or ReaderConfig())
 
     def reader_offline(self, reader_id: str) -> bool:
@@ -375,7 +370,7 @@ class ReaderGroup:
                 state.pool.update(held)
             return gone
 
-        self.change(offline)
+        self._change(offline)
         return gone
 
     def readers(self) -> builtins.list[str]:
@@ -501,7 +496,7 @@ class EventReader:
             return (dict(held), len(state.pool), len(state.finished)) != before
 
         try:
-            state = self.change_state(edit)
+            state = self._group._change(edit)
         except ReaderOfflineError:
             self._shut()
             raise
@@ -514,9 +509,6 @@ class EventReader:
             self._stop(segment)  # finished: its log is done
         self._group_done = not state.pool and not any(state.readers.values())
         return state
-
-    def change_state(self, edit: Callable[[_State], bool]) -> _State:
-        return self._group.change(edit)
 
     @staticmethod
     def _balance(state: _State, held: dict[int, int], taken: dict[int, int], given: list[int]) -> None:
