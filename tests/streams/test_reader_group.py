@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -269,3 +270,54 @@ def test_names_cuts_and_lifecycle_are_checked(sw: seaway.Seaway) -> None:
     with pytest.raises(UnknownReaderGroupError):
         sw.streams.delete_reader_group("g")
     reader.close()
+
+
+def test_readers_on_threads_race_on_the_group_state_and_still_read_every_event_once(sw: seaway.Seaway) -> None:
+    rng = random.Random(13)
+    stream = sw.streams.create("sc/s", segments=3)
+    writer = Writer(sw, stream)
+    group = sw.streams.create_reader_group("g", stream)
+    read: list[bytes] = []
+    arrived = threading.Condition()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run(reader: EventReader) -> None:
+        try:
+            while not stop.is_set():
+                event = reader.read_next(0.05)
+                if event is not None:
+                    with arrived:  # before the next read: a successor's events come after (see the key order)
+                        read.append(event.payload)
+                        arrived.notify()
+        except BaseException as exc:  # the test fails on it below
+            with arrived:
+                errors.append(exc)
+                arrived.notify()
+        finally:
+            reader.close()
+
+    threads = [threading.Thread(target=run, args=(group.reader(f"r{i}", ReaderConfig(batch_items_max=3)),))
+               for i in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        for step in range(6):
+            writer.write(60, rng)
+            current = stream.current_segments()
+            if step % 2 == 0:
+                stream.split(rng.choice(current).id)
+            else:
+                a, b = rng.choice(list(itertools.pairwise(current)))
+                stream.merge([a.id, b.id])
+        writer.write(60, rng)
+        with arrived:
+            arrived.wait_for(lambda: errors or len(read) >= len(writer.written), timeout=60)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+    assert not errors, errors
+    assert sorted(read) == sorted(writer.written) and len(read) == len(set(read))
+    check_key_order(read)
+    assert group.readers() == []  # each left on close
