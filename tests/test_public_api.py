@@ -25,6 +25,7 @@ def test_exported_names_are_pinned() -> None:
         "UnavailableError", "UnknownLogError", "Versioned",
         "InvalidStreamCutError", "ScaleConflictError", "ScopeExistsError", "ScopeNotEmptyError", "StreamExistsError",
         "StreamNotSealedError", "StreamSealedError", "StreamTruncatedError", "UnknownScopeError", "UnknownStreamError",
+        "ReaderExistsError", "ReaderGroupExistsError", "ReaderOfflineError", "UnknownReaderGroupError",
         "ByDataRate", "ByEventRate", "FixedSegments", "RetentionBySize", "RetentionByTime", "Stream", "StreamConfig",
         "StreamCut", "Streams",
         "__version__", "connect", "epoch_of", "error_class", "esn_of", "lsn_str", "make_lsn", "open",

@@ -194,6 +194,33 @@ class StreamTruncatedError(ClientError):
     code = "STREAM_TRUNCATED"
 
 
+class UnknownReaderGroupError(ClientError, KeyError):
+    """No reader group with that name exists (or it was deleted)."""
+
+    code = "UNKNOWN_READER_GROUP"
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else self.code
+
+
+class ReaderGroupExistsError(ClientError):
+    code = "READER_GROUP_EXISTS"
+
+
+class ReaderExistsError(ClientError):
+    """A reader joined a group under the id of a reader that is still a member: close it or declare
+    it offline first."""
+
+    code = "READER_EXISTS"
+
+
+class ReaderOfflineError(ClientError):
+    """The reader is no longer a member of its group (it was declared offline, or the group was
+    reset): its segments went back to the group. Make a new reader to go on."""
+
+    code = "READER_OFFLINE"
+
+
 # --- The store's side: a condition of the storage, not of the request. ------------------------------
 
 

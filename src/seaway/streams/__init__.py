@@ -20,6 +20,7 @@ from seaway.streams._config import (
 )
 from seaway.streams._cut import StreamCut
 from seaway.streams._names import parse_segment, segment_str
+from seaway.streams._reader_group import Event, EventReader, ReaderConfig, ReaderGroup, ReaderGroupInfo
 from seaway.streams._records import Delta, Generation, Segment
 from seaway.streams._routing import key_position
 from seaway.streams._streams import Stream, StreamInfo, Streams
@@ -29,9 +30,14 @@ __all__ = [
     "ByDataRate",
     "ByEventRate",
     "Delta",
+    "Event",
+    "EventReader",
     "EventWriter",
     "FixedSegments",
     "Generation",
+    "ReaderConfig",
+    "ReaderGroup",
+    "ReaderGroupInfo",
     "RetentionBySize",
     "RetentionByTime",
     "RetentionPolicy",

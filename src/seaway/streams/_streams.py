@@ -15,6 +15,7 @@ from seaway.streams._controller import StreamController
 from seaway.streams._cut import StreamCut
 from seaway.streams._metadata import StreamMetadata, cut_order
 from seaway.streams._names import parse_segment, split_stream_name
+from seaway.streams._reader_group import ReaderGroup, ReaderGroups
 from seaway.streams._records import Delta, Generation, Segment
 from seaway.streams._writer import EventWriter, WriterConfig
 
@@ -215,6 +216,20 @@ class Streams:
         if state.state == "deleting":
             raise UnknownStreamError(f"stream {name!r} is being deleted")
         return handle
+
+    def create_reader_group(self, name: str, stream: str | Stream, start: StreamCut | None = None,
+                            end: StreamCut | None = None) -> ReaderGroup:
+        """A reader group over ``stream`` (see :mod:`seaway.streams._reader_group`)."""
+        return self._reader_groups().create(name, stream, start, end)
+
+    def reader_group(self, name: str) -> ReaderGroup:
+        return self._reader_groups().get(name)
+
+    def delete_reader_group(self, name: str) -> None:
+        self._reader_groups().delete(name)
+
+    def _reader_groups(self) -> ReaderGroups:
+        return ReaderGroups(self._controller.logs, self._controller.meta, self.get)
 
     def recover(self) -> int:
         """Finish the changes processes left half-done (a server does this when it starts)."""

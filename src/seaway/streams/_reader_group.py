@@ -1,0 +1,577 @@
+"""Reader groups (Pravega's): readers that share a stream's segments, each segment read by one
+reader at a time, so that together they read every event once and each routing key in order.
+
+The group's whole state is two records of the metadata store's ``streams`` namespace, under
+``rg/<name>/``:
+
+``conf``   what the group reads (never changes): the stream, the start cut, the end cut.
+``state``  who reads what: each reader's segments with its last stored position in each, the
+           *pool* of segments no reader holds (with the position to read them from), and the
+           *finished* segments (read to their end) whose range no later segment covers yet.
+
+Every change reads ``state``, changes it, and writes it back only if its version is unchanged
+(compare-and-set); a change that loses a race is made again on the fresh state. The segments
+held, pooled and finished always cover the key space exactly, so that the positions of all of
+them are a consistent stream cut: the group's checkpoint.
+
+Order. A scaling seals segments and creates others over their union. The created segments go to
+the pool only once every segment that scaling sealed is finished (read to its seal by whoever
+held it): a successor is never read while any of its predecessors has events left, so the events
+of one routing key are read in the order they were written. (This waits for the scaling's whole
+set of sealed segments, not only each successor's own predecessors: a little later for some
+successors, but the cut of held, pooled and finished segments then never overlaps itself.)
+
+Balance. With ``T`` segments held or pooled and ``R`` readers, a reader takes pooled segments
+while it holds fewer than ``ceil(T / R)``, and gives one back (at the position it has read to)
+while it holds more than that, or holds ``ceil`` while another reader holds fewer than
+``floor(T / R)`` and the pool is empty.
+
+Failures. A reader stores its positions at most once per read batch and on :meth:`checkpoint`;
+one that vanishes is declared offline with :meth:`ReaderGroup.reader_offline`, and its segments
+go back to the pool at the positions it last stored: the events it read after that are read
+again (at least once). A reader that was declared offline gets :class:`ReaderOfflineError`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from seaway._errors import (
+    ClosedError,
+    ConditionFailedError,
+    InvalidArgumentError,
+    InvalidStreamCutError,
+    ReaderExistsError,
+    ReaderGroupExistsError,
+    ReaderOfflineError,
+    UnknownReaderGroupError,
+)
+from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, MetaApi, Record
+from seaway.streams._api import LogsApi
+from seaway.streams._cut import StreamCut
+from seaway.streams._metadata import NAMESPACE
+from seaway.streams._names import check_part, generation_of
+
+if TYPE_CHECKING:
+    from seaway.streams._streams import Stream
+
+READERS_MAX = 1_000
+"""Readers of one group at once (the state record holds them all)."""
+CAS_ATTEMPTS_MAX = 1_000
+"""Tries of one change of the group's state before giving up (each lost race means another
+process made progress)."""
+
+
+def group_prefix(name: str) -> bytes:
+    return f"rg/{name}/".encode()
+
+
+@dataclass(frozen=True)
+class ReaderConfig:
+    """How an :class:`EventReader` reads."""
+
+    batch_items_max: int = 200
+    """Items fetched from the segments' logs at once; the reader's positions are stored at most
+    once per batch."""
+    sync_interval_s: float = 0.5
+    """The longest a reader with nothing to read waits before it looks at the group again (for
+    segments released by others, or readers that joined)."""
+    buffered_items_max: int = 2_000
+    """The bound of the underlying multiplexed log reader."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.batch_items_max, int) or not 1 <= self.batch_items_max <= 10_000:
+            raise InvalidArgumentError(f"batch_items_max is in [1, 10000], got {self.batch_items_max!r}")
+        if not isinstance(self.sync_interval_s, int | float) or not 0 < self.sync_interval_s <= 60:
+            raise InvalidArgumentError(f"sync_interval_s is in (0, 60], got {self.sync_interval_s!r}")
+        if not isinstance(self.buffered_items_max, int) or self.buffered_items_max < self.batch_items_max:
+            raise InvalidArgumentError("buffered_items_max must be at least batch_items_max")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event read by a reader of a group."""
+
+    payload: bytes
+    segment: int
+    lsn: int
+    timestamp_ms: int
+    position: Mapping[int, int]
+    """The reader's position just after this event: each segment it holds -> LSN of the next
+    event to read there."""
+
+
+@dataclass(frozen=True)
+class ReaderGroupInfo:
+    """What :meth:`ReaderGroup.describe` shows."""
+
+    name: str
+    stream: str
+    start: StreamCut
+    end: StreamCut | None
+    readers: tuple[str, ...]
+    assignments: Mapping[str, tuple[int, ...]]
+    """Reader -> the segments it holds."""
+    unassigned: tuple[int, ...]
+    finished: tuple[int, ...]
+    """Segments read to their end whose range no later segment covers yet (waiting for the other
+    segments sealed with them, or at the end cut, or at the end of a sealed stream)."""
+    positions: Mapping[int, int]
+    """Every segment above -> the LSN of the next event to read there (as last stored)."""
+
+
+# --- the records ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Conf:
+    stream: str
+    start: dict[int, int]
+    end: dict[int, int] | None
+    end_ranges: dict[int, tuple[float, float]]
+    """The end cut's segments' key ranges (to tell whether a segment is past the end)."""
+
+    def encode(self) -> bytes:
+        return _json({"stream": self.stream, "start": _keyed(self.start),
+                      "end": None if self.end is None else _keyed(self.end),
+                      "end_ranges": {str(s): list(r) for s, r in self.end_ranges.items()}})
+
+    @classmethod
+    def decode(cls, raw: bytes) -> _Conf:
+        data = json.loads(raw)
+        end = data["end"]
+        return cls(data["stream"], _unkeyed(data["start"]), None if end is None else _unkeyed(end),
+                   {int(s): (float(lo), float(hi)) for s, (lo, hi) in data["end_ranges"].items()})
+
+    def bound(self, segment: int) -> int | None:
+        """Where reading ``segment`` stops (the LSN after the last one to read), or None."""
+        return None if self.end is None else self.end.get(segment)
+
+    def past_end(self, segment: int, key_lo: float, key_hi: float) -> bool:
+        """Whether the end cut is wholly before ``segment``: every end segment over its range came
+        before it."""
+        if self.end is None or segment in self.end:
+            return False
+        over = [s for s, (lo, hi) in self.end_ranges.items() if lo < key_hi and key_lo < hi]
+        return bool(over) and all(generation_of(s) < generation_of(segment) for s in over)
+
+
+@dataclass
+class _State:
+    readers: dict[str, dict[int, int]] = field(default_factory=dict)
+    pool: dict[int, int] = field(default_factory=dict)
+    finished: dict[int, int] = field(default_factory=dict)
+    logs: dict[int, int] = field(default_factory=dict)
+    """Segment -> its log, for every segment held, pooled or finished."""
+
+    def encode(self) -> bytes:
+        return _json({"readers": {r: _keyed(s) for r, s in self.readers.items()}, "pool": _keyed(self.pool),
+                      "finished": _keyed(self.finished), "logs": _keyed(self.logs)})
+
+    @classmethod
+    def decode(cls, raw: bytes) -> _State:
+        data = json.loads(raw)
+        return cls({r: _unkeyed(s) for r, s in data["readers"].items()}, _unkeyed(data["pool"]),
+                   _unkeyed(data["finished"]), _unkeyed(data["logs"]))
+
+    def positions(self) -> dict[int, int]:
+        out = dict(self.pool)
+        out.update(self.finished)
+        for held in self.readers.values():
+            out.update(held)
+        return out
+
+    def admit(self, conf: _Conf, segment: int, log_id: int, position: int) -> None:
+        """Put a segment to read from ``position`` in the pool (among the finished if there is
+        nothing to read in it before the end cut)."""
+        self.logs[segment] = log_id
+        bound = conf.bound(segment)
+        if bound is not None and position >= bound:
+            self.finished[segment] = position
+        else:
+            self.pool[segment] = position
+
+    def finish(self, conf: _Conf, segment: int, position: int, scaling: _Scaling | None) -> None:
+        """A segment read to its end (``scaling``: the one that sealed it, if any): once every
+        segment that scaling sealed is finished, the segments it created go to the pool."""
+        self.finished[segment] = position
+        if scaling is None or not all(s in self.finished for s in scaling.sealed):
+            return
+        admitted = [s for s in scaling.created if not conf.past_end(s[0], s[2], s[3])]
+        if not admitted or any(s[0] in self.logs for s in admitted):
+            return  # past the end cut (or done already by another reader's lost race, retried)
+        for sealed in scaling.sealed:
+            del self.finished[sealed]
+            self.logs.pop(sealed, None)
+        for created, log_id, _, _ in admitted:
+            self.admit(conf, created, log_id, LSN_OLDEST)
+
+
+@dataclass(frozen=True)
+class _Scaling:
+    """What the scaling that sealed a segment sealed, and what it created (id, log, key range)."""
+
+    sealed: tuple[int, ...]
+    created: tuple[tuple[int, int, float, float], ...]
+
+
+def _json(data: Any) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def _keyed(positions: Mapping[int, int]) -> dict[str, int]:
+    return {str(k): v for k, v in positions.items()}
+
+
+def _unkeyed(positions: Mapping[str, int]) -> dict[int, int]:
+    return {int(k): int(v) for k, v in positions.items()}
+
+
+# --- the group -----------------------------------------------------------------------------------
+
+
+class ReaderGroups:
+    """Create, find and delete reader groups (behind ``sw.streams``)."""
+
+    def __init__(self, logs: LogsApi, meta: MetaApi, get_stream: Callable[[str], Stream]) -> None:
+        self._logs = logs
+        self._meta = meta
+        self._get_stream = get_stream
+
+    def create(self, name: str, stream: str | Stream, start: StreamCut | None = None,
+               end: StreamCut | None = None) -> ReaderGroup:
+        """A new group reading ``stream`` from ``start`` (default: its head) up to ``end`` (default:
+        forever). :class:`ReaderGroupExistsError` if the name is taken; :class:`InvalidStreamCutError`
+        for cuts that are not consistent cuts of the stream, or an end before the start."""
+        check_part(name, "reader group")
+        handle = self._get_stream(stream if isinstance(stream, str) else stream.name)
+        start = handle.head() if start is None else start
+        if end is not None and handle.compare(start, end) > 0:
+            raise InvalidStreamCutError("the start cut is after the end cut")
+        handle.compare(start, start)  # checks that the start is a consistent cut of the stream
+        records = handle.metadata.segment_records([*start.positions, *(end.positions if end else {})])
+        end_ranges = {} if end is None else {s: (records[s].key_lo, records[s].key_hi) for s in end.positions}
+        conf = _Conf(handle.name, dict(start.positions), None if end is None else dict(end.positions), end_ranges)
+        state = _State()
+        for segment, position in start.positions.items():
+            state.admit(conf, segment, records[segment].log_id, position)
+        prefix = group_prefix(name)
+        try:
+            self._meta.batch().expect_absent(NAMESPACE, prefix + b"conf").put(
+                NAMESPACE, prefix + b"conf", conf.encode()).put(NAMESPACE, prefix + b"state", state.encode()).commit()
+        except ConditionFailedError:
+            raise ReaderGroupExistsError(f"reader group {name!r} exists") from None
+        return ReaderGroup(self._logs, self._meta, name, conf, handle)
+
+    def get(self, name: str) -> ReaderGroup:
+        """A group by name; :class:`UnknownReaderGroupError` if there is none."""
+        check_part(name, "reader group")
+        found = self._meta.get(NAMESPACE, group_prefix(name) + b"conf")
+        if found is None:
+            raise UnknownReaderGroupError(f"reader group {name!r} does not exist")
+        conf = _Conf.decode(found.value)
+        return ReaderGroup(self._logs, self._meta, name, conf, self._get_stream(conf.stream))
+
+    def delete(self, name: str) -> None:
+        """Delete a group and its state; its readers get :class:`UnknownReaderGroupError`."""
+        self.get(name)
+        self._meta.batch().delete_prefix(NAMESPACE, group_prefix(name)).commit()
+
+
+class ReaderGroup:
+    """A handle on one reader group (cheap: the state is in the metadata store)."""
+
+    def __init__(self, logs: LogsApi, meta: MetaApi, name: str, conf: _Conf, stream: Stream) -> None:
+        self._logs = logs
+        self.stream_handle = stream
+        self._meta = meta
+        self.name = name
+        self._conf = conf
+        self._key = group_prefix(name) + b"state"
+
+    @property
+    def stream(self) -> str:
+        return self._conf.stream
+
+    def __repr__(self) -> str:
+        return f"ReaderGroup({self.name!r}, {self.stream!r})"
+
+    def _read(self) -> tuple[_State, int]:
+        found = self._meta.get(NAMESPACE, self._key)
+        if found is None:
+            raise UnknownReaderGroupError(f"reader group {self.name!r} does not exist")
+        return _State.decode(found.value), found.version
+
+    def _change(self, edit: Callable[[_State], bool]) -> _State:
+        """Apply ``edit`` to the state by compare-and-set, on fresh state after each lost race;
+        ``edit`` returns False for no change (nothing is written). The state written (or read)."""
+        for _ in range(CAS_ATTEMPTS_MAX):
+            state, version = self._read()
+            if not edit(state):
+                return state
+            try:
+                self._meta.batch().expect_version(NAMESPACE, self._key, version).put(
+                    NAMESPACE, self._key, state.encode()).commit()
+            except ConditionFailedError:
+                continue
+            return state
+        raise ConditionFailedError(f"reader group {self.name!r}: the state changed on each of "
+                                   f"{CAS_ATTEMPTS_MAX} tries")
+
+    def describe(self) -> ReaderGroupInfo:
+        state, _ = self._read()
+        c = self._conf
+        return ReaderGroupInfo(
+            self.name, c.stream, StreamCut(c.stream, c.start), None if c.end is None else StreamCut(c.stream, c.end),
+            tuple(sorted(state.readers)), {r: tuple(sorted(s)) for r, s in sorted(state.readers.items())},
+            tuple(sorted(state.pool)), tuple(sorted(state.finished)), dict(sorted(state.positions().items())))
+
+    def checkpoint(self) -> StreamCut:
+        """The group's position as a consistent stream cut: every segment held, pooled or finished,
+        at the position last stored. Readers store theirs once per read batch and on
+        :meth:`EventReader.checkpoint`; call that on each reader first for the exact position."""
+        state, _ = self._read()
+        return StreamCut(self.stream, state.positions())
+
+    def reader(self, reader_id: str, config: ReaderConfig | None = None) -> EventReader:
+        """Join the group as ``reader_id``. :class:`ReaderExistsError` if a reader of that id is a
+        member (close it, or declare it offline, first)."""
+        check_part(reader_id, "reader")
+
+        def join(state: _State) -> bool:
+            if reader_id in state.readers:
+                raise ReaderExistsError(f"reader {reader_id!r} is a member of group {self.name!r} already")
+            if len(state.readers) >= READERS_MAX:
+                raise InvalidArgumentError(f"a reader group has at most {READERS_MAX} readers")
+            state.readers[reader_id] = {}
+            return True
+
+        self._change(join)
+        return EventReader(self, self._logs, reader_id, self._conf, config or ReaderConfig())
+
+    def reader_offline(self, reader_id: str) -> bool:
+        """Remove a reader (one that vanished without closing): its segments go back to the pool at
+        the positions it last stored. False if it was not a member."""
+        check_part(reader_id, "reader")
+        gone = False
+
+        def offline(state: _State) -> bool:
+            nonlocal gone
+            held = state.readers.pop(reader_id, None)
+            gone = held is not None
+            if held is not None:
+                state.pool.update(held)
+            return gone
+
+        self._change(offline)
+        return gone
+
+    def readers(self) -> builtins.list[str]:
+        return sorted(self._read()[0].readers)
+
+
+# --- one reader ----------------------------------------------------------------------------------
+
+
+class EventReader:
+    """One member of a reader group: reads the segments the group gives it. Used by one thread."""
+
+    def __init__(self, group: ReaderGroup, logs: LogsApi, reader_id: str, conf: _Conf, config: ReaderConfig) -> None:
+        self._group = group
+        self._logs = logs
+        self.reader_id = reader_id
+        self._conf = conf
+        self._config = config
+        self._reader = logs.reader(config.buffered_items_max)
+        self._positions: dict[int, int] = {}  # held segment -> next LSN to deliver
+        self._segment_of: dict[int, int] = {}  # log -> held segment
+        self._items: deque[Any] = deque()
+        self._finished: dict[int, tuple[int, bool]] = {}  # segment -> (end position, read to its seal)
+        self._scalings: dict[int, _Scaling | None] = {}
+        self._group_done = False
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"EventReader({self._group.name!r}, {self.reader_id!r})"
+
+    @property
+    def segments(self) -> builtins.list[int]:
+        """The segments this reader holds (as of its last look at the group)."""
+        return sorted(self._positions)
+
+    def read_next(self, timeout_s: float | None = 0.0) -> Event | None:
+        """The next event of the segments this reader holds; waits up to ``timeout_s`` (None:
+        forever) for one. None on timeout, or at once when the group has read everything up to its
+        end cut (or the end of a sealed stream). :class:`ReaderOfflineError` if the reader was
+        declared offline, :class:`UnknownReaderGroupError` if the group was deleted."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            self._check_open()
+            if self._items:
+                event = self._consume(self._items.popleft())
+                if self._finished:
+                    self._sync()  # at once: the segments after it may now be read
+                if event is not None:
+                    return event
+                continue
+            self._sync()  # once per batch: store positions, take or give segments
+            if self._group_done:
+                return None
+            remaining = None if deadline is None else deadline - time.monotonic()
+            wait_s = self._config.sync_interval_s if remaining is None else \
+                max(0.0, min(remaining, self._config.sync_interval_s))
+            if self._positions:
+                self._items.extend(self._reader.read(self._config.batch_items_max, wait_s))
+            elif wait_s > 0:
+                time.sleep(wait_s)  # nothing held: another process must release segments first
+            if not self._items and remaining is not None and remaining <= wait_s:
+                return None
+
+    def _consume(self, item: Any) -> Event | None:
+        segment = self._segment_of.get(item.log_id)
+        if segment is None or segment in self._finished:
+            return None  # of a segment given away meanwhile
+        bound = self._conf.bound(segment)
+        if type(item) is Record:
+            self._positions[segment] = item.lsn + 1
+            if bound is not None and item.lsn + 1 >= bound:
+                self._finished[segment] = (bound, False)
+            return Event(item.payload, segment, item.lsn, item.timestamp_ms, dict(self._positions))
+        gap: Gap = item
+        if gap.type is GapType.SEALED:
+            self._finished[segment] = (gap.lsn_lo if bound is None else bound, bound is None)
+        else:  # trimmed, lost or never written: nothing to deliver there
+            self._positions[segment] = gap.lsn_hi + 1
+            if bound is not None and gap.lsn_hi + 1 >= bound:
+                self._finished[segment] = (bound, False)
+        return None
+
+    def _scaling(self, segment: int) -> _Scaling | None:
+        """The scaling that sealed ``segment`` (None: sealed with its stream, no successor)."""
+        if segment not in self._scalings:
+            stream = self._group.stream_handle
+            successors = stream.successors(segment)
+            if not successors:
+                self._scalings[segment] = None
+            else:
+                generation = generation_of(next(iter(successors)).id)
+                delta = stream.history(after=generation - 1, limit=1)[0]
+                self._scalings[segment] = _Scaling(
+                    delta.sealed, tuple((s.id, s.log_id, s.key_lo, s.key_hi) for s in delta.created))
+        return self._scalings[segment]
+
+    def _sync(self, leave: bool = False) -> _State:
+        """Store positions and finished segments, then take or give segments; start and stop
+        reading the logs accordingly. With ``leave``, give every segment back and leave."""
+        scalings = {s: self._scaling(s) for s, (_, sealed) in self._finished.items() if sealed}
+        rid = self.reader_id
+        taken: dict[int, int] = {}
+        given: list[int] = []
+
+        def edit(state: _State) -> bool:
+            taken.clear()
+            given.clear()
+            held = state.readers.get(rid)
+            if held is None:
+                raise ReaderOfflineError(f"reader {rid!r} is no longer a member of group {self._group.name!r}")
+            before = (dict(held), len(state.pool), len(state.finished))
+            for segment in list(held):
+                if segment in self._positions:
+                    held[segment] = self._positions[segment]
+            for segment, (end, _) in self._finished.items():
+                held.pop(segment, None)
+                state.finish(self._conf, segment, end, scalings.get(segment))
+            if leave:
+                state.pool.update(held)
+                del state.readers[rid]
+                return True
+            self._balance(state, held, taken, given)
+            return (dict(held), len(state.pool), len(state.finished)) != before
+
+        try:
+            state = self._group._change(edit)
+        except ReaderOfflineError:
+            self._shut()
+            raise
+        self._finished.clear()
+        for segment in given:
+            self._stop(segment)
+        for segment, position in taken.items():
+            self._start(segment, state.logs[segment], position)
+        for segment in [s for s in self._positions if s not in state.readers.get(rid, {})]:
+            self._stop(segment)  # finished: its log is done
+        self._group_done = not state.pool and not any(state.readers.values())
+        return state
+
+    @staticmethod
+    def _balance(state: _State, held: dict[int, int], taken: dict[int, int], given: list[int]) -> None:
+        total = len(state.pool) + sum(len(s) for s in state.readers.values())
+        readers = len(state.readers)
+        high, low = math.ceil(total / readers), total // readers
+        if len(held) < high and state.pool:
+            for segment in sorted(state.pool)[:high - len(held)]:  # oldest generations first
+                taken[segment] = held[segment] = state.pool.pop(segment)
+        elif len(held) > high or (len(held) == high > low and not state.pool
+                                  and min(len(s) for s in state.readers.values()) < low):
+            segment = max(held)  # the newest: the oldest are nearer their end
+            state.pool[segment] = held.pop(segment)
+            given.append(segment)
+
+    def _start(self, segment: int, log_id: int, position: int) -> None:
+        bound = self._conf.bound(segment)
+        self._positions[segment] = position
+        self._segment_of[log_id] = segment
+        self._reader.start_reading(log_id, position, LSN_MAX if bound is None else bound - 1)
+
+    def _stop(self, segment: int) -> None:
+        self._positions.pop(segment, None)
+        for log_id in [log for log, s in self._segment_of.items() if s == segment]:
+            del self._segment_of[log_id]
+            self._reader.stop_reading(log_id)
+            self._items = deque(i for i in self._items if i.log_id != log_id)
+
+    def _drop_all(self) -> None:
+        for segment in list(self._positions):
+            self._stop(segment)
+        self._items.clear()
+
+    def checkpoint(self) -> StreamCut:
+        """Store this reader's positions now, and return the group's checkpoint
+        (:meth:`ReaderGroup.checkpoint`)."""
+        self._check_open()
+        self._sync()
+        return self._group.checkpoint()
+
+    def close(self) -> None:
+        """Leave the group: the segments held go back to the pool at the positions delivered.
+        Idempotent."""
+        if self._closed:
+            return
+        try:
+            self._sync(leave=True)
+        except (ReaderOfflineError, UnknownReaderGroupError):
+            pass  # nothing to give back
+        finally:
+            self._shut()
+
+    def _shut(self) -> None:
+        self._closed = True
+        self._drop_all()
+        self._reader.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"reader {self.reader_id!r} is closed")
+
+    def __enter__(self) -> EventReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

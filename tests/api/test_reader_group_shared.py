@@ -1,0 +1,58 @@
+"""Reader groups over the same API embedded and through a server."""
+
+from __future__ import annotations
+
+import time
+
+from seaway.streams import ReaderConfig, key_position
+from tests.api.conftest import Api
+
+
+def test_a_reader_group_reads_every_event_once_in_key_order_across_a_scaling(api: Api) -> None:
+    scope = api.name("sc")
+    api.sw.streams.create_scope(scope)
+    stream = api.sw.streams.create(f"{scope}/s", segments=2)
+    written: list[bytes] = []
+
+    def write(count: int) -> None:
+        segments = stream.current_segments()
+        for i in range(count):
+            key = f"k{i % 8}"
+            payload = f"{key}:{len(written)}".encode()
+            segment = next(s for s in segments if s.holds(key_position(key)))
+            api.sw.logs.get(segment.log_id).append_batch_async([payload]).result()
+            written.append(payload)
+
+    write(40)
+    group = api.sw.streams.create_reader_group(api.name("g"), stream)
+    readers = [group.reader(name, ReaderConfig(batch_items_max=5)) for name in ("a", "b")]
+    read: list[bytes] = []
+    for _ in range(8):
+        for reader in readers:
+            event = reader.read_next(0.1)
+            if event is not None:
+                read.append(event.payload)
+    stream.merge([s.id for s in stream.current_segments()])
+    write(40)
+    stream.seal()
+    idle = 0
+    while idle < 3 and len(read) <= len(written):
+        events = [reader.read_next(0) for reader in readers]
+        if all(e is None for e in events):  # wait only when nobody has anything at hand
+            events = [reader.read_next(0.1) for reader in readers]
+        read.extend(e.payload for e in events if e is not None)
+        idle = idle + 1 if all(e is None for e in events) else 0
+    assert sorted(read) == sorted(written) and len(read) == len(set(read))
+    last: dict[str, int] = {}
+    for payload in read:
+        key, _, n = payload.decode().partition(":")
+        assert int(n) > last.get(key, -1)
+        last[key] = int(n)
+    info = group.describe()
+    assert not info.unassigned and not any(info.assignments.values())  # the sealed stream is read to its end
+    started = time.monotonic()
+    assert readers[0].read_next(5.0) is None
+    assert time.monotonic() - started < 2.5  # at once, not after the timeout: nothing is left to read
+    for reader in readers:
+        reader.close()
+    api.sw.streams.delete_reader_group(group.name)
