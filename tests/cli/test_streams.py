@@ -48,3 +48,28 @@ def test_bad_input_is_one_line_and_a_status(cli: Cli, where: Where) -> None:
                        (("stream", "truncate", "a/b", "{not json"), "INVALID_STREAM_CUT")):
         ran = cli(*argv, *where.args)
         assert ran.status == 1 and ran.err.count("\n") == 1 and f"[{code}]" in ran.err, (argv, ran)
+
+
+def test_reader_groups_from_the_shell(cli: Cli, where: Where) -> None:
+    scope = where.ns
+    name = f"{scope}/events"
+    group = f"group-{scope}"
+    assert cli("scope", "create", scope, *where.args).status == 0
+    assert cli("stream", "create", name, "--segments", "2", *where.args).status == 0
+    for key in ("a", "b", "c"):
+        assert cli("stream", "write", name, f"{key}1", f"{key}2", "--key", key, *where.args).status == 0
+    made = cli("reader-group", "create", group, name, *where.args)
+    assert made.status == 0, made.err
+    first = cli("reader-group", "read", group, "--reader", "r1", "--max", "4", "--timeout-s", "0.5", *where.args,
+                "--json")
+    rest = cli("reader-group", "read", group, "--reader", "r2", "--timeout-s", "0.5", *where.args, "--json")
+    events = [json.loads(line)["event"] for line in (first.out + rest.out).splitlines()]
+    assert sorted(events) == ["a1", "a2", "b1", "b2", "c1", "c2"]  # each once, between the two readers
+    for key in ("a", "b", "c"):  # r1 left its segments at its position; r2 went on from there
+        assert events.index(f"{key}1") < events.index(f"{key}2")
+    described = json.loads(cli("reader-group", "describe", group, *where.args, "--json").out)
+    assert described["stream"] == name and described["readers"] == []  # both left
+    assert set(described["checkpoint"]["positions"]) == {"0.0", "0.1"}
+    assert cli("reader-group", "delete", group, *where.args).status == 0
+    gone = cli("reader-group", "describe", group, *where.args)
+    assert gone.status == 1 and "[UNKNOWN_READER_GROUP]" in gone.err

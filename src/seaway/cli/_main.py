@@ -18,7 +18,7 @@ from seaway.cli._demo import run_demo, run_demo_remote
 from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
 from seaway.cli._store import open_store, out, where_parser
-from seaway.cli._streams import add_stream_parsers, run_scope, run_stream
+from seaway.cli._streams import add_stream_parsers, run_reader_group, run_scope, run_stream
 from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
 from seaway.server import ServerConfig, serve
 
@@ -227,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_scope(args)
         elif args.command == "stream":
             run_stream(args)
+        elif args.command == "reader-group":
+            run_reader_group(args)
     except SeawayError as exc:
         print(f"seaway: error: {exc} [{exc.code}]", file=sys.stderr)
         return 1

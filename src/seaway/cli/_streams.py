@@ -70,6 +70,24 @@ def add_stream_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     history.add_argument("stream")
     history.add_argument("--limit", type=int, default=1000)
 
+    group = commands.add_parser("reader-group", help="reader groups: readers that share a stream's segments",
+                                description="Readers of a group, in any process, share a stream's segments: each "
+                                            "segment is read by one reader at a time, in key order across scalings.")
+    ops = group.add_subparsers(dest="op", required=True, metavar="OPERATION")
+    make = ops.add_parser("create", parents=[common], help="create a reader group over a stream")
+    make.add_argument("group")
+    make.add_argument("stream")
+    make.add_argument("--start", help="a stream cut (JSON) to start from (default: the stream's head)")
+    make.add_argument("--end", help="a stream cut (JSON) to stop at (default: none, follow the stream)")
+    for name, text in (("describe", "readers, their segments and positions, and the group's checkpoint"),
+                       ("delete", "delete a reader group")):
+        ops.add_parser(name, parents=[common], help=text).add_argument("group")
+    read = ops.add_parser("read", parents=[common], help="join the group as a reader, print events, and leave")
+    read.add_argument("group")
+    read.add_argument("--reader", required=True, help="this reader's id in the group")
+    read.add_argument("--max", type=int, default=1000, help="stop after this many events (default 1000)")
+    read.add_argument("--timeout-s", type=float, default=1.0, help="stop after this long without an event")
+
 
 def _segment_json(segment: Segment) -> dict[str, Any]:
     return {"segment": segment_str(segment.id), "key_lo": segment.key_lo, "key_hi": segment.key_hi,
@@ -198,3 +216,38 @@ def _read_all(sw: Any, stream: Any, args: argparse.Namespace) -> None:
                     print(json.dumps({"segment": segment_str(segment.id), "lsn": item.lsn, "event": text}))
                 else:
                     print(f"{segment_str(segment.id)}\t{lsn_str(item.lsn)}\t{text}")
+
+
+def run_reader_group(args: argparse.Namespace) -> None:
+    start = StreamCut.from_json(args.start) if getattr(args, "start", None) else None
+    end = StreamCut.from_json(args.end) if getattr(args, "end", None) else None
+    with open_store(args, writes=args.op != "describe") as sw:
+        if args.op == "create":
+            made = sw.streams.create_reader_group(args.group, args.stream, start, end)
+            out(args, {"group": args.group, "stream": made.stream}, f"created reader group {args.group}")
+        elif args.op == "delete":
+            sw.streams.delete_reader_group(args.group)
+            out(args, {"deleted": args.group}, f"deleted reader group {args.group}")
+        elif args.op == "describe":
+            info = sw.streams.reader_group(args.group).describe()
+            data = {"group": info.name, "stream": info.stream, "readers": list(info.readers),
+                    "assignments": {r: [segment_str(s) for s in segs] for r, segs in info.assignments.items()},
+                    "unassigned": [segment_str(s) for s in info.unassigned],
+                    "finished": [segment_str(s) for s in info.finished],
+                    "checkpoint": json.loads(StreamCut(info.stream, info.positions).to_json())
+                    if info.positions else None}
+            lines = [f"{info.name}\tstream {info.stream}\treaders {len(info.readers)}"]
+            lines += [f"  {r}\t{', '.join(segs)}" for r, segs in data["assignments"].items()]
+            lines += [f"  unassigned\t{', '.join(data['unassigned'])}"]
+            out(args, data, "\n".join(lines))
+        else:
+            if args.max < 1 or not args.timeout_s > 0:
+                raise InvalidArgumentError("--max must be at least 1 and --timeout-s above 0")
+            with sw.streams.reader_group(args.group).reader(args.reader) as reader:
+                for _ in range(args.max):
+                    event = reader.read_next(args.timeout_s)
+                    if event is None:
+                        break
+                    text = event.payload.decode(errors="replace")
+                    print(json.dumps({"segment": segment_str(event.segment), "lsn": event.lsn, "event": text})
+                          if args.json else f"{segment_str(event.segment)}\t{lsn_str(event.lsn)}\t{text}")
