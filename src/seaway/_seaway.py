@@ -34,6 +34,9 @@ class Seaway:
             self.logs = Logs(self._store, self.config.log_defaults, self.config.appends)
             self.meta = MetadataStore(self._store.logsdb)
             self.streams = Streams(self.logs, self.meta, clock)
+            # A change a killed process left half-done (a scaling, seal, truncation, deletion) is
+            # finished now, before anything else meets it: the steps are idempotent.
+            self.streams.recover()
         except BaseException:
             self._store.close()
             raise
