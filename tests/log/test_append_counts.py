@@ -3,6 +3,7 @@ acknowledged append made from any thread."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 from pathlib import Path
 
@@ -51,5 +52,6 @@ def test_counts_every_acknowledged_append_from_many_threads(tmp_path: Path) -> N
         assert counts == {log.id: (sum(1 for n in range(4) for i in range(300) if (n + i) % 3 == k),
                                    sum(i % 7 for n in range(4) for i in range(300) if (n + i) % 3 == k))
                           for k, log in enumerate(logs)}
-        for earlier, later in zip(samples, samples[1:], strict=False):
-            assert all(later[i].records >= earlier[i].records for i in earlier)
+        for earlier, later in itertools.pairwise(samples):
+            assert all(later[i].records >= earlier[i].records and later[i].payload_bytes >= earlier[i].payload_bytes
+                       for i in earlier)
