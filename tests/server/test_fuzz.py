@@ -27,7 +27,7 @@ METHODS = {
     "GetLog": pb.LogRef, "ListLogs": pb.Empty, "Append": pb.AppendRequest, "AppendMany": pb.AppendManyRequest,
     "Trim": pb.TrimRequest,
     "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "ReadMany": pb.ReadControls,
-    "SealLog": pb.LogRef, "DeleteLog": pb.LogRef,
+    "SealLog": pb.LogRef, "DeleteLog": pb.LogRef, "AppendCounts": pb.AppendCountsRequest,
 }
 
 
@@ -77,6 +77,9 @@ def _valid(method: str, rng: random.Random, known_ids: list[int]) -> Any:
         return pb.TrimRequest(log_id=log_id, lsn=_u64(rng))
     if method == "FindTime":
         return pb.FindTimeRequest(log_id=log_id, timestamp_ms=rng.choice([-1, 0, 2**63 - 1, -(2**63)]))
+    if method == "AppendCounts":  # 100_001: over the server's limit of logs a call
+        count = rng.choice([0, 1, 3, 1000, 100_001])
+        return pb.AppendCountsRequest(log_ids=[rng.choice([*known_ids, _u64(rng)]) for _ in range(count)])
     if method == "ReadMany":  # one message of a stream: a few controls
         return pb.ReadControls(controls=[_control(rng, known_ids) for _ in range(rng.choice([0, 1, 1, 3]))])
     return pb.Empty()

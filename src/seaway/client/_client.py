@@ -24,6 +24,7 @@ from seaway._errors import (
     ClosedError,
     ConditionFailedError,
     InvalidArgumentError,
+    ServerError,
     UnknownLogError,
 )
 from seaway.client._append import AppendQueue, AppendQueueConfig
@@ -33,6 +34,7 @@ from seaway.log import (
     LSN_OLDEST,
     UNSET,
     AppendCoalescer,
+    AppendCounts,
     BatchingWriter,
     CoalesceConfig,
     Coalescers,
@@ -45,6 +47,7 @@ from seaway.log import (
     RetryPolicy,
     Versioned,
     attribute_overrides,
+    check_log_ids,
     check_lsn,
     check_meta_key,
     get_or_create_log,
@@ -325,6 +328,15 @@ class RemoteLogs:
         """Drop the time partitions no log retains any more; return their ids."""
         reply: pb.PartitionIds = self._client._call("RunRetention", pb.Empty())
         return list(reply.partition_ids)
+
+    def append_counts(self, log_ids: Iterable[int]) -> dict[int, AppendCounts]:
+        """As :meth:`seaway.log.Logs.append_counts`: counted since the server's store opened."""
+        ids = check_log_ids(log_ids)
+        reply: pb.AppendCountsReply = self._client._call("AppendCounts", pb.AppendCountsRequest(log_ids=ids))
+        if len(reply.records) != len(ids) or len(reply.payload_bytes) != len(ids):
+            raise ServerError(f"the server answered {len(reply.records)} counts for {len(ids)} logs")
+        return {log_id: AppendCounts(records, size)
+                for log_id, records, size in zip(ids, reply.records, reply.payload_bytes, strict=True)}
 
     def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False,
                buffered_bytes_max: int = BUFFERED_BYTES_MAX_DEFAULT) -> RemoteReader:

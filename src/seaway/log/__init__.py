@@ -16,11 +16,14 @@ from seaway._lazy import lazy_names
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._handle import (
+    APPEND_COUNTS_LOGS_MAX,
     BATCH_RECORDS_MAX,
     PRODUCER_ID_BYTES_MAX,
     UNSET,
+    AppendCounts,
     LogHandle,
     attribute_overrides,
+    check_log_ids,
     get_or_create_log,
     producer_mark,
 )
@@ -105,6 +108,7 @@ if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name
     __getattr__, __dir__ = lazy_names(globals(), _LAZY)
 
 __all__ = [
+    "APPEND_COUNTS_LOGS_MAX",
     "BATCH_RECORDS_MAX",
     "BUFFERED_BYTES_MAX_DEFAULT",
     "EPOCH_MAX",
@@ -119,6 +123,7 @@ __all__ = [
     "UNSET",
     "AppendAcked",
     "AppendCoalescer",
+    "AppendCounts",
     "AppendFailed",
     "AppendRequest",
     "BatchingWriter",
@@ -176,6 +181,7 @@ __all__ = [
     "attribute_overrides",
     "bump_epoch",
     "check_buffer_bounds",
+    "check_log_ids",
     "check_lsn",
     "check_meta_key",
     "epoch_of",

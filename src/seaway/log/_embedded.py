@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +96,7 @@ class _Pending:
     future: Future[range]
     log_id: int
     producer_key: tuple[int, bytes, int] | None = None
+    payload_bytes: int = 0
 
 
 class _Syncer:
@@ -182,6 +183,9 @@ class EmbeddedLogStore:
         self._completions: list[tuple[Future[range], range | SeawayError]] = []
         self._broken: SeawayError | None = None
         self._pending: dict[int, _Pending] = {}
+        # log id -> (records, payload bytes) acknowledged since the store opened. Written by the
+        # writer thread only (one dict store of a new tuple an ack), read by any: no lock needed.
+        self._appended: dict[int, tuple[int, int]] = {}
         # (log id, producer id, sequence) of producers' batches in flight -> their record count and
         # the retries waiting on them
         self._producing: dict[tuple[int, bytes, int], tuple[int, list[Future[range]]]] = {}
@@ -284,8 +288,15 @@ class EmbeddedLogStore:
             wake.set()
         for log_id in log_ids:
             self._tail.forget(log_id)
+            self._appended.pop(log_id, None)  # no append is acknowledged for it any more
             if self.logsdb.data_size(log_id) or self.logsdb.last_lsn(log_id) > self.logsdb.trim_point(log_id):
                 self.logsdb.delete_log_data(log_id)
+
+    def append_counts(self, log_ids: Iterable[int]) -> dict[int, tuple[int, int]]:
+        """Records and payload bytes acknowledged for each log since the store opened ((0, 0) for
+        a log without any); counted before the appends' futures are answered."""
+        appended = self._appended
+        return {log_id: appended.get(log_id, (0, 0)) for log_id in log_ids}
 
     def is_deleted(self, log_id: int) -> bool:
         return log_id in self._deleted
@@ -406,7 +417,7 @@ class EmbeddedLogStore:
             return
         if key is not None:
             self._producing[key] = (len(request.payloads), [])
-        self._pending[request.request_id] = _Pending(future, log_id, key)
+        self._pending[request.request_id] = _Pending(future, log_id, key, sum(map(len, request.payloads)))
         self._events.append((log_id, request))
 
     def _settle(self, pending: _Pending, result: range | SeawayError) -> None:
@@ -471,8 +482,10 @@ class EmbeddedLogStore:
                 self._timed_peak = len(self._timed)
         for effect in effects:
             if isinstance(effect, AppendAcked):
-                self._settle(self._pending.pop(effect.request_id),
-                             range(effect.first_lsn, effect.first_lsn + effect.count))
+                pending = self._pending.pop(effect.request_id)
+                records, size = self._appended.get(pending.log_id, (0, 0))
+                self._appended[pending.log_id] = (records + effect.count, size + pending.payload_bytes)
+                self._settle(pending, range(effect.first_lsn, effect.first_lsn + effect.count))
             elif isinstance(effect, AppendFailed):
                 self._settle(self._pending.pop(effect.request_id), effect.error)
             elif isinstance(effect, RequestEpoch):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from seaway._errors import (
     InvalidArgumentError,
@@ -16,7 +16,7 @@ from seaway._errors import (
     UnknownLogError,
 )
 from seaway.log._coalesce import AppendCoalescer
-from seaway.log._config import LogInfo
+from seaway.log._config import LOG_ID_MAX, LogInfo
 from seaway.log._lsn import check_lsn
 from seaway.log._types import LogAttributes
 from seaway.logsdb import Durability, ProducerMark
@@ -24,6 +24,8 @@ from seaway.logsdb import Durability, ProducerMark
 BATCH_RECORDS_MAX = 100_000
 """The most records one append may carry."""
 PRODUCER_ID_BYTES_MAX = 64
+APPEND_COUNTS_LOGS_MAX = 100_000
+"""The most logs one ``append_counts`` call asks about."""
 
 T = TypeVar("T")
 
@@ -49,6 +51,27 @@ def producer_mark(producer_id: bytes | None, sequence: int | None) -> ProducerMa
     if not isinstance(sequence, int) or isinstance(sequence, bool) or not 0 <= sequence < 2**63:
         raise InvalidArgumentError(f"sequence must be an integer in [0, 2**63), got {sequence!r}")
     return ProducerMark(producer_id, sequence)
+
+
+class AppendCounts(NamedTuple):
+    """What was appended to one log since the store opened: records and their payload bytes."""
+
+    records: int
+    payload_bytes: int
+
+
+def check_log_ids(log_ids: Iterable[int]) -> list[int]:
+    """Log ids given to ``append_counts``, checked: integers in ``[1, LOG_ID_MAX]``, at most
+    ``APPEND_COUNTS_LOGS_MAX`` of them."""
+    if isinstance(log_ids, str | bytes) or not isinstance(log_ids, Iterable):
+        raise InvalidArgumentError(f"log_ids must be an iterable of log ids, got {log_ids!r:.80}")
+    ids = list(log_ids)
+    if len(ids) > APPEND_COUNTS_LOGS_MAX:
+        raise InvalidArgumentError(f"at most {APPEND_COUNTS_LOGS_MAX} logs at a time, got {len(ids)}")
+    for log_id in ids:
+        if not isinstance(log_id, int) or isinstance(log_id, bool) or not 1 <= log_id <= LOG_ID_MAX:
+            raise InvalidArgumentError(f"a log id is an integer in [1, {LOG_ID_MAX}], got {log_id!r:.80}")
+    return ids
 
 
 def get_or_create_log(logs: Any, name: str, **attributes: Any) -> Any:

@@ -209,6 +209,14 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         return self._unary("RunRetention", context,
                            lambda: pb.PartitionIds(partition_ids=self._store.logs.run_retention()))
 
+    def AppendCounts(self, request: pb.AppendCountsRequest, context: grpc.ServicerContext) -> pb.AppendCountsReply:
+        def run() -> pb.AppendCountsReply:
+            counts = self._store.logs.append_counts(request.log_ids)  # checks the ids and their number
+            # Answered in the request's order; a repeated id is answered each time it is asked.
+            return pb.AppendCountsReply(records=[counts[i].records for i in request.log_ids],
+                                        payload_bytes=[counts[i].payload_bytes for i in request.log_ids])
+        return self._unary("AppendCounts", context, run)
+
     def Append(self, request: pb.AppendRequest, context: grpc.ServicerContext) -> pb.AppendReply:
         def run() -> pb.AppendReply:
             (result,) = self._append(context, (request,), "Append")

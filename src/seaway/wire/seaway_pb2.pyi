@@ -26,6 +26,20 @@ class Empty(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class AppendCountsRequest(_message.Message):
+    __slots__ = ("log_ids",)
+    LOG_IDS_FIELD_NUMBER: _ClassVar[int]
+    log_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, log_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class AppendCountsReply(_message.Message):
+    __slots__ = ("records", "payload_bytes")
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_BYTES_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedScalarFieldContainer[int]
+    payload_bytes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, records: _Optional[_Iterable[int]] = ..., payload_bytes: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class HealthReply(_message.Message):
     __slots__ = ("status", "version")
     STATUS_FIELD_NUMBER: _ClassVar[int]

@@ -114,6 +114,11 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.ReadControls.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.ReadReply.FromString,
                 _registered_method=True)
+        self.AppendCounts = channel.unary_unary(
+                '/seaway.v1.Seaway/AppendCounts',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.AppendCountsRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.AppendCountsReply.FromString,
+                _registered_method=True)
         self.MetaGet = channel.unary_unary(
                 '/seaway.v1.Seaway/MetaGet',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.MetaKey.SerializeToString,
@@ -246,6 +251,14 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AppendCounts(self, request, context):
+        """Records and payload bytes appended to each log since the server's store opened (they start
+        again at zero when it reopens); zero for a log without appends since, unknown or deleted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def MetaGet(self, request, context):
         """The metadata store: namespaced keys, each with the version (revision) of the batch that last
         put it. MetaGet and MetaScan see every batch whose MetaCommit returned.
@@ -357,6 +370,11 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.ReadMany,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.ReadControls.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.ReadReply.SerializeToString,
+            ),
+            'AppendCounts': grpc.unary_unary_rpc_method_handler(
+                    servicer.AppendCounts,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.AppendCountsRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.AppendCountsReply.SerializeToString,
             ),
             'MetaGet': grpc.unary_unary_rpc_method_handler(
                     servicer.MetaGet,
@@ -811,6 +829,33 @@ class Seaway:
             '/seaway.v1.Seaway/ReadMany',
             seaway_dot_wire_dot_seaway__pb2.ReadControls.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.ReadReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AppendCounts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/AppendCounts',
+            seaway_dot_wire_dot_seaway__pb2.AppendCountsRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.AppendCountsReply.FromString,
             options,
             channel_credentials,
             insecure,
