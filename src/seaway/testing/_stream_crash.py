@@ -8,13 +8,15 @@ another thread splits and merges the stream's segments without pause.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import sys
 import threading
+from concurrent.futures import Future
 
 import seaway
-from seaway.streams import FixedSegments
+from seaway.streams import FixedSegments, WriteAck
 
 SCOPE = "crash"
 STREAM = f"{SCOPE}/keys"
@@ -46,9 +48,10 @@ def main(argv: list[str]) -> None:
         threading.Thread(target=_scale, args=(sw, run), daemon=True).start()
         lock = threading.Lock()
 
-        def acked(line: bytes) -> None:
-            with lock:
-                os.write(fd, line)
+        def acked(line: bytes, future: Future[WriteAck]) -> None:
+            if future.exception() is None:
+                with lock:
+                    os.write(fd, line)
 
         with sw.streams.get(STREAM).writer(f"run{run}") as writer:
             n = run * 10**6
@@ -56,7 +59,7 @@ def main(argv: list[str]) -> None:
                 for key in range(KEYS):
                     line = f"k{key} {n}\n".encode()
                     future = writer.write(line.strip(), f"k{key}")
-                    future.add_done_callback(lambda f, line=line: f.exception() is None and acked(line))
+                    future.add_done_callback(functools.partial(acked, line))
                 n += 1
 
 
