@@ -6,9 +6,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seaway._clock import Clock
+from seaway._clock import Clock, SystemClock
 from seaway.log import CoalesceConfig, DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig, MetadataStore
 from seaway.streams import Streams
+from seaway.streams._autoscaling import AutoScaling, AutoScalingConfig
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,9 @@ class SeawayConfig:
     """Attributes of logs that neither they nor their group override."""
     appends: CoalesceConfig = field(default_factory=CoalesceConfig)
     """How appends of a log made while earlier ones are in flight are batched and bounded."""
+    autoscaling: AutoScalingConfig = field(default_factory=AutoScalingConfig)
+    """Automatic scaling of streams, run in the process that holds the store (a server's, for its
+    clients)."""
 
 
 class Seaway:
@@ -30,6 +34,7 @@ class Seaway:
         self.path = Path(path)
         self.config = config or SeawayConfig()
         self._store = EmbeddedLogStore(self.path, self.config.logs, clock, disk_fault=disk_fault)
+        self.autoscaling: AutoScaling | None = None
         try:
             self.logs = Logs(self._store, self.config.log_defaults, self.config.appends)
             self.meta = MetadataStore(self._store.logsdb)
@@ -37,12 +42,16 @@ class Seaway:
             # A change a killed process left half-done (a scaling, seal, truncation, deletion) is
             # finished now, before anything else meets it: the steps are idempotent.
             self.streams.recover()
+            self.autoscaling = AutoScaling(self.streams.controller, clock or SystemClock(), self.config.autoscaling)
+            self.autoscaling.start()
         except BaseException:
             self._store.close()
             raise
 
     def close(self) -> None:
         """Finish accepted appends and close; idempotent."""
+        if self.autoscaling is not None:
+            self.autoscaling.close()
         self.logs.close_appends()  # first: what the coalescers hold goes to the store before it closes
         self._store.close()
 
