@@ -64,3 +64,16 @@ def test_streams_are_created_scaled_queried_sealed_and_deleted(api: Api) -> None
     api.sw.streams.delete_scope(scope)
     with pytest.raises(UnknownScopeError):
         api.sw.streams.create(f"{scope}/again")
+
+
+def test_get_or_create_forms_return_what_exists(api: Api) -> None:
+    scope = api.name("scope")
+    api.sw.streams.create_scope(scope, exist_ok=True)
+    api.sw.streams.create_scope(scope, exist_ok=True)
+    with pytest.raises(ScopeExistsError):
+        api.sw.streams.create_scope(scope)
+    made = api.sw.streams.get_or_create(f"{scope}/s", segments=3)
+    again = api.sw.streams.get_or_create(f"{scope}/s", segments=5)  # as it is: three segments
+    assert made.name == again.name and len(again.current_segments()) == 3
+    group = api.sw.streams.get_or_create_reader_group(f"g-{scope}", again)
+    assert api.sw.streams.get_or_create_reader_group(f"g-{scope}", again).describe() == group.describe()

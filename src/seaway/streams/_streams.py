@@ -7,7 +7,15 @@ import builtins
 from dataclasses import dataclass
 
 from seaway._clock import Clock, SystemClock
-from seaway._errors import InvalidArgumentError, InvalidStreamCutError, UnknownStreamError
+from seaway._errors import (
+    InvalidArgumentError,
+    InvalidStreamCutError,
+    ReaderGroupExistsError,
+    ScopeExistsError,
+    StreamExistsError,
+    UnknownReaderGroupError,
+    UnknownStreamError,
+)
 from seaway.log import LSN_OLDEST, MetaApi
 from seaway.streams._api import LogsApi
 from seaway.streams._config import FixedSegments, RetentionPolicy, ScalingPolicy, StreamConfig
@@ -184,8 +192,13 @@ class Streams:
     def controller(self) -> StreamController:
         return self._controller
 
-    def create_scope(self, scope: str) -> None:
-        self._controller.create_scope(scope)
+    def create_scope(self, scope: str, *, exist_ok: bool = False) -> None:
+        """Create a scope (:class:`ScopeExistsError` if there is one, unless ``exist_ok``)."""
+        try:
+            self._controller.create_scope(scope)
+        except ScopeExistsError:
+            if not exist_ok:
+                raise
 
     def delete_scope(self, scope: str) -> None:
         self._controller.delete_scope(scope)
@@ -208,6 +221,19 @@ class Streams:
         self._controller.create_stream(scope, stream, StreamConfig(scaling, retention), segments)
         return Stream(self._controller, scope, stream)
 
+    def get_or_create(self, name: str, *, scaling: ScalingPolicy | None = None,
+                      retention: RetentionPolicy | None = None, segments: int | None = None) -> Stream:
+        """The stream with this name, created (as :meth:`create` would) if there is none; an
+        existing stream is returned as it is."""
+        try:
+            return self.get(name)
+        except UnknownStreamError:
+            pass
+        try:
+            return self.create(name, scaling=scaling, retention=retention, segments=segments)
+        except StreamExistsError:
+            return self.get(name)  # created meanwhile by another process
+
     def get(self, name: str) -> Stream:
         """A stream by name; :class:`UnknownStreamError` if there is none."""
         scope, stream = split_stream_name(name)
@@ -224,6 +250,17 @@ class Streams:
 
     def reader_group(self, name: str) -> ReaderGroup:
         return self._reader_groups().get(name)
+
+    def get_or_create_reader_group(self, name: str, stream: str | Stream) -> ReaderGroup:
+        """The reader group with this name, created over ``stream`` from its head if there is none."""
+        try:
+            return self.reader_group(name)
+        except UnknownReaderGroupError:
+            pass
+        try:
+            return self.create_reader_group(name, stream)
+        except ReaderGroupExistsError:
+            return self.reader_group(name)
 
     def delete_reader_group(self, name: str) -> None:
         self._reader_groups().delete(name)
