@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from seaway._clock import Clock
 from seaway._errors import (
@@ -78,6 +78,9 @@ class StreamController:
         self.meta = meta
         self.clock = clock
         self._group_ready = False
+        self.after_step: Callable[[int], None] | None = None
+        """Called after each step of a scaling with its number (1-5): where tests stop a scaling
+        as a crash would."""
 
     # --- scopes ---------------------------------------------------------------------------------
 
@@ -219,6 +222,7 @@ class StreamController:
         except ConditionFailedError:
             raise ScaleConflictError(f"stream {meta.name!r} changed while planning the scaling (another scaling "
                                      "or a seal came first): read its segments and decide again") from None
+        self._stepped(1)
         log.info("scaling", extra={"stream": meta.name, "generation": g, "reason": reason,
                                    "sealed": [segment_str(s) for s in delta.sealed],
                                    "created": [str(s) for s in created]})
@@ -413,6 +417,7 @@ class StreamController:
                     NAMESPACE, meta.key("trans"), delta.encode()).commit()
             except ConditionFailedError:
                 return  # another process moved it on; it finishes it
+            self._stepped(2)
         current, next_number, current_version = meta.current()
         if current.generation == delta.generation - 1:  # step 3
             batch, current = meta.new_generation_batch(
@@ -422,17 +427,24 @@ class StreamController:
                 batch.commit()  # the transition record is unchanged: its version holds for step 5
             except ConditionFailedError:
                 return
+            self._stepped(3)
         previous = meta.generation(delta.generation - 1)
         ends: dict[int, tuple[int, int]] = {}
         for segment in delta.sealed:  # step 4
             record = previous.find(segment)
             if record is not None:
                 ends[segment] = self._seal_log(record.log_id)
+        self._stepped(4)
         try:  # step 5
             meta.sizes_batch(self.meta.batch().expect_version(NAMESPACE, meta.key("trans"), version),
                              delta.generation, ends).delete(NAMESPACE, meta.key("trans")).commit()
         except ConditionFailedError:
             return
+        self._stepped(5)
+
+    def _stepped(self, step: int) -> None:
+        if self.after_step is not None:
+            self.after_step(step)
 
     def _seal_log(self, log_id: int) -> tuple[int, int]:
         """Seal a segment's log (again, if it is sealed); its size and final LSN."""
