@@ -28,13 +28,20 @@ changes.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seaway._errors import InvalidArgumentError, InvalidStreamCutError, UnknownStreamError
+from seaway._errors import (
+    CorruptionError,
+    InvalidArgumentError,
+    InvalidStreamCutError,
+    SeawayError,
+    UnknownStreamError,
+)
 from seaway._invariant import invariant
 from seaway.log import MetaApi, MetaBatch, Versioned
 from seaway.streams._config import StreamConfig
@@ -455,3 +462,28 @@ def cut_order(a: Sequence[tuple[Segment, int]], b: Sequence[tuple[Segment, int]]
     if ahead_a and ahead_b:
         raise InvalidStreamCutError("the two stream cuts are not ordered: each is ahead in part of the key space")
     return 1 if ahead_a else -1 if ahead_b else 0
+
+
+def _typed(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A read that meets a record it cannot decode raises :class:`CorruptionError` naming the
+    stream, never a bare ``ValueError`` or ``KeyError``: any client can write the metadata store,
+    and a broken record must not look like a bug of the caller's."""
+
+    @functools.wraps(method)
+    def typed(self: StreamMetadata, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except SeawayError:
+            raise
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, struct.error) as exc:
+            raise CorruptionError(f"stream {self.name!r}: a metadata record cannot be decoded "
+                                  f"({type(exc).__name__}: {exc})") from exc
+
+    return typed
+
+
+for _name in ("state", "current", "generation", "generation_at", "truncation", "segments_at", "sealed_at",
+              "successors", "predecessors", "deltas", "sealed_ends", "sealed_sum", "transition", "retention_set",
+              "recorded_cut", "segment_records", "segments_between", "size_until", "new_generation_batch",
+              "sizes_batch"):
+    setattr(StreamMetadata, _name, _typed(getattr(StreamMetadata, _name)))
