@@ -3,6 +3,7 @@ readers that meet truncated events."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -261,3 +262,19 @@ def test_retention_config_is_checked() -> None:
     with pytest.raises(InvalidArgumentError):
         RetentionConfig(interval_s=-1)
     assert RetentionConfig(interval_s=None).interval_s is None
+
+
+def test_the_store_runs_retention_in_the_background_unless_disabled(tmp_path: Path) -> None:
+    config = SeawayConfig(retention=RetentionConfig(interval_s=0.05))
+    with seaway.Seaway(tmp_path / "on", config) as sw:
+        sw.streams.create_scope("sc")
+        stream = sw.streams.create("sc/bg", retention=RetentionByTime(min_s=0))  # everything may go
+        write(sw, stream, "a")
+        first = stream.head()
+        deadline = time.monotonic() + 20
+        while stream.head() == first and time.monotonic() < deadline:
+            time.sleep(0.05)  # a real background thread: there is no pass to wait on but its effect
+        assert stream.head() != first, "no background retention pass truncated the stream"
+        assert read_all(sw, stream) == set()
+    with seaway.Seaway(tmp_path / "off", SeawayConfig(retention=None)) as sw:
+        assert sw.retention is None
