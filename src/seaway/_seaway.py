@@ -10,6 +10,7 @@ from seaway._clock import Clock, SystemClock
 from seaway.log import CoalesceConfig, DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig, MetadataStore
 from seaway.streams import Streams
 from seaway.streams._autoscaling import AutoScaling, AutoScalingConfig
+from seaway.streams._retention import RetentionConfig, StreamRetention
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,10 @@ class SeawayConfig:
     autoscaling: AutoScalingConfig = field(default_factory=AutoScalingConfig)
     """Automatic scaling of streams, run in the process that holds the store (a server's, for its
     clients)."""
+    retention: RetentionConfig | None = field(default_factory=RetentionConfig)
+    """Streams' retention policies, applied by passes in the process that holds the store (by
+    default every 30 s, recording each stream's tail as a cut every 60 s); None: never applied
+    (streams are truncated only by hand)."""
 
 
 class Seaway:
@@ -35,6 +40,7 @@ class Seaway:
         self.config = config or SeawayConfig()
         self._store = EmbeddedLogStore(self.path, self.config.logs, clock, disk_fault=disk_fault)
         self.autoscaling: AutoScaling | None = None
+        self.retention: StreamRetention | None = None
         try:
             self.logs = Logs(self._store, self.config.log_defaults, self.config.appends)
             self.meta = MetadataStore(self._store.logsdb)
@@ -44,6 +50,10 @@ class Seaway:
             self.streams.recover()
             self.autoscaling = AutoScaling(self.streams.controller, clock or SystemClock(), self.config.autoscaling)
             self.autoscaling.start()
+            if self.config.retention is not None:
+                self.retention = StreamRetention(self.streams.controller, clock or SystemClock(),
+                                                 self.config.retention)
+                self.retention.start()
         except BaseException:
             self._store.close()
             raise
@@ -52,6 +62,8 @@ class Seaway:
         """Finish accepted appends and close; idempotent."""
         if self.autoscaling is not None:
             self.autoscaling.close()
+        if self.retention is not None:
+            self.retention.close()
         self.logs.close_appends()  # first: what the coalescers hold goes to the store before it closes
         self._store.close()
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
+from seaway import StreamTruncatedError
 from seaway.streams import ReaderConfig, key_position
 from tests.api.conftest import Api
 
@@ -56,3 +59,25 @@ def test_a_reader_group_reads_every_event_once_in_key_order_across_a_scaling(api
     for reader in readers:
         reader.close()
     api.sw.streams.delete_reader_group(group.name)
+
+
+def test_a_reader_group_below_the_head_gets_stream_truncated(api: Api) -> None:
+    scope = api.name("sc")
+    api.sw.streams.create_scope(scope)
+    stream = api.sw.streams.create(f"{scope}/s")
+    log = api.sw.logs.get(stream.current_segments()[0].log_id)
+    log.append_batch_async([b"a0", b"a1"]).result()
+    old_head = stream.head()
+    behind = api.sw.streams.create_reader_group(api.name("g"), stream, retention_subscribed=True)
+    assert behind.describe().retention_subscribed
+    log.append_batch_async([b"b0", b"b1"]).result()
+    stream.truncate(stream.tail())
+    with pytest.raises(StreamTruncatedError, match="start there or later"):
+        api.sw.streams.create_reader_group(api.name("g"), stream, start=old_head)
+    log.append_batch_async([b"c0"]).result()
+    with behind.reader("r") as reader:
+        with pytest.raises(StreamTruncatedError, match="lost positions"):
+            reader.read_next(5.0)
+        event = reader.read_next(5.0)
+        assert event is not None and event.payload == b"c0"
+    api.sw.streams.delete_reader_group(behind.name)

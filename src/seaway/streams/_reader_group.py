@@ -9,6 +9,11 @@ The group's whole state is two records of the metadata store's ``streams`` names
            *pool* of segments no reader holds (with the position to read them from), and the
            *finished* segments (read to their end) whose range no later segment covers yet.
 
+A group made with ``retention_subscribed`` also has the key ``rgsub/<scope>/<stream>/<name>``
+(written and deleted with the group), so that the retention pass finds a stream's subscribed groups
+with one scan: their checkpoints hold back consumption-based retention (see
+:mod:`seaway.streams._retention`).
+
 Every change reads ``state``, changes it, and writes it back only if its version is unchanged
 (compare-and-set); a change that loses a race is made again on the fresh state. The segments
 held, pooled and finished always cover the key space exactly, so that the positions of all of
@@ -30,6 +35,12 @@ Failures. A reader stores its positions at most once per read batch and on :meth
 one that vanishes is declared offline with :meth:`ReaderGroup.reader_offline`, and its segments
 go back to the pool at the positions it last stored: the events it read after that are read
 again (at least once). A reader that was declared offline gets :class:`ReaderOfflineError`.
+
+Truncation. A group cannot start below the stream's head (:class:`StreamTruncatedError`). A reader
+that meets events truncated away under it (its segment trimmed below its position, or deleted
+whole) gets :class:`StreamTruncatedError` from :meth:`EventReader.read_next`, naming the segment and
+the position lost, once per segment; its next read goes on from where the stream's events now begin
+(the trim point, or the deleted segment's successors), as Pravega's ``TruncatedDataException``.
 """
 
 from __future__ import annotations
@@ -51,13 +62,16 @@ from seaway._errors import (
     ReaderExistsError,
     ReaderGroupExistsError,
     ReaderOfflineError,
+    SeawayError,
+    StreamTruncatedError,
+    UnknownLogError,
     UnknownReaderGroupError,
 )
 from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, MetaApi, Record
 from seaway.streams._api import LogsApi
 from seaway.streams._cut import StreamCut
 from seaway.streams._metadata import NAMESPACE
-from seaway.streams._names import check_part, generation_of
+from seaway.streams._names import check_part, generation_of, segment_str
 
 if TYPE_CHECKING:
     from seaway.streams._streams import Stream
@@ -69,8 +83,30 @@ CAS_ATTEMPTS_MAX = 1_000
 process made progress)."""
 
 
+SUBSCRIBED_GROUPS_MAX = 1_000
+"""Subscribed reader groups of one stream that retention looks at (the first by name)."""
+
+
 def group_prefix(name: str) -> bytes:
     return f"rg/{name}/".encode()
+
+
+def subscription_prefix(stream: str) -> bytes:
+    """The keys of the groups subscribed to ``stream`` (``scope/stream``) for retention."""
+    return f"rgsub/{stream}/".encode()
+
+
+def subscribed_checkpoints(meta: MetaApi, stream: str) -> list[tuple[str, StreamCut]]:
+    """The reader groups subscribed to ``stream``'s retention, each with its checkpoint (as last
+    stored): one scan, then one read per group. Groups deleted meanwhile are left out."""
+    prefix = subscription_prefix(stream)
+    found = []
+    for key, _ in meta.scan(NAMESPACE, prefix=prefix, limit=SUBSCRIBED_GROUPS_MAX):
+        name = key[len(prefix):].decode()
+        state = meta.get(NAMESPACE, group_prefix(name) + b"state")
+        if state is not None:
+            found.append((name, StreamCut(stream, _State.decode(state.value).positions())))
+    return found
 
 
 @dataclass(frozen=True)
@@ -125,6 +161,8 @@ class ReaderGroupInfo:
     segments sealed with them, or at the end cut, or at the end of a sealed stream)."""
     positions: Mapping[int, int]
     """Every segment above -> the LSN of the next event to read there (as last stored)."""
+    retention_subscribed: bool = False
+    """Whether the group's checkpoint holds back the stream's consumption-based retention."""
 
 
 # --- the records ---------------------------------------------------------------------------------
@@ -137,18 +175,22 @@ class _Conf:
     end: dict[int, int] | None
     end_ranges: dict[int, tuple[float, float]]
     """The end cut's segments' key ranges (to tell whether a segment is past the end)."""
+    subscribed: bool = False
+    """Subscribed to the stream's retention (see the module docstring)."""
 
     def encode(self) -> bytes:
         return _json({"stream": self.stream, "start": _keyed(self.start),
                       "end": None if self.end is None else _keyed(self.end),
-                      "end_ranges": {str(s): list(r) for s, r in self.end_ranges.items()}})
+                      "end_ranges": {str(s): list(r) for s, r in self.end_ranges.items()},
+                      "subscribed": self.subscribed})
 
     @classmethod
     def decode(cls, raw: bytes) -> _Conf:
         data = json.loads(raw)
         end = data["end"]
         return cls(data["stream"], _unkeyed(data["start"]), None if end is None else _unkeyed(end),
-                   {int(s): (float(lo), float(hi)) for s, (lo, hi) in data["end_ranges"].items()})
+                   {int(s): (float(lo), float(hi)) for s, (lo, hi) in data["end_ranges"].items()},
+                   bool(data.get("subscribed", False)))
 
     def bound(self, segment: int) -> int | None:
         """Where reading ``segment`` stops (the LSN after the last one to read), or None."""
@@ -246,26 +288,36 @@ class ReaderGroups:
         self._get_stream = get_stream
 
     def create(self, name: str, stream: str | Stream, start: StreamCut | None = None,
-               end: StreamCut | None = None) -> ReaderGroup:
+               end: StreamCut | None = None, *, retention_subscribed: bool = False) -> ReaderGroup:
         """A new group reading ``stream`` from ``start`` (default: its head) up to ``end`` (default:
         forever). :class:`ReaderGroupExistsError` if the name is taken; :class:`InvalidStreamCutError`
-        for cuts that are not consistent cuts of the stream, or an end before the start."""
+        for cuts that are not consistent cuts of the stream, or an end before the start;
+        :class:`StreamTruncatedError` for a start below the stream's head (in any part of the key
+        space). With ``retention_subscribed``, the stream's retention keeps what the group has not
+        checkpointed past (within the policy's bounds)."""
         check_part(name, "reader group")
+        if not isinstance(retention_subscribed, bool):
+            raise InvalidArgumentError(f"retention_subscribed is a bool, got {retention_subscribed!r:.40}")
         handle = self._get_stream(stream if isinstance(stream, str) else stream.name)
         start = handle.head() if start is None else start
+        handle.compare(start, start)  # checks that the start is a consistent cut of the stream
         if end is not None and handle.compare(start, end) > 0:
             raise InvalidStreamCutError("the start cut is after the end cut")
-        handle.compare(start, start)  # checks that the start is a consistent cut of the stream
+        _check_not_truncated(handle, start)
         records = handle.metadata.segment_records([*start.positions, *(end.positions if end else {})])
         end_ranges = {} if end is None else {s: (records[s].key_lo, records[s].key_hi) for s in end.positions}
-        conf = _Conf(handle.name, dict(start.positions), None if end is None else dict(end.positions), end_ranges)
+        conf = _Conf(handle.name, dict(start.positions), None if end is None else dict(end.positions), end_ranges,
+                     retention_subscribed)
         state = _State()
         for segment, position in start.positions.items():
             state.admit(conf, segment, records[segment].log_id, position)
         prefix = group_prefix(name)
+        batch = self._meta.batch().expect_absent(NAMESPACE, prefix + b"conf").put(
+            NAMESPACE, prefix + b"conf", conf.encode()).put(NAMESPACE, prefix + b"state", state.encode())
+        if retention_subscribed:
+            batch.put(NAMESPACE, subscription_prefix(handle.name) + name.encode(), b"")
         try:
-            self._meta.batch().expect_absent(NAMESPACE, prefix + b"conf").put(
-                NAMESPACE, prefix + b"conf", conf.encode()).put(NAMESPACE, prefix + b"state", state.encode()).commit()
+            batch.commit()
         except ConditionFailedError:
             raise ReaderGroupExistsError(f"reader group {name!r} exists") from None
         return ReaderGroup(self._logs, self._meta, name, conf, handle)
@@ -281,8 +333,24 @@ class ReaderGroups:
 
     def delete(self, name: str) -> None:
         """Delete a group and its state; its readers get :class:`UnknownReaderGroupError`."""
-        self.get(name)
-        self._meta.batch().delete_prefix(NAMESPACE, group_prefix(name)).commit()
+        group = self.get(name)
+        # The subscription key goes with the group, in the same batch: retention never sees one
+        # without the other.
+        self._meta.batch().delete_prefix(NAMESPACE, group_prefix(name)).delete(
+            NAMESPACE, subscription_prefix(group.stream) + name.encode()).commit()
+
+
+def _check_not_truncated(stream: Stream, start: StreamCut) -> None:
+    """:class:`StreamTruncatedError` if ``start`` (a consistent cut) is below the stream's head
+    anywhere."""
+    head = stream.head()
+    try:
+        below = stream.compare(start, head) < 0
+    except InvalidStreamCutError:  # ahead of the head in part of the key space, below it elsewhere
+        below = True
+    if below:
+        raise StreamTruncatedError(f"stream {stream.name!r} is truncated past the start cut: its events begin at "
+                                   f"{head.to_json()}; start there or later")
 
 
 class ReaderGroup:
@@ -331,7 +399,8 @@ class ReaderGroup:
         return ReaderGroupInfo(
             self.name, c.stream, StreamCut(c.stream, c.start), None if c.end is None else StreamCut(c.stream, c.end),
             tuple(sorted(state.readers)), {r: tuple(sorted(s)) for r, s in sorted(state.readers.items())},
-            tuple(sorted(state.pool)), tuple(sorted(state.finished)), dict(sorted(state.positions().items())))
+            tuple(sorted(state.pool)), tuple(sorted(state.finished)), dict(sorted(state.positions().items())),
+            c.subscribed)
 
     def checkpoint(self) -> StreamCut:
         """The group's position as a consistent stream cut: every segment held, pooled or finished,
@@ -410,7 +479,9 @@ class EventReader:
         """The next event of the segments this reader holds; waits up to ``timeout_s`` (None:
         forever) for one. None on timeout, or at once when the group has read everything up to its
         end cut (or the end of a sealed stream). :class:`ReaderOfflineError` if the reader was
-        declared offline, :class:`UnknownReaderGroupError` if the group was deleted."""
+        declared offline, :class:`UnknownReaderGroupError` if the group was deleted.
+        :class:`StreamTruncatedError` (once per segment) when events this reader was to read next
+        were truncated away: the next call goes on from where the stream's events now begin."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             self._check_open()
@@ -428,7 +499,13 @@ class EventReader:
             wait_s = self._config.sync_interval_s if remaining is None else \
                 max(0.0, min(remaining, self._config.sync_interval_s))
             if self._positions:
-                self._items.extend(self._reader.read(self._config.batch_items_max, wait_s))
+                try:
+                    self._items.extend(self._reader.read(self._config.batch_items_max, wait_s))
+                except UnknownLogError as exc:  # LogDeletedError among them: truncation, or worse
+                    lost = self._lost(list(self._positions), exc)
+                    if lost is not None:
+                        raise lost from None
+                    continue  # what was deleted had been read: its successors come next
             elif wait_s > 0:
                 time.sleep(wait_s)  # nothing held: another process must release segments first
             if not self._items and remaining is not None and remaining <= wait_s:
@@ -447,11 +524,45 @@ class EventReader:
         gap: Gap = item
         if gap.type is GapType.SEALED:
             self._finished[segment] = (gap.lsn_lo if bound is None else bound, bound is None)
-        else:  # trimmed, lost or never written: nothing to deliver there
-            self._positions[segment] = gap.lsn_hi + 1
-            if bound is not None and gap.lsn_hi + 1 >= bound:
-                self._finished[segment] = (bound, False)
+            return None
+        # Trimmed, lost or never written: nothing to deliver there; go on after it.
+        self._positions[segment] = gap.lsn_hi + 1
+        if bound is not None and gap.lsn_hi + 1 >= bound:
+            self._finished[segment] = (bound, False)
+        if gap.type is GapType.TRIM:  # events that were there are gone: the reader must know
+            raise StreamTruncatedError(
+                f"stream {self._conf.stream!r} was truncated under reader {self.reader_id!r}: segment "
+                f"{segment_str(segment)} lost positions {gap.lsn_lo}-{gap.lsn_hi}; reading goes on from "
+                f"{gap.lsn_hi + 1}")
         return None
+
+    def _lost(self, candidates: builtins.list[int], error: SeawayError) -> SeawayError | None:
+        """After the log layer said a log this reader reads (or was to start reading) is gone: the
+        segments among ``candidates`` that truncation deleted (wholly below the stream's head) are
+        finished as if read to their seal, so that their successors come next, and the error to
+        raise names them; None if they had been read to their end (nothing lost). Any other cause
+        of a missing log (the stream deleted) is returned as it was."""
+        meta = self._group.stream_handle.metadata
+        truncation = meta.truncation()
+        records = meta.segment_records(candidates)
+        gone = [s for s in candidates if truncation is not None and s in records and truncation.below(records[s])]
+        if not gone:
+            return error
+        ends = meta.sealed_ends(gone)
+        lost: builtins.list[str] = []
+        for segment in gone:
+            position = self._positions.get(segment, LSN_OLDEST)
+            self._stop(segment)
+            bound = self._conf.bound(segment)
+            self._finished[segment] = (position if bound is None else bound, bound is None)
+            final = ends.get(segment, (0, LSN_MAX))[1]
+            if position <= final and (bound is None or position < bound):
+                lost.append(f"{segment_str(segment)} from position {position}")
+        if not lost:
+            return None
+        return StreamTruncatedError(
+            f"stream {self._conf.stream!r} was truncated under reader {self.reader_id!r}: segment "
+            f"{', '.join(lost)} deleted before it was read; reading goes on from its successors")
 
     def _scaling(self, segment: int) -> _Scaling | None:
         """The scaling that sealed ``segment`` (None: sealed with its stream, no successor)."""
@@ -503,11 +614,21 @@ class EventReader:
         self._finished.clear()
         for segment in given:
             self._stop(segment)
+        missing: builtins.list[int] = []
+        error: SeawayError | None = None
         for segment, position in taken.items():
-            self._start(segment, state.logs[segment], position)
+            try:
+                self._start(segment, state.logs[segment], position)
+            except UnknownLogError as exc:  # deleted by a truncation since it was pooled, or worse
+                missing.append(segment)
+                error = exc
         for segment in [s for s in self._positions if s not in state.readers.get(rid, {})]:
             self._stop(segment)  # finished: its log is done
         self._group_done = not state.pool and not any(state.readers.values())
+        if error is not None:
+            raised = self._lost(missing, error)
+            if raised is not None:
+                raise raised
         return state
 
     @staticmethod
@@ -525,6 +646,8 @@ class EventReader:
             given.append(segment)
 
     def _start(self, segment: int, log_id: int, position: int) -> None:
+        """Read ``segment`` from ``position``; held even if its log is gone (the error raised), so
+        that :meth:`_lost` finishes it."""
         bound = self._conf.bound(segment)
         self._positions[segment] = position
         self._segment_of[log_id] = segment

@@ -244,9 +244,10 @@ class Streams:
         return handle
 
     def create_reader_group(self, name: str, stream: str | Stream, start: StreamCut | None = None,
-                            end: StreamCut | None = None) -> ReaderGroup:
-        """A reader group over ``stream`` (see :mod:`seaway.streams._reader_group`)."""
-        return self._reader_groups().create(name, stream, start, end)
+                            end: StreamCut | None = None, *, retention_subscribed: bool = False) -> ReaderGroup:
+        """A reader group over ``stream`` (see :mod:`seaway.streams._reader_group`); with
+        ``retention_subscribed``, its checkpoint holds back the stream's retention."""
+        return self._reader_groups().create(name, stream, start, end, retention_subscribed=retention_subscribed)
 
     def reader_group(self, name: str) -> ReaderGroup:
         return self._reader_groups().get(name)
