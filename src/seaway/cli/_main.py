@@ -14,6 +14,7 @@ from seaway._errors import InvalidArgumentError, SeawayError
 from seaway.cli._bench_log import LogBenchConfig, run_log_bench
 from seaway.cli._bench_logs import LogsBenchConfig, run_logs_bench
 from seaway.cli._bench_remote import RemoteBenchConfig, run_remote_bench
+from seaway.cli._bench_stream import add_stream_bench_parsers, run_stream_bench_command
 from seaway.cli._demo import run_demo, run_demo_remote
 from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
@@ -58,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="3 producer and 3 consumer processes against a server, beside the embedded figures")
     log.add_argument("--address", help="with --remote: use this server (seaway://host:port) instead of starting one")
     log.add_argument("--paced-events-per-s", type=int, default=20_000, help="with --remote: the paced run's rate")
+    add_stream_bench_parsers(kinds)
 
     logs = commands.add_parser("log", help="append, tail, trim, find-time, info, create, create-group, seal, delete",
                                description=f"LSNs are given as {_LSN_HELP}, and printed as e<epoch>n<esn>.")
@@ -214,6 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _serve(args)
         elif args.command == "bench" and args.bench == "log":
             _bench_log(args)
+        elif args.command == "bench" and args.bench in ("metadata", "stream"):
+            figures = run_stream_bench_command(args)
+            print(json.dumps(figures)) if args.json else _print_figures(figures)
         elif args.command == "bench" and args.bench == "logs":
             if args.rounds < 1:
                 raise InvalidArgumentError("--rounds must be at least 1")
