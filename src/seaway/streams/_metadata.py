@@ -11,7 +11,8 @@ Every record is a key of the ``streams`` namespace under ``s/<scope>/<stream>/``
 ``troot``, ``tleaf/<chunk>``           the time index: the start time of each chunk (root), and of each
                                        generation of a chunk (leaf), packed 8-byte big-endian integers
 ``sealed/<segment>``                   the generation that sealed the segment (for successor queries)
-``sizes/<shard>``                      sealed segments' sizes, sharded by segment number (1,000 each)
+``sizes/<shard>``                      sealed segments' sizes and final LSNs, sharded by segment number
+                                       (1,000 each): 16 bytes a segment at ``number % 1000``
 ``sealedsum/<generation>``             bytes of all segments sealed up to that generation
 ``trunc``                              the truncation record: the stream's head and what is left to delete
 ``retention``, ``cut/<time>``          the retention set (time and size of each recorded cut) and the
@@ -27,7 +28,6 @@ changes.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import json
 import struct
@@ -76,6 +76,24 @@ def _pack_times(times: Sequence[int]) -> bytes:
 
 def _unpack_times(raw: bytes) -> list[int]:
     return list(struct.unpack(f">{len(raw) // 8}q", raw))
+
+
+_TIME = struct.Struct(">q")
+_SIZE_SLOT = struct.Struct(">QQ")
+"""A sealed segment's slot in its size shard: its size in bytes and its final LSN (zeros: none)."""
+
+
+def _count_at_or_before(packed: bytes, time_ms: int) -> int:
+    """How many of the packed, ascending times are at or before ``time_ms``: a binary search over
+    the bytes, unpacking only the entries it probes (a leaf holds 1,000)."""
+    lo, hi = 0, len(packed) // _TIME.size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _TIME.unpack_from(packed, mid * _TIME.size)[0] <= time_ms:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @dataclass(frozen=True)
@@ -195,12 +213,10 @@ class StreamMetadata:
     def generation_at(self, time_ms: int) -> int:
         """The generation current at ``time_ms`` (the first, for a time before it): a binary search
         of the time index's root, then of one leaf (2 reads)."""
-        root = self._need("troot")
-        starts = _unpack_times(root.value)
-        chunk = max(0, bisect.bisect_right(starts, time_ms) - 1)
+        chunk = max(0, _count_at_or_before(self._need("troot").value, time_ms) - 1)
         leaf = self._get(self.leaf_key(chunk))
-        times = _unpack_times(leaf.value) if leaf is not None else []
-        return chunk * CHUNK_GENERATIONS + max(0, bisect.bisect_right(times, time_ms) - 1)
+        at = _count_at_or_before(leaf.value, time_ms) if leaf is not None else 0
+        return chunk * CHUNK_GENERATIONS + max(0, at - 1)
 
     def truncation(self) -> Truncation | None:
         found = self._get("trunc")
@@ -278,11 +294,13 @@ class StreamMetadata:
         sizes: dict[int, tuple[int, int]] = {}
         for shard, members in by_shard.items():
             found = self._get(shard)
-            recorded = {} if found is None else json.loads(found.value)
+            raw = b"" if found is None else found.value
             for segment in members:
-                if str(segment) in recorded:
-                    size, final = recorded[str(segment)]
-                    sizes[segment] = (size, final)
+                offset = _SIZE_SLOT.size * (number_of(segment) % SIZE_SHARD_SEGMENTS)
+                if offset + _SIZE_SLOT.size <= len(raw):
+                    size, final = _SIZE_SLOT.unpack_from(raw, offset)
+                    if size or final:  # a slot never written is zeros
+                        sizes[segment] = (size, final)
         return sizes
 
     def sealed_sum(self, generation: int) -> int:
@@ -409,14 +427,18 @@ class StreamMetadata:
     def sizes_batch(self, batch: MetaBatch, generation: int, ends: dict[int, tuple[int, int]]) -> MetaBatch:
         """Step 5 of a scaling: the size and final LSN of each segment it sealed, and the running
         total of sealed bytes."""
-        by_shard: dict[str, dict[str, list[int]]] = {}
+        by_shard: dict[str, list[tuple[int, int, int]]] = {}
         for segment, (size, final) in ends.items():
-            by_shard.setdefault(self.shard_key(segment), {})[str(segment)] = [size, final]
+            by_shard.setdefault(self.shard_key(segment), []).append((number_of(segment), size, final))
         for shard, members in by_shard.items():
             found = self._get(shard)
-            recorded = {} if found is None else json.loads(found.value)
-            recorded.update(members)
-            batch.put(NAMESPACE, self.key(shard), json.dumps(recorded, separators=(",", ":")).encode())
+            raw = bytearray(b"" if found is None else found.value)
+            for number, size, final in members:
+                offset = _SIZE_SLOT.size * (number % SIZE_SHARD_SEGMENTS)
+                if len(raw) < offset + _SIZE_SLOT.size:
+                    raw.extend(bytes(offset + _SIZE_SLOT.size - len(raw)))
+                _SIZE_SLOT.pack_into(raw, offset, size, final)
+            batch.put(NAMESPACE, self.key(shard), bytes(raw))
         total = self.sealed_sum(generation - 1) + sum(size for size, _ in ends.values())
         batch.put(NAMESPACE, self.key(f"sealedsum/{generation:08x}"), total.to_bytes(8, "big"))
         return batch
