@@ -288,6 +288,27 @@ def test_only_the_segment_being_written_keeps_a_descriptor_open(tmp_path: Path, 
         assert open_segment_fds() == 0  # nothing appended since it opened
 
 
+def test_a_read_opens_a_segment_once_however_many_of_its_entries_it_reads(tmp_path: Path, clock: FakeClock,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reads of many logs with small entries each spent as much on open() and close() as on the bytes.
+    with LogsDB(tmp_path, CONFIG, clock) as db:
+        db.write([PutRecords(1, E1 + 1 + 4 * i, clock.now_ms(), tuple(LARGE)) for i in range(10)])
+    opened: list[Path] = []
+    open_file = Segment._open
+
+    def counting_open(segment: Segment, create: bool) -> None:
+        opened.append(segment.path)
+        open_file(segment, create)
+
+    monkeypatch.setattr(Segment, "_open", counting_open)
+    with LogsDB(tmp_path, CONFIG, clock) as db:
+        assert [e.first_lsn for e in entries(db, 1)] == [E1 + 1 + 4 * i for i in range(10)]
+        assert len(opened) == 1
+        assert open_segment_fds() == 0  # and closed once the read is done
+        assert len(entries(db, 1)) == 10
+        assert len(opened) == 2  # each read opens it again: nothing is held between reads
+
+
 def test_a_reader_racing_a_drop_still_reads_and_recreates_nothing(tmp_path: Path, clock: FakeClock,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     with LogsDB(tmp_path, CONFIG, clock) as db:

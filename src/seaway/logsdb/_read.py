@@ -247,7 +247,7 @@ def _walk(cf: Any, segment: Segment, log_id: int, lsn_from: int, lsn_to: int, cu
             cursor.position = max(cursor.position, lsn + 1)
             it.next()
             continue
-        entry, size = read_entry(segment, key, lsn, header, value)
+        entry, size = read_entry(segment, log_id, lsn, key, header, value)
         cursor.position = max(cursor.position, entry.last_lsn + 1)
         if entry.last_lsn >= lsn_from:
             out.append(entry)
@@ -259,10 +259,9 @@ def _walk(cf: Any, segment: Segment, log_id: int, lsn_from: int, lsn_to: int, cu
     return False
 
 
-def read_entry(segment: Segment, key: bytes, lsn: int, header: fmt.EntryHeader,
+def read_entry(segment: Segment, log_id: int, lsn: int, key: bytes, header: fmt.EntryHeader,
                value: bytes) -> tuple[Entry, int]:
-    """The entry stored under ``key`` (its header verified) and its size in bytes."""
-    log_id = fmt.decode_key(key)[0]
+    """The entry stored under ``key`` (the log's, at ``lsn``; its header verified) and its size in bytes."""
     last = lsn + header.count - 1
     if header.kind is fmt.EntryKind.HOLE_PLUG:
         return HolePlugEntry(log_id, lsn, last, header.timestamp_ms), len(value)

@@ -48,6 +48,7 @@ class Segment:
         self._dir_synced = False
         self._lock = threading.Lock()
         self._users = 0
+        self._holds = 0  # open holds_open() scopes: the descriptor stays open between their calls
         self._appending = False
         self._removed = False
         self._closing = False
@@ -72,7 +73,7 @@ class Segment:
 
     def _close_if_idle(self) -> None:
         """Close the descriptor if no call is using it and nothing keeps it (under the lock)."""
-        if self._users or self._close_fd is None:
+        if self._users or self._holds or self._close_fd is None:
             return
         if self._closing or not (self._appending or self._removed):
             self._close_fd()
@@ -82,6 +83,14 @@ class Segment:
     def _using(self, appending: bool = False) -> Iterator[int]:
         """The descriptor, held open: created if ``appending`` (and kept open after), else -1 if
         the file does not exist."""
+        fd = self._acquire(appending)
+        try:
+            yield fd
+        finally:
+            self._release()
+
+    def _acquire(self, appending: bool = False) -> int:
+        """What :meth:`_using` does on entry; each call is to be followed by :meth:`_release`."""
         with self._lock:
             if self._closing:
                 raise ClosedError(f"segment file {self.path.name} is closed")
@@ -89,11 +98,25 @@ class Segment:
                 self._open(create=appending)
             self._appending |= appending
             self._users += 1
+            return self._fd
+
+    def _release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            self._close_if_idle()
+
+    @contextmanager
+    def held_open(self) -> Iterator[None]:
+        """Within this scope, a descriptor opened by a call stays open for the next ones: a read of
+        many entries opens the file once, not once an entry. Opens nothing by itself (a read that
+        finds its entries inline costs no system call), and closes as usual when the scope ends."""
+        with self._lock:
+            self._holds += 1
         try:
-            yield self._fd
+            yield
         finally:
             with self._lock:
-                self._users -= 1
+                self._holds -= 1
                 self._close_if_idle()
 
     def append(self, values: Sequence[bytes]) -> int:
@@ -124,10 +147,13 @@ class Segment:
     def read(self, offset: int, length: int) -> bytes:
         """The bytes at ``[offset, offset + length)``; fewer (none for a range that starts outside)
         where the segment ends first: a damaged reference cannot make this allocate more."""
-        with self._using() as fd:
+        fd = self._acquire()  # not _using(): a generator's context costs more than the read of a small entry
+        try:
             if fd < 0 or not 0 <= offset < self._size or length <= 0:
                 return b""
             return _pread_all(fd, min(length, self._size - offset), offset)
+        finally:
+            self._release()
 
     def punch(self, ranges: Sequence[tuple[int, int]]) -> int:
         """Give the disk space of these ``(offset, length)`` ranges back to the file system: their

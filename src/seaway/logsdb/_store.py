@@ -845,8 +845,9 @@ class LogsDB:
                 continue
             # Past the budget, later partitions are read only up to what is covered so far: a slot
             # stored late (a retransmission) may sit in a newer partition than the LSNs after it.
-            if (read_partition(cf, segment, d, log_id, lsn_from, covered_to, budget, out)
-                    and covered_to == lsn_to):
+            with segment.held_open():
+                spent = read_partition(cf, segment, d, log_id, lsn_from, covered_to, budget, out)
+            if spent and covered_to == lsn_to:
                 covered_to = min(out[-1].last_lsn, lsn_to)
                 budget[0] = 2**63
         out.sort(key=lambda e: e.first_lsn)
