@@ -189,6 +189,12 @@ class DirEntry:
     def decode(cls, raw: bytes) -> DirEntry:
         return cls(*_DIR.unpack(raw))
 
+    def copy(self) -> DirEntry:
+        """A copy made field by field: ``dataclasses.replace`` costs several times more, and every
+        read of a log makes one per partition."""
+        return DirEntry(self.lsn_min, self.lsn_max, self.timestamp_ms_min, self.timestamp_ms_max,
+                        self.size_bytes, self.entries)
+
 
 _U64 = struct.Struct(">Q")
 _PRODUCED = struct.Struct(">QQI")

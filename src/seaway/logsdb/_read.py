@@ -178,7 +178,9 @@ def read_partition(cf: Any, segment: Segment, d: fmt.DirEntry, log_id: int, lsn_
     Raises :class:`StorageError` if a key RocksDB just found readable cannot be read.
     """
     cursor = _Cursor(max(lsn_from, d.lsn_min))
-    seek_lsn: int | None = None  # None: start from the entry covering cursor.position
+    # None: start from the entry covering cursor.position. From the log's first LSN in the
+    # partition, no entry starts below: a seek to it finds the first, without looking back.
+    seek_lsn: int | None = cursor.position if cursor.position == d.lsn_min else None
     resumed_at: int | None = None  # the first readable key after damage, where the walk went on
     while True:
         try:
