@@ -196,10 +196,10 @@ def test_a_failed_read_does_not_hold_the_store_open(tmp_path: Path, monkeypatch:
     with LogsDB(tmp_path, CONFIG) as db:
         db.write([PutRecords(1, E1 + 1, 1, tuple(LARGE))])
 
-        def closing(segment: Segment, offset: int, length: int) -> bytes:
+        def closing(segment: Segment, appending: bool = False) -> int:
             raise ClosedError("segment file closed under the read")
 
-        monkeypatch.setattr(Segment, "read", closing)
+        monkeypatch.setattr(Segment, "_acquire", closing)
         with pytest.raises(ClosedError) as failed:
             entries(db, 1)
         monkeypatch.undo()
@@ -316,16 +316,18 @@ def test_a_reader_racing_a_drop_still_reads_and_recreates_nothing(tmp_path: Path
         clock.advance(31)
         db.write([PutRecords(1, E1 + 5, clock.now_ms(), tuple(LARGE))])
     with LogsDB(tmp_path, CONFIG, clock) as db:  # reopened: no segment is open yet
-        real = Segment.read
+        real = Segment._acquire
         dropped: list[int] = []
+        dropping: list[bool] = []
 
-        def drop_first(segment: Segment, offset: int, length: int) -> bytes:
-            if not dropped:  # the reader holds partition 1 and its iterator; now it goes
+        def drop_first(segment: Segment, appending: bool = False) -> int:
+            if not dropping:  # the reader holds partition 1 and its iterator, and opens the file: it goes
+                dropping.append(True)  # (the drop opens the file too)
                 db.trim(1, E1 + 4)
                 dropped.extend(db.drop_expired(lambda log_id: None))
-            return real(segment, offset, length)
+            return real(segment, appending)
 
-        monkeypatch.setattr(Segment, "read", drop_first)
+        monkeypatch.setattr(Segment, "_acquire", drop_first)
         assert db.read(1, E1 + 1, E1 + 4, 1 << 20)[0] == [RecordsEntry(1, E1 + 1, clock.now_ms() - 31_000, list(LARGE))]
         assert dropped == [1]
         assert len(segment_files(tmp_path)) == 1

@@ -19,7 +19,7 @@ import ctypes
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,6 @@ class Segment:
         self._dir_synced = False
         self._lock = threading.Lock()
         self._users = 0
-        self._holds = 0  # open holds_open() scopes: the descriptor stays open between their calls
         self._appending = False
         self._removed = False
         self._closing = False
@@ -73,7 +72,7 @@ class Segment:
 
     def _close_if_idle(self) -> None:
         """Close the descriptor if no call is using it and nothing keeps it (under the lock)."""
-        if self._users or self._holds or self._close_fd is None:
+        if self._users or self._close_fd is None:
             return
         if self._closing or not (self._appending or self._removed):
             self._close_fd()
@@ -106,18 +105,29 @@ class Segment:
             self._close_if_idle()
 
     @contextmanager
-    def held_open(self) -> Iterator[None]:
-        """Within this scope, a descriptor opened by a call stays open for the next ones: a read of
-        many entries opens the file once, not once an entry. Opens nothing by itself (a read that
-        finds its entries inline costs no system call), and closes as usual when the scope ends."""
-        with self._lock:
-            self._holds += 1
+    def held_open(self) -> Iterator[Callable[[int, int], bytes]]:
+        """A function that reads as :meth:`read` does, and keeps the descriptor it opens until the
+        scope ends: a read of many entries opens the file once, not once an entry, and takes no
+        lock after that. Opens nothing by itself (a read that finds its entries inline costs no
+        system call), and closes as usual when the scope ends."""
+        fd = -1
+
+        def read(offset: int, length: int) -> bytes:
+            nonlocal fd
+            if fd < 0:
+                fd = self._acquire()  # released when the scope ends: nothing closes it until then
+                if fd < 0:
+                    self._release()
+                    return b""
+            if not 0 <= offset < self._size or length <= 0:
+                return b""
+            return _pread_all(fd, min(length, self._size - offset), offset)
+
         try:
-            yield
+            yield read
         finally:
-            with self._lock:
-                self._holds -= 1
-                self._close_if_idle()
+            if fd >= 0:
+                self._release()
 
     def append(self, values: Sequence[bytes]) -> int:
         """Write ``values`` back to back at the end; return the offset of the first. Not durable

@@ -880,8 +880,8 @@ class LogsDB:
                 continue
             # Past the budget, later partitions are read only up to what is covered so far: a slot
             # stored late (a retransmission) may sit in a newer partition than the LSNs after it.
-            with segment.held_open():
-                spent = read_partition(cf, segment, d, log_id, lsn_from, covered_to, budget, out)
+            with segment.held_open() as read_segment:
+                spent = read_partition(cf, read_segment, d, log_id, lsn_from, covered_to, budget, out)
             if spent and covered_to == lsn_to:
                 covered_to = min(out[-1].last_lsn, lsn_to)
                 budget[0] = 2**63
