@@ -47,6 +47,17 @@ def test_bench_log_json_reports_figures_and_ratios() -> None:
     assert figures["machine"]["cpus"] >= 1
 
 
+@pytest.mark.slow
+def test_bench_logs_only_mux_runs_that_part_alone() -> None:
+    result = seaway_cmd("bench", "logs", "--only", "mux", "--rounds", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert figures["multiplexed_read_ratio"] == pytest.approx(
+        figures["catchup_records_per_s_1000_logs"] / figures["catchup_records_per_s_1_log"], rel=0.01)
+    assert figures["multiplexed_tailing_ratio"] > 0
+    assert "append_p50_ms_1" not in figures and "meta_batches_per_s" not in figures  # the other parts did not run
+
+
 def test_bad_arguments_exit_non_zero_with_one_line() -> None:
     result = seaway_cmd("bench", "log", "--batches", "0")
     assert result.returncode != 0

@@ -196,10 +196,10 @@ def test_a_failed_read_does_not_hold_the_store_open(tmp_path: Path, monkeypatch:
     with LogsDB(tmp_path, CONFIG) as db:
         db.write([PutRecords(1, E1 + 1, 1, tuple(LARGE))])
 
-        def closing(segment: Segment, offset: int, length: int) -> bytes:
+        def closing(segment: Segment, appending: bool = False) -> int:
             raise ClosedError("segment file closed under the read")
 
-        monkeypatch.setattr(Segment, "read", closing)
+        monkeypatch.setattr(Segment, "_acquire", closing)
         with pytest.raises(ClosedError) as failed:
             entries(db, 1)
         monkeypatch.undo()
@@ -288,6 +288,27 @@ def test_only_the_segment_being_written_keeps_a_descriptor_open(tmp_path: Path, 
         assert open_segment_fds() == 0  # nothing appended since it opened
 
 
+def test_a_read_opens_a_segment_once_however_many_of_its_entries_it_reads(tmp_path: Path, clock: FakeClock,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reads of many logs with small entries each spent as much on open() and close() as on the bytes.
+    with LogsDB(tmp_path, CONFIG, clock) as db:
+        db.write([PutRecords(1, E1 + 1 + 4 * i, clock.now_ms(), tuple(LARGE)) for i in range(10)])
+    opened: list[Path] = []
+    open_file = Segment._open
+
+    def counting_open(segment: Segment, create: bool) -> None:
+        opened.append(segment.path)
+        open_file(segment, create)
+
+    monkeypatch.setattr(Segment, "_open", counting_open)
+    with LogsDB(tmp_path, CONFIG, clock) as db:
+        assert [e.first_lsn for e in entries(db, 1)] == [E1 + 1 + 4 * i for i in range(10)]
+        assert len(opened) == 1
+        assert open_segment_fds() == 0  # and closed once the read is done
+        assert len(entries(db, 1)) == 10
+        assert len(opened) == 2  # each read opens it again: nothing is held between reads
+
+
 def test_a_reader_racing_a_drop_still_reads_and_recreates_nothing(tmp_path: Path, clock: FakeClock,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     with LogsDB(tmp_path, CONFIG, clock) as db:
@@ -295,16 +316,18 @@ def test_a_reader_racing_a_drop_still_reads_and_recreates_nothing(tmp_path: Path
         clock.advance(31)
         db.write([PutRecords(1, E1 + 5, clock.now_ms(), tuple(LARGE))])
     with LogsDB(tmp_path, CONFIG, clock) as db:  # reopened: no segment is open yet
-        real = Segment.read
+        real = Segment._acquire
         dropped: list[int] = []
+        dropping: list[bool] = []
 
-        def drop_first(segment: Segment, offset: int, length: int) -> bytes:
-            if not dropped:  # the reader holds partition 1 and its iterator; now it goes
+        def drop_first(segment: Segment, appending: bool = False) -> int:
+            if not dropping:  # the reader holds partition 1 and its iterator, and opens the file: it goes
+                dropping.append(True)  # (the drop opens the file too)
                 db.trim(1, E1 + 4)
                 dropped.extend(db.drop_expired(lambda log_id: None))
-            return real(segment, offset, length)
+            return real(segment, appending)
 
-        monkeypatch.setattr(Segment, "read", drop_first)
+        monkeypatch.setattr(Segment, "_acquire", drop_first)
         assert db.read(1, E1 + 1, E1 + 4, 1 << 20)[0] == [RecordsEntry(1, E1 + 1, clock.now_ms() - 31_000, list(LARGE))]
         assert dropped == [1]
         assert len(segment_files(tmp_path)) == 1

@@ -169,6 +169,33 @@ def test_seal_records_where_the_epoch_ended(tmp_path: Path) -> None:
         assert db.epoch_ends(1, 0, 10) == {1: E1 + 2}
 
 
+def test_epoch_ends_read_before_follow_later_seals_and_deletion(tmp_path: Path) -> None:
+    # Epoch ends are kept in memory once read: a seal or a deletion after that must show.
+    with LogsDB(tmp_path) as db:
+        assert db.epoch_ends(1, 0, 10) == {}
+        db.write([PutSeal(1, 1, 1, E1 + 2)])
+        assert db.epoch_ends(1, 0, 10) == {1: E1 + 2}
+        assert db.epoch_ends(2, 0, 10) == {}
+        db.write([PutSeal(1, 2, 2, 2 * E1 + 7), PutSeal(2, 3, 3, 3 * E1 + 1)])
+        assert db.epoch_ends(1, 0, 10) == {1: E1 + 2, 2: 2 * E1 + 7}
+        assert db.epoch_ends(1, 2, 10) == {2: 2 * E1 + 7}
+        assert db.epoch_ends(1, 0, 1) == {1: E1 + 2}
+        assert db.epoch_ends(2, 0, 10) == {3: 3 * E1 + 1}
+        db.delete_log_data(1)
+        assert db.epoch_ends(1, 0, 10) == {}
+        assert db.epoch_ends(2, 0, 10) == {3: 3 * E1 + 1}
+
+
+def test_a_log_with_many_epoch_ends_gets_every_one_asked_for(tmp_path: Path) -> None:
+    # More epoch ends than are kept in memory for a log: each read asks RocksDB for its range.
+    with LogsDB(tmp_path) as db:
+        db.write([PutSeal(1, epoch, epoch, epoch * E1 + epoch) for epoch in range(1, 41)])
+        assert db.epoch_ends(1, 0, 100) == {epoch: epoch * E1 + epoch for epoch in range(1, 41)}
+        assert db.epoch_ends(1, 30, 32) == {epoch: epoch * E1 + epoch for epoch in range(30, 33)}
+    with LogsDB(tmp_path) as db:  # and they come back from disk the same
+        assert db.epoch_ends(1, 38, 100) == {epoch: epoch * E1 + epoch for epoch in range(38, 41)}
+
+
 def test_damaged_payload_is_reported_never_returned(tmp_path: Path) -> None:
     with LogsDB(tmp_path) as db:
         put(db, 1, E1 + 1, [b"first", b"second", b"third"], 1)

@@ -47,6 +47,8 @@ class LogsBenchConfig:
     meta_threads: int = 4
     record_bytes: int = 100
     rounds: int = 2
+    only: str | None = None
+    """``"mux"``: only the reads of many logs (a run of a minute rather than several)."""
 
 
 def _populate(sw: seaway.Seaway, count: int) -> list[seaway.Log]:
@@ -167,6 +169,9 @@ def _meta(tmp: Path, config: LogsBenchConfig) -> dict[str, Any]:
 
 
 def run_logs_bench(config: LogsBenchConfig) -> dict[str, Any]:
+    if config.only == "mux":
+        return {"benchmark": "logs", **run_mux_bench(MuxBenchConfig(rounds=config.rounds)),
+                "targets": {"multiplexed_read_ratio": ">= 0.8"}, "machine": machine()}
     with tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp, \
             Progress(config.rounds * len(config.log_counts) + 3, "bench logs") as progress:
         figures: dict[str, Any] = {"benchmark": "logs", "record_bytes": config.record_bytes}

@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     many = kinds.add_parser("logs", help="appends with 1, 1,000 and 10,000 logs; metadata batches, embedded and remote")
     many.add_argument("--rounds", type=int, default=2, help="runs of each log count; the best counts (default 2)")
     many.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    many.add_argument("--only", choices=["mux"],
+                      help="run one part alone: mux, one remote reader over 1,000 logs against one over 1 log")
     log = kinds.add_parser("log", help="embedded log appends and catch-up reads against raw RocksDB")
     log.add_argument("--batches", type=int, default=200, help="batches of 500 1 KB records (default 200)")
     log.add_argument("--rounds", type=int, default=3, help="runs of each side; the best counts (default 3)")
@@ -222,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "bench" and args.bench == "logs":
             if args.rounds < 1:
                 raise InvalidArgumentError("--rounds must be at least 1")
-            figures = run_logs_bench(LogsBenchConfig(rounds=args.rounds))
+            figures = run_logs_bench(LogsBenchConfig(rounds=args.rounds, only=args.only))
             print(json.dumps(figures)) if args.json else _print_figures(figures)
         elif args.command == "log":
             _log_command(args)

@@ -33,8 +33,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+from functools import lru_cache
 from itertools import accumulate
 from operator import eq
+from typing import NamedTuple
 
 from xxhash import xxh3_64_intdigest
 
@@ -60,7 +62,7 @@ class EntryKind(IntEnum):
     SEGMENT_REF = 2
 
 
-_KINDS = frozenset(EntryKind)
+_KIND_OF = {int(kind): kind for kind in EntryKind}  # a dict lookup: calling EntryKind(n) costs more
 
 
 def encode_key(log_id: int, lsn: int) -> bytes:
@@ -68,8 +70,8 @@ def encode_key(log_id: int, lsn: int) -> bytes:
 
 
 def decode_key(key: bytes) -> tuple[int, int]:
-    log_id, lsn = _KEY.unpack(key)
-    return int(log_id), int(lsn)
+    log_id, lsn = _KEY.unpack(key)  # ints already: no int() round trip
+    return log_id, lsn
 
 
 def _header(key: bytes, kind: EntryKind, flags: int, timestamp_ms: int, count: int) -> bytes:
@@ -77,8 +79,9 @@ def _header(key: bytes, kind: EntryKind, flags: int, timestamp_ms: int, count: i
     return body + _SUM.pack(xxh3_64_intdigest(key + body))
 
 
+@lru_cache(maxsize=1024)  # a Struct compiles its format when made: once per count, not per entry
 def _table(count: int) -> struct.Struct:
-    return struct.Struct(f">{count}I{count}Q")  # the struct module caches compiled formats
+    return struct.Struct(f">{count}I{count}Q")
 
 
 def encode_records(key: bytes, timestamp_ms: int, payloads: list[bytes], flags: int = 0) -> bytes:
@@ -112,12 +115,14 @@ def encoded_records_bytes(payloads: list[bytes]) -> int:
     return HEADER_BYTES + sum(len(p) for p in payloads) + RECORD_OVERHEAD_BYTES * len(payloads)
 
 
-@dataclass(frozen=True, slots=True)
-class EntryHeader:
+class EntryHeader(NamedTuple):
+    """A verified header. A named tuple, not a frozen dataclass: a read makes two per entry, and a
+    frozen dataclass costs four times more to make."""
+
     kind: EntryKind
     flags: int
     timestamp_ms: int
-    count: int
+    count: int  # type: ignore[assignment]  # hides tuple.count, which nothing here calls
 
 
 class HeaderCorrupt(Exception):
@@ -131,9 +136,10 @@ def decode_header(key: bytes, value: bytes) -> EntryHeader:
     version, kind, flags, timestamp_ms, count, checksum = _HEADER.unpack_from(value)
     if xxh3_64_intdigest(key + value[: _HEADER_BODY.size]) != checksum:
         raise HeaderCorrupt("entry header checksum mismatch")
-    if version != FORMAT_VERSION or kind not in _KINDS:
+    entry_kind = _KIND_OF.get(kind)
+    if version != FORMAT_VERSION or entry_kind is None:
         raise HeaderCorrupt(f"unknown entry version {version} or kind {kind}")
-    return EntryHeader(EntryKind(kind), flags, timestamp_ms, count)
+    return EntryHeader(entry_kind, flags, timestamp_ms, count)
 
 
 def decode_payloads(value: bytes, count: int) -> list[bytes | None]:
@@ -185,6 +191,12 @@ class DirEntry:
     @classmethod
     def decode(cls, raw: bytes) -> DirEntry:
         return cls(*_DIR.unpack(raw))
+
+    def copy(self) -> DirEntry:
+        """A copy made field by field: ``dataclasses.replace`` costs several times more, and every
+        read of a log makes one per partition."""
+        return DirEntry(self.lsn_min, self.lsn_max, self.timestamp_ms_min, self.timestamp_ms_max,
+                        self.size_bytes, self.entries)
 
 
 _U64 = struct.Struct(">Q")

@@ -29,7 +29,6 @@ from rocksdict import ReadOptions
 
 from seaway._errors import StorageError
 from seaway.logsdb import _format as fmt
-from seaway.logsdb._segment import Segment
 from seaway.logsdb._types import CorruptEntry, Entry, HolePlugEntry, RecordsEntry
 
 _T = TypeVar("_T")
@@ -168,7 +167,7 @@ class _Cursor:
     """First LSN of a damaged entry whose extent is unknown: up to the next key."""
 
 
-def read_partition(cf: Any, segment: Segment, d: fmt.DirEntry, log_id: int, lsn_from: int,
+def read_partition(cf: Any, read_segment: Callable[[int, int], bytes], d: fmt.DirEntry, log_id: int, lsn_from: int,
                    lsn_to: int, budget: list[int], out: list[Entry]) -> bool:
     """Append the partition's entries of the log overlapping ``[lsn_from, lsn_to]`` to ``out``, in
     LSN order; True once ``budget[0]`` bytes are spent (it is decreased by each entry's size).
@@ -178,11 +177,13 @@ def read_partition(cf: Any, segment: Segment, d: fmt.DirEntry, log_id: int, lsn_
     Raises :class:`StorageError` if a key RocksDB just found readable cannot be read.
     """
     cursor = _Cursor(max(lsn_from, d.lsn_min))
-    seek_lsn: int | None = None  # None: start from the entry covering cursor.position
+    # None: start from the entry covering cursor.position. From the log's first LSN in the
+    # partition, no entry starts below: a seek to it finds the first, without looking back.
+    seek_lsn: int | None = cursor.position if cursor.position == d.lsn_min else None
     resumed_at: int | None = None  # the first readable key after damage, where the walk went on
     while True:
         try:
-            spent = _walk(cf, segment, log_id, lsn_from, lsn_to, cursor, seek_lsn, budget, out)
+            spent = _walk(cf, read_segment, log_id, lsn_from, lsn_to, cursor, seek_lsn, budget, out)
         except _NoPrevious:
             # RocksDB fails looking back from the first LSN (it reads the key before the one it
             # returns, so this happens next to damage too): start from the highest key at or
@@ -210,7 +211,7 @@ def read_partition(cf: Any, segment: Segment, d: fmt.DirEntry, log_id: int, lsn_
         cursor, seek_lsn, resumed_at = _Cursor(resume), resume, resume
 
 
-def _walk(cf: Any, segment: Segment, log_id: int, lsn_from: int, lsn_to: int, cursor: _Cursor,
+def _walk(cf: Any, read_segment: Callable[[int, int], bytes], log_id: int, lsn_from: int, lsn_to: int, cursor: _Cursor,
           seek_lsn: int | None, budget: list[int], out: list[Entry]) -> bool:
     """Read entries from ``cursor.position`` until past ``lsn_to``, the end of the log or the
     budget; True once the budget is spent. Starts from the entry covering ``cursor.position``
@@ -247,7 +248,7 @@ def _walk(cf: Any, segment: Segment, log_id: int, lsn_from: int, lsn_to: int, cu
             cursor.position = max(cursor.position, lsn + 1)
             it.next()
             continue
-        entry, size = read_entry(segment, key, lsn, header, value)
+        entry, size = read_entry(read_segment, log_id, lsn, key, header, value)
         cursor.position = max(cursor.position, entry.last_lsn + 1)
         if entry.last_lsn >= lsn_from:
             out.append(entry)
@@ -259,10 +260,9 @@ def _walk(cf: Any, segment: Segment, log_id: int, lsn_from: int, lsn_to: int, cu
     return False
 
 
-def read_entry(segment: Segment, key: bytes, lsn: int, header: fmt.EntryHeader,
+def read_entry(read_segment: Callable[[int, int], bytes], log_id: int, lsn: int, key: bytes, header: fmt.EntryHeader,
                value: bytes) -> tuple[Entry, int]:
-    """The entry stored under ``key`` (its header verified) and its size in bytes."""
-    log_id = fmt.decode_key(key)[0]
+    """The entry stored under ``key`` (the log's, at ``lsn``; its header verified) and its size in bytes."""
     last = lsn + header.count - 1
     if header.kind is fmt.EntryKind.HOLE_PLUG:
         return HolePlugEntry(log_id, lsn, last, header.timestamp_ms), len(value)
@@ -271,7 +271,7 @@ def read_entry(segment: Segment, key: bytes, lsn: int, header: fmt.EntryHeader,
             offset, length = fmt.decode_segment_ref(value)
             if length > fmt.ENTRY_BYTES_LIMIT:  # not the configured limit: it may have been lowered since
                 raise fmt.HeaderCorrupt("segment reference longer than any entry")
-            value = segment.read(offset, length)
+            value = read_segment(offset, length)
             stored = fmt.decode_header(key, value)
         except (fmt.HeaderCorrupt, OSError):
             return CorruptEntry(log_id, lsn, last), len(value)

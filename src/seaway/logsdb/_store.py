@@ -16,9 +16,8 @@ import re
 import threading
 import traceback
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -80,6 +79,11 @@ _P_FINAL = b"F"  # + log id -> the last LSN of a log sealed for good (no more ap
 _P_KV = b"K"  # + metadata store key -> version + sum + value (see kv_commit)
 _P_KV_REVISION = b"R"  # -> the metadata store's last revision
 _P_FORGOT = b"G"  # + log id -> empty: the log has forgotten a producer (see LogsDBConfig.producers_per_log_max)
+
+_EPOCH_ENDS_LOGS_MAX = 16_384
+"""Logs whose epoch ends are kept in memory (the most recently read)."""
+_EPOCH_ENDS_CACHED_MAX = 16
+"""A log with more epoch ends than this has them read from RocksDB each time."""
 
 _COMPRESSION = {
     "none": DBCompressionType.none(),
@@ -258,6 +262,8 @@ class LogsDB:
         raw_revision = self._meta.get(_P_KV_REVISION)
         self._kv_revision = fmt.decode_u64(raw_revision) if raw_revision is not None else 0
         self._seal: dict[int, int] = self._load_u64_map(_P_SEAL)
+        self._epoch_ends: OrderedDict[int, dict[int, int]] = OrderedDict()  # recently read logs' (LRU)
+        self._epoch_ends_generation = 0  # changed by every write of epoch ends
         self._final: dict[int, int] = self._load_u64_map(_P_FINAL)
         self._produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
         # Per log, its producers from least to most recently appending, with the time of their last
@@ -431,6 +437,8 @@ class LogsDB:
                 directory[log_id] = d
                 self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
             self._seal.update(seals)
+            if seals:
+                self._forget_epoch_ends(seals)
 
     def _to_segment(self, pid: int, values: list[bytes]) -> int:
         """Append ``values`` to the partition's segment and sync them (before RocksDB holds a
@@ -606,14 +614,40 @@ class LogsDB:
     def epoch_ends(self, log_id: int, epoch_min: int, epoch_max: int) -> dict[int, int]:
         """Last LSN of each sealed epoch of the log in ``[epoch_min, epoch_max]`` that held data."""
         self._check_open()
+        # Every first read of a log asks (a RocksDB iterator each time, as much as reading a small
+        # log's records): a log's few epoch ends are kept, for a bounded number of logs.
+        with self._lock:
+            known = self._epoch_ends.get(log_id)
+            if known is not None:
+                self._epoch_ends.move_to_end(log_id)
+            generation = self._epoch_ends_generation
+        if known is None:
+            known = self._scan_epoch_ends(log_id, 0, _EPOCH_ENDS_CACHED_MAX + 1)
+            if len(known) > _EPOCH_ENDS_CACHED_MAX:  # too many to keep: scan just the range asked
+                return self._scan_epoch_ends(log_id, epoch_min, None, epoch_max)
+            with self._lock:
+                if generation == self._epoch_ends_generation:  # no epoch end written meanwhile
+                    self._epoch_ends[log_id] = known
+                    if len(self._epoch_ends) > _EPOCH_ENDS_LOGS_MAX:
+                        self._epoch_ends.popitem(last=False)
+        return {epoch: lsn for epoch, lsn in known.items() if epoch_min <= epoch <= epoch_max}
+
+    def _scan_epoch_ends(self, log_id: int, epoch_min: int, count_max: int | None,
+                         epoch_max: int = 2**64 - 1) -> dict[int, int]:
         prefix = _P_EPOCH_END + _u64(log_id)
         out: dict[int, int] = {}
         for key, value in self._meta_scan(prefix, prefix + _u64(epoch_min)):
             epoch = fmt.decode_u64(key[9:])
-            if epoch > epoch_max:
+            if epoch > epoch_max or len(out) == count_max:
                 break
             out[epoch] = fmt.decode_u64(value)
         return out
+
+    def _forget_epoch_ends(self, log_ids: Iterable[int]) -> None:
+        """After a write that changed these logs' epoch ends (under ``_lock``)."""
+        self._epoch_ends_generation += 1
+        for log_id in log_ids:
+            self._epoch_ends.pop(log_id, None)
 
     @_holding_no_handles
     def seal_log(self, log_id: int, last_lsn: int) -> None:
@@ -664,6 +698,7 @@ class LogsDB:
                 for key in [k for k in self._producers.get(log_id, ())]:
                     self._produced.pop((log_id, key), None)
                 self._producers.pop(log_id, None)
+                self._forget_epoch_ends([log_id])
         for pid in held:
             try:
                 self._segments[pid].punch(in_segments[pid])
@@ -824,7 +859,7 @@ class LogsDB:
             for pid in sorted(self._directory):
                 d = self._directory[pid].get(log_id)
                 if d is not None and d.lsn_max >= lsn_min and d.lsn_min <= lsn_max:
-                    out.append((pid, self._partitions[pid][1], self._segments[pid], replace(d)))
+                    out.append((pid, self._partitions[pid][1], self._segments[pid], d.copy()))
             return out
 
     @_holding_no_handles
@@ -845,8 +880,9 @@ class LogsDB:
                 continue
             # Past the budget, later partitions are read only up to what is covered so far: a slot
             # stored late (a retransmission) may sit in a newer partition than the LSNs after it.
-            if (read_partition(cf, segment, d, log_id, lsn_from, covered_to, budget, out)
-                    and covered_to == lsn_to):
+            with segment.held_open() as read_segment:
+                spent = read_partition(cf, read_segment, d, log_id, lsn_from, covered_to, budget, out)
+            if spent and covered_to == lsn_to:
                 covered_to = min(out[-1].last_lsn, lsn_to)
                 budget[0] = 2**63
         out.sort(key=lambda e: e.first_lsn)
