@@ -58,7 +58,7 @@ def test_reader_groups_from_the_shell(cli: Cli, where: Where) -> None:
     assert cli("stream", "create", name, "--segments", "2", *where.args).status == 0
     for key in ("a", "b", "c"):
         assert cli("stream", "write", name, f"{key}1", f"{key}2", "--key", key, *where.args).status == 0
-    made = cli("reader-group", "create", group, name, *where.args)
+    made = cli("reader-group", "create", group, name, "--retention-subscribed", *where.args)
     assert made.status == 0, made.err
     first = cli("reader-group", "read", group, "--reader", "r1", "--max", "4", "--timeout-s", "0.5", *where.args,
                 "--json")
@@ -69,6 +69,7 @@ def test_reader_groups_from_the_shell(cli: Cli, where: Where) -> None:
         assert events.index(f"{key}1") < events.index(f"{key}2")
     described = json.loads(cli("reader-group", "describe", group, *where.args, "--json").out)
     assert described["stream"] == name and described["readers"] == []  # both left
+    assert described["retention_subscribed"] is True
     assert set(described["checkpoint"]["positions"]) == {"0.0", "0.1"}
     assert cli("reader-group", "delete", group, *where.args).status == 0
     gone = cli("reader-group", "describe", group, *where.args)

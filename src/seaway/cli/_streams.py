@@ -79,6 +79,8 @@ def add_stream_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     make.add_argument("stream")
     make.add_argument("--start", help="a stream cut (JSON) to start from (default: the stream's head)")
     make.add_argument("--end", help="a stream cut (JSON) to stop at (default: none, follow the stream)")
+    make.add_argument("--retention-subscribed", action="store_true",
+                      help="the stream's consumption-based retention keeps what this group has not read")
     for name, text in (("describe", "readers, their segments and positions, and the group's checkpoint"),
                        ("delete", "delete a reader group")):
         ops.add_parser(name, parents=[common], help=text).add_argument("group")
@@ -223,7 +225,8 @@ def run_reader_group(args: argparse.Namespace) -> None:
     end = StreamCut.from_json(args.end) if getattr(args, "end", None) else None
     with open_store(args, writes=args.op != "describe") as sw:
         if args.op == "create":
-            made = sw.streams.create_reader_group(args.group, args.stream, start, end)
+            made = sw.streams.create_reader_group(args.group, args.stream, start, end,
+                                                  retention_subscribed=args.retention_subscribed)
             out(args, {"group": args.group, "stream": made.stream}, f"created reader group {args.group}")
         elif args.op == "delete":
             sw.streams.delete_reader_group(args.group)
@@ -231,6 +234,7 @@ def run_reader_group(args: argparse.Namespace) -> None:
         elif args.op == "describe":
             info = sw.streams.reader_group(args.group).describe()
             data = {"group": info.name, "stream": info.stream, "readers": list(info.readers),
+                    "retention_subscribed": info.retention_subscribed,
                     "assignments": {r: [segment_str(s) for s in segs] for r, segs in info.assignments.items()},
                     "unassigned": [segment_str(s) for s in info.unassigned],
                     "finished": [segment_str(s) for s in info.finished],
