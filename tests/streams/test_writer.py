@@ -168,3 +168,11 @@ def test_joined_appends_refused_by_a_sealed_segment_are_split_between_its_succes
         assert len({acks[(key, i)].segment for i in range(6)}) == 1
         assert [int(p.partition(b":")[2]) for _, _, p in events if p.startswith(f"{key}:".encode())] == list(range(6))
     assert len({a.segment for a in acks.values()}) == 2, "the keys spread over both successors"
+
+
+@pytest.mark.parametrize("field", [{"appends_in_flight_max": 0}, {"appends_in_flight_max": 65},
+                                   {"append_events_max": 100_001}, {"append_bytes_max": (32 << 20) + 1},
+                                   {"append_bytes_max": True}])
+def test_join_bounds_are_checked(field: dict[str, Any]) -> None:
+    with pytest.raises(InvalidArgumentError, match=next(iter(field))):
+        WriterConfig(**field)

@@ -450,9 +450,9 @@ class EventWriter:
 
     def _reroute(self, target: _Queue, failure: SeawayError) -> None:
         """The segment takes no more appends: send its writes, in order, to its successors. The
-        appends it refused are taken apart: their writes may go to different successors, where
-        they are joined into new appends (with the successors' sequences: the sealed log stored
-        none of them)."""
+        appends it refused are taken apart, since keys joined in one may now belong to different
+        successors: each write waits in its successor's queue, to be joined into that segment's
+        next appends (with that log's sequences)."""
         deadline = time.monotonic() + self.config.successors_wait_s
         while True:
             found = self._successors(target)
