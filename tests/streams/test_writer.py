@@ -154,7 +154,7 @@ def test_joined_appends_refused_by_a_sealed_segment_are_split_between_its_succes
         successors = stream.split(sealed.id).segments
         gate.open()  # the two appends are refused (sealed); all 60 writes go to the successors
         acks = {k: f.result(10) for k, f in futures.items()}
-    to_successors = [(log_id, n) for log_id, n in gate.sent[2:]]
+    to_successors = gate.sent[2:]
     logs = {s.log_id: s.id for s in successors}
     assert sorted(logs[log_id] for log_id, _ in to_successors) == sorted(s.id for s in successors), \
         "one joined append to each successor"

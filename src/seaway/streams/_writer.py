@@ -94,11 +94,14 @@ class WriterConfig:
     batches_in_flight_max: int = 100
     """Writes (``write`` and ``write_batch`` calls) made and not yet answered; one beyond it
     blocks, then fails."""
-    appends_in_flight_max: int = 4
+    appends_in_flight_max: int = 2
     """Appends of one segment sent and not yet answered; writes made meanwhile wait and are joined.
     At most ``APPENDS_IN_FLIGHT_LIMIT``, well below the store's ``producer_window`` (128), so that
-    an append sent again is still remembered by the log and stored once. Measured with ``seaway
-    bench stream``: FIXME."""
+    an append sent again is still remembered by the log and stored once. Two keep a segment's disk
+    pipeline busy (one append applied while another syncs) and join the most: measured with
+    ``seaway bench stream`` (medians of 7 runs on 2 cores), 2, 4 and 8 wrote 1 segment equally
+    fast (1.0x the log path, embedded and remote), and 2 wrote 64 segments fastest (0.80x
+    embedded, against 0.71x with 4 and 0.65x with 8), as fewer, larger appends share the syncs."""
     append_events_max: int = 10_000
     """Events joined into one append at most (a larger ``write_batch`` goes alone). At most the
     log layer's ``BATCH_RECORDS_MAX``."""
