@@ -121,3 +121,58 @@ def test_limits(sw: Any) -> None:
     with pytest.raises(InvalidArgumentError):
         stream.writer("no spaces")
     assert [p for _, _, p in segment_events(sw, stream)] == [b"a", b"b", b"c", b"d"]
+
+
+@pytest.mark.parametrize("bound", ["events", "bytes"])
+def test_joined_appends_are_bounded_and_never_split_a_write(sw: Any, bound: str) -> None:
+    stream = make_stream(sw, segments=1)
+    gate = Gate(sw.logs)
+    gate.close()
+    limits = {"append_events_max": 5} if bound == "events" else {"append_bytes_max": 5 * 10}
+    config = WriterConfig(appends_in_flight_max=1, **limits)
+    sizes = [1, 2, 2, 3, 1, 4, 7, 1]
+    writes = [[f"{n}-{i}".encode().ljust(10, b".") for i in range(size)] for n, size in enumerate(sizes)]
+    with EventWriter(stream, gate, "w", config) as writer:
+        futures = [writer.write_batch(events, "k") for events in writes]
+        gate.open()
+        acks = [f.result(10) for f in futures]
+    # Whole writes, up to 5 events (50 bytes) an append; the write of 7 goes alone.
+    assert [n for _, n in gate.sent] == [1, 4, 4, 4, 7, 1]
+    stored = {lsn: p for _, lsn, p in segment_events(sw, stream)}
+    assert [[stored[lsn] for lsn in a.lsns] for a in acks] == writes
+
+
+def test_joined_appends_refused_by_a_sealed_segment_are_split_between_its_successors(sw: Any) -> None:
+    stream = make_stream(sw, segments=1)
+    sealed = stream.current_segments()[0]
+    gate = Gate(sw.logs)
+    gate.close()
+    keys = [f"key{k}" for k in range(10)]
+    with EventWriter(stream, gate, "w", WriterConfig(appends_in_flight_max=2)) as writer:
+        futures = {(key, i): writer.write(f"{key}:{i:03d}".encode(), key) for i in range(6) for key in keys}
+        assert [n for _, n in gate.sent] == [1, 1]
+        successors = stream.split(sealed.id).segments
+        gate.open()  # the two appends are refused (sealed); all 60 writes go to the successors
+        acks = {k: f.result(10) for k, f in futures.items()}
+    to_successors = gate.sent[2:]
+    logs = {s.log_id: s.id for s in successors}
+    assert sorted(logs[log_id] for log_id, _ in to_successors) == sorted(s.id for s in successors), \
+        "one joined append to each successor"
+    assert sum(n for _, n in to_successors) == 60
+    events = segment_events(sw, stream)
+    where = {p: (s, lsn) for s, lsn, p in events}
+    for (key, i), ack in acks.items():
+        assert where[f"{key}:{i:03d}".encode()] == (ack.segment, ack.lsn)
+        assert ack.segment != sealed.id
+    for key in keys:
+        assert len({acks[(key, i)].segment for i in range(6)}) == 1
+        assert [int(p.partition(b":")[2]) for _, _, p in events if p.startswith(f"{key}:".encode())] == list(range(6))
+    assert len({a.segment for a in acks.values()}) == 2, "the keys spread over both successors"
+
+
+@pytest.mark.parametrize("field", [{"appends_in_flight_max": 0}, {"appends_in_flight_max": 65},
+                                   {"append_events_max": 100_001}, {"append_bytes_max": (32 << 20) + 1},
+                                   {"append_bytes_max": True}])
+def test_join_bounds_are_checked(field: dict[str, Any]) -> None:
+    with pytest.raises(InvalidArgumentError, match=next(iter(field))):
+        WriterConfig(**field)

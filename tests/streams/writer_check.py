@@ -99,10 +99,12 @@ def run_writers_under_scaling(sw: Any, stream: Stream, writers: int = 4, events_
 
 
 class Wrapped:
-    """``sw.logs`` whose handles' appends go through ``append``."""
+    """``sw.logs`` whose handles' appends go through ``append``; ``sent`` notes each append made
+    through a handle, as (log id, records), in the order made."""
 
     def __init__(self, logs: Any) -> None:
         self.logs = logs
+        self.sent: list[tuple[int, int]] = []
 
     def get(self, name_or_id: str | int) -> Any:
         return Handle(self, self.logs.get(name_or_id))
@@ -124,7 +126,9 @@ class Handle:
         return int(self.log.id)
 
     def append_batch_async(self, payloads: Iterable[bytes], **marks: Any) -> Future[range]:
-        return self.owner.append(self.log, tuple(payloads), **marks)
+        batch = tuple(payloads)
+        self.owner.sent.append((self.id, len(batch)))
+        return self.owner.append(self.log, batch, **marks)
 
 
 class Gate(Wrapped):
