@@ -10,7 +10,7 @@ import pytest
 
 import seaway
 from seaway import BufferFullError, ClosedError, InvalidArgumentError, PayloadTooLargeError
-from seaway._errors import StreamSealedError, TimedOutError
+from seaway._errors import StreamSealedError, TimedOutError, UnavailableError
 from seaway.streams import EventWriter, Stream, WriterConfig
 from tests.streams.writer_check import Flaky, Gate, run_writers_under_scaling, segment_events
 
@@ -93,6 +93,28 @@ def test_a_sealed_stream_takes_no_writes(sw: Any) -> None:
     writer.close()
     with pytest.raises(StreamSealedError):
         stream.writer().write(b"new writer")
+    assert [p for _, _, p in segment_events(sw, stream)] == [b"before"]
+
+
+def test_losing_the_store_while_rerouting_fails_the_writes_with_its_error(sw: Any,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that cannot look up successors (the server went away) fails what it holds and every
+    later write with that error; its thread ends without an unhandled exception."""
+    stream = make_stream(sw, segments=1)
+    writer = stream.writer()
+    writer.write(b"before", "k").result(10)
+
+    def gone() -> list[Any]:
+        raise UnavailableError("the server went away")
+
+    segment = stream.current_segments()[0].id
+    monkeypatch.setattr(writer._stream, "current_segments", gone)
+    stream.split(segment)  # seals the writer's segment
+    with pytest.raises(UnavailableError):
+        writer.write(b"after", "k").result(10)
+    with pytest.raises(UnavailableError):
+        writer.write(b"later", "k")
+    writer.close()
     assert [p for _, _, p in segment_events(sw, stream)] == [b"before"]
 
 

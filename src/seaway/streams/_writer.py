@@ -382,9 +382,12 @@ class EventWriter:
             try:
                 if self._answered(target, append, answer):
                     self._repair(target)
+            except SeawayError as exc:  # the store is gone (a lost server, a closed store) while
+                # repairing: what the writer holds fails with it, and so does every later write
+                self._fail_all(exc)
+                return
             except BaseException as exc:  # a bug here must not leave every future waiting
-                self._fail_all(exc if isinstance(exc, SeawayError) else ClosedError(
-                    f"{self!r} stopped on an unexpected error: {exc!r}"))
+                self._fail_all(ClosedError(f"{self!r} stopped on an unexpected error: {exc!r}"))
                 raise
 
     def _answered(self, target: _Queue, append: _Append, answer: Future[range]) -> bool:
