@@ -28,6 +28,7 @@ changes.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import struct
@@ -45,7 +46,7 @@ from seaway._errors import (
 from seaway._invariant import invariant
 from seaway.log import MetaApi, MetaBatch, Versioned
 from seaway.streams._config import StreamConfig
-from seaway.streams._names import generation_of, number_of, segment_str
+from seaway.streams._names import SEGMENT_NUMBER_MAX, generation_of, number_of, segment_str
 from seaway.streams._records import Delta, Generation, Segment
 
 NAMESPACE = "streams"
@@ -94,6 +95,21 @@ def _count_at_or_before(packed: bytes, time_ms: int) -> int:
         else:
             hi = mid
     return lo
+
+
+@dataclass(frozen=True)
+class Span:
+    """A generation's record and the deltas after it, up to some generation."""
+
+    first: Generation
+    deltas: list[Delta]
+
+    def records(self) -> dict[int, Segment]:
+        """Every segment of the first generation or made after it, by id."""
+        found = {s.id: s for s in self.first.segments}
+        for delta in self.deltas:
+            found.update((s.id, s) for s in delta.created)
+        return found
 
 
 @dataclass(frozen=True)
@@ -288,15 +304,16 @@ class StreamMetadata:
 
     def sealed_ends(self, segments: Iterable[int]) -> dict[int, tuple[int, int]]:
         """The recorded size and final LSN of sealed segments (1 read per shard touched)."""
-        by_shard: dict[str, list[int]] = {}
+        by_shard: dict[int, list[int]] = {}
         for segment in segments:
-            by_shard.setdefault(self.shard_key(segment), []).append(segment)
+            by_shard.setdefault((segment & SEGMENT_NUMBER_MAX) // SIZE_SHARD_SEGMENTS, []).append(segment)
         sizes: dict[int, tuple[int, int]] = {}
+        slot = _SIZE_SLOT.size
         for shard, members in by_shard.items():
-            found = self._get(shard)
+            found = self._get(f"sizes/{shard:06x}")
             raw = b"" if found is None else found.value
             for segment in members:
-                offset = _SIZE_SLOT.size * (number_of(segment) % SIZE_SHARD_SEGMENTS)
+                offset = slot * ((segment & SEGMENT_NUMBER_MAX) % SIZE_SHARD_SEGMENTS)
                 if offset + _SIZE_SLOT.size <= len(raw):
                     size, final = _SIZE_SLOT.unpack_from(raw, offset)
                     if size or final:  # a slot never written is zeros
@@ -344,38 +361,48 @@ class StreamMetadata:
                     records[segment] = this
         return records
 
-    def segments_between(self, lower: Sequence[Segment], upper: Sequence[Segment]) -> list[Segment]:
+    def span(self, segments: Iterable[int]) -> Span:
+        """The records from the generation that created the oldest of ``segments`` to that of the
+        newest: that generation's record and the deltas after it (1 read and one scan for up to
+        10,000 generations). They hold the record of every segment made in between, so of every
+        segment of a cut whose segments were made there."""
+        generations = [generation_of(s) for s in segments]
+        low, high = min(generations), max(generations)
+        return Span(self.generation(low), self.deltas(low, high))
+
+    def segments_between(self, lower: Sequence[Segment], upper: Sequence[Segment],
+                         span: Span | None = None) -> list[Segment]:
         """Every segment with events between two consistent cuts (given as their segments, ``lower``
         not after ``upper``): those of both cuts and those created in between over their ranges.
-        Reads: the generation record where ``lower`` begins, and the deltas up to where ``upper``
-        ends (one scan for a span of up to 10,000 generations)."""
-        low = min(s.generation for s in lower)
-        high = max(s.generation for s in upper)
-        candidates = {s.id: s for s in self.generation(low).segments}
-        for delta in self.deltas(low, high):
-            candidates.update((s.id, s) for s in delta.created)
+        Reads: the :meth:`span` of the two cuts (given, if read already)."""
+        span = span or self.span([s.id for s in (*lower, *upper)])
+        candidates = span.records()
         return sorted((s for s in candidates.values()
                        if not wholly_before(s, lower) and not wholly_after(s, upper)),
                       key=lambda s: (s.generation, s.key_lo))
 
-    def size_until(self, cut: Sequence[tuple[Segment, int]]) -> int:
+    def size_until(self, cut: Sequence[tuple[Segment, int]], span: Span | None = None) -> int:
         """Bytes of the segments wholly before a consistent cut, from the stream's first event
         (truncated ones included): counted in whole segments, as Kafka's ``retention.bytes`` counts
         whole segment files; a cut's own segment counts once the cut is past its end. Reads: the
-        running total at the cut's lowest generation, the deltas up to its highest, and the
-        size shards they touch."""
+        running total at the cut's lowest generation, the cut's :meth:`span` (given, if read
+        already), and the size shards it touches."""
         segments = [s for s, _ in cut]
-        low = min(s.generation for s in segments)
-        high = max(s.generation for s in segments)
-        total = self.sealed_sum(low)
-        ranges = {s.id: s for s in self.generation(low).segments}
-        sealed_after: list[tuple[int, int]] = []  # (segment, generation that sealed it)
-        for delta in self.deltas(low, high):
-            ranges.update((s.id, s) for s in delta.created)
-            sealed_after.extend((segment, delta.generation) for segment in delta.sealed)
+        span = span or self.span(s.id for s in segments)
+        total = self.sealed_sum(span.first.generation)
+        ranges = span.records()
+        sealed_after = [(segment, delta.generation) for delta in span.deltas for segment in delta.sealed]
         in_cut = {s.id for s in segments}
+        ordered = sorted(segments, key=lambda s: s.key_lo)  # a consistent cut: in key order, no overlap
+        starts = [s.key_lo for s in ordered]
+
+        def over(segment: Segment) -> list[Segment]:
+            """The cut's segments over this one's range (a binary search, not a walk of the cut)."""
+            return ordered[max(0, bisect.bisect_right(starts, segment.key_lo) - 1):
+                           bisect.bisect_left(starts, segment.key_hi)]
+
         before = [segment for segment, sealed in sealed_after if segment not in in_cut
-                  and all(c.generation >= sealed for c in segments if c.overlaps(ranges[segment]))]
+                  and all(c.generation >= sealed for c in over(ranges[segment]))]
         recorded = self.sealed_ends([*before, *in_cut])
         total += sum(recorded[s][0] for s in before if s in recorded)
         total += sum(recorded[s.id][0] for s, lsn in cut if s.id in recorded and lsn > recorded[s.id][1])
@@ -506,6 +533,6 @@ def _typed(method: Callable[..., Any]) -> Callable[..., Any]:
 
 for _name in ("state", "current", "generation", "generation_at", "truncation", "segments_at", "sealed_at",
               "successors", "predecessors", "deltas", "sealed_ends", "sealed_sum", "transition", "retention_set",
-              "recorded_cut", "segment_records", "segments_between", "size_until", "new_generation_batch",
+              "recorded_cut", "segment_records", "segments_between", "size_until", "span", "new_generation_batch",
               "sizes_batch"):
     setattr(StreamMetadata, _name, _typed(getattr(StreamMetadata, _name)))

@@ -15,6 +15,8 @@ from typing import Any
 from seaway._errors import InvalidArgumentError
 from seaway.streams._names import segment_id, segment_str
 
+_NUMBER = (int, float)
+
 
 @dataclass(frozen=True, slots=True)
 class Segment:
@@ -44,7 +46,11 @@ class Segment:
 
     @classmethod
     def from_json(cls, data: Sequence[Any]) -> Segment:
-        return cls(int(data[0]), int(data[1]), int(data[2]), float(data[3]), float(data[4]), int(data[5]))
+        number, generation, created_ms, key_lo, key_hi, log_id = data
+        if not (type(number) is type(generation) is type(created_ms) is type(log_id) is int
+                and type(key_lo) in _NUMBER and type(key_hi) in _NUMBER):
+            raise TypeError(f"not a segment record: {data!r:.80}")
+        return cls(number, generation, created_ms, float(key_lo), float(key_hi), log_id)
 
     def __str__(self) -> str:
         return f"{segment_str(self.id)} [{self.key_lo:.6g}, {self.key_hi:.6g})"

@@ -20,8 +20,8 @@ from seaway.log import LSN_OLDEST, MetaApi
 from seaway.streams._api import LogsApi
 from seaway.streams._config import FixedSegments, RetentionPolicy, ScalingPolicy, StreamConfig
 from seaway.streams._controller import StreamController
-from seaway.streams._cut import StreamCut
-from seaway.streams._metadata import StreamMetadata, cut_order
+from seaway.streams._cut import StreamCut, check_consistent
+from seaway.streams._metadata import Span, StreamMetadata, cut_order
 from seaway.streams._names import parse_segment, split_stream_name
 from seaway.streams._reader_group import ReaderGroup, ReaderGroups
 from seaway.streams._records import Delta, Generation, Segment
@@ -116,13 +116,30 @@ class Stream:
         return self._meta.predecessors(parse_segment(segment))
 
     def segments_between(self, lower: StreamCut, upper: StreamCut) -> builtins.list[Segment]:
-        low, high = self._check(lower), self._check(upper)
+        """Every segment with events between two cuts (the lower not after the upper)."""
+        span = self._span(lower, upper)
+        low, high = self._check(lower, span), self._check(upper, span)
         if cut_order(low, high) > 0:
             raise InvalidStreamCutError("the lower stream cut is after the upper one")
-        return self._meta.segments_between([s for s, _ in low], [s for s, _ in high])
+        return self._meta.segments_between([s for s, _ in low], [s for s, _ in high], span)
 
     def size_until(self, cut: StreamCut) -> int:
-        return self._meta.size_until(self._check(cut))
+        """Bytes of the segments wholly before the cut (see :meth:`StreamMetadata.size_until`)."""
+        span = self._span(cut)
+        return self._meta.size_until(self._check(cut, span), span)
+
+    def _span(self, *cuts: StreamCut) -> Span:
+        """The records the cuts' segments were made in (one read and one scan, however many
+        generations made them); checked to be cuts of this stream first."""
+        for cut in cuts:
+            if not isinstance(cut, StreamCut):
+                raise InvalidStreamCutError(f"expected a StreamCut, got {cut!r:.80}")
+            if cut.stream != self.name:
+                raise InvalidStreamCutError(f"the cut is of stream {cut.stream!r}, not {self.name!r}")
+        try:
+            return self._meta.span(s for cut in cuts for s in cut.positions)
+        except InvalidArgumentError:  # a generation the stream never had
+            raise InvalidStreamCutError(f"a stream cut names segments stream {self.name!r} never had") from None
 
     def compare(self, a: StreamCut, b: StreamCut) -> int:
         """-1, 0 or 1 as cut ``a`` is before, equal to or after ``b``; :class:`InvalidStreamCutError`
@@ -173,8 +190,10 @@ class Stream:
         _, positions = self._meta.recorded_cut(times[i - 1][0])
         return StreamCut(self.name, positions)
 
-    def _check(self, cut: StreamCut) -> builtins.list[tuple[Segment, int]]:
-        return self._controller.check_cut(self._meta, cut)
+    def _check(self, cut: StreamCut, span: Span | None = None) -> builtins.list[tuple[Segment, int]]:
+        if span is None:
+            return self._controller.check_cut(self._meta, cut)
+        return check_consistent(cut, span.records())
 
     @property
     def metadata(self) -> StreamMetadata:
