@@ -17,7 +17,7 @@ import seaway
 from seaway.log import Record
 from seaway.server import ServerProcess
 from seaway.streams import WriterConfig, key_position
-from seaway.testing._stream_crash import KEYS, STREAM
+from seaway.testing._stream_crash import KEYS, STREAM, scale_once
 from tests.log.helpers import run_until_killed
 
 KILLS = int(os.environ.get("SEAWAY_STREAM_CRASH_KILLS", "20"))
@@ -128,12 +128,4 @@ def _scale_until_stopped(url: str, run: int, stop: threading.Event) -> None:
     with contextlib.suppress(seaway.SeawayError), seaway.connect(url, timeout_s=10, retry=_FEW_RETRIES) as sw:
         stream = sw.streams.get(STREAM)
         while not stop.is_set():
-            current = stream.current_segments()
-            try:
-                if len(current) > 1 and (len(current) > 5 or rng.random() < 0.5):
-                    i = rng.randrange(len(current) - 1)
-                    stream.merge([current[i].id, current[i + 1].id])
-                else:
-                    stream.split(rng.choice(current).id, 2)
-            except seaway.ScaleConflictError:
-                continue
+            scale_once(stream, rng)

@@ -18,6 +18,7 @@ from seaway._errors import InvalidArgumentError, ScaleConflictError, SeawayError
 from seaway.streams._autoscale import AutoScaleConfig, AutoScaler, ScaleDecision
 from seaway.streams._config import FixedSegments
 from seaway.streams._controller import StreamController
+from seaway.streams._passes import PeriodicPasses
 
 log = logging.getLogger("seaway.streams")
 
@@ -42,10 +43,9 @@ class AutoScaling:
     def __init__(self, controller: StreamController, clock: Clock, config: AutoScalingConfig | None = None) -> None:
         self._controller = controller
         self._config = config or AutoScalingConfig()
+        self._passes = PeriodicPasses("autoscaling", self.run_once, self._config.interval_s)
         self._scaler = AutoScaler(clock, self._config.policy)
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def run_once(self) -> list[tuple[str, ScaleDecision]]:
         """One pass over every stream; the scalings carried out."""
@@ -86,21 +86,7 @@ class AutoScaling:
     def start(self) -> None:
         """Run passes every ``interval_s`` in a daemon thread until :meth:`close` (nothing when the
         interval is None)."""
-        interval = self._config.interval_s
-        if interval is None or self._thread is not None:
-            return
-
-        def loop() -> None:
-            while not self._stop.wait(interval):
-                try:
-                    self.run_once()
-                except SeawayError as exc:  # the store closing, a disk failure: try again later
-                    log.warning("automatic scaling pass failed", extra={"error": str(exc)})
-
-        self._thread = threading.Thread(target=loop, name="seaway-autoscaling", daemon=True)
-        self._thread.start()
+        self._passes.start()
 
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(30)
+        self._passes.close()

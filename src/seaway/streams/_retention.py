@@ -36,6 +36,7 @@ from seaway._errors import InvalidArgumentError, InvalidStreamCutError, ScaleCon
 from seaway.streams._config import RetentionByTime
 from seaway.streams._controller import StreamController
 from seaway.streams._cut import StreamCut
+from seaway.streams._passes import PeriodicPasses
 from seaway.streams._reader_group import subscribed_checkpoints
 from seaway.streams._streams import Stream
 
@@ -81,9 +82,8 @@ class StreamRetention:
         self._controller = controller
         self._clock = clock
         self._config = config or RetentionConfig()
+        self._passes = PeriodicPasses("retention", self.run_once, self._config.interval_s)
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def run_once(self) -> list[Truncated]:
         """One pass over every stream; the truncations made."""
@@ -170,24 +170,10 @@ class StreamRetention:
     def start(self) -> None:
         """Run passes every ``interval_s`` in a daemon thread until :meth:`close` (nothing when the
         interval is None)."""
-        interval = self._config.interval_s
-        if interval is None or self._thread is not None:
-            return
-
-        def loop() -> None:
-            while not self._stop.wait(interval):
-                try:
-                    self.run_once()
-                except SeawayError as exc:  # the store closing, a disk failure: try again later
-                    log.warning("retention pass failed", extra={"error": str(exc)})
-
-        self._thread = threading.Thread(target=loop, name="seaway-retention", daemon=True)
-        self._thread.start()
+        self._passes.start()
 
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(30)
+        self._passes.close()
 
 
 def _newest_keeping(kept: Sequence[float], at_least: float) -> int | None:

@@ -23,19 +23,24 @@ STREAM = f"{SCOPE}/keys"
 KEYS = 12
 
 
+def scale_once(stream: seaway.Stream, rng: random.Random) -> None:
+    """A random split or merge (two to six segments); a conflict with another scaling is skipped."""
+    current = stream.current_segments()
+    try:
+        if len(current) > 1 and (len(current) > 5 or rng.random() < 0.5):
+            i = rng.randrange(len(current) - 1)
+            stream.merge([current[i].id, current[i + 1].id])
+        else:
+            stream.split(rng.choice(current).id, 2)
+    except seaway.ScaleConflictError:
+        pass
+
+
 def _scale(sw: seaway.Seaway, run: int) -> None:
     rng = random.Random(run)
     stream = sw.streams.get(STREAM)
     while True:
-        current = stream.current_segments()
-        try:
-            if len(current) > 1 and (len(current) > 5 or rng.random() < 0.5):
-                i = rng.randrange(len(current) - 1)
-                stream.merge([current[i].id, current[i + 1].id])
-            else:
-                stream.split(rng.choice(current).id, 2)
-        except seaway.ScaleConflictError:
-            continue
+        scale_once(stream, rng)
 
 
 def main(argv: list[str]) -> None:
