@@ -31,6 +31,14 @@ def _non_negative(name: str, value: object) -> None:
         raise InvalidArgumentError(f"{name} must be a number >= 0, got {value!r}")
 
 
+def _check_rate_policy(rate_name: str, rate: object, factor: object, min_segments: object) -> None:
+    _positive_number(rate_name, rate)
+    _positive_int("factor", factor, SPLIT_WAYS_MAX)
+    if isinstance(factor, int) and factor < 2:
+        raise InvalidArgumentError(f"factor must be at least 2 (the ways a segment splits), got {factor}")
+    _positive_int("min_segments", min_segments, SEGMENTS_MAX)
+
+
 @dataclass(frozen=True)
 class FixedSegments:
     """Always ``count`` segments: no automatic scaling (manual scaling still works)."""
@@ -56,11 +64,7 @@ class ByEventRate:
     min_segments: int = 1
 
     def __post_init__(self) -> None:
-        _positive_number("events_per_s", self.events_per_s)
-        _positive_int("factor", self.factor, SPLIT_WAYS_MAX)
-        if self.factor < 2:
-            raise InvalidArgumentError(f"factor must be at least 2 (the ways a segment splits), got {self.factor}")
-        _positive_int("min_segments", self.min_segments, SEGMENTS_MAX)
+        _check_rate_policy("events_per_s", self.events_per_s, self.factor, self.min_segments)
 
 
 @dataclass(frozen=True)
@@ -72,11 +76,7 @@ class ByDataRate:
     min_segments: int = 1
 
     def __post_init__(self) -> None:
-        _positive_number("bytes_per_s", self.bytes_per_s)
-        _positive_int("factor", self.factor, SPLIT_WAYS_MAX)
-        if self.factor < 2:
-            raise InvalidArgumentError(f"factor must be at least 2 (the ways a segment splits), got {self.factor}")
-        _positive_int("min_segments", self.min_segments, SEGMENTS_MAX)
+        _check_rate_policy("bytes_per_s", self.bytes_per_s, self.factor, self.min_segments)
 
 
 ScalingPolicy = FixedSegments | ByEventRate | ByDataRate

@@ -49,6 +49,7 @@ from seaway.streams._cut import StreamCut, check_consistent
 from seaway.streams._metadata import (
     NAMESPACE,
     RETENTION_CUTS_MAX,
+    Span,
     StreamMetadata,
     StreamState,
     Truncation,
@@ -337,22 +338,22 @@ class StreamController:
         removed), the others trimmed below their position. A cut below the current head is
         refused (:class:`InvalidStreamCutError`); the same cut again is a no-op."""
         self.recover_stream(meta)
-        pairs = self.check_cut(meta, cut)
-        old = meta.truncation()
+        old, version = meta.truncation_versioned()
+        head = old.positions if old is not None else {s.id: LSN_OLDEST for s in meta.generation(0).segments}
+        # One span over the head and the cut serves the check, the segments between and the size.
+        span, (lower, pairs) = self.check_cuts(meta, StreamCut(meta.name, head), cut)
         if old is not None:
-            if cut_order(old.cut, pairs) > 0:
+            if cut_order(lower, pairs) > 0:
                 raise InvalidStreamCutError(f"stream {meta.name!r} is truncated past this cut already")
-            if old.positions == dict(cut.positions):
+            if head == dict(cut.positions):
                 return
-        lower = list(old.cut) if old is not None else [(s, LSN_OLDEST) for s in meta.generation(0).segments]
-        between = meta.segments_between([s for s, _ in lower], [s for s, _ in pairs])
         upper = [s for s, _ in pairs]
+        between = meta.segments_between([s for s, _ in lower], upper, span)
         gone = tuple(s.log_id for s in between if wholly_before(s, upper))
         trims = tuple((s.log_id, lsn - 1) for s, lsn in pairs if lsn > LSN_OLDEST)
-        record = Truncation(tuple(pairs), meta.size_until(pairs), gone, trims)
-        found = meta.meta.get(NAMESPACE, meta.key("trunc"))
+        record = Truncation(tuple(pairs), meta.size_until(pairs, span), gone, trims)
         batch = self.meta.batch()
-        batch.expect_version(NAMESPACE, meta.key("trunc"), 0 if found is None else found.version)
+        batch.expect_version(NAMESPACE, meta.key("trunc"), version)
         try:
             batch.put(NAMESPACE, meta.key("trunc"), record.encode()).commit()
         except ConditionFailedError:
@@ -400,11 +401,23 @@ class StreamController:
 
     def check_cut(self, meta: StreamMetadata, cut: StreamCut) -> list[tuple[Segment, int]]:
         """A cut of this stream, checked to be consistent; its segments with their records."""
-        if not isinstance(cut, StreamCut):
-            raise InvalidStreamCutError(f"expected a StreamCut, got {cut!r:.80}")
-        if cut.stream != meta.name:
-            raise InvalidStreamCutError(f"the cut is of stream {cut.stream!r}, not {meta.name!r}")
-        return check_consistent(cut, meta.segment_records(cut.positions))
+        return self.check_cuts(meta, cut)[1][0]
+
+    def check_cuts(self, meta: StreamMetadata, *cuts: StreamCut) -> tuple[Span, list[list[tuple[Segment, int]]]]:
+        """Cuts of this stream, each checked to be consistent, with their segments' records, and the
+        :meth:`StreamMetadata.span` those were found in (one read and one scan, however many
+        generations made the segments), which the cut queries go on with."""
+        for cut in cuts:
+            if not isinstance(cut, StreamCut):
+                raise InvalidStreamCutError(f"expected a StreamCut, got {cut!r:.80}")
+            if cut.stream != meta.name:
+                raise InvalidStreamCutError(f"the cut is of stream {cut.stream!r}, not {meta.name!r}")
+        try:
+            span = meta.span(s for cut in cuts for s in cut.positions)
+        except InvalidArgumentError:  # a generation the stream never had
+            raise InvalidStreamCutError(f"a stream cut names segments stream {meta.name!r} never had") from None
+        records = span.records()
+        return span, [check_consistent(cut, records) for cut in cuts]
 
     def _finish_scaling(self, meta: StreamMetadata, delta: Delta, version: int) -> None:
         state, _ = meta.state()

@@ -235,8 +235,12 @@ class StreamMetadata:
         return chunk * CHUNK_GENERATIONS + max(0, at - 1)
 
     def truncation(self) -> Truncation | None:
+        return self.truncation_versioned()[0]
+
+    def truncation_versioned(self) -> tuple[Truncation | None, int]:
+        """The truncation record and its version (0: none yet), for a change conditional on it."""
         found = self._get("trunc")
-        return None if found is None else Truncation.decode(found.value)
+        return (None, 0) if found is None else (Truncation.decode(found.value), found.version)
 
     def segments_at(self, time_ms: int) -> list[Segment]:
         """The segments of the generation current at ``time_ms``, less those wholly truncated since
@@ -531,7 +535,7 @@ def _typed(method: Callable[..., Any]) -> Callable[..., Any]:
     return typed
 
 
-for _name in ("state", "current", "generation", "generation_at", "truncation", "segments_at", "sealed_at",
+for _name in ("state", "current", "generation", "generation_at", "truncation_versioned", "segments_at", "sealed_at",
               "successors", "predecessors", "deltas", "sealed_ends", "sealed_sum", "transition", "retention_set",
               "recorded_cut", "segment_records", "segments_between", "size_until", "span", "new_generation_batch",
               "sizes_batch"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import builtins
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from seaway._clock import Clock, SystemClock
@@ -20,8 +21,8 @@ from seaway.log import LSN_OLDEST, MetaApi
 from seaway.streams._api import LogsApi
 from seaway.streams._config import FixedSegments, RetentionPolicy, ScalingPolicy, StreamConfig
 from seaway.streams._controller import StreamController
-from seaway.streams._cut import StreamCut, check_consistent
-from seaway.streams._metadata import Span, StreamMetadata, cut_order
+from seaway.streams._cut import StreamCut
+from seaway.streams._metadata import StreamMetadata, cut_order
 from seaway.streams._names import parse_segment, split_stream_name
 from seaway.streams._reader_group import ReaderGroup, ReaderGroups
 from seaway.streams._records import Delta, Generation, Segment
@@ -117,34 +118,21 @@ class Stream:
 
     def segments_between(self, lower: StreamCut, upper: StreamCut) -> builtins.list[Segment]:
         """Every segment with events between two cuts (the lower not after the upper)."""
-        span = self._span(lower, upper)
-        low, high = self._check(lower, span), self._check(upper, span)
+        span, (low, high) = self._controller.check_cuts(self._meta, lower, upper)
         if cut_order(low, high) > 0:
             raise InvalidStreamCutError("the lower stream cut is after the upper one")
         return self._meta.segments_between([s for s, _ in low], [s for s, _ in high], span)
 
     def size_until(self, cut: StreamCut) -> int:
         """Bytes of the segments wholly before the cut (see :meth:`StreamMetadata.size_until`)."""
-        span = self._span(cut)
-        return self._meta.size_until(self._check(cut, span), span)
-
-    def _span(self, *cuts: StreamCut) -> Span:
-        """The records the cuts' segments were made in (one read and one scan, however many
-        generations made them); checked to be cuts of this stream first."""
-        for cut in cuts:
-            if not isinstance(cut, StreamCut):
-                raise InvalidStreamCutError(f"expected a StreamCut, got {cut!r:.80}")
-            if cut.stream != self.name:
-                raise InvalidStreamCutError(f"the cut is of stream {cut.stream!r}, not {self.name!r}")
-        try:
-            return self._meta.span(s for cut in cuts for s in cut.positions)
-        except InvalidArgumentError:  # a generation the stream never had
-            raise InvalidStreamCutError(f"a stream cut names segments stream {self.name!r} never had") from None
+        span, (pairs,) = self._controller.check_cuts(self._meta, cut)
+        return self._meta.size_until(pairs, span)
 
     def compare(self, a: StreamCut, b: StreamCut) -> int:
         """-1, 0 or 1 as cut ``a`` is before, equal to or after ``b``; :class:`InvalidStreamCutError`
         if neither is (each is ahead in part of the key space)."""
-        return cut_order(self._check(a), self._check(b))
+        _, (first, second) = self._controller.check_cuts(self._meta, a, b)
+        return cut_order(first, second)
 
     def head(self) -> StreamCut:
         """Where the stream's events begin: its truncation cut, or the start of the first segments."""
@@ -174,26 +162,19 @@ class Stream:
 
     def cut_at_time(self, time_ms: int) -> StreamCut | None:
         """The last recorded stream cut at or before ``time_ms`` (None if there is none)."""
-        times = self._meta.retention_set()
-        i = bisect.bisect_right([t for t, _ in times], time_ms)
-        if i == 0:
-            return None
-        _, positions = self._meta.recorded_cut(times[i - 1][0])
-        return StreamCut(self.name, positions)
+        return self._recorded_cut(lambda cuts: bisect.bisect_right([t for t, _ in cuts], time_ms))
 
     def cut_at_size(self, size: int) -> StreamCut | None:
         """The last recorded stream cut with at most ``size`` bytes before it (None if none)."""
-        times = self._meta.retention_set()
-        i = bisect.bisect_right([s for _, s in times], size)
+        return self._recorded_cut(lambda cuts: bisect.bisect_right([s for _, s in cuts], size))
+
+    def _recorded_cut(self, count: Callable[[builtins.list[tuple[int, int]]], int]) -> StreamCut | None:
+        """The last of the first ``count(retention set)`` recorded cuts (2 reads)."""
+        cuts = self._meta.retention_set()
+        i = count(cuts)
         if i == 0:
             return None
-        _, positions = self._meta.recorded_cut(times[i - 1][0])
-        return StreamCut(self.name, positions)
-
-    def _check(self, cut: StreamCut, span: Span | None = None) -> builtins.list[tuple[Segment, int]]:
-        if span is None:
-            return self._controller.check_cut(self._meta, cut)
-        return check_consistent(cut, span.records())
+        return StreamCut(self.name, self._meta.recorded_cut(cuts[i - 1][0])[1])
 
     @property
     def metadata(self) -> StreamMetadata:
