@@ -8,6 +8,7 @@ import seaway
 import seaway.log
 import seaway.logsdb
 import seaway.streams
+import seaway.txn
 
 
 def test_exported_names_are_pinned() -> None:
@@ -28,17 +29,19 @@ def test_exported_names_are_pinned() -> None:
         "ReaderExistsError", "ReaderGroupExistsError", "ReaderOfflineError", "UnknownReaderGroupError",
         "ByDataRate", "ByEventRate", "FixedSegments", "RetentionBySize", "RetentionByTime", "Stream", "StreamConfig",
         "StreamCut", "Streams",
+        "Snapshot", "Transaction", "TransactionConflictError", "TransactionNotInProgressError",
+        "TransactionTimedOutError", "TxnConfig", "TxnStatus", "UnknownTransactionError",
         "__version__", "connect", "epoch_of", "error_class", "esn_of", "lsn_str", "make_lsn", "open",
     ])
 
 
 def test_every_exported_name_exists_and_modules_are_private() -> None:
-    for module in (seaway, seaway.log, seaway.logsdb, seaway.streams):
+    for module in (seaway, seaway.log, seaway.logsdb, seaway.streams, seaway.txn):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
         public_modules = [n for n in dir(module)
                           if not n.startswith("_") and isinstance(getattr(module, n), types.ModuleType)]
-        allowed = {"log", "logsdb", "cli", "client", "server", "streams", "testing", "wire"}
+        allowed = {"log", "logsdb", "cli", "client", "server", "streams", "testing", "txn", "wire"}
         assert set(public_modules) <= allowed, public_modules
 
 

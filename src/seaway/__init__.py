@@ -2,7 +2,7 @@
 
 ``seaway.open(path)`` opens the embedded store; ``seaway.connect("seaway://host:port")`` a server
 with the same API. Their ``logs`` namespace holds LogDevice-style logs, ``streams`` Pravega-style
-streams of auto-scaling segments, and ``meta`` the metadata store.
+streams of auto-scaling segments, ``txn`` transactions, and ``meta`` the metadata store.
 
 The embedded store's names (``open``, ``Seaway``, ``Log``, ...) are loaded on first use, so that
 ``import seaway`` followed by ``seaway.connect`` never loads RocksDB.
@@ -47,6 +47,9 @@ from seaway._errors import (
     StreamTruncatedError,
     TailMismatchError,
     TimedOutError,
+    TransactionConflictError,
+    TransactionNotInProgressError,
+    TransactionTimedOutError,
     TransportError,
     TrimPastTailError,
     UnavailableError,
@@ -54,6 +57,7 @@ from seaway._errors import (
     UnknownReaderGroupError,
     UnknownScopeError,
     UnknownStreamError,
+    UnknownTransactionError,
     error_class,
 )
 from seaway._lazy import lazy_names
@@ -89,6 +93,7 @@ from seaway.streams import (
     StreamCut,
     Streams,
 )
+from seaway.txn import Snapshot, Transaction, TxnConfig, TxnStatus
 
 if TYPE_CHECKING:
     from seaway._seaway import Seaway, SeawayConfig, open  # noqa: A004
@@ -161,6 +166,7 @@ __all__ = [
     "SeawayError",
     "SequenceTooOldError",
     "ServerError",
+    "Snapshot",
     "StorageError",
     "StoreFailedError",
     "Stream",
@@ -174,13 +180,20 @@ __all__ = [
     "SystemClock",
     "TailMismatchError",
     "TimedOutError",
+    "Transaction",
+    "TransactionConflictError",
+    "TransactionNotInProgressError",
+    "TransactionTimedOutError",
     "TransportError",
     "TrimPastTailError",
+    "TxnConfig",
+    "TxnStatus",
     "UnavailableError",
     "UnknownLogError",
     "UnknownReaderGroupError",
     "UnknownScopeError",
     "UnknownStreamError",
+    "UnknownTransactionError",
     "Versioned",
     "__version__",
     "connect",

@@ -221,6 +221,79 @@ class ReaderOfflineError(ClientError):
     code = "READER_OFFLINE"
 
 
+# --- Transactions and queues -----------------------------------------------------------------------
+
+
+class UnknownTransactionError(ClientError, KeyError):
+    """No transaction with that id is known to the manager (never begun, or finished so long ago
+    that its outcome is no longer kept)."""
+
+    code = "UNKNOWN_TRANSACTION"
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else self.code
+
+
+class TransactionNotInProgressError(ClientError):
+    """The transaction already ended (committed, aborted or timed out): it cannot be committed or
+    aborted again. Ask for its status to learn how it ended."""
+
+    code = "TRANSACTION_NOT_IN_PROGRESS"
+
+
+class TransactionTimedOutError(TransactionNotInProgressError):
+    """The transaction was idle past its timeout and is now invalid: its writes will never be
+    visible. Begin a new transaction and do the work again."""
+
+    code = "TRANSACTION_TIMED_OUT"
+
+
+class TransactionConflictError(ClientError):
+    """A transaction that committed after this one began wrote one of the same conflict keys: this
+    one was aborted (nothing it wrote becomes visible). Retry the work in a new transaction."""
+
+    code = "TRANSACTION_CONFLICT"
+    retriable = True
+
+
+class UnknownQueueError(ClientError, KeyError):
+    """No queue with that name exists."""
+
+    code = "UNKNOWN_QUEUE"
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else self.code
+
+
+class QueueExistsError(ClientError):
+    code = "QUEUE_EXISTS"
+
+
+class UnknownConsumerGroupError(ClientError, KeyError):
+    """The queue has no consumer group with that name."""
+
+    code = "UNKNOWN_CONSUMER_GROUP"
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else self.code
+
+
+class ConsumerGroupExistsError(ClientError):
+    code = "CONSUMER_GROUP_EXISTS"
+
+
+class ConsumerOutsideGroupError(ClientError):
+    """The consumer id is not in ``[0, size)`` of its group (which may have been resized)."""
+
+    code = "CONSUMER_OUTSIDE_GROUP"
+
+
+class MissingHashKeyError(InvalidArgumentError):
+    """An entry lacks the key a HASH consumer group partitions on."""
+
+    code = "MISSING_HASH_KEY"
+
+
 # --- The store's side: a condition of the storage, not of the request. ------------------------------
 
 

@@ -11,6 +11,7 @@ from seaway.log import CoalesceConfig, DiskFault, EmbeddedLogStore, LogAttribute
 from seaway.streams import Streams
 from seaway.streams._autoscaling import AutoScaling, AutoScalingConfig
 from seaway.streams._retention import RetentionConfig, StreamRetention
+from seaway.txn import Transaction, TransactionManager, Transactions, TxnConfig
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class SeawayConfig:
     """Streams' retention policies, applied by passes in the process that holds the store (by
     default every 30 s, recording each stream's tail as a cut every 60 s); None: never applied
     (streams are truncated only by hand)."""
+    txn: TxnConfig = field(default_factory=TxnConfig)
+    """The transaction manager: default and longest timeouts, bounds, saving and pruning."""
 
 
 class Seaway:
@@ -41,9 +44,13 @@ class Seaway:
         self._store = EmbeddedLogStore(self.path, self.config.logs, clock, disk_fault=disk_fault)
         self.autoscaling: AutoScaling | None = None
         self.retention: StreamRetention | None = None
+        self._txn_manager: TransactionManager | None = None
         try:
             self.logs = Logs(self._store, self.config.log_defaults, self.config.appends)
             self.meta = MetadataStore(self._store.logsdb)
+            self._txn_manager = TransactionManager(self.logs, self.meta, clock, self.config.txn)
+            self._txn_manager.start()
+            self.txn = Transactions(self._txn_manager)
             self.streams = Streams(self.logs, self.meta, clock)
             # A change a killed process left half-done (a scaling, seal, truncation, deletion) is
             # finished now, before anything else meets it: the steps are idempotent.
@@ -55,6 +62,8 @@ class Seaway:
                                                  self.config.retention)
                 self.retention.start()
         except BaseException:
+            if self._txn_manager is not None:
+                self._txn_manager.close()
             self._store.close()
             raise
 
@@ -64,8 +73,15 @@ class Seaway:
             self.autoscaling.close()
         if self.retention is not None:
             self.retention.close()
+        if self._txn_manager is not None:
+            self._txn_manager.close()
         self.logs.close_appends()  # first: what the coalescers hold goes to the store before it closes
         self._store.close()
+
+    def transaction(self, timeout_s: float | None = None) -> Transaction:
+        """Begin a transaction (``with sw.transaction() as tx:`` commits on exit, aborts on an
+        exception)."""
+        return self.txn.begin(timeout_s)
 
     @property
     def closed(self) -> bool:

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from seaway._clock import Clock
 from seaway._errors import InvalidArgumentError, ScaleConflictError, SeawayError
+from seaway._passes import PeriodicPasses
 from seaway.streams._autoscale import AutoScaleConfig, AutoScaler, ScaleDecision
 from seaway.streams._config import FixedSegments
 from seaway.streams._controller import StreamController
-from seaway.streams._passes import PeriodicPasses
 
 log = logging.getLogger("seaway.streams")
 

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 from seaway._clock import Clock
 from seaway._errors import InvalidArgumentError, InvalidStreamCutError, ScaleConflictError, SeawayError
+from seaway._passes import PeriodicPasses
 from seaway.streams._config import RetentionByTime
 from seaway.streams._controller import StreamController
 from seaway.streams._cut import StreamCut
-from seaway.streams._passes import PeriodicPasses
 from seaway.streams._reader_group import subscribed_checkpoints
 from seaway.streams._streams import Stream
 

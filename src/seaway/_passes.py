@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from seaway._errors import SeawayError
 
-log = logging.getLogger("seaway.streams")
+log = logging.getLogger("seaway")
 
 
 class PeriodicPasses:

@@ -1,0 +1,208 @@
+"""``sw.txn`` and the :class:`Transaction` handle, over a manager embedded or remote (:class:`TxnApi`).
+
+A transaction's writes are made by the layers above (queue producers and consumers, stream
+writers), each through the handle: they register the logs they are about to write (so that the
+manager can find an aborted transaction's data), tag what they write with the transaction's id
+(its write pointer), declare conflict keys, stage metadata writes to apply with the commit, and
+hook the commit (to flush what they buffered) and its end (to learn the outcome).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from seaway._errors import (
+    InvalidArgumentError,
+    SeawayError,
+    TransactionNotInProgressError,
+    TransactionTimedOutError,
+)
+from seaway.txn._manager import TxnInfo, check_commit
+from seaway.txn._snapshot import Snapshot
+from seaway.txn._state import TxnStatus
+
+log = logging.getLogger("seaway.txn")
+
+DEADLINE_MARGIN_S_MAX = 1.0
+"""A transaction's handle refuses writes this long (or a tenth of its timeout, if less) before the
+manager would time it out, so that no write of it lands after it is invalid and pruned."""
+
+
+class TxnApi(Protocol):
+    """The transaction manager, embedded (:class:`TransactionManager`) or through the server."""
+
+    @property
+    def default_timeout_s(self) -> float: ...
+
+    def begin(self, timeout_s: float | None = None) -> Snapshot: ...
+
+    def register(self, write_pointer: int, logs: Iterable[int]) -> None: ...
+
+    def commit(self, write_pointer: int, conflicts: Iterable[bytes] = (),
+               writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None: ...
+
+    def abort(self, write_pointer: int) -> None: ...
+
+    def status(self, write_pointer: int) -> TxnStatus: ...
+
+    def snapshot(self) -> Snapshot: ...
+
+    def list(self) -> list[TxnInfo]: ...
+
+
+class Transaction:
+    """One transaction: commit on leaving a ``with`` block, abort if it raised.
+
+    ``id`` is its write pointer; any process may commit or abort it by id (``sw.txn.commit(id)``).
+    """
+
+    def __init__(self, api: TxnApi, snapshot: Snapshot, timeout_s: float, started_s: float) -> None:
+        self._api = api
+        self.snapshot = snapshot
+        self.id = snapshot.write_pointer
+        margin = min(DEADLINE_MARGIN_S_MAX, timeout_s / 10)
+        self.deadline_s = started_s + timeout_s - margin
+        """Monotonic time after which the handle refuses writes and commits."""
+        self.status = TxnStatus.IN_PROGRESS
+        self._conflicts: set[bytes] = set()
+        self._writes: dict[tuple[str, bytes], bytes | None] = {}
+        self._logs: set[int] = set()
+        self._before_commit: list[Callable[[], None]] = []
+        self._after: list[Callable[[bool], None]] = []
+
+    def __repr__(self) -> str:
+        return f"Transaction({self.id}, {self.status.value})"
+
+    # --- what writers call ------------------------------------------------------------------------
+
+    def check_open(self) -> None:
+        """Raise unless the transaction may still write (in progress, before its deadline)."""
+        if self.status is not TxnStatus.IN_PROGRESS:
+            raise TransactionNotInProgressError(f"transaction {self.id} already ended: {self.status.value}")
+        if time.monotonic() >= self.deadline_s:
+            raise TransactionTimedOutError(f"transaction {self.id} reached its timeout; begin a new one")
+
+    def register_logs(self, log_ids: Iterable[int]) -> None:
+        """Tell the manager, durably, that this transaction is about to write to ``log_ids``."""
+        self.check_open()
+        fresh = set(log_ids) - self._logs
+        if fresh:
+            self._api.register(self.id, sorted(fresh))
+            self._logs |= fresh
+
+    def add_conflicts(self, *keys: bytes) -> None:
+        """Declare keys this transaction changes: it fails to commit if a transaction that
+        committed after it began declared one of them too."""
+        self.check_open()
+        self._conflicts.update(keys)
+
+    def stage_put(self, namespace: str, key: bytes, value: bytes) -> None:
+        """A metadata put applied atomically with the commit (nothing on abort)."""
+        self.check_open()
+        self._writes[(namespace, key)] = value
+
+    def stage_delete(self, namespace: str, key: bytes) -> None:
+        self.check_open()
+        self._writes[(namespace, key)] = None
+
+    def before_commit(self, hook: Callable[[], None]) -> None:
+        """Call ``hook`` when the commit starts (a writer sends what it buffered); if it raises, the
+        transaction aborts."""
+        self._before_commit.append(hook)
+
+    def after_end(self, hook: Callable[[bool], None]) -> None:
+        """Call ``hook(committed)`` once the transaction ended (for an abort too)."""
+        self._after.append(hook)
+
+    # --- ending -----------------------------------------------------------------------------------
+
+    def commit(self) -> None:
+        """Make everything the transaction wrote visible, all together. On
+        :class:`TransactionConflictError` or :class:`TransactionTimedOutError` it is aborted."""
+        self.check_open()
+        try:
+            for hook in self._before_commit:
+                hook()
+            self.check_open()
+            writes = [(ns, key, value) for (ns, key), value in self._writes.items()]
+            self._api.commit(self.id, self._conflicts, writes)
+        except BaseException as exc:
+            if not isinstance(exc, SeawayError) or self.status is TxnStatus.IN_PROGRESS:
+                self._abort_quietly()
+            raise
+        self._end(TxnStatus.COMMITTED)
+
+    def abort(self) -> None:
+        """Nothing the transaction wrote becomes visible; what it dequeued is given back."""
+        if self.status is not TxnStatus.IN_PROGRESS:
+            return
+        try:
+            self._api.abort(self.id)
+        finally:
+            self._end(TxnStatus.ABORTED)
+
+    def _abort_quietly(self) -> None:
+        try:
+            self.abort()
+        except SeawayError as exc:  # it ends by itself at its timeout
+            log.warning("abort failed", extra={"txn": self.id, "error": str(exc)})
+
+    def _end(self, status: TxnStatus) -> None:
+        self.status = status
+        for hook in self._after:
+            hook(status is TxnStatus.COMMITTED)
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self._abort_quietly()
+
+
+class Transactions:
+    """``sw.txn``: begin transactions; commit, abort or ask about one by id; snapshots."""
+
+    def __init__(self, api: TxnApi) -> None:
+        self._api = api
+
+    @property
+    def api(self) -> TxnApi:
+        return self._api
+
+    def begin(self, timeout_s: float | None = None) -> Transaction:
+        """Begin a transaction that times out (becomes invalid) after ``timeout_s`` (the manager's
+        default when None) unless committed."""
+        if timeout_s is not None and (not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool)
+                                      or not timeout_s > 0):
+            raise InvalidArgumentError(f"a transaction's timeout must be a positive number, got {timeout_s!r}")
+        started = time.monotonic()
+        snapshot = self._api.begin(timeout_s)
+        timeout = self._api.default_timeout_s if timeout_s is None else timeout_s
+        return Transaction(self._api, snapshot, float(timeout), started)
+
+    def commit(self, txn_id: int, conflicts: Iterable[bytes] = (),
+               writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None:
+        """Commit a transaction by id, from any process (a Spark driver commits what its executors
+        wrote)."""
+        keys, checked = check_commit(conflicts, writes)
+        self._api.commit(txn_id, keys, checked)
+
+    def abort(self, txn_id: int) -> None:
+        self._api.abort(txn_id)
+
+    def status(self, txn_id: int) -> TxnStatus:
+        """How the transaction ended, or IN_PROGRESS; what a client whose commit call was cut off
+        asks."""
+        return self._api.status(txn_id)
+
+    def snapshot(self) -> Snapshot:
+        return self._api.snapshot()
+
+    def list(self) -> list[TxnInfo]:
+        return self._api.list()

@@ -1,0 +1,434 @@
+"""The transaction manager: issues write pointers and snapshots, commits and aborts, times out idle
+transactions, prunes the invalid list; durable on a Seaway log (group commit) plus saved states.
+
+One manager serves a store: the embedded process's, or the server's for its clients. Every change
+of its state is an edit (see :mod:`_state`) appended to the write-ahead log before the caller hears
+of it. Appends made while others are in flight are joined by the log layer into one append and one
+disk sync, so concurrent begins and commits share syncs (group commit). Every
+``TxnConfig.save_edits`` edits (or ``save_interval_s``) the whole state is saved in the metadata
+store with the LSN it covers, and the log is trimmed there: recovery loads the saved state and
+applies the edits after it.
+
+A commit has three phases. Under the lock, it is checked (in progress, not timed out, no conflict)
+and its edit appended; its conflict keys count for other commits from then on. Then, once the edit
+is durable, its metadata writes (a consumer's position, say) are applied. Only then does it leave
+the in-progress set that snapshots carry: no reader sees its data before the commit is durable and
+its metadata writes are in place. Recovery applies a logged commit's metadata writes again (they
+are plain puts and deletes, so applying twice changes nothing).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from seaway._clock import Clock, SystemClock
+from seaway._errors import (
+    CorruptionError,
+    InvalidArgumentError,
+    OverloadedError,
+    SeawayError,
+    TransactionConflictError,
+    TransactionNotInProgressError,
+    TransactionTimedOutError,
+    UnknownLogError,
+    UnknownTransactionError,
+)
+from seaway._passes import PeriodicPasses
+from seaway.log import LSN_OLDEST, Gap, GapType, MetaApi, Record, check_meta_key
+from seaway.txn._snapshot import Snapshot
+from seaway.txn._state import (
+    Abort,
+    Begin,
+    Checkpoint,
+    Commit,
+    Edit,
+    InProgress,
+    Prune,
+    Register,
+    Settle,
+    TimeOut,
+    TxnState,
+    TxnStatus,
+    decode_edit,
+    encode_edit,
+)
+
+if TYPE_CHECKING:
+    from seaway.log import Log, Logs
+
+WAL_LOG = "seaway.txn.wal"
+"""The log that holds the manager's edits (a reserved name)."""
+NAMESPACE = "txn"
+_STATE_HEAD = b"state"
+_STATE_CHUNK = b"state/"
+_CHUNK_BYTES = 512 << 10
+CONFLICT_KEYS_MAX = 100_000
+WRITES_MAX = 1_000
+LOGS_MAX = 10_000
+
+
+@dataclass(frozen=True)
+class TxnConfig:
+    timeout_s: float = 30.0
+    """How long a transaction may stay in progress unless it asks for another timeout at begin."""
+    timeout_s_max: float = 3600.0
+    in_progress_max: int = 100_000
+    """Transactions in progress at once; a begin beyond it fails with OverloadedError."""
+    outcomes_max: int = 10_000
+    """Finished transactions whose outcome ``status`` still reports (then: UNKNOWN)."""
+    tick_s: float = 0.1
+    """How often idle transactions are timed out."""
+    prune_interval_s: float = 10.0
+    settle_s: float = 60.0
+    """After this long an invalid transaction's writes can no longer be in flight (its writer
+    stops at its own deadline, and an append in flight is answered within its timeout): its logs'
+    tails are noted, and once trimmed past them it leaves the invalid list."""
+    save_edits: int = 10_000
+    save_interval_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_s", "timeout_s_max", "tick_s", "prune_interval_s", "save_interval_s"):
+            if not getattr(self, name) > 0:
+                raise InvalidArgumentError(f"TxnConfig.{name} must be positive")
+        if self.timeout_s > self.timeout_s_max:
+            raise InvalidArgumentError("TxnConfig.timeout_s must not exceed timeout_s_max")
+        for name in ("in_progress_max", "outcomes_max", "save_edits"):
+            if getattr(self, name) < 1:
+                raise InvalidArgumentError(f"TxnConfig.{name} must be at least 1")
+        if self.settle_s < 0:
+            raise InvalidArgumentError("TxnConfig.settle_s must not be negative")
+
+
+@dataclass(frozen=True)
+class TxnInfo:
+    """A transaction the manager holds: in progress, or invalid (aborted or timed out, its data
+    not yet gone)."""
+
+    id: int
+    status: TxnStatus
+    began_ms: int | None
+    expiry_ms: int | None
+    logs: tuple[int, ...]
+
+
+def check_write_pointer(write_pointer: object) -> int:
+    if not isinstance(write_pointer, int) or isinstance(write_pointer, bool) or not 0 < write_pointer < 2**64:
+        raise InvalidArgumentError(f"a transaction id is an integer in (0, 2**64), got {write_pointer!r}")
+    return write_pointer
+
+
+def check_commit(conflicts: Iterable[bytes], writes: Iterable[tuple[str, bytes, bytes | None]],
+                 ) -> tuple[frozenset[bytes], tuple[tuple[str, bytes, bytes | None], ...]]:
+    """A commit's conflict keys and metadata writes, checked (shared with the remote client)."""
+    keys = frozenset(conflicts)
+    if len(keys) > CONFLICT_KEYS_MAX:
+        raise InvalidArgumentError(f"a transaction declares at most {CONFLICT_KEYS_MAX} conflict keys")
+    for key in keys:
+        if not isinstance(key, bytes) or not 0 < len(key) <= 1024:
+            raise InvalidArgumentError(f"a conflict key is 1-1024 bytes, got {key!r:.80}")
+    checked = tuple(writes)
+    if len(checked) > WRITES_MAX:
+        raise InvalidArgumentError(f"a transaction makes at most {WRITES_MAX} metadata writes")
+    for namespace, key, value in checked:
+        check_meta_key(namespace, key)
+        if value is not None and not isinstance(value, bytes):
+            raise InvalidArgumentError(f"a metadata value must be bytes or None, got {type(value).__name__}")
+    return keys, checked
+
+
+class TransactionManager:
+    """The manager of an embedded store (``sw.txn`` is built on it). Thread-safe."""
+
+    def __init__(self, logs: Logs, meta: MetaApi, clock: Clock | None = None, config: TxnConfig | None = None) -> None:
+        self.config = config or TxnConfig()
+        self._logs = logs
+        self._meta = meta
+        self._clock = clock or SystemClock()
+        self._cond = threading.Condition()
+        self._committing: dict[int, tuple[int, frozenset[bytes]]] = {}
+        self._saving = False
+        self._edits_since_save = 0
+        self._saved_at_s = self._clock.monotonic_s()
+        self._expiries: list[tuple[int, int]] = []
+        self._wal: Log = logs.get_or_create(WAL_LOG)
+        self.state = self._recover()
+        self._ticks = PeriodicPasses("txn-timeouts", self._tick, self.config.tick_s)
+        self._prunes = PeriodicPasses("txn-pruning", self.run_pruning, self.config.prune_interval_s)
+
+    def start(self) -> None:
+        """Start timing out idle transactions, saving state and pruning, on background threads."""
+        self._ticks.start()
+        self._prunes.start()
+
+    def close(self) -> None:
+        self._ticks.close()
+        self._prunes.close()
+
+    # --- recovery and saving ----------------------------------------------------------------------
+
+    def _recover(self) -> TxnState:
+        head = self._meta.get(NAMESPACE, _STATE_HEAD)
+        start = LSN_OLDEST
+        state = TxnState(self.config.outcomes_max)
+        if head is not None:
+            try:
+                saved = json.loads(head.value)
+                chunks = [self._meta.get(NAMESPACE, _STATE_CHUNK + b"%06d" % i) for i in range(int(saved["chunks"]))]
+                if any(c is None for c in chunks):
+                    raise ValueError("a chunk is missing")
+                raw = b"".join(c.value for c in chunks if c is not None)
+                start = int(saved["lsn"]) + 1
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CorruptionError(f"the transaction manager's saved state is damaged: {exc!r:.200}") from None
+            state = TxnState.decode(raw, self.config.outcomes_max)
+        for item in self._wal.read(start):
+            if isinstance(item, Gap):
+                if item.type in (GapType.DATALOSS,):
+                    raise CorruptionError(f"the transaction log lost records {item.lsn_lo}-{item.lsn_hi}")
+                continue
+            if not isinstance(item, Record):  # pragma: no cover - plain reads yield records and gaps
+                continue
+            edit = decode_edit(item.payload)
+            state.apply(edit)
+            if isinstance(edit, Commit) and edit.writes:
+                self._apply_writes(edit.writes)
+        for write_pointer, txn in state.in_progress.items():
+            heapq.heappush(self._expiries, (txn.expiry_ms, write_pointer))
+        return state
+
+    def save(self) -> None:
+        """Save the whole state and trim the log below it (done by itself every so often)."""
+        with self._cond:
+            self._saving = True
+            try:
+                while self._committing:
+                    self._cond.wait()
+                raw = self.state.encode()
+                marker = self._append(Checkpoint())
+            finally:
+                self._saving = False
+                self._cond.notify_all()
+        lsn = marker.result()
+        chunks = [raw[i:i + _CHUNK_BYTES] for i in range(0, len(raw), _CHUNK_BYTES)] or [b""]
+        batch = self._meta.batch().delete_prefix(NAMESPACE, _STATE_CHUNK)
+        for i, chunk in enumerate(chunks):
+            batch.put(NAMESPACE, _STATE_CHUNK + b"%06d" % i, chunk)
+        batch.put(NAMESPACE, _STATE_HEAD, json.dumps({"lsn": lsn, "chunks": len(chunks)}).encode()).commit()
+        self._wal.trim(lsn)
+        self._saved_at_s = self._clock.monotonic_s()
+
+    def _append(self, edit: Edit) -> Future[int]:
+        """Append ``edit`` (called under the lock, so that the log's order is the order applied)."""
+        self._edits_since_save += 1
+        return self._wal.append_async(encode_edit(edit))
+
+    def _apply_writes(self, writes: Iterable[tuple[str, bytes, bytes | None]]) -> None:
+        batch = self._meta.batch()
+        for namespace, key, value in writes:
+            if value is None:
+                batch.delete(namespace, key)
+            else:
+                batch.put(namespace, key, value)
+        batch.commit()
+
+    # --- the API ----------------------------------------------------------------------------------
+
+    @property
+    def default_timeout_s(self) -> float:
+        return self.config.timeout_s
+
+    def begin(self, timeout_s: float | None = None) -> Snapshot:
+        """Begin a transaction; return its snapshot, whose ``write_pointer`` is its id."""
+        timeout = self.config.timeout_s if timeout_s is None else timeout_s
+        if not isinstance(timeout, (int, float)) or not 0 < timeout <= self.config.timeout_s_max:
+            raise InvalidArgumentError(f"a transaction's timeout is in (0, {self.config.timeout_s_max}] s, "
+                                       f"got {timeout_s!r}")
+        with self._cond:
+            if len(self.state.in_progress) >= self.config.in_progress_max:
+                raise OverloadedError(f"{self.config.in_progress_max} transactions are in progress; "
+                                      "commit or abort some first")
+            now_ms = self._clock.now_ms()
+            edit = Begin(self.state.next_write_pointer(now_ms), now_ms, int(timeout * 1000))
+            self.state.apply(edit)
+            heapq.heappush(self._expiries, (now_ms + edit.timeout_ms, edit.write_pointer))
+            durable = self._append(edit)
+            snapshot = self.state.snapshot(edit.write_pointer)
+        durable.result()
+        return snapshot
+
+    def snapshot(self) -> Snapshot:
+        """What is committed now, for a reader outside any transaction."""
+        with self._cond:
+            return self.state.snapshot()
+
+    def status(self, write_pointer: int) -> TxnStatus:
+        check_write_pointer(write_pointer)
+        with self._cond:
+            return self.state.status(write_pointer)
+
+    def register(self, write_pointer: int, logs: Iterable[int]) -> None:
+        """Note that the transaction is about to write to ``logs``; durable when it returns. A
+        writer calls it before its first write to each log, so that an aborted or timed-out
+        transaction's data can be found (and the invalid list pruned once it is gone)."""
+        check_write_pointer(write_pointer)
+        wanted = set(logs)
+        if len(wanted) > LOGS_MAX:
+            raise InvalidArgumentError(f"register at most {LOGS_MAX} logs at once")
+        with self._cond:
+            txn = self._live(write_pointer)
+            fresh = wanted - txn.logs
+            if not fresh:
+                return
+            edit = Register(write_pointer, tuple(sorted(fresh)))
+            self.state.apply(edit)
+            durable = self._append(edit)
+        durable.result()
+
+    def commit(self, write_pointer: int, conflicts: Iterable[bytes] = (),
+               writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None:
+        """Commit: every write the transaction made becomes visible, and its metadata ``writes``
+        are applied, all together. Raises :class:`TransactionConflictError` (and aborts it) if a
+        transaction that committed after it began declared one of the same ``conflicts`` keys."""
+        check_write_pointer(write_pointer)
+        keys, checked = check_commit(conflicts, writes)
+        with self._cond:
+            while self._saving:
+                self._cond.wait()
+            txn = self._live(write_pointer)
+            failure: SeawayError | None = None
+            if txn.expiry_ms <= self._clock.now_ms():
+                failure = TransactionTimedOutError(f"transaction {write_pointer} timed out")
+                durable = self._end(TimeOut(write_pointer, self._clock.now_ms()))
+            elif (key := self.state.conflicting(write_pointer, keys, self._committing.values())) is not None:
+                failure = TransactionConflictError(f"transaction {write_pointer} conflicts on key {key!r:.80} "
+                                                   "with a transaction that committed after it began")
+                durable = self._end(Abort(write_pointer, self._clock.now_ms()))
+            else:
+                edit = Commit(write_pointer, self.state.last_write_pointer, tuple(sorted(keys)), checked)
+                self._committing[write_pointer] = (edit.commit_pointer, keys)
+                durable = self._append(edit)
+        try:
+            durable.result()
+        except BaseException:
+            if failure is None:  # not known to be logged: it stays in progress, and times out
+                with self._cond:
+                    del self._committing[write_pointer]
+                    self._cond.notify_all()
+            raise
+        if failure is not None:
+            raise failure
+        if checked:
+            # If this fails, the commit is logged but not applied: it stays "being committed" (never
+            # timed out) until a restart applies it again from the log; the store is failing meanwhile.
+            self._apply_writes(checked)
+        with self._cond:
+            self.state.apply(edit)
+            del self._committing[write_pointer]
+            self._cond.notify_all()
+
+    def abort(self, write_pointer: int) -> None:
+        """Abort: nothing the transaction wrote will be visible. Aborting an aborted or timed-out
+        transaction again does nothing; aborting a committed one raises."""
+        check_write_pointer(write_pointer)
+        with self._cond:
+            status = self.state.status(write_pointer)
+            if status in (TxnStatus.ABORTED, TxnStatus.TIMED_OUT) and write_pointer not in self.state.in_progress:
+                return
+            self._live(write_pointer)
+            durable = self._end(Abort(write_pointer, self._clock.now_ms()))
+        durable.result()
+
+    def list(self) -> list[TxnInfo]:
+        """Transactions in progress, then invalid ones, each by id."""
+        with self._cond:
+            live = [TxnInfo(wp, TxnStatus.IN_PROGRESS, t.began_ms, t.expiry_ms, tuple(sorted(t.logs)))
+                    for wp, t in sorted(self.state.in_progress.items())]
+            dead = [TxnInfo(wp, e.status, None, None, e.logs) for wp, e in sorted(self.state.invalid.items())]
+        return live + dead
+
+    # --- internals --------------------------------------------------------------------------------
+
+    def _live(self, write_pointer: int) -> InProgress:
+        """The transaction, in progress and not being committed; else the error that says why."""
+        txn = self.state.in_progress.get(write_pointer)
+        if txn is not None and write_pointer not in self._committing:
+            return txn
+        status = TxnStatus.IN_PROGRESS if txn is not None else self.state.status(write_pointer)
+        if status is TxnStatus.UNKNOWN:
+            raise UnknownTransactionError(f"no transaction {write_pointer} is known (never begun, or finished "
+                                          f"before the last {self.config.outcomes_max} outcomes)")
+        if status is TxnStatus.TIMED_OUT:
+            raise TransactionTimedOutError(f"transaction {write_pointer} timed out")
+        what = "is being committed" if status is TxnStatus.IN_PROGRESS else f"already ended: {status.value}"
+        raise TransactionNotInProgressError(f"transaction {write_pointer} {what}")
+
+    def _end(self, edit: Abort | TimeOut) -> Future[int]:
+        self.state.apply(edit)
+        return self._append(edit)
+
+    def _tick(self) -> None:
+        """Time out the transactions past their expiry; save the state when it is due."""
+        now_ms = self._clock.now_ms()
+        pending: list[Future[int]] = []
+        with self._cond:
+            while self._expiries and self._expiries[0][0] <= now_ms:
+                _, write_pointer = heapq.heappop(self._expiries)
+                txn = self.state.in_progress.get(write_pointer)
+                if txn is None:
+                    continue
+                if write_pointer in self._committing or txn.expiry_ms > now_ms:
+                    heapq.heappush(self._expiries, (max(txn.expiry_ms, now_ms + 1), write_pointer))
+                    break
+                pending.append(self._end(TimeOut(write_pointer, now_ms)))
+            due = (self._edits_since_save >= self.config.save_edits
+                   or self._clock.monotonic_s() - self._saved_at_s >= self.config.save_interval_s)
+        for future in pending:
+            future.result()
+        if due:
+            self.save()
+
+    def run_pruning(self) -> int:
+        """Settle and prune the invalid list now (done by itself every ``prune_interval_s``);
+        return how many transactions left it."""
+        now_ms = self._clock.now_ms()
+        settle_ms = int(self.config.settle_s * 1000)
+        with self._cond:
+            entries = list(self.state.invalid.items())
+        settled: list[Settle] = []
+        gone: list[int] = []
+        for write_pointer, entry in entries:
+            if entry.tails is None:
+                if now_ms - entry.since_ms >= settle_ms:
+                    settled.append(Settle(write_pointer, tuple(self._tail(log_id) for log_id in entry.logs)))
+            elif all(self._trimmed_past(log_id, tail) for log_id, tail in zip(entry.logs, entry.tails, strict=True)):
+                gone.append(write_pointer)
+        edits: list[Edit] = [*settled, *([Prune(tuple(gone))] if gone else [])]
+        if not edits:
+            return 0
+        with self._cond:
+            futures = []
+            for edit in edits:
+                self.state.apply(edit)
+                futures.append(self._append(edit))
+        for future in futures:
+            future.result()
+        return len(gone)
+
+    def _tail(self, log_id: int) -> int:
+        try:
+            return self._logs.get(log_id).tail_lsn()
+        except UnknownLogError:
+            return 0
+
+    def _trimmed_past(self, log_id: int, tail: int) -> bool:
+        try:
+            return self._logs.get(log_id).trim_point() >= tail
+        except UnknownLogError:
+            return True
+

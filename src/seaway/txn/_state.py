@@ -1,0 +1,257 @@
+"""The transaction manager's state and the edits that change it. Pure: no I/O, no clock.
+
+The manager changes its state only by applying *edits*, each of which it first appends to its
+write-ahead log; recovery applies the same edits from the log on top of the last saved state, so
+the state after a crash is the state the acknowledged edits describe (Tephra's TransactionEdit).
+
+- ``Begin``: a write pointer is issued and its transaction is in progress until ``expiry_ms``.
+- ``Register``: the transaction is about to write to these logs (kept so that its data can be found
+  when it is aborted or times out; see pruning below).
+- ``Commit``: its writes are visible from now on; its conflict keys are kept while a transaction
+  that began before it is still in progress; its metadata writes are applied by the manager.
+- ``Abort`` / ``TimeOut``: its writes will never be visible. A transaction that registered logs
+  goes to the *invalid list*, which every snapshot carries so that readers skip its data; one that
+  wrote nothing is simply forgotten.
+- ``Settle``: an invalid transaction's logs' tails, noted once no write of it can still be in
+  flight; ``Prune``: those logs were trimmed past them (or deleted), so none of its data remains
+  and it leaves the invalid list.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from seaway._errors import CorruptionError
+from seaway.txn._snapshot import Snapshot
+
+POINTERS_PER_MS = 1_000_000
+"""Write pointers are ``max(last + 1, now_ms * POINTERS_PER_MS)``: time-ordered, and unique even
+when the clock stands still or steps back."""
+
+
+class TxnStatus(Enum):
+    IN_PROGRESS = "IN_PROGRESS"
+    COMMITTED = "COMMITTED"
+    ABORTED = "ABORTED"
+    TIMED_OUT = "TIMED_OUT"
+    UNKNOWN = "UNKNOWN"
+    """Never begun, or finished before the outcomes the manager keeps."""
+
+
+@dataclass
+class InProgress:
+    began_ms: int
+    expiry_ms: int
+    logs: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Invalid:
+    status: TxnStatus
+    since_ms: int
+    logs: tuple[int, ...]
+    tails: tuple[int, ...] | None = None
+    """The logs' tail LSNs once settled: the transaction's data lies at or below them."""
+
+
+@dataclass(frozen=True)
+class Begin:
+    write_pointer: int
+    now_ms: int
+    timeout_ms: int
+
+
+@dataclass(frozen=True)
+class Register:
+    write_pointer: int
+    logs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Commit:
+    write_pointer: int
+    commit_pointer: int
+    """The last write pointer issued when it committed: a transaction at or below it began before."""
+    conflicts: tuple[bytes, ...] = ()
+    writes: tuple[tuple[str, bytes, bytes | None], ...] = ()
+    """Metadata writes applied with the commit: ``(namespace, key, value)``, None to delete."""
+
+
+@dataclass(frozen=True)
+class Abort:
+    write_pointer: int
+    now_ms: int
+
+
+@dataclass(frozen=True)
+class TimeOut:
+    write_pointer: int
+    now_ms: int
+
+
+@dataclass(frozen=True)
+class Settle:
+    write_pointer: int
+    tails: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Prune:
+    write_pointers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Marks where a saved state ends in the log; changes nothing."""
+
+
+Edit = Begin | Register | Commit | Abort | TimeOut | Settle | Prune | Checkpoint
+
+_KINDS: dict[str, type[Any]] = {cls.__name__: cls for cls in (Begin, Register, Commit, Abort, TimeOut, Settle,
+                                                              Prune, Checkpoint)}
+
+
+def encode_edit(edit: Edit) -> bytes:
+    fields: dict[str, Any] = {"k": type(edit).__name__}
+    fields.update(vars(edit))
+    if isinstance(edit, Commit):
+        fields["conflicts"] = [key.hex() for key in edit.conflicts]
+        fields["writes"] = [[ns, key.hex(), None if v is None else v.hex()] for ns, key, v in edit.writes]
+    return json.dumps(fields, separators=(",", ":")).encode()
+
+
+def decode_edit(raw: bytes) -> Edit:
+    try:
+        fields = json.loads(raw)
+        cls = _KINDS[fields.pop("k")]
+        if cls is Commit:
+            fields["conflicts"] = tuple(bytes.fromhex(key) for key in fields["conflicts"])
+            fields["writes"] = tuple((ns, bytes.fromhex(key), None if v is None else bytes.fromhex(v))
+                                     for ns, key, v in fields["writes"])
+        for name in ("logs", "tails", "write_pointers"):
+            if name in fields:
+                fields[name] = tuple(int(v) for v in fields[name])
+        edit: Edit = cls(**fields)
+        return edit
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptionError(f"a transaction log record does not decode: {exc!r:.200}") from None
+
+
+class TxnState:
+    """Write pointers, transactions in progress, the invalid list, recent conflict keys and
+    outcomes. ``outcomes_max`` bounds the finished transactions whose status is remembered."""
+
+    def __init__(self, outcomes_max: int = 10_000) -> None:
+        self.last_write_pointer = 0
+        self.in_progress: dict[int, InProgress] = {}
+        self.invalid: dict[int, Invalid] = {}
+        self.committed: list[tuple[int, frozenset[bytes]]] = []
+        """(commit pointer, conflict keys), in commit order, while a transaction may conflict."""
+        self.outcomes: OrderedDict[int, TxnStatus] = OrderedDict()
+        self.outcomes_max = outcomes_max
+
+    # --- edits ------------------------------------------------------------------------------------
+
+    def next_write_pointer(self, now_ms: int) -> int:
+        return max(self.last_write_pointer + 1, now_ms * POINTERS_PER_MS)
+
+    def apply(self, edit: Edit) -> None:
+        if isinstance(edit, Begin):
+            self.last_write_pointer = max(self.last_write_pointer, edit.write_pointer)
+            self.in_progress[edit.write_pointer] = InProgress(edit.now_ms, edit.now_ms + edit.timeout_ms)
+        elif isinstance(edit, Register):
+            if (txn := self.in_progress.get(edit.write_pointer)) is not None:
+                txn.logs.update(edit.logs)
+        elif isinstance(edit, Commit):
+            self.in_progress.pop(edit.write_pointer, None)
+            if edit.conflicts:
+                self.committed.append((edit.commit_pointer, frozenset(edit.conflicts)))
+            self._finish(edit.write_pointer, TxnStatus.COMMITTED)
+            self._forget_conflicts()
+        elif isinstance(edit, (Abort, TimeOut)):
+            status = TxnStatus.ABORTED if isinstance(edit, Abort) else TxnStatus.TIMED_OUT
+            if (txn := self.in_progress.pop(edit.write_pointer, None)) is not None:
+                if txn.logs:
+                    self.invalid[edit.write_pointer] = Invalid(status, edit.now_ms, tuple(sorted(txn.logs)))
+                self._finish(edit.write_pointer, status)
+                self._forget_conflicts()
+        elif isinstance(edit, Settle):
+            if (entry := self.invalid.get(edit.write_pointer)) is not None:
+                entry.tails = edit.tails
+        elif isinstance(edit, Prune):
+            for write_pointer in edit.write_pointers:
+                self.invalid.pop(write_pointer, None)
+
+    def _finish(self, write_pointer: int, status: TxnStatus) -> None:
+        self.outcomes[write_pointer] = status
+        while len(self.outcomes) > self.outcomes_max:
+            self.outcomes.popitem(last=False)
+
+    def _forget_conflicts(self) -> None:
+        """Conflict keys matter only to transactions that began before their commit and are still
+        in progress."""
+        oldest = min(self.in_progress, default=None)
+        if oldest is None:
+            self.committed.clear()
+            return
+        keep = 0
+        while keep < len(self.committed) and self.committed[keep][0] < oldest:
+            keep += 1
+        del self.committed[:keep]
+
+    # --- queries ----------------------------------------------------------------------------------
+
+    def conflicting(self, write_pointer: int, keys: frozenset[bytes],
+                    pending: Iterable[tuple[int, frozenset[bytes]]] = ()) -> bytes | None:
+        """A key of ``keys`` that a transaction committed since ``write_pointer`` began also wrote."""
+        if not keys:
+            return None
+        for commit_pointer, written in (*self.committed, *pending):
+            if commit_pointer >= write_pointer and (common := keys & written):
+                return min(common)
+        return None
+
+    def status(self, write_pointer: int) -> TxnStatus:
+        if write_pointer in self.in_progress:
+            return TxnStatus.IN_PROGRESS
+        if (entry := self.invalid.get(write_pointer)) is not None:
+            return entry.status
+        return self.outcomes.get(write_pointer, TxnStatus.UNKNOWN)
+
+    def snapshot(self, write_pointer: int = 0) -> Snapshot:
+        return Snapshot(self.last_write_pointer, tuple(sorted(self.in_progress)), tuple(sorted(self.invalid)),
+                        write_pointer)
+
+    # --- saving -----------------------------------------------------------------------------------
+
+    def encode(self) -> bytes:
+        return json.dumps({
+            "last": self.last_write_pointer,
+            "in_progress": [[wp, t.began_ms, t.expiry_ms, sorted(t.logs)] for wp, t in self.in_progress.items()],
+            "invalid": [[wp, e.status.value, e.since_ms, list(e.logs), None if e.tails is None else list(e.tails)]
+                        for wp, e in self.invalid.items()],
+            "committed": [[cp, sorted(k.hex() for k in keys)] for cp, keys in self.committed],
+            "outcomes": [[wp, s.value] for wp, s in self.outcomes.items()],
+        }, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes, outcomes_max: int = 10_000) -> TxnState:
+        state = cls(outcomes_max)
+        try:
+            data = json.loads(raw)
+            state.last_write_pointer = int(data["last"])
+            state.in_progress = {int(wp): InProgress(int(began), int(expiry), set(map(int, logs)))
+                                 for wp, began, expiry, logs in data["in_progress"]}
+            state.invalid = {int(wp): Invalid(TxnStatus(status), int(since), tuple(map(int, logs)),
+                                              None if tails is None else tuple(map(int, tails)))
+                             for wp, status, since, logs, tails in data["invalid"]}
+            state.committed = [(int(cp), frozenset(bytes.fromhex(k) for k in keys)) for cp, keys in data["committed"]]
+            state.outcomes = OrderedDict((int(wp), TxnStatus(s)) for wp, s in data["outcomes"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptionError(f"the transaction manager's saved state does not decode: {exc!r:.200}") from None
+        return state
