@@ -8,6 +8,7 @@ from pathlib import Path
 
 from seaway._clock import Clock, SystemClock
 from seaway.log import CoalesceConfig, DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig, MetadataStore
+from seaway.queues import Queues
 from seaway.streams import Streams
 from seaway.streams._autoscaling import AutoScaling, AutoScalingConfig
 from seaway.streams._retention import RetentionConfig, StreamRetention
@@ -52,6 +53,7 @@ class Seaway:
             self._txn_manager.start()
             self.txn = Transactions(self._txn_manager)
             self.streams = Streams(self.logs, self.meta, clock)
+            self.queues = Queues(self.logs, self.meta, self.txn, clock)
             # A change a killed process left half-done (a scaling, seal, truncation, deletion) is
             # finished now, before anything else meets it: the steps are idempotent.
             self.streams.recover()

@@ -54,6 +54,7 @@ from seaway.log import (
     scan_bounds,
 )
 from seaway.logsdb import Durability, PartitionInfo, ProducerMark
+from seaway.queues import Queues
 from seaway.streams import Streams
 from seaway.wire import (
     TOKEN_KEY,
@@ -102,6 +103,7 @@ class RemoteSeaway:
         self.logs = RemoteLogs(self)
         self.meta = RemoteMetadataStore(self)
         self.streams = Streams(self.logs, self.meta)
+        self.queues = Queues(self.logs, self.meta, None)  # the transaction manager comes with its RPCs
 
     def _next_mark(self, log_id: int) -> ProducerMark:
         with self._sequences_lock:

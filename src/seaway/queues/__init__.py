@@ -1,0 +1,10 @@
+"""Queues with consumer groups (CDAP's design): entries partitioned per group at enqueue time,
+dequeued and acknowledged inside transactions, groups resized with per-key order kept, consumed
+ranges evicted."""
+
+from seaway.queues._consumer import Consumer, Entry
+from seaway.queues._producer import Producer
+from seaway.queues._queues import GroupInfo, PartitionInfo, Queues
+from seaway.queues._records import Strategy
+
+__all__ = ["Consumer", "Entry", "GroupInfo", "PartitionInfo", "Producer", "Queues", "Strategy"]

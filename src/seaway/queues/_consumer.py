@@ -1,0 +1,284 @@
+"""Consumers: dequeue inside a transaction; the position commits with the transaction's writes.
+
+Consumer ``c`` of a group reads its partition's log from its committed position, a chunk at a
+time, and judges each chunk by the transaction's snapshot: a committed one is delivered, an
+aborted or timed-out one is stepped over, and at one still in progress (or begun after the
+snapshot) the consumer stops - a later transaction will see it committed or aborted, so a producer
+that commits late is never skipped. What it delivered moves its position, which the transaction
+stages as a metadata write applied with its commit (and a conflict key, so that two instances of
+the same consumer cannot both commit the same entries). Abort gives the entries back: the consumer
+goes back to its committed position and delivers them again. Committed positions are where the
+partition's log is trimmed: whole ranges, never one entry at a time.
+
+During a resize the consumer first drains the old partitions it inherits (see
+:meth:`Queues.resize_group`), then waits at the barrier until every old partition is drained.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from seaway._errors import ConsumerOutsideGroupError, CorruptionError, InvalidArgumentError, UnknownLogError
+from seaway.log import Gap, GapType, Record, RecordRun
+from seaway.queues._records import NAMESPACE, Position, decode_chunk, position_key, skipped_key
+from seaway.txn import Snapshot, Visibility
+
+if TYPE_CHECKING:
+    from seaway.queues._queues import Queues
+    from seaway.txn import Transaction
+
+DEQUEUE_MAX = 10_000
+TRIM_EVERY_LSNS = 1
+"""A partition's log is trimmed after every commit that moved past a whole chunk (cheap: the
+log layer drops whole partitions once every log in them is trimmed)."""
+
+
+class Entry(NamedTuple):
+    write_pointer: int
+    counter: int
+    payload: bytes
+
+    @property
+    def id(self) -> tuple[int, int]:
+        """The entry's id: the producer transaction's write pointer and its counter in it."""
+        return self.write_pointer, self.counter
+
+
+@dataclass
+class _Chunk:
+    lsn: int
+    write_pointer: int
+    counters: list[int]
+    payloads: list[bytes]
+
+
+@dataclass
+class _End:
+    """A gap: nothing up to ``next_lsn``; ``sealed``: the log ends there for good."""
+
+    next_lsn: int
+    sealed: bool
+
+
+class _Cursor:
+    """Reading one partition: the committed position, the position after what was delivered in
+    the current transaction, and the chunks read ahead."""
+
+    def __init__(self, queues: Queues, generation: int, partition: int, log_id: int, committed: Position) -> None:
+        self.queues = queues
+        self.generation = generation
+        self.partition = partition
+        self.log_id = log_id
+        self.committed = committed
+        self.pending = committed
+        self.ended = False
+        self._ahead: deque[_Chunk | _End] = deque()
+        self._reader: Any = None
+        self._trimmed = 0
+
+    def _open(self) -> Any:
+        if self._reader is None:
+            self._reader = self.queues.logs.reader(256, runs=True)
+            self._reader.start_reading(self.log_id, max(1, self.committed.lsn))
+        return self._reader
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def rewind(self) -> None:
+        """Back to the committed position (after an abort)."""
+        self.close()
+        self._ahead.clear()
+        self.pending = self.committed
+        self.ended = False
+
+    def _fill(self, timeout_s: float) -> None:
+        if self.ended:
+            return
+        for item in self._open().read(64, timeout_s):
+            if isinstance(item, RecordRun):
+                for i, payload in enumerate(item.payloads):
+                    self._push(item.first_lsn + i, payload)
+            elif isinstance(item, Record):
+                self._push(item.lsn, item.payload)
+            elif isinstance(item, Gap):
+                if item.type is GapType.DATALOSS:
+                    raise CorruptionError(f"queue partition log {self.log_id} lost entries "
+                                          f"{item.lsn_lo}-{item.lsn_hi}")
+                sealed = item.type is GapType.SEALED
+                self._ahead.append(_End(item.lsn_lo if sealed else item.lsn_hi + 1, sealed))
+
+    def _push(self, lsn: int, payload: bytes) -> None:
+        write_pointer, counters, payloads = decode_chunk(payload)
+        self._ahead.append(_Chunk(lsn, write_pointer, counters, payloads))
+
+    def take(self, snapshot: Snapshot, entries_max: int, timeout_s: float) -> list[Entry]:
+        out: list[Entry] = []
+        deadline = time.monotonic() + timeout_s
+        while len(out) < entries_max:
+            if not self._ahead:
+                if self.ended:
+                    break
+                self._fill(max(0.0, deadline - time.monotonic()) if not out else 0.0)
+                if not self._ahead:
+                    break
+            head = self._ahead[0]
+            if isinstance(head, _End):
+                self._ahead.popleft()
+                if head.next_lsn > self.pending.lsn:
+                    self.pending = Position(head.next_lsn, 0)
+                if head.sealed:
+                    self.ended = True
+                    self.close()
+                continue
+            if head.lsn < self.pending.lsn:  # read again after a rewind: already delivered
+                self._ahead.popleft()
+                continue
+            visibility = snapshot.visibility(head.write_pointer)
+            if visibility is Visibility.WAIT:
+                break
+            start = self.pending.entry if head.lsn == self.pending.lsn else 0
+            if visibility is Visibility.SKIP:
+                stop = start
+            else:
+                stop = min(len(head.payloads), start + entries_max - len(out))
+                out.extend(Entry(head.write_pointer, head.counters[i], head.payloads[i]) for i in range(start, stop))
+            if visibility is Visibility.SKIP or stop == len(head.payloads):
+                self._ahead.popleft()
+                self.pending = Position(head.lsn + 1, 0)
+            else:
+                self.pending = Position(head.lsn, stop)
+        return out
+
+    def committed_now(self) -> None:
+        self.committed = self.pending
+        trim_to = self.committed.lsn - 1
+        if trim_to - self._trimmed >= TRIM_EVERY_LSNS and trim_to > 0:
+            try:
+                self.queues.logs.get(self.log_id).trim(trim_to)
+                self._trimmed = trim_to
+            except UnknownLogError:  # deleted at a resize's barrier: nothing to trim
+                self._trimmed = trim_to
+
+
+class Consumer:
+    """Consumer ``consumer_id`` of a queue's group. Not thread-safe: one transaction at a time."""
+
+    def __init__(self, queues: Queues, queue: str, group: str, consumer_id: int) -> None:
+        if not isinstance(consumer_id, int) or isinstance(consumer_id, bool) or consumer_id < 0:
+            raise InvalidArgumentError(f"a consumer id is a non-negative integer, got {consumer_id!r}")
+        self._queues = queues
+        self.queue = queue
+        self.group = group
+        self.consumer_id = consumer_id
+        self._cursors: dict[tuple[int, int], _Cursor] = {}
+        self._tx: int | None = None
+        self._touched: set[tuple[int, int]] = set()
+
+    def __repr__(self) -> str:
+        return f"Consumer({self.queue!r}, {self.group!r}, {self.consumer_id})"
+
+    def close(self) -> None:
+        for cursor in self._cursors.values():
+            cursor.close()
+        self._cursors.clear()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _cursor(self, generation: int, partition: int, log_id: int) -> _Cursor:
+        cursor = self._cursors.get((generation, partition))
+        if cursor is None:
+            committed = self._queues.position(self.queue, self.group, generation, partition)
+            cursor = self._cursors[(generation, partition)] = _Cursor(self._queues, generation, partition, log_id,
+                                                                       committed)
+        return cursor
+
+    def _partitions(self) -> list[tuple[int, int, int]] | None:
+        """What to read now: (generation, partition, log id), or None at a resize's barrier."""
+        record, _ = self._queues.group_record(self.queue, self.group)
+        current = record.current
+        if self.consumer_id >= current.size:
+            raise ConsumerOutsideGroupError(f"consumer {self.consumer_id} is outside group {self.group!r} of size "
+                                            f"{current.size}")
+        mine_current = [(current.generation, 0 if len(current.logs) == 1 else self.consumer_id,
+                         current.logs[0 if len(current.logs) == 1 else self.consumer_id])]
+        old = record.previous
+        if old is None:
+            return mine_current
+        inherited = [(old.generation, p, log_id) for p, log_id in enumerate(old.logs)
+                     if p % current.size == self.consumer_id]
+        undrained = []
+        for generation, partition, log_id in inherited:
+            cursor = self._cursors.get((generation, partition))
+            position = (cursor.committed if cursor is not None
+                        else self._queues.position(self.queue, self.group, generation, partition))
+            final = self._queues.final_lsn(log_id)
+            if final is None or position.lsn <= final:
+                undrained.append((generation, partition, log_id))
+        if undrained:
+            return undrained
+        return mine_current if self._queues.finish_resize(self.queue, self.group) else None
+
+    def dequeue(self, tx: Transaction, entries_max: int = 500, timeout_s: float = 0.0) -> list[Entry]:
+        """Up to ``entries_max`` entries of this consumer's share, in order, as part of ``tx``:
+        acknowledged when ``tx`` commits, given back (to this consumer) if it aborts. Waits up to
+        ``timeout_s`` for the first entry; returns what it has otherwise (possibly nothing)."""
+        tx.check_open()
+        if not isinstance(entries_max, int) or not 1 <= entries_max <= DEQUEUE_MAX:
+            raise InvalidArgumentError(f"entries_max is in [1, {DEQUEUE_MAX}], got {entries_max!r}")
+        if self._tx is not None and self._tx != tx.id:
+            raise InvalidArgumentError(f"{self!r} is dequeuing in transaction {self._tx}: commit or abort it first")
+        partitions = self._partitions()
+        out: list[Entry] = []
+        for generation, partition, log_id in partitions or ():
+            cursor = self._cursor(generation, partition, log_id)
+            before = cursor.pending
+            out.extend(cursor.take(tx.snapshot, entries_max - len(out), timeout_s if not out else 0.0))
+            if cursor.pending != before:
+                self._stage(tx, cursor)
+            if len(out) >= entries_max or not cursor.ended:
+                break
+        return out
+
+    def _stage(self, tx: Transaction, cursor: _Cursor) -> None:
+        if self._tx is None:
+            self._tx = tx.id
+            tx.after_end(self._ended)
+        key = position_key(self.queue, self.group, cursor.generation, cursor.partition)
+        tx.stage_put(NAMESPACE, key, cursor.pending.encode())
+        tx.add_conflicts(NAMESPACE.encode() + b"/" + key)
+        self._touched.add((cursor.generation, cursor.partition))
+
+    def skip(self, tx: Transaction, entries: list[Entry]) -> None:
+        """Count ``entries`` as poison, skipped without processing (they were dequeued in ``tx``
+        and are acknowledged by its commit like the others); ``describe`` shows the count."""
+        tx.check_open()
+        key = skipped_key(self.queue, self.group, self.consumer_id)
+        found = self._queues.meta.get(NAMESPACE, key)
+        tx.stage_put(NAMESPACE, key, str((0 if found is None else int(found.value)) + len(entries)).encode())
+        tx.add_conflicts(NAMESPACE.encode() + b"/" + key)
+
+    def _ended(self, committed: bool) -> None:
+        for where in self._touched:
+            cursor = self._cursors.get(where)
+            if cursor is None:
+                continue
+            if committed:
+                cursor.committed_now()
+            else:
+                cursor.rewind()
+        self._touched.clear()
+        self._tx = None
+        for where, cursor in list(self._cursors.items()):  # partitions drained and gone after a resize
+            if cursor.ended and cursor.committed == cursor.pending:
+                cursor.close()
+                del self._cursors[where]

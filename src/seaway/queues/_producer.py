@@ -1,0 +1,127 @@
+"""Producers: entries enqueued inside a transaction, written once per consumer group at commit.
+
+A producer buffers a transaction's entries and sends them when the transaction commits (or when
+they reach ``flush_bytes``): it reads the queue's groups, places each entry in the partition of
+the consumer that owns it in each group, registers those logs with the transaction, and appends
+one chunk per partition, all at once. The entries become visible when the transaction commits;
+if an append finds its log sealed (the group was resized), the entries of that chunk are placed
+again under the group's new layout. An append whose outcome is unknown fails the commit, and the
+transaction is aborted: its data, wherever it landed, is never visible.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from seaway._errors import InvalidArgumentError, LogSealedError, PayloadTooLargeError
+from seaway.queues._records import CHUNK_BYTES_MAX, ENTRY_BYTES_MAX, Chunk, GroupRecord, Layout, chunk_overhead
+
+if TYPE_CHECKING:
+    from seaway.queues._queues import Queues
+    from seaway.txn import Transaction
+
+FLUSH_BYTES = 8 << 20
+"""A transaction's entries buffered before they are sent ahead of its commit."""
+RELAYOUTS_MAX = 8
+
+
+@dataclass
+class _Pending:
+    counter: int = 0
+    entries: list[tuple[int, bytes, Mapping[str, Any] | None]] = field(default_factory=list)
+    nbytes: int = 0
+
+
+class Producer:
+    """Enqueues entries to one queue inside transactions. Thread-safe; one producer may serve
+    many transactions at once."""
+
+    def __init__(self, queues: Queues, queue: str) -> None:
+        self._queues = queues
+        self.queue = queue
+        self._lock = threading.Lock()
+        self._pending: dict[int, _Pending] = {}
+
+    def enqueue(self, tx: Transaction, payload: bytes, keys: Mapping[str, Any] | None = None) -> None:
+        """Add an entry to the queue as part of ``tx``; ``keys`` are the named keys HASH groups
+        partition on (a HASH group's key missing from them raises :class:`MissingHashKeyError`
+        when the entry is placed, at the latest at commit)."""
+        self.enqueue_batch(tx, [payload], None if keys is None else [keys])
+
+    def enqueue_batch(self, tx: Transaction, payloads: Iterable[bytes],
+                      keys: Iterable[Mapping[str, Any] | None] | None = None) -> None:
+        tx.check_open()
+        batch = list(payloads)
+        key_list = [None] * len(batch) if keys is None else list(keys)
+        if len(key_list) != len(batch):
+            raise InvalidArgumentError("give one keys mapping per payload")
+        for payload in batch:
+            if not isinstance(payload, bytes):
+                raise InvalidArgumentError(f"an entry's payload is bytes, got {type(payload).__name__}")
+            if len(payload) > ENTRY_BYTES_MAX:
+                raise PayloadTooLargeError(f"an entry is at most {ENTRY_BYTES_MAX} bytes, got {len(payload)}")
+        with self._lock:
+            pending = self._pending.get(tx.id)
+            if pending is None:
+                pending = self._pending[tx.id] = _Pending()
+                tx.before_commit(lambda: self._flush(tx))
+                tx.after_end(lambda committed: self._forget(tx.id))
+            for payload, entry_keys in zip(batch, key_list, strict=True):
+                pending.entries.append((pending.counter, payload, entry_keys))
+                pending.counter += 1
+                pending.nbytes += len(payload)
+            full = pending.nbytes >= FLUSH_BYTES
+        if full:
+            self._flush(tx)
+
+    def _forget(self, txn_id: int) -> None:
+        with self._lock:
+            self._pending.pop(txn_id, None)
+
+    def _flush(self, tx: Transaction) -> None:
+        with self._lock:
+            pending = self._pending.get(tx.id)
+            if pending is None or not pending.entries:
+                return
+            entries, pending.entries, pending.nbytes = pending.entries, [], 0
+        records = self._queues._records(self.queue)
+        targets = [(record.name, record.current) for record, _ in records]
+        self._send(tx, entries, targets, 0)
+
+    def _send(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
+              targets: list[tuple[str, Layout]], relayouts: int) -> None:
+        chunks: dict[tuple[str, int], list[Chunk]] = {}
+        logs: dict[tuple[str, int], int] = {}
+        for group, layout in targets:
+            for counter, payload, keys in entries:
+                partition = layout.consumer_of(counter, tx.id, dict(keys) if keys is not None else None)
+                where = (group, partition)
+                logs[where] = layout.logs[partition]
+                parts = chunks.setdefault(where, [Chunk(tx.id)])
+                if parts[-1].nbytes + len(payload) + chunk_overhead(len(parts[-1].payloads) + 1) > CHUNK_BYTES_MAX:
+                    parts.append(Chunk(tx.id))
+                parts[-1].add(counter, payload)
+        tx.register_logs(logs.values())
+        sent: list[tuple[tuple[str, int], Chunk, Future[int]]] = []
+        for where, parts in chunks.items():
+            handle = self._queues.logs.get(logs[where])
+            for chunk in parts:
+                sent.append((where, chunk, handle.append_async(chunk.encode())))
+        moved: dict[str, list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
+        by_counter = {counter: (counter, payload, keys) for counter, payload, keys in entries}
+        for (group, _), chunk, future in sent:
+            try:
+                future.result()
+            except LogSealedError:  # the group was resized: this chunk goes to the new layout
+                moved.setdefault(group, []).extend(by_counter[c] for c in chunk.counters)
+        if not moved:
+            return
+        if relayouts >= RELAYOUTS_MAX:
+            raise LogSealedError(f"queue {self.queue!r}: the groups kept changing while entries were sent")
+        for group, again in moved.items():
+            record: GroupRecord = self._queues.group_record(self.queue, group)[0]
+            self._send(tx, again, [(group, record.current)], relayouts + 1)

@@ -1,0 +1,330 @@
+"""``sw.queues``: queues and their consumer groups, over logs, the metadata store and transactions.
+
+A queue is a name; each of its consumer groups has a *layout* (a generation: size, strategy, key)
+and one log per partition of that layout (one per consumer; a FIFO group has one, shared). The
+producer places each entry, per group, in the partition of the consumer that owns it, so a
+consumer reads only its own share, in order, and producers and consumers never coordinate. Writes
+spread over the partitions' logs, never one hot spot. Every change of a group is one conditional
+metadata batch; a resize starts a new generation (see :meth:`Queues.resize_group`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from seaway._clock import Clock, SystemClock
+from seaway._errors import (
+    ConditionFailedError,
+    ConsumerGroupExistsError,
+    InvalidArgumentError,
+    LogExistsError,
+    LogSealedError,
+    QueueExistsError,
+    TimedOutError,
+    UnknownConsumerGroupError,
+    UnknownLogError,
+    UnknownQueueError,
+)
+from seaway.log import MetaApi
+from seaway.queues._consumer import Consumer
+from seaway.queues._producer import Producer
+from seaway.queues._records import (
+    GROUPS_MAX,
+    LIST_MAX,
+    NAMESPACE,
+    PARTITION_LOG_IDS,
+    PARTITIONS_GROUP,
+    SIZE_MAX,
+    GroupRecord,
+    Layout,
+    Position,
+    Strategy,
+    check_name,
+    group_key,
+    groups_prefix,
+    position_key,
+    queue_key,
+)
+
+if TYPE_CHECKING:
+    from seaway.streams._api import LogsApi
+    from seaway.txn import Transactions
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    generation: int
+    partition: int
+    log_id: int
+    position: Position
+    tail_lsn: int
+    final_lsn: int | None
+
+    @property
+    def drained(self) -> bool:
+        return self.final_lsn is not None and self.position.lsn > self.final_lsn
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """A consumer group as ``describe`` shows it: its layout, the previous one while a resize
+    drains it, each partition's committed position, and the poison entries skipped."""
+
+    queue: str
+    name: str
+    size: int
+    strategy: Strategy
+    key: str | None
+    generation: int
+    resizing: bool
+    partitions: tuple[PartitionInfo, ...]
+    skipped: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"queue": self.queue, "group": self.name, "size": self.size, "strategy": self.strategy.value,
+                "key": self.key, "generation": self.generation, "resizing": self.resizing,
+                "skipped": self.skipped,
+                "partitions": [{"generation": p.generation, "partition": p.partition, "log_id": p.log_id,
+                                "position": list(p.position), "tail_lsn": p.tail_lsn,
+                                "final_lsn": p.final_lsn, "drained": p.drained} for p in self.partitions]}
+
+
+def check_strategy(size: object, strategy: object, key: object) -> tuple[int, Strategy, str | None]:
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= SIZE_MAX:
+        raise InvalidArgumentError(f"a consumer group's size is in [1, {SIZE_MAX}], got {size!r}")
+    try:
+        chosen = Strategy(strategy.value if isinstance(strategy, Strategy) else str(strategy).upper())
+    except ValueError:
+        raise InvalidArgumentError(f"a strategy is FIFO, ROUND_ROBIN or HASH, got {strategy!r}") from None
+    if chosen is Strategy.HASH:
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError("a HASH group names the entry key it partitions on (key=...)")
+        return size, chosen, key
+    if key is not None:
+        raise InvalidArgumentError(f"only a HASH group has a key; {chosen.value} got {key!r}")
+    return size, chosen, None
+
+
+class Queues:
+    """Queues and consumer groups of a store, embedded or remote alike. Thread-safe."""
+
+    def __init__(self, logs: LogsApi, meta: MetaApi, txn: Transactions | None, clock: Clock | None = None) -> None:
+        self.logs = logs
+        self.meta = meta
+        self._txn = txn
+        self.clock = clock or SystemClock()
+        self._group_ready = False
+
+    @property
+    def txn(self) -> Transactions:
+        if self._txn is None:
+            raise InvalidArgumentError("this connection has no transaction manager")
+        return self._txn
+
+    # --- queues -----------------------------------------------------------------------------------
+
+    def create(self, queue: str, *, exist_ok: bool = False) -> None:
+        check_name(queue, "queue")
+        try:
+            self.meta.batch().expect_absent(NAMESPACE, queue_key(queue)).put(
+                NAMESPACE, queue_key(queue), json.dumps({"created_ms": self.clock.now_ms()}).encode()).commit()
+        except ConditionFailedError:
+            if not exist_ok:
+                raise QueueExistsError(f"queue {queue!r} exists") from None
+
+    def check_queue(self, queue: str) -> None:
+        if self.meta.get(NAMESPACE, queue_key(check_name(queue, "queue"))) is None:
+            raise UnknownQueueError(f"queue {queue!r} does not exist")
+
+    def list(self) -> list[str]:
+        return [key.decode()[2:] for key, _ in self.meta.scan(NAMESPACE, prefix=b"q/", limit=LIST_MAX)]
+
+    def delete(self, queue: str) -> None:
+        """Delete a queue, its groups, their logs and positions."""
+        self.check_queue(queue)
+        for record, _ in self._records(queue):
+            self.delete_group(queue, record.name)
+        self.meta.batch().delete(NAMESPACE, queue_key(queue)).commit()
+
+    # --- groups -----------------------------------------------------------------------------------
+
+    def _partition_group(self) -> None:
+        if not self._group_ready:
+            with contextlib.suppress(LogExistsError):
+                self.logs.create_group(PARTITIONS_GROUP, *PARTITION_LOG_IDS)
+            self._group_ready = True
+
+    def _make_logs(self, queue: str, group: str, generation: int, strategy: Strategy, size: int) -> tuple[int, ...]:
+        self._partition_group()
+        count = 1 if strategy is Strategy.FIFO else size
+        return tuple(int(self.logs.get_or_create(f"queue/{queue}/{group}/{generation}/{p}",
+                                                 group=PARTITIONS_GROUP).id) for p in range(count))
+
+    def create_group(self, queue: str, group: str, size: int = 1, strategy: Strategy | str = Strategy.FIFO,
+                     key: str | None = None) -> None:
+        """A consumer group of ``size`` consumers: it receives every entry enqueued from now on."""
+        self.check_queue(queue)
+        check_name(group, "consumer group")
+        size, chosen, key = check_strategy(size, strategy, key)
+        if self.meta.get(NAMESPACE, group_key(queue, group)) is not None:
+            raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}")
+        if len(self._records(queue)) >= GROUPS_MAX:
+            raise InvalidArgumentError(f"a queue has at most {GROUPS_MAX} consumer groups")
+        layout = Layout(1, size, chosen, key, self._make_logs(queue, group, 1, chosen, size))
+        try:
+            self.meta.batch().expect_absent(NAMESPACE, group_key(queue, group)).put(
+                NAMESPACE, group_key(queue, group), GroupRecord(group, layout).encode()).commit()
+        except ConditionFailedError:
+            raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}") from None
+
+    def group_record(self, queue: str, group: str) -> tuple[GroupRecord, int]:
+        found = self.meta.get(NAMESPACE, group_key(queue, group))
+        if found is None:
+            self.check_queue(queue)
+            raise UnknownConsumerGroupError(f"queue {queue!r} has no consumer group {group!r}")
+        return GroupRecord.decode(found.value), found.version
+
+    def _records(self, queue: str) -> builtins.list[tuple[GroupRecord, int]]:
+        return [(GroupRecord.decode(v.value), v.version)
+                for _, v in self.meta.scan(NAMESPACE, prefix=groups_prefix(queue), limit=GROUPS_MAX + 1)]
+
+    def groups(self, queue: str) -> builtins.list[str]:
+        self.check_queue(queue)
+        return [record.name for record, _ in self._records(queue)]
+
+    def resize_group(self, queue: str, group: str, size: int | None = None, *, key: str | None = None,
+                     strategy: Strategy | str | None = None, wait_s: float | None = 10.0) -> GroupInfo:
+        """Change a group's size (and/or strategy or key), keeping per-key order.
+
+        The new layout is a new generation with logs of its own, recorded in one conditional batch;
+        the old generation's logs are then sealed, so that producers move to the new layout (an
+        append to a sealed log makes them read the group again). Consumers first drain the old
+        partitions (consumer ``c`` of the new layout drains old partitions ``p`` with
+        ``p % size == c``) up to their sealed ends - the barrier - and only then read the new ones.
+        Returns once the old layout is drained (or after ``wait_s``, None: at once); ``describe``
+        shows the progress.
+        """
+        record, version = self.group_record(queue, group)
+        if record.previous is not None:
+            self._seal(record.previous)
+            self.finish_resize(queue, group)
+            record, version = self.group_record(queue, group)
+            if record.previous is not None:
+                raise InvalidArgumentError(f"group {group!r} is still draining its previous resize; try again")
+        current = record.current
+        new_size, chosen, new_key = check_strategy(
+            current.size if size is None else size, strategy or current.strategy,
+            key if key is not None else (current.key if (strategy or current.strategy) in (Strategy.HASH, "HASH")
+                                         else None))
+        generation = current.generation + 1
+        layout = Layout(generation, new_size, chosen, new_key,
+                        self._make_logs(queue, group, generation, chosen, new_size))
+        try:
+            self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).put(
+                NAMESPACE, group_key(queue, group),
+                GroupRecord(group, layout, current, self.clock.now_ms()).encode()).commit()
+        except ConditionFailedError:
+            raise InvalidArgumentError(f"group {group!r} changed during the resize; try again") from None
+        self._seal(current)
+        if wait_s is not None:
+            deadline = time.monotonic() + wait_s
+            while not self.finish_resize(queue, group):
+                if time.monotonic() >= deadline:
+                    raise TimedOutError(f"group {group!r}: the old layout was not drained within {wait_s} s "
+                                        "(are its consumers running?); the resize goes on")
+                time.sleep(0.01)
+        return self.describe_group(queue, group)
+
+    def _seal(self, layout: Layout) -> None:
+        for log_id in layout.logs:
+            with contextlib.suppress(UnknownLogError, LogSealedError):
+                self.logs.get(log_id).seal()
+
+    def final_lsn(self, log_id: int) -> int | None:
+        try:
+            final: int | None = self.logs.get(log_id).final_lsn()
+        except UnknownLogError:
+            return 0
+        return final
+
+    def position(self, queue: str, group: str, generation: int, partition: int) -> Position:
+        found = self.meta.get(NAMESPACE, position_key(queue, group, generation, partition))
+        return Position(1, 0) if found is None else Position.decode(found.value)
+
+    def finish_resize(self, queue: str, group: str) -> bool:
+        """Pass the barrier if every old partition is drained: drop the old layout, its positions
+        and its logs. True when no resize is pending."""
+        record, version = self.group_record(queue, group)
+        old = record.previous
+        if old is None:
+            return True
+        for partition, log_id in enumerate(old.logs):
+            final = self.final_lsn(log_id)
+            if final is None:
+                self._seal(old)
+                return False
+            if self.position(queue, group, old.generation, partition).lsn <= final:
+                return False
+        try:
+            self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).put(
+                NAMESPACE, group_key(queue, group), GroupRecord(group, record.current, None,
+                                                                record.resized_ms).encode()).delete_prefix(
+                NAMESPACE, f"p/{queue}/{group}/{old.generation}/".encode()).commit()
+        except ConditionFailedError:
+            return False
+        for log_id in old.logs:
+            with contextlib.suppress(UnknownLogError):
+                self.logs.delete(log_id)
+        return True
+
+    def delete_group(self, queue: str, group: str) -> None:
+        record, version = self.group_record(queue, group)
+        try:
+            self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).delete(
+                NAMESPACE, group_key(queue, group)).delete_prefix(
+                NAMESPACE, f"p/{queue}/{group}/".encode()).delete_prefix(
+                NAMESPACE, f"s/{queue}/{group}/".encode()).commit()
+        except ConditionFailedError:
+            raise InvalidArgumentError(f"group {group!r} changed while being deleted; try again") from None
+        for layout in (record.current, record.previous):
+            for log_id in () if layout is None else layout.logs:
+                with contextlib.suppress(UnknownLogError):
+                    self.logs.delete(log_id)
+
+    def describe_group(self, queue: str, group: str) -> GroupInfo:
+        record, _ = self.group_record(queue, group)
+        partitions = []
+        for layout in (record.previous, record.current):
+            if layout is None:
+                continue
+            for partition, log_id in enumerate(layout.logs):
+                try:
+                    handle = self.logs.get(log_id)
+                    tail, final = int(handle.tail_lsn()), handle.final_lsn()
+                except UnknownLogError:
+                    tail, final = 0, 0
+                partitions.append(PartitionInfo(layout.generation, partition, log_id,
+                                                self.position(queue, group, layout.generation, partition),
+                                                tail, final))
+        skipped = sum(int(v.value) for _, v in self.meta.scan(NAMESPACE, prefix=f"s/{queue}/{group}/".encode(),
+                                                              limit=SIZE_MAX))
+        current = record.current
+        return GroupInfo(queue, group, current.size, current.strategy, current.key, current.generation,
+                         record.previous is not None, tuple(partitions), skipped)
+
+    # --- producers and consumers -----------------------------------------------------------------
+
+    def producer(self, queue: str) -> Producer:
+        """A producer of the queue: ``enqueue(tx, payload, keys)`` inside transactions."""
+        self.check_queue(queue)
+        return Producer(self, queue)
+
+    def consumer(self, queue: str, group: str, consumer_id: int) -> Consumer:
+        """Consumer ``consumer_id`` of a group: ``dequeue(tx)`` its own share, acknowledged by the
+        transaction's commit."""
+        self.group_record(queue, group)
+        return Consumer(self, queue, group, consumer_id)

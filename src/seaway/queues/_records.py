@@ -1,0 +1,213 @@
+"""What queues store: consumer groups' records, consumers' positions, and chunks of entries.
+
+A *chunk* is one record of a partition's log: the entries one transaction enqueued for one
+consumer of one group (or part of them, when large), stored once per group as in the source
+design. Layout (big-endian)::
+
+    version u8 | write pointer u64 | count u32 | counters u32 * count | lengths u32 * count | payloads
+
+An entry's id is ``(write pointer, counter)``: the counter numbers the transaction's entries.
+
+The hash that places an entry of a HASH group is BLAKE2b-8 of the key's UTF-8 bytes (an int's
+decimal form), modulo the group's size. It is part of the format and never changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import struct
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, NamedTuple
+
+from seaway._errors import CorruptionError, InvalidArgumentError, MissingHashKeyError
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+NAME_CHARS_MAX = 64
+SIZE_MAX = 1024
+"""Consumers in a group."""
+GROUPS_MAX = 64
+"""Consumer groups of a queue."""
+ENTRY_BYTES_MAX = (1 << 20) - 64
+"""An entry's payload (a chunk is one log record, at most 1 MiB)."""
+CHUNK_BYTES_MAX = 1 << 20
+
+NAMESPACE = "queues"
+PARTITIONS_GROUP = "queues.partitions"
+"""The log group reserved for queue partitions' logs."""
+PARTITION_LOG_IDS = (2**61, 2**62 - 1)
+LIST_MAX = 10_000
+
+
+def queue_key(queue: str) -> bytes:
+    return f"q/{queue}".encode()
+
+
+def group_key(queue: str, group: str) -> bytes:
+    return f"g/{queue}/{group}".encode()
+
+
+def groups_prefix(queue: str) -> bytes:
+    return f"g/{queue}/".encode()
+
+
+def position_key(queue: str, group: str, generation: int, partition: int) -> bytes:
+    return f"p/{queue}/{group}/{generation}/{partition}".encode()
+
+
+def skipped_key(queue: str, group: str, consumer: int) -> bytes:
+    return f"s/{queue}/{group}/{consumer}".encode()
+
+
+_CHUNK = struct.Struct(">BQI")
+_CHUNK_VERSION = 1
+_POSITION = struct.Struct(">QI")
+
+
+def check_name(name: object, what: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name) or len(name) > NAME_CHARS_MAX:
+        raise InvalidArgumentError(f"a {what} name is 1-{NAME_CHARS_MAX} letters, digits and ._- starting "
+                                   f"with a letter or digit, got {name!r}")
+    return name
+
+
+class Strategy(Enum):
+    FIFO = "FIFO"
+    """Any free consumer claims the next entries."""
+    ROUND_ROBIN = "ROUND_ROBIN"
+    """Entries go to the consumers in turn, by entry id."""
+    HASH = "HASH"
+    """An entry goes to the consumer its named key's hash picks: one key, one consumer."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One generation of a group: its size, strategy and key, and the logs of its partitions (one
+    per consumer; FIFO: one shared)."""
+
+    generation: int
+    size: int
+    strategy: Strategy
+    key: str | None
+    logs: tuple[int, ...]
+
+    def consumer_of(self, counter: int, write_pointer: int, keys: dict[str, Any] | None) -> int:
+        """The partition an entry goes to (the producer's side of the design)."""
+        if self.strategy is Strategy.FIFO:
+            return 0
+        if self.strategy is Strategy.ROUND_ROBIN:
+            return (write_pointer + counter) % self.size
+        assert self.key is not None
+        if keys is None or self.key not in keys:
+            raise MissingHashKeyError(f"the entry has no {self.key!r} key, which its HASH group partitions on")
+        return hash_key(keys[self.key]) % self.size
+
+    def to_json(self) -> dict[str, Any]:
+        return {"generation": self.generation, "size": self.size, "strategy": self.strategy.value,
+                "key": self.key, "logs": list(self.logs)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Layout:
+        return cls(int(data["generation"]), int(data["size"]), Strategy(data["strategy"]), data["key"],
+                   tuple(int(x) for x in data["logs"]))
+
+
+def hash_key(value: object) -> int:
+    if isinstance(value, bytes):
+        raw = value
+    elif isinstance(value, str):
+        raw = value.encode()
+    elif isinstance(value, int) and not isinstance(value, bool):
+        raw = str(value).encode()
+    else:
+        raise InvalidArgumentError(f"a hash key's value is str, bytes or int, got {type(value).__name__}")
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    """A consumer group: its current layout, and the previous one while it is drained."""
+
+    name: str
+    current: Layout
+    previous: Layout | None = None
+    resized_ms: int = 0
+
+    def encode(self) -> bytes:
+        return json.dumps({"name": self.name, "current": self.current.to_json(),
+                           "previous": None if self.previous is None else self.previous.to_json(),
+                           "resized_ms": self.resized_ms}).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> GroupRecord:
+        try:
+            data = json.loads(raw)
+            return cls(data["name"], Layout.from_json(data["current"]),
+                       None if data["previous"] is None else Layout.from_json(data["previous"]),
+                       int(data["resized_ms"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptionError(f"a consumer group record does not decode: {exc!r:.200}") from None
+
+
+class Position(NamedTuple):
+    """Where a consumer reads next in its partition: the chunk's LSN and the index of the entry in
+    it."""
+
+    lsn: int
+    entry: int
+
+    def encode(self) -> bytes:
+        return _POSITION.pack(self.lsn, self.entry)
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Position:
+        try:
+            lsn, entry = _POSITION.unpack(raw)
+        except struct.error:
+            raise CorruptionError(f"a queue position does not decode: {raw!r:.40}") from None
+        return cls(lsn, entry)
+
+
+@dataclass
+class Chunk:
+    write_pointer: int
+    counters: list[int] = field(default_factory=list)
+    payloads: list[bytes] = field(default_factory=list)
+    nbytes: int = 0
+
+    def add(self, counter: int, payload: bytes) -> None:
+        self.counters.append(counter)
+        self.payloads.append(payload)
+        self.nbytes += len(payload) + 8
+
+    def encode(self) -> bytes:
+        count = len(self.payloads)
+        return b"".join((_CHUNK.pack(_CHUNK_VERSION, self.write_pointer, count),
+                         struct.pack(f">{count}I", *self.counters),
+                         struct.pack(f">{count}I", *map(len, self.payloads)), *self.payloads))
+
+
+def chunk_overhead(count: int) -> int:
+    return _CHUNK.size + 8 * count
+
+
+def decode_chunk(raw: bytes) -> tuple[int, list[int], list[bytes]]:
+    """A chunk's write pointer, counters and payloads; :class:`CorruptionError` if it is not one."""
+    try:
+        version, write_pointer, count = _CHUNK.unpack_from(raw)
+        if version != _CHUNK_VERSION:
+            raise ValueError(f"version {version}")
+        values = struct.unpack_from(f">{2 * count}I", raw, _CHUNK.size)
+        counters, lengths = list(values[:count]), values[count:]
+        offset = _CHUNK.size + 8 * count
+        payloads = []
+        for length in lengths:
+            payloads.append(raw[offset:offset + length])
+            offset += length
+        if offset != len(raw):
+            raise ValueError(f"{len(raw)} bytes, entries end at {offset}")
+    except (struct.error, ValueError) as exc:
+        raise CorruptionError(f"a queue chunk does not decode: {exc}") from None
+    return write_pointer, counters, payloads
