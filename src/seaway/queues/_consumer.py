@@ -21,9 +21,29 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from seaway._errors import ConsumerOutsideGroupError, CorruptionError, InvalidArgumentError, UnknownLogError
+from seaway._errors import (
+    ConditionFailedError,
+    ConsumerOutsideGroupError,
+    CorruptionError,
+    InvalidArgumentError,
+    UnknownLogError,
+)
 from seaway.log import Gap, GapType, Record, RecordRun
-from seaway.queues._records import NAMESPACE, Position, decode_chunk, position_key, skipped_key
+from seaway.queues._records import (
+    NAMESPACE,
+    Claim,
+    Layout,
+    Position,
+    Strategy,
+    chunk_count,
+    chunk_write_pointer,
+    claim_key,
+    decode_chunk,
+    encode_lsn,
+    pointer_key,
+    position_key,
+    skipped_key,
+)
 from seaway.txn import Snapshot, Visibility
 
 if TYPE_CHECKING:
@@ -31,6 +51,9 @@ if TYPE_CHECKING:
     from seaway.txn import Transaction
 
 DEQUEUE_MAX = 10_000
+CLAIM_ATTEMPTS_MAX = 16
+FIFO_EVICT_EVERY = 8
+"""A FIFO consumer trims the shared log below every claim once every this many commits."""
 TRIM_EVERY_LSNS = 1
 """A partition's log is trimmed after every commit that moved past a whole chunk (cheap: the
 log layer drops whole partitions once every log in them is trimmed)."""
@@ -67,8 +90,12 @@ class _Cursor:
     """Reading one partition: the committed position, the position after what was delivered in
     the current transaction, and the chunks read ahead."""
 
-    def __init__(self, queues: Queues, generation: int, partition: int, log_id: int, committed: Position) -> None:
+    def __init__(self, queues: Queues, generation: int, partition: int, log_id: int, committed: Position,
+                 until: int | None = None) -> None:
         self.queues = queues
+        self.until = until
+        """A FIFO claim's last LSN: the cursor ends after it (and never trims: others' claims
+        may lie below)."""
         self.generation = generation
         self.partition = partition
         self.log_id = log_id
@@ -82,7 +109,8 @@ class _Cursor:
     def _open(self) -> Any:
         if self._reader is None:
             self._reader = self.queues.logs.reader(256, runs=True)
-            self._reader.start_reading(self.log_id, max(1, self.committed.lsn))
+            self._reader.start_reading(self.log_id, max(1, self.committed.lsn),
+                                       *(() if self.until is None else (self.until,)))
         return self._reader
 
     def close(self) -> None:
@@ -121,6 +149,9 @@ class _Cursor:
         out: list[Entry] = []
         deadline = time.monotonic() + timeout_s
         while len(out) < entries_max:
+            if self.until is not None and self.pending.lsn > self.until:
+                self.ended = True
+                break
             if not self._ahead:
                 if self.ended:
                     break
@@ -153,10 +184,14 @@ class _Cursor:
                 self.pending = Position(head.lsn + 1, 0)
             else:
                 self.pending = Position(head.lsn, stop)
+        if self.until is not None and self.pending.lsn > self.until:
+            self.ended = True
         return out
 
     def committed_now(self) -> None:
         self.committed = self.pending
+        if self.until is not None:
+            return
         trim_to = self.committed.lsn - 1
         if trim_to - self._trimmed >= TRIM_EVERY_LSNS and trim_to > 0:
             try:
@@ -164,6 +199,17 @@ class _Cursor:
                 self._trimmed = trim_to
             except UnknownLogError:  # deleted at a resize's barrier: nothing to trim
                 self._trimmed = trim_to
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where a consumer reads: a partition of a layout, or (``partition`` -1) a FIFO layout's log,
+    with the consumer ids whose claims it holds."""
+
+    layout: Layout
+    partition: int
+    log_id: int
+    owners: tuple[int, ...]
 
 
 class Consumer:
@@ -179,6 +225,7 @@ class Consumer:
         self._cursors: dict[tuple[int, int], _Cursor] = {}
         self._tx: int | None = None
         self._touched: set[tuple[int, int]] = set()
+        self._fifo_commits = 0
 
     def __repr__(self) -> str:
         return f"Consumer({self.queue!r}, {self.group!r}, {self.consumer_id})"
@@ -202,31 +249,43 @@ class Consumer:
                                                                        committed)
         return cursor
 
-    def _partitions(self) -> list[tuple[int, int, int]] | None:
-        """What to read now: (generation, partition, log id), or None at a resize's barrier."""
+    def _sources(self) -> list[_Source] | None:
+        """What to read now, in order, or None at a resize's barrier (nothing to read until every
+        old partition is drained)."""
         record, _ = self._queues.group_record(self.queue, self.group)
         current = record.current
         if self.consumer_id >= current.size:
             raise ConsumerOutsideGroupError(f"consumer {self.consumer_id} is outside group {self.group!r} of size "
                                             f"{current.size}")
-        mine_current = [(current.generation, 0 if len(current.logs) == 1 else self.consumer_id,
-                         current.logs[0 if len(current.logs) == 1 else self.consumer_id])]
         old = record.previous
         if old is None:
-            return mine_current
-        inherited = [(old.generation, p, log_id) for p, log_id in enumerate(old.logs)
-                     if p % current.size == self.consumer_id]
-        undrained = []
-        for generation, partition, log_id in inherited:
-            cursor = self._cursors.get((generation, partition))
-            position = (cursor.committed if cursor is not None
-                        else self._queues.position(self.queue, self.group, generation, partition))
-            final = self._queues.final_lsn(log_id)
-            if final is None or position.lsn <= final:
-                undrained.append((generation, partition, log_id))
+            return self._of(current, [self.consumer_id])
+        inherited = [p for p in range(old.size) if p % current.size == self.consumer_id]
+        undrained = [source for source in self._of(old, inherited) if not self._drained(source)]
         if undrained:
             return undrained
-        return mine_current if self._queues.finish_resize(self.queue, self.group) else None
+        return self._of(current, [self.consumer_id]) if self._queues.finish_resize(self.queue, self.group) else None
+
+    @staticmethod
+    def _of(layout: Layout, owners: list[int]) -> list[_Source]:
+        if layout.strategy is Strategy.FIFO:
+            return [_Source(layout, -1, layout.logs[0], tuple(owners))]
+        return [_Source(layout, p, layout.logs[p], ()) for p in owners if p < len(layout.logs)]
+
+    def _drained(self, source: _Source) -> bool:
+        final = self._queues.final_lsn(source.log_id)
+        if final is None:
+            return False
+        generation = source.layout.generation
+        if source.partition >= 0:
+            cursor = self._cursors.get((generation, source.partition))
+            position = (cursor.committed if cursor is not None
+                        else self._queues.position(self.queue, self.group, generation, source.partition))
+            return position.lsn > final
+        if self._queues.claim_pointer(self.queue, self.group, generation)[0] <= final:
+            return False
+        return not any(self._queues.meta.get(NAMESPACE, claim_key(self.queue, self.group, generation, owner))
+                       for owner in source.owners)
 
     def dequeue(self, tx: Transaction, entries_max: int = 500, timeout_s: float = 0.0) -> list[Entry]:
         """Up to ``entries_max`` entries of this consumer's share, in order, as part of ``tx``:
@@ -237,24 +296,108 @@ class Consumer:
             raise InvalidArgumentError(f"entries_max is in [1, {DEQUEUE_MAX}], got {entries_max!r}")
         if self._tx is not None and self._tx != tx.id:
             raise InvalidArgumentError(f"{self!r} is dequeuing in transaction {self._tx}: commit or abort it first")
-        partitions = self._partitions()
         out: list[Entry] = []
-        for generation, partition, log_id in partitions or ():
-            cursor = self._cursor(generation, partition, log_id)
+        for source in self._sources() or ():
+            if source.partition < 0:
+                out.extend(self._dequeue_claims(tx, source, entries_max - len(out), timeout_s if not out else 0.0))
+                if len(out) >= entries_max:
+                    break
+                continue
+            cursor = self._cursor(source.layout.generation, source.partition, source.log_id)
             before = cursor.pending
             out.extend(cursor.take(tx.snapshot, entries_max - len(out), timeout_s if not out else 0.0))
             if cursor.pending != before:
-                self._stage(tx, cursor)
+                self._stage(tx, cursor, position_key(self.queue, self.group, cursor.generation, cursor.partition),
+                            cursor.pending.encode())
             if len(out) >= entries_max or not cursor.ended:
                 break
         return out
 
-    def _stage(self, tx: Transaction, cursor: _Cursor) -> None:
+    # --- FIFO -----------------------------------------------------------------------------------
+
+    def _dequeue_claims(self, tx: Transaction, source: _Source, entries_max: int, timeout_s: float) -> list[Entry]:
+        """A FIFO layout: the claims this consumer holds first (its own, and after a resize those
+        of the old consumers it inherits), then a new claim of the next entries no one claimed."""
+        out: list[Entry] = []
+        generation = source.layout.generation
+        for owner in (*[o for o in source.owners if o != self.consumer_id], self.consumer_id):
+            # One claim per owner and transaction: a claim finished here is deleted by the commit,
+            # so a new one (under the same key) waits for the next transaction.
+            held = (generation, -1 - owner) in self._cursors
+            cursor = self._claim_cursor(generation, owner, source.log_id)
+            if cursor is None and owner == self.consumer_id and not held:
+                cursor = self._claim(tx, source, entries_max - len(out), timeout_s)
+            if cursor is None:
+                continue
+            before = cursor.pending
+            out.extend(cursor.take(tx.snapshot, entries_max - len(out), 0.0))
+            if cursor.pending != before:
+                key = claim_key(self.queue, self.group, generation, owner)
+                if cursor.pending.lsn > (cursor.until or 0):  # the whole claim delivered
+                    self._stage(tx, cursor, key, None)
+                else:
+                    self._stage(tx, cursor, key, Claim(cursor.until or 0, cursor.pending).encode())
+            if len(out) >= entries_max:
+                break
+        return out
+
+    def _claim_cursor(self, generation: int, owner: int, log_id: int) -> _Cursor | None:
+        """The cursor of ``owner``'s claim, if it holds one not fully delivered in this transaction."""
+        where = (generation, -1 - owner)
+        cursor = self._cursors.get(where)
+        if cursor is None:
+            found = self._queues.meta.get(NAMESPACE, claim_key(self.queue, self.group, generation, owner))
+            if found is None:
+                return None
+            claim = Claim.decode(found.value)
+            cursor = self._cursors[where] = _Cursor(self._queues, generation, -1 - owner, log_id, claim.position,
+                                                    claim.last_lsn)
+        return None if cursor.ended else cursor
+
+    def _claim(self, tx: Transaction, source: _Source, entries_max: int, timeout_s: float) -> _Cursor | None:
+        """Claim the next resolved entries of a FIFO log (at most about ``entries_max``): a
+        conditional batch moves the shared pointer and records the claim, at once (not with the
+        transaction: an abort leaves the claim to this consumer, which delivers it again)."""
+        generation = source.layout.generation
+        handle = self._queues.logs.get(source.log_id)
+        for _ in range(CLAIM_ATTEMPTS_MAX):
+            first, version = self._queues.claim_pointer(self.queue, self.group, generation)
+            last: int | None = None
+            count = 0
+            for item in handle.read(first):
+                if isinstance(item, Record):
+                    if tx.snapshot.visibility(chunk_write_pointer(item.payload)) is Visibility.WAIT:
+                        break
+                    last = item.lsn
+                    count += chunk_count(item.payload)
+                elif isinstance(item, Gap) and item.type is not GapType.SEALED:
+                    last = item.lsn_hi
+                if count >= entries_max:
+                    break
+            if last is None:
+                return None
+            batch = self._queues.meta.batch().expect_version(
+                NAMESPACE, pointer_key(self.queue, self.group, generation), version).put(
+                NAMESPACE, pointer_key(self.queue, self.group, generation), encode_lsn(last + 1)).put(
+                NAMESPACE, claim_key(self.queue, self.group, generation, self.consumer_id),
+                Claim(last, Position(first, 0)).encode())
+            try:
+                batch.commit()
+            except ConditionFailedError:
+                continue  # another consumer claimed meanwhile
+            self._cursors.pop((generation, -1 - self.consumer_id), None)
+            return self._claim_cursor(generation, self.consumer_id, source.log_id)
+        return None
+
+    def _stage(self, tx: Transaction, cursor: _Cursor, key: bytes, value: bytes | None) -> None:
+        """Stage the cursor's new position (a partition's, or a claim's: None when it is done)."""
         if self._tx is None:
             self._tx = tx.id
             tx.after_end(self._ended)
-        key = position_key(self.queue, self.group, cursor.generation, cursor.partition)
-        tx.stage_put(NAMESPACE, key, cursor.pending.encode())
+        if value is None:
+            tx.stage_delete(NAMESPACE, key)
+        else:
+            tx.stage_put(NAMESPACE, key, value)
         tx.add_conflicts(NAMESPACE.encode() + b"/" + key)
         self._touched.add((cursor.generation, cursor.partition))
 
@@ -276,6 +419,12 @@ class Consumer:
                 cursor.committed_now()
             else:
                 cursor.rewind()
+        if committed and any(where[1] < 0 for where in self._touched):
+            self._fifo_commits += 1
+            if self._fifo_commits % FIFO_EVICT_EVERY == 0:
+                generation = max(where[0] for where in self._touched if where[1] < 0)
+                cursor = next(c for w, c in self._cursors.items() if w[0] == generation and w[1] < 0)
+                self._queues.evict_claimed(self.queue, self.group, generation, cursor.log_id)
         self._touched.clear()
         self._tx = None
         for where, cursor in list(self._cursors.items()):  # partitions drained and gone after a resize

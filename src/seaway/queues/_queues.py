@@ -40,13 +40,17 @@ from seaway.queues._records import (
     PARTITION_LOG_IDS,
     PARTITIONS_GROUP,
     SIZE_MAX,
+    Claim,
     GroupRecord,
     Layout,
     Position,
     Strategy,
     check_name,
+    claims_prefix,
+    decode_lsn,
     group_key,
     groups_prefix,
+    pointer_key,
     position_key,
     queue_key,
 )
@@ -255,6 +259,35 @@ class Queues:
         found = self.meta.get(NAMESPACE, position_key(queue, group, generation, partition))
         return Position(1, 0) if found is None else Position.decode(found.value)
 
+    def claim_pointer(self, queue: str, group: str, generation: int) -> tuple[int, int]:
+        """A FIFO layout's claim pointer (the first LSN no consumer claimed) and its version."""
+        found = self.meta.get(NAMESPACE, pointer_key(queue, group, generation))
+        return (1, 0) if found is None else (decode_lsn(found.value), found.version)
+
+    def evict_claimed(self, queue: str, group: str, generation: int, log_id: int) -> None:
+        """Trim a FIFO log below every claim still held and the claim pointer: what lies there
+        was acknowledged by every consumer of the group."""
+        low = self.claim_pointer(queue, group, generation)[0]
+        for _, found in self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, generation), limit=SIZE_MAX):
+            low = min(low, Claim.decode(found.value).position.lsn)
+        if low > 1:
+            with contextlib.suppress(UnknownLogError):
+                self.logs.get(log_id).trim(low - 1)
+
+    def _drained(self, queue: str, group: str, layout: Layout) -> bool:
+        for partition, log_id in enumerate(layout.logs):
+            final = self.final_lsn(log_id)
+            if final is None:
+                self._seal(layout)
+                return False
+            if layout.strategy is Strategy.FIFO:
+                if (self.claim_pointer(queue, group, layout.generation)[0] <= final
+                        or self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation), limit=1)):
+                    return False
+            elif self.position(queue, group, layout.generation, partition).lsn <= final:
+                return False
+        return True
+
     def finish_resize(self, queue: str, group: str) -> bool:
         """Pass the barrier if every old partition is drained: drop the old layout, its positions
         and its logs. True when no resize is pending."""
@@ -262,18 +295,14 @@ class Queues:
         old = record.previous
         if old is None:
             return True
-        for partition, log_id in enumerate(old.logs):
-            final = self.final_lsn(log_id)
-            if final is None:
-                self._seal(old)
-                return False
-            if self.position(queue, group, old.generation, partition).lsn <= final:
-                return False
+        if not self._drained(queue, group, old):
+            return False
         try:
             self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).put(
                 NAMESPACE, group_key(queue, group), GroupRecord(group, record.current, None,
                                                                 record.resized_ms).encode()).delete_prefix(
-                NAMESPACE, f"p/{queue}/{group}/{old.generation}/".encode()).commit()
+                NAMESPACE, f"p/{queue}/{group}/{old.generation}/".encode()).delete(
+                NAMESPACE, pointer_key(queue, group, old.generation)).commit()
         except ConditionFailedError:
             return False
         for log_id in old.logs:
@@ -287,7 +316,9 @@ class Queues:
             self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).delete(
                 NAMESPACE, group_key(queue, group)).delete_prefix(
                 NAMESPACE, f"p/{queue}/{group}/".encode()).delete_prefix(
-                NAMESPACE, f"s/{queue}/{group}/".encode()).commit()
+                NAMESPACE, f"s/{queue}/{group}/".encode()).delete_prefix(
+                NAMESPACE, f"c/{queue}/{group}/".encode()).delete_prefix(
+                NAMESPACE, f"cl/{queue}/{group}/".encode()).commit()
         except ConditionFailedError:
             raise InvalidArgumentError(f"group {group!r} changed while being deleted; try again") from None
         for layout in (record.current, record.previous):

@@ -57,6 +57,19 @@ def position_key(queue: str, group: str, generation: int, partition: int) -> byt
     return f"p/{queue}/{group}/{generation}/{partition}".encode()
 
 
+def pointer_key(queue: str, group: str, generation: int) -> bytes:
+    """A FIFO layout's claim pointer: the first LSN of its log no consumer has claimed."""
+    return f"c/{queue}/{group}/{generation}".encode()
+
+
+def claim_key(queue: str, group: str, generation: int, consumer: int) -> bytes:
+    return f"cl/{queue}/{group}/{generation}/{consumer}".encode()
+
+
+def claims_prefix(queue: str, group: str, generation: int) -> bytes:
+    return f"cl/{queue}/{group}/{generation}/".encode()
+
+
 def skipped_key(queue: str, group: str, consumer: int) -> bytes:
     return f"s/{queue}/{group}/{consumer}".encode()
 
@@ -64,6 +77,8 @@ def skipped_key(queue: str, group: str, consumer: int) -> bytes:
 _CHUNK = struct.Struct(">BQI")
 _CHUNK_VERSION = 1
 _POSITION = struct.Struct(">QI")
+_CLAIM = struct.Struct(">QQI")
+_LSN = struct.Struct(">Q")
 
 
 def check_name(name: object, what: str) -> str:
@@ -170,6 +185,35 @@ class Position(NamedTuple):
         return cls(lsn, entry)
 
 
+class Claim(NamedTuple):
+    """A FIFO consumer's claimed range of its layout's log, up to ``last_lsn``, and how far it got."""
+
+    last_lsn: int
+    position: Position
+
+    def encode(self) -> bytes:
+        return _CLAIM.pack(self.last_lsn, *self.position)
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Claim:
+        try:
+            last, lsn, entry = _CLAIM.unpack(raw)
+        except struct.error:
+            raise CorruptionError(f"a queue claim does not decode: {raw!r:.40}") from None
+        return cls(last, Position(lsn, entry))
+
+
+def decode_lsn(raw: bytes) -> int:
+    try:
+        return int(_LSN.unpack(raw)[0])
+    except struct.error:
+        raise CorruptionError(f"a queue claim pointer does not decode: {raw!r:.40}") from None
+
+
+def encode_lsn(lsn: int) -> bytes:
+    return _LSN.pack(lsn)
+
+
 @dataclass
 class Chunk:
     write_pointer: int
@@ -191,6 +235,20 @@ class Chunk:
 
 def chunk_overhead(count: int) -> int:
     return _CHUNK.size + 8 * count
+
+
+def chunk_write_pointer(raw: bytes) -> int:
+    try:
+        return int(_CHUNK.unpack_from(raw)[1])
+    except struct.error:
+        raise CorruptionError("a queue chunk does not decode: too short") from None
+
+
+def chunk_count(raw: bytes) -> int:
+    try:
+        return int(_CHUNK.unpack_from(raw)[2])
+    except struct.error:
+        raise CorruptionError("a queue chunk does not decode: too short") from None
 
 
 def decode_chunk(raw: bytes) -> tuple[int, list[int], list[bytes]]:
