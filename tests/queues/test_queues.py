@@ -1,0 +1,296 @@
+"""Queues with consumer groups, embedded: placement, visibility, acknowledgement, resize, eviction.
+
+Modelled on CDAP's QueueTest: every committed entry reaches exactly one consumer of each group,
+HASH groups keep per-key order (across resizes too), aborts give entries back, and a producer that
+commits late is not skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import seaway
+from seaway import InvalidArgumentError, TxnConfig
+from seaway._errors import (
+    ConsumerGroupExistsError,
+    ConsumerOutsideGroupError,
+    MissingHashKeyError,
+    QueueExistsError,
+    UnknownConsumerGroupError,
+    UnknownQueueError,
+)
+from seaway.queues import Consumer, Entry
+from seaway.queues._records import hash_key
+
+
+@pytest.fixture
+def sw(tmp_path: Path) -> Iterator[seaway.Seaway]:
+    config = seaway.SeawayConfig(txn=TxnConfig(timeout_s=30.0, tick_s=0.05))
+    with seaway.Seaway(tmp_path / "data", config) as store:
+        yield store
+
+
+def drain(sw: seaway.Seaway, consumer: Consumer, rounds: int = 5, entries_max: int = 500) -> list[Entry]:
+    got: list[Entry] = []
+    for _ in range(rounds):
+        with sw.transaction() as tx:
+            batch = consumer.dequeue(tx, entries_max)
+        got.extend(batch)
+        if not batch:
+            break
+    return got
+
+
+def produce(sw: seaway.Seaway, queue: str, items: list[tuple[bytes, dict[str, object]]]) -> None:
+    producer = sw.queues.producer(queue)
+    with sw.transaction() as tx:
+        for payload, keys in items:
+            producer.enqueue(tx, payload, keys)
+
+
+def test_hash_places_each_entry_by_its_key_and_keeps_order(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "users", 3, "HASH", key="user")
+    items = [(b"%d" % i, {"user": f"u{i % 7}"}) for i in range(200)]
+    for start in range(0, 200, 50):
+        produce(sw, "q", items[start:start + 50])
+    seen: dict[int, list[bytes]] = {}
+    for c in range(3):
+        seen[c] = [e.payload for e in drain(sw, sw.queues.consumer("q", "users", c))]
+    for c, payloads in seen.items():
+        expected = [p for p, keys in items if hash_key(keys["user"]) % 3 == c]
+        assert payloads == expected  # exactly its share, in the order enqueued
+    assert sorted(p for ps in seen.values() for p in ps) == sorted(p for p, _ in items)
+
+
+def test_round_robin_and_fifo_give_each_entry_to_one_consumer(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "rr", 2, "ROUND_ROBIN")
+    sw.queues.create_group("q", "fifo", 3, "FIFO")
+    for batch in range(6):
+        produce(sw, "q", [(b"%d-%d" % (batch, i), {}) for i in range(10)])
+    rr = [drain(sw, sw.queues.consumer("q", "rr", c)) for c in range(2)]
+    assert sorted(e.payload for share in rr for e in share) == sorted(b"%d-%d" % (b, i) for b in range(6)
+                                                                       for i in range(10))
+    assert all(20 <= len(share) <= 40 for share in rr)
+    consumers = [sw.queues.consumer("q", "fifo", c) for c in range(3)]
+    fifo: list[bytes] = []
+    for _ in range(10):
+        for consumer in consumers:
+            with sw.transaction() as tx:
+                fifo.extend(e.payload for e in consumer.dequeue(tx, 7))
+    assert sorted(fifo) == sorted(e.payload for share in rr for e in share)
+
+
+def test_abort_gives_entries_back_to_the_same_consumer(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "h", 2, "HASH", key="k")
+    sw.queues.create_group("q", "f", 2, "FIFO")
+    produce(sw, "q", [(b"%d" % i, {"k": i}) for i in range(20)])
+    for group in ("h", "f"):
+        first, other = sw.queues.consumer("q", group, 0), sw.queues.consumer("q", group, 1)
+        tx = sw.transaction()
+        taken = first.dequeue(tx, 5)
+        tx.abort()
+        assert taken
+        again = drain(sw, first, entries_max=5)
+        assert again[:len(taken)] == taken
+        rest = drain(sw, other)
+        assert not {e.id for e in taken} & {e.id for e in rest}
+        assert len(again) + len(rest) == 20
+
+
+def test_uncommitted_entries_wait_and_a_late_commit_is_not_skipped(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 1, "ROUND_ROBIN")
+    producer = sw.queues.producer("q")
+    consumer = sw.queues.consumer("q", "g", 0)
+    late = sw.transaction()
+    producer.enqueue(late, b"late")
+    for hook in late._before_commit:  # sent, not committed: its chunk is in the log, in progress
+        hook()
+    produce(sw, "q", [(b"after", {})])
+    assert drain(sw, consumer) == []  # stops at the in-progress chunk, does not step over it
+    late.commit()
+    assert [e.payload for e in drain(sw, consumer)] == [b"late", b"after"]
+
+
+def test_aborted_and_timed_out_producers_are_never_seen(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 1, "ROUND_ROBIN")
+    producer = sw.queues.producer("q")
+    aborted = sw.transaction()
+    producer.enqueue(aborted, b"aborted")
+    for hook in aborted._before_commit:
+        hook()
+    aborted.abort()
+    idle = sw.transaction(timeout_s=0.3)
+    producer.enqueue(idle, b"timed out")
+    for hook in idle._before_commit:
+        hook()
+    produce(sw, "q", [(b"kept", {})])
+    deadline = time.monotonic() + 10
+    while sw.txn.status(idle.id) is not seaway.TxnStatus.TIMED_OUT and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [e.payload for e in drain(sw, sw.queues.consumer("q", "g", 0))] == [b"kept"]
+
+
+def test_hash_resize_2_3_1_keeps_exact_assignment_and_order(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "h", 2, "HASH", key="k")
+    keys = [f"key{i}" for i in range(12)]
+
+    def batch(tag: str) -> list[tuple[bytes, dict[str, object]]]:
+        return [(f"{tag}:{k}".encode(), {"k": k}) for k in keys]
+
+    produce(sw, "q", batch("a"))  # layout 1: size 2, not consumed before the resize
+    sw.queues.resize_group("q", "h", 3, wait_s=None)
+    produce(sw, "q", batch("b"))  # layout 2: size 3
+    consumers = {c: sw.queues.consumer("q", "h", c) for c in range(3)}
+    got = {c: [e.payload for e in drain(sw, consumers[c])] for c in (2, 1, 0)}
+    # Consumer c of the new layout first drains old partitions p with p % 3 == c, and only after
+    # every old partition is drained reads its own; consumer 2 inherits nothing and waits.
+    assert got[2] == []
+    got = {c: got[c] + [e.payload for e in drain(sw, consumers[c])] for c in range(3)}
+    for c in range(3):
+        old = [f"a:{k}".encode() for k in keys if hash_key(k) % 2 == c]
+        new = [f"b:{k}".encode() for k in keys if hash_key(k) % 3 == c]
+        assert got[c] == old + new
+    assert not sw.queues.describe_group("q", "h").resizing
+    info = sw.queues.resize_group("q", "h", 1, wait_s=None)
+    assert info.resizing and info.size == 1
+    produce(sw, "q", batch("c"))
+    only = sw.queues.consumer("q", "h", 0)
+    assert [e.payload for e in drain(sw, only)] == [f"c:{k}".encode() for k in keys]
+    with pytest.raises(ConsumerOutsideGroupError):
+        with sw.transaction() as tx:
+            consumers[2].dequeue(tx)
+
+
+def test_resize_of_a_busy_group_completes_within_a_second(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "h", 2, "HASH", key="k")
+    produce(sw, "q", [(b"%d" % i, {"k": i}) for i in range(1000)])
+    consumers = [sw.queues.consumer("q", "h", c) for c in range(3)]
+    import threading
+
+    stop = threading.Event()
+    seen: list[bytes] = []
+
+    def consume() -> None:
+        while not stop.is_set():
+            for consumer in consumers:
+                try:
+                    with sw.transaction() as tx:
+                        seen.extend(e.payload for e in consumer.dequeue(tx, 100))
+                except ConsumerOutsideGroupError:
+                    pass
+
+    worker = threading.Thread(target=consume)
+    worker.start()
+    try:
+        started = time.monotonic()
+        sw.queues.resize_group("q", "h", 3, wait_s=5)
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        worker.join()
+    assert took < 1.0
+    assert sorted(seen) == sorted(b"%d" % i for i in range(1000))
+
+
+def test_bad_input_gets_typed_errors(sw: seaway.Seaway) -> None:
+    with pytest.raises(UnknownQueueError):
+        sw.queues.create_group("nope", "g", 1)
+    sw.queues.create("q")
+    with pytest.raises(QueueExistsError):
+        sw.queues.create("q")
+    with pytest.raises(InvalidArgumentError):
+        sw.queues.create("bad name!")
+    with pytest.raises(InvalidArgumentError):
+        sw.queues.create_group("q", "g", 0, "HASH", key="k")
+    with pytest.raises(InvalidArgumentError):
+        sw.queues.create_group("q", "g", 2, "HASH")
+    with pytest.raises(InvalidArgumentError):
+        sw.queues.create_group("q", "g", 2, "SOMETIMES")
+    sw.queues.create_group("q", "g", 2, "HASH", key="user")
+    with pytest.raises(ConsumerGroupExistsError):
+        sw.queues.create_group("q", "g", 1)
+    with pytest.raises(InvalidArgumentError):
+        sw.queues.resize_group("q", "g", 0)
+    with pytest.raises(UnknownConsumerGroupError):
+        sw.queues.consumer("q", "other", 0)
+    producer = sw.queues.producer("q")
+    tx = sw.transaction()
+    producer.enqueue(tx, b"no key", {"page": 1})
+    with pytest.raises(MissingHashKeyError):
+        tx.commit()
+    assert tx.status is seaway.TxnStatus.ABORTED
+    with pytest.raises(ConsumerOutsideGroupError):
+        with sw.transaction() as tx:
+            sw.queues.consumer("q", "g", 2).dequeue(tx)
+    produce(sw, "q", [(b"x", {"user": 1})])  # what was committed before is still there
+    assert len(drain(sw, sw.queues.consumer("q", "g", hash_key(1) % 2))) == 1
+
+
+def test_exactly_once_processor_and_poison_count(sw: seaway.Seaway) -> None:
+    sw.queues.create("in")
+    sw.queues.create("out")
+    sw.queues.create_group("in", "workers", 1, "FIFO")
+    sw.queues.create_group("out", "sink", 1, "FIFO")
+    produce(sw, "in", [(b"%d" % i, {}) for i in range(30)])
+    consumer = sw.queues.consumer("in", "workers", 0)
+    output = sw.queues.producer("out")
+    failures = 0
+    while True:
+        tx = sw.transaction()
+        entries = consumer.dequeue(tx, 4)
+        if not entries:
+            tx.commit()
+            break
+        if failures < 3:  # the processor fails: nothing it wrote shows, its entries come back
+            output.enqueue(tx, b"lost")
+            tx.abort()
+            failures += 1
+            continue
+        poison = [e for e in entries if e.payload == b"13"]
+        consumer.skip(tx, poison)
+        for entry in entries:
+            if entry not in poison:
+                output.enqueue(tx, entry.payload + b"!")
+        tx.commit()
+    out = [e.payload for e in drain(sw, sw.queues.consumer("out", "sink", 0))]
+    assert out == [b"%d!" % i for i in range(30) if i != 13]
+    assert sw.queues.describe_group("in", "workers").skipped == 1
+
+
+def test_consumed_ranges_are_evicted(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "h", 2, "HASH", key="k")
+    sw.queues.create_group("q", "f", 1, "FIFO")
+    consumers = [sw.queues.consumer("q", "h", c) for c in range(2)] + [sw.queues.consumer("q", "f", 0)]
+    for round_ in range(20):
+        produce(sw, "q", [(b"x" * 1000, {"k": i}) for i in range(50)])
+        for consumer in consumers:
+            drain(sw, consumer)
+    info = {p.log_id: p for g in ("h", "f") for p in sw.queues.describe_group("q", g).partitions}
+    for log_id in info:
+        log = sw.logs.get(log_id)
+        assert log.trim_point() >= log.tail_lsn() - 1 * 8  # every consumed chunk is below the trim point
+        assert log.is_empty() or log.tail_lsn() - log.trim_point() <= 8
+
+
+def test_queue_and_group_deletion(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 2, "ROUND_ROBIN")
+    logs = [p.log_id for p in sw.queues.describe_group("q", "g").partitions]
+    produce(sw, "q", [(b"x", {})])
+    sw.queues.delete("q")
+    assert "q" not in sw.queues.list()
+    for log_id in logs:
+        with pytest.raises(seaway.UnknownLogError):
+            sw.logs.get(log_id).tail_lsn()
