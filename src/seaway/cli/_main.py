@@ -19,6 +19,7 @@ from seaway.cli._demo import run_demo, run_demo_remote
 from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
 from seaway.cli._store import open_store, out, where_parser
+from seaway.cli._queues import add_queue_parsers, run_queue
 from seaway.cli._streams import add_stream_parsers, run_reader_group, run_scope, run_stream
 from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
 from seaway.server import ServerConfig, serve
@@ -99,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     info.add_argument("log", nargs="?")
     add_meta_parser(commands, common)
     add_stream_parsers(commands, common)
+    add_queue_parsers(commands, common)
     return parser
 
 
@@ -236,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_stream(args)
         elif args.command == "reader-group":
             run_reader_group(args)
+        elif args.command == "queue":
+            run_queue(args)
     except SeawayError as exc:
         print(f"seaway: error: {exc} [{exc.code}]", file=sys.stderr)
         return 1
