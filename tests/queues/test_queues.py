@@ -8,6 +8,7 @@ commits late is not skipped.
 from __future__ import annotations
 
 import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,9 +167,8 @@ def test_hash_resize_2_3_1_keeps_exact_assignment_and_order(sw: seaway.Seaway) -
     produce(sw, "q", batch("c"))
     only = sw.queues.consumer("q", "h", 0)
     assert [e.payload for e in drain(sw, only)] == [f"c:{k}".encode() for k in keys]
-    with pytest.raises(ConsumerOutsideGroupError):
-        with sw.transaction() as tx:
-            consumers[2].dequeue(tx)
+    with pytest.raises(ConsumerOutsideGroupError), sw.transaction() as tx:
+        consumers[2].dequeue(tx)
 
 
 def test_resize_of_a_busy_group_completes_within_a_second(sw: seaway.Seaway) -> None:
@@ -176,8 +176,6 @@ def test_resize_of_a_busy_group_completes_within_a_second(sw: seaway.Seaway) -> 
     sw.queues.create_group("q", "h", 2, "HASH", key="k")
     produce(sw, "q", [(b"%d" % i, {"k": i}) for i in range(1000)])
     consumers = [sw.queues.consumer("q", "h", c) for c in range(3)]
-    import threading
-
     stop = threading.Event()
     seen: list[bytes] = []
 
@@ -230,9 +228,8 @@ def test_bad_input_gets_typed_errors(sw: seaway.Seaway) -> None:
     with pytest.raises(MissingHashKeyError):
         tx.commit()
     assert tx.status is seaway.TxnStatus.ABORTED
-    with pytest.raises(ConsumerOutsideGroupError):
-        with sw.transaction() as tx:
-            sw.queues.consumer("q", "g", 2).dequeue(tx)
+    with pytest.raises(ConsumerOutsideGroupError), sw.transaction() as tx:
+        sw.queues.consumer("q", "g", 2).dequeue(tx)
     produce(sw, "q", [(b"x", {"user": 1})])  # what was committed before is still there
     assert len(drain(sw, sw.queues.consumer("q", "g", hash_key(1) % 2))) == 1
 
@@ -273,15 +270,15 @@ def test_consumed_ranges_are_evicted(sw: seaway.Seaway) -> None:
     sw.queues.create_group("q", "h", 2, "HASH", key="k")
     sw.queues.create_group("q", "f", 1, "FIFO")
     consumers = [sw.queues.consumer("q", "h", c) for c in range(2)] + [sw.queues.consumer("q", "f", 0)]
-    for round_ in range(20):
+    for _ in range(20):
         produce(sw, "q", [(b"x" * 1000, {"k": i}) for i in range(50)])
         for consumer in consumers:
             drain(sw, consumer)
     info = {p.log_id: p for g in ("h", "f") for p in sw.queues.describe_group("q", g).partitions}
     for log_id in info:
         log = sw.logs.get(log_id)
-        assert log.trim_point() >= log.tail_lsn() - 1 * 8  # every consumed chunk is below the trim point
-        assert log.is_empty() or log.tail_lsn() - log.trim_point() <= 8
+        # Everything consumed is trimmed (a FIFO log once every few commits): what is left is bounded.
+        assert log.tail_lsn() - log.trim_point() <= 8, (log_id, log.tail_lsn(), log.trim_point())
 
 
 def test_queue_and_group_deletion(sw: seaway.Seaway) -> None:

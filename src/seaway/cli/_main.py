@@ -18,8 +18,8 @@ from seaway.cli._bench_stream import add_stream_bench_parsers, run_stream_bench_
 from seaway.cli._demo import run_demo, run_demo_remote
 from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
-from seaway.cli._store import open_store, out, where_parser
 from seaway.cli._queues import add_queue_parsers, run_queue
+from seaway.cli._store import open_store, out, where_parser
 from seaway.cli._streams import add_stream_parsers, run_reader_group, run_scope, run_stream
 from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
 from seaway.server import ServerConfig, serve

@@ -36,6 +36,16 @@ class _Pending:
     nbytes: int = 0
 
 
+def _split(write_pointer: int, share: list[tuple[int, bytes, Mapping[str, Any] | None]]) -> list[Chunk]:
+    """A partition's entries as chunks of at most CHUNK_BYTES_MAX bytes each."""
+    parts = [Chunk(write_pointer)]
+    for counter, payload, _ in share:
+        if parts[-1].nbytes + len(payload) + chunk_overhead(len(parts[-1].payloads) + 1) > CHUNK_BYTES_MAX:
+            parts.append(Chunk(write_pointer))
+        parts[-1].add(counter, payload)
+    return parts
+
+
 class Producer:
     """Enqueues entries to one queue inside transactions. Thread-safe; one producer may serve
     many transactions at once."""
@@ -97,14 +107,12 @@ class Producer:
         chunks: dict[tuple[str, int], list[Chunk]] = {}
         logs: dict[tuple[str, int], int] = {}
         for group, layout in targets:
-            for counter, payload, keys in entries:
-                partition = layout.consumer_of(counter, tx.id, dict(keys) if keys is not None else None)
-                where = (group, partition)
-                logs[where] = layout.logs[partition]
-                parts = chunks.setdefault(where, [Chunk(tx.id)])
-                if parts[-1].nbytes + len(payload) + chunk_overhead(len(parts[-1].payloads) + 1) > CHUNK_BYTES_MAX:
-                    parts.append(Chunk(tx.id))
-                parts[-1].add(counter, payload)
+            shares: dict[int, list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
+            for entry, partition in zip(entries, layout.place(entries, tx.id), strict=True):
+                shares.setdefault(partition, []).append(entry)
+            for partition, share in shares.items():
+                logs[(group, partition)] = layout.logs[partition]
+                chunks[(group, partition)] = _split(tx.id, share)
         tx.register_logs(logs.values())
         sent: list[tuple[tuple[str, int], Chunk, Future[int]]] = []
         for where, parts in chunks.items():

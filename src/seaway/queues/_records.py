@@ -18,6 +18,7 @@ import hashlib
 import json
 import re
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
@@ -108,16 +109,17 @@ class Layout:
     key: str | None
     logs: tuple[int, ...]
 
-    def consumer_of(self, counter: int, write_pointer: int, keys: dict[str, Any] | None) -> int:
-        """The partition an entry goes to (the producer's side of the design)."""
+    def place(self, entries: list[tuple[int, bytes, Mapping[str, Any] | None]], write_pointer: int) -> list[int]:
+        """The partition of each ``(counter, payload, keys)`` entry (the producer's side)."""
         if self.strategy is Strategy.FIFO:
-            return 0
+            return [0] * len(entries)
         if self.strategy is Strategy.ROUND_ROBIN:
-            return (write_pointer + counter) % self.size
-        assert self.key is not None
-        if keys is None or self.key not in keys:
-            raise MissingHashKeyError(f"the entry has no {self.key!r} key, which its HASH group partitions on")
-        return hash_key(keys[self.key]) % self.size
+            return [(write_pointer + counter) % self.size for counter, _, _ in entries]
+        key, size = self.key, self.size
+        try:
+            return [_hashed(keys[key]) % size for _, _, keys in entries]  # type: ignore[index]
+        except (KeyError, TypeError):
+            raise MissingHashKeyError(f"an entry has no {key!r} key, which its HASH group partitions on") from None
 
     def to_json(self) -> dict[str, Any]:
         return {"generation": self.generation, "size": self.size, "strategy": self.strategy.value,
@@ -127,6 +129,22 @@ class Layout:
     def from_json(cls, data: dict[str, Any]) -> Layout:
         return cls(int(data["generation"]), int(data["size"]), Strategy(data["strategy"]), data["key"],
                    tuple(int(x) for x in data["logs"]))
+
+
+_HASHES: dict[tuple[type, object], int] = {}
+_HASHES_MAX = 1 << 16
+
+
+def _hashed(value: object) -> int:
+    """:func:`hash_key`, remembered for the values seen most (keys repeat: users, pages)."""
+    cache_key = (value.__class__, value)  # 1, 1.0 and True are equal, but only 1 is a valid key
+    found = _HASHES.get(cache_key)
+    if found is None:
+        found = hash_key(value)
+        if len(_HASHES) >= _HASHES_MAX:
+            _HASHES.clear()
+        _HASHES[cache_key] = found
+    return found
 
 
 def hash_key(value: object) -> int:

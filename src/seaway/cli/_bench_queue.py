@@ -1,0 +1,294 @@
+"""``seaway bench queue``: the source design's headline workload, transactional and exactly-once.
+
+Three producers enqueue 1 KB entries in transactions of 500 to one queue with two consumer groups
+(2 consumers hashing on a user id, 3 hashing on a page id); every consumer dequeues and
+acknowledges inside a transaction. Each entry carries its producer, its sequence number and its
+send time: at the end every group's count and checksums must equal what was produced (exactly
+once), and consumers measure end-to-end latency (from the producer's enqueue to the consumer's
+commit). It runs through a server it starts (producers and consumers in processes of their own),
+again with producers paced to a fixed total rate for the latency, and embedded (threads); the
+reference, ``seaway bench log --remote``'s full-speed round, runs against the same server in the
+same run.
+
+Workers run ``python -m seaway.cli._bench_queue produce|consume URL ...`` and print one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import seaway
+from seaway._alloc import keep_large_buffers_in_heap
+from seaway.cli._bench_log import machine
+from seaway.cli._bench_remote import RemoteBenchConfig, _percentile, pack_latencies, unpack_latencies
+from seaway.cli._bench_remote import _remote_round as _log_round
+from seaway.cli._progress import Progress
+from seaway.server import ServerProcess
+
+_HEAD = struct.Struct(">QIQ")
+"""An entry starts with its send time (ns), its producer and its sequence number."""
+GROUPS = (("users", 2, "user"), ("pages", 3, "page"))
+_MASK = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class QueueBenchConfig:
+    producers: int = 3
+    transactions: int = 60
+    """Transactions each producer commits in the full-speed round."""
+    batch_entries: int = 500
+    entry_bytes: int = 1024
+    paced_events_per_s: int = 20_000
+    paced_s: float = 5.0
+    reference_batches: int = 60
+    """Batches of 500 per producer in the reference round of ``bench log --remote``."""
+
+
+def entry_id(producer: int, seq: int) -> int:
+    return (producer << 40) | seq
+
+
+def produce(sw: Any, queue: str, producer: int, transactions: int, batch: int, entry_bytes: int,
+            events_per_s: float | None, ready: Any = lambda: None, phase: float = 0.0) -> dict[str, Any]:
+    pad = b"\0" * (entry_bytes - _HEAD.size)
+    out = sw.queues.producer(queue)
+    ready()
+    started = time.time()
+    seq = 0
+    for n in range(transactions):
+        if events_per_s:
+            delay = started + (n + phase) * batch / events_per_s - time.time()
+            if delay > 0:
+                time.sleep(delay)
+        with sw.transaction() as tx:
+            now = time.time_ns()
+            payloads = [_HEAD.pack(now, producer, seq + i) + pad for i in range(batch)]
+            keys = [{"user": (seq + i) % 1000, "page": ((seq + i) * 7) % 501} for i in range(batch)]
+            out.enqueue_batch(tx, payloads, keys)
+        seq += batch
+    ids = [entry_id(producer, s) for s in range(seq)]
+    xor = 0
+    for value in ids:
+        xor ^= value
+    return {"started": started, "ended": time.time(), "entries": seq, "sum": sum(ids) & _MASK, "xor": xor}
+
+
+def consume(sw: Any, queue: str, group: str, consumer_id: int, done: Any, ready: Any = lambda: None) -> dict[str, Any]:
+    """Dequeue and commit until ``done()`` says the producers finished and nothing is left."""
+    latencies: list[float] = []
+    total = xor = 0
+    seen: set[int] = set()
+    duplicates = 0
+    first = last = 0.0
+    with sw.queues.consumer(queue, group, consumer_id) as consumer:
+        ready()
+        finished = False
+        while True:
+            tx = sw.transaction()
+            entries = consumer.dequeue(tx, 500, 0.05)
+            if not entries:
+                tx.abort()
+                if finished:
+                    break
+                finished = done()
+                continue
+            tx.commit()
+            now_ns = time.time_ns()
+            first = first or now_ns / 1e9
+            last = now_ns / 1e9
+            for entry in entries:
+                stamp, producer, seq = _HEAD.unpack_from(entry.payload)
+                ident = entry_id(producer, seq)
+                duplicates += ident in seen
+                seen.add(ident)
+                total = (total + ident) & _MASK
+                xor ^= ident
+                latencies.append((now_ns - stamp) / 1e6)
+    return {"group": group, "entries": len(latencies), "unique": len(seen), "duplicates": duplicates,
+            "sum": total, "xor": xor, "first": first, "last": last, "latencies_ms": latencies}
+
+
+def _setup(sw: Any, queue: str) -> None:
+    sw.queues.create(queue)
+    for group, size, key in GROUPS:
+        sw.queues.create_group(queue, group, size, "HASH", key=key)
+
+
+def _done_key(queue: str) -> bytes:
+    return f"done/{queue}".encode()
+
+
+def _summary(produced: list[dict[str, Any]], consumed: list[dict[str, Any]]) -> dict[str, Any]:
+    start = min(p["started"] for p in produced)
+    entries = sum(p["entries"] for p in produced)
+    want_sum = sum(p["sum"] for p in produced) & _MASK
+    want_xor = 0
+    for p in produced:
+        want_xor ^= p["xor"]
+    groups: dict[str, Any] = {}
+    for group, _, _ in GROUPS:
+        mine = [c for c in consumed if c["group"] == group]
+        got_sum = sum(c["sum"] for c in mine) & _MASK
+        got_xor = 0
+        for c in mine:
+            got_xor ^= c["xor"]
+        count = sum(c["entries"] for c in mine)
+        end = max((c["last"] for c in mine if c["last"]), default=start)
+        groups[group] = {"consumed": count, "consumed_per_s": round(count / max(end - start, 1e-9)),
+                         "exactly_once": (count == entries and got_sum == want_sum and got_xor == want_xor
+                                          and not any(c["duplicates"] for c in mine))}
+    latencies = [x for c in consumed for x in c["latencies_ms"]]
+    return {"produced": entries,
+            "produced_per_s": round(entries / (max(p["ended"] for p in produced) - start)),
+            "consumed_per_s_min_group": min(g["consumed_per_s"] for g in groups.values()),
+            "exactly_once": all(g["exactly_once"] for g in groups.values()),
+            "groups": groups,
+            "latency_p50_ms": round(_percentile(latencies, 0.5), 2),
+            "latency_p99_ms": round(_percentile(latencies, 0.99), 2)}
+
+
+def _remote_round(url: str, config: QueueBenchConfig, transactions: int, rate: float) -> dict[str, Any]:
+    queue = f"bench-{os.getpid()}-{time.time_ns()}"
+    with seaway.connect(url) as sw:
+        _setup(sw, queue)
+    python = [sys.executable, "-m", "seaway.cli._bench_queue"]
+    consumers = [subprocess.Popen([*python, "consume", url, queue, group, str(c)], stdout=subprocess.PIPE, text=True)
+                 for group, size, _ in GROUPS for c in range(size)]
+    producers = [subprocess.Popen([*python, "produce", url, queue, str(p), str(transactions),
+                                   str(config.batch_entries), str(config.entry_bytes), str(rate),
+                                   str(p / config.producers)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                 for p in range(config.producers)]
+    try:
+        for proc in consumers + producers:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"a benchmark worker failed to start (status {proc.wait(60)})")
+        for proc in producers:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        produced = [_result(proc) for proc in producers]
+        with seaway.connect(url) as sw:
+            sw.meta.put("bench", _done_key(queue), b"1")
+        consumed = [_result(proc) for proc in consumers]
+    finally:
+        for proc in consumers + producers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    with seaway.connect(url) as sw:
+        sw.queues.delete(queue)
+    return _summary(produced, consumed)
+
+
+def _result(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    out, _ = proc.communicate(timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"a benchmark worker failed with status {proc.returncode}")
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    if "latencies_ms" in result:
+        result["latencies_ms"] = unpack_latencies(result["latencies_ms"])
+    return result
+
+
+def _embedded_round(config: QueueBenchConfig) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp, seaway.open(Path(tmp)) as sw:
+        _setup(sw, "bench")
+        finished = threading.Event()
+        produced: list[dict[str, Any]] = []
+        consumed: list[dict[str, Any]] = []
+        consumers = [threading.Thread(target=lambda g=group, c=c: consumed.append(
+            consume(sw, "bench", g, c, finished.is_set))) for group, size, _ in GROUPS for c in range(size)]
+        producers = [threading.Thread(target=lambda p=p: produced.append(produce(
+            sw, "bench", p, config.transactions, config.batch_entries, config.entry_bytes, None)))
+            for p in range(config.producers)]
+        for t in consumers + producers:
+            t.start()
+        for t in producers:
+            t.join()
+        finished.set()
+        for t in consumers:
+            t.join()
+    if len(produced) != config.producers or len(consumed) != sum(size for _, size, _ in GROUPS):
+        raise RuntimeError("an embedded benchmark thread failed")
+    return _summary(produced, consumed)
+
+
+def run_queue_bench(config: QueueBenchConfig) -> dict[str, Any]:
+    keep_large_buffers_in_heap()
+    paced_txns = max(1, round(config.paced_events_per_s * config.paced_s / config.batch_entries / config.producers))
+    rate = config.paced_events_per_s / config.producers
+    with Progress(4, "remote, full speed") as progress, \
+            tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp, ServerProcess(Path(tmp) / "data") as server:
+        full = _remote_round(server.url, config, config.transactions, 0)
+        progress.advance(label=f"remote, paced at {config.paced_events_per_s} events/s")
+        paced = _remote_round(server.url, config, paced_txns, rate)
+        progress.advance(label="reference: bench log --remote")
+        reference, _ = _remote_round_log(server.url, config)
+        progress.advance(label="embedded")
+        embedded = _embedded_round(config)
+        progress.advance(label="done")
+    return {
+        "benchmark": "queue",
+        "producers": config.producers,
+        "groups": {group: {"consumers": size, "hash_key": key} for group, size, key in GROUPS},
+        "entries_per_producer": config.transactions * config.batch_entries,
+        "entry_bytes": config.entry_bytes,
+        "batch_entries": config.batch_entries,
+        **{k: v for k, v in full.items() if k != "groups"},
+        "groups_remote": full["groups"],
+        "paced_events_per_s": config.paced_events_per_s,
+        "paced_latency_p50_ms": paced["latency_p50_ms"],
+        "paced_latency_p99_ms": paced["latency_p99_ms"],
+        "paced_exactly_once": paced["exactly_once"],
+        "log_remote_produced_per_s": reference["produced_per_s"],
+        "produced_ratio_to_log_remote": round(full["produced_per_s"] / reference["produced_per_s"], 3),
+        "embedded_produced_per_s": embedded["produced_per_s"],
+        "embedded_consumed_per_s_min_group": embedded["consumed_per_s_min_group"],
+        "embedded_exactly_once": embedded["exactly_once"],
+        "embedded_latency_p50_ms": embedded["latency_p50_ms"],
+        "targets": {"produced_per_s": 100_000, "consumed_per_s_min_group": 100_000, "paced_latency_p50_ms": 20},
+        "machine": machine(),
+    }
+
+
+def _remote_round_log(url: str, config: QueueBenchConfig) -> tuple[dict[str, float], float | None]:
+    reference = RemoteBenchConfig(producers=config.producers, batches=config.reference_batches,
+                                  batch_records=config.batch_entries, record_bytes=config.entry_bytes)
+    return _log_round(url, reference, "reference", reference.batches, 0)
+
+
+def _worker(argv: list[str]) -> None:
+    keep_large_buffers_in_heap()
+    role, url, queue = argv[0], argv[1], argv[2]
+    with seaway.connect(url, timeout_s=120) as sw:
+        if role == "produce":
+            producer, transactions, batch, entry_bytes = (int(a) for a in argv[3:7])
+            rate, phase = float(argv[7]), float(argv[8])
+
+            def go() -> None:
+                print("ready", flush=True)
+                sys.stdin.readline()
+
+            result = produce(sw, queue, producer, transactions, batch, entry_bytes, rate or None, go, phase)
+        else:
+            group, consumer_id = argv[3], int(argv[4])
+            result = consume(sw, queue, group, consumer_id,
+                             lambda: sw.meta.get("bench", _done_key(queue)) is not None,
+                             lambda: print("ready", flush=True))
+            result["latencies_ms"] = pack_latencies(result["latencies_ms"])
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1:])
