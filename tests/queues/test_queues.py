@@ -7,8 +7,8 @@ commits late is not skipped.
 
 from __future__ import annotations
 
-import time
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
