@@ -66,7 +66,7 @@ def test_random_bytes_are_corruption(raw: bytes) -> None:
         decode_edit(raw)
 
 
-_WRONG_VALUES = [None, "12", 1.5, -1, True, [], {}, 2**64]
+_WRONG_VALUES: list[object] = [None, "12", 1.5, -1, True, [], {}, 2**64]
 
 
 def _numeric_fields(edit: Edit) -> list[str]:

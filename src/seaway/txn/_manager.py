@@ -161,6 +161,9 @@ class TransactionManager:
         self._cond = threading.Condition()
         self._committing: dict[int, tuple[int, frozenset[bytes]]] = {}
         self._saving = False
+        self._save_lock = threading.Lock()
+        """One save at a time: a save that began earlier must not land its state after a later
+        one trimmed the log past that earlier state's end."""
         self._edits_since_save = 0
         self._saved_at_s = self._clock.monotonic_s()
         self._expiries: list[tuple[int, int]] = []
@@ -197,7 +200,8 @@ class TransactionManager:
             state = TxnState.decode(raw, self.config.outcomes_max)
         for item in self._wal.read(start):
             if isinstance(item, Gap):
-                if item.type in (GapType.DATALOSS,):
+                # Trimmed past the saved state: the edits in between are gone as surely as lost ones.
+                if item.type in (GapType.DATALOSS, GapType.TRIM):
                     raise CorruptionError(f"the transaction log lost records {item.lsn_lo}-{item.lsn_hi}")
                 continue
             if not isinstance(item, Record):  # pragma: no cover - plain reads yield records and gaps
@@ -212,6 +216,10 @@ class TransactionManager:
 
     def save(self) -> None:
         """Save the whole state and trim the log below it (done by itself every so often)."""
+        with self._save_lock:
+            self._save()
+
+    def _save(self) -> None:
         with self._cond:
             self._saving = True
             try:
@@ -219,6 +227,7 @@ class TransactionManager:
                     self._cond.wait()
                 raw = self.state.encode()
                 marker = self._append(Checkpoint())
+                self._edits_since_save = 0
             finally:
                 self._saving = False
                 self._cond.notify_all()
