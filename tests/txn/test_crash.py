@@ -80,9 +80,10 @@ def check(sw: seaway.Seaway, acks: Acks, seed: int, run: int) -> dict[int, TxnSt
     values = {key: versioned.value for key, versioned in sw.meta.scan_all(NAMESPACE, page=5000)}
     by_key = {key: wp for wp, key in acks.commit_called.items()}
     for key, value in values.items():
-        wp = by_key.get(key)
-        assert wp is not None and value == b"%d" % wp, f"{where}: {key!r} written by no commit called"
-        assert statuses[wp] is TxnStatus.COMMITTED, f"{where}: {key!r} is there, its transaction {statuses[wp]}"
+        writer = by_key.get(key)
+        assert writer is not None and value == b"%d" % writer, f"{where}: {key!r} written by no commit called"
+        assert statuses[writer] is TxnStatus.COMMITTED, f"{where}: {key!r} is there, its transaction is " \
+            f"{statuses[writer].value}"
     for wp, key in acks.commit_called.items():
         if statuses[wp] is TxnStatus.COMMITTED:
             assert values.get(key) == b"%d" % wp, f"{where}: committed {wp} lost its write of {key!r}"
