@@ -67,6 +67,10 @@ WAL_LOG = "seaway.txn.wal"
 NAMESPACE = "txn"
 _STATE_HEAD = b"state"
 _STATE_CHUNK = b"state/"
+_APPLIED = b"applied/"
+"""``applied/<LSN>``: the metadata writes of the commit logged at LSN are in place (put with them, so
+that recovery applies only those of commits cut off before; applying the others again would put
+back values written since, outside the transaction). Those at or below a saved state are deleted."""
 _CHUNK_BYTES = 512 << 10
 CONFLICT_KEYS_MAX = 100_000
 WRITES_MAX = 1_000
@@ -117,6 +121,10 @@ class TxnInfo:
     logs: tuple[int, ...]
 
 
+def _applied_key(lsn: int) -> bytes:
+    return _APPLIED + b"%020d" % lsn
+
+
 def check_write_pointer(write_pointer: object) -> int:
     if not isinstance(write_pointer, int) or isinstance(write_pointer, bool) or not 0 < write_pointer < 2**64:
         raise InvalidArgumentError(f"a transaction id is an integer in (0, 2**64), got {write_pointer!r}")
@@ -153,6 +161,9 @@ class TransactionManager:
         self._cond = threading.Condition()
         self._committing: dict[int, tuple[int, frozenset[bytes]]] = {}
         self._saving = False
+        self._save_lock = threading.Lock()
+        """One save at a time: a save that began earlier must not land its state after a later
+        one trimmed the log past that earlier state's end."""
         self._edits_since_save = 0
         self._saved_at_s = self._clock.monotonic_s()
         self._expiries: list[tuple[int, int]] = []
@@ -189,21 +200,26 @@ class TransactionManager:
             state = TxnState.decode(raw, self.config.outcomes_max)
         for item in self._wal.read(start):
             if isinstance(item, Gap):
-                if item.type in (GapType.DATALOSS,):
+                # Trimmed past the saved state: the edits in between are gone as surely as lost ones.
+                if item.type in (GapType.DATALOSS, GapType.TRIM):
                     raise CorruptionError(f"the transaction log lost records {item.lsn_lo}-{item.lsn_hi}")
                 continue
             if not isinstance(item, Record):  # pragma: no cover - plain reads yield records and gaps
                 continue
             edit = decode_edit(item.payload)
             state.apply(edit)
-            if isinstance(edit, Commit) and edit.writes:
-                self._apply_writes(edit.writes)
+            if isinstance(edit, Commit) and edit.writes and self._meta.get(NAMESPACE, _applied_key(item.lsn)) is None:
+                self._apply_writes(edit.writes, item.lsn)
         for write_pointer, txn in state.in_progress.items():
             heapq.heappush(self._expiries, (txn.expiry_ms, write_pointer))
         return state
 
     def save(self) -> None:
         """Save the whole state and trim the log below it (done by itself every so often)."""
+        with self._save_lock:
+            self._save()
+
+    def _save(self) -> None:
         with self._cond:
             self._saving = True
             try:
@@ -211,12 +227,15 @@ class TransactionManager:
                     self._cond.wait()
                 raw = self.state.encode()
                 marker = self._append(Checkpoint())
+                self._edits_since_save = 0
             finally:
                 self._saving = False
                 self._cond.notify_all()
         lsn = marker.result()
         chunks = [raw[i:i + _CHUNK_BYTES] for i in range(0, len(raw), _CHUNK_BYTES)] or [b""]
-        batch = self._meta.batch().delete_prefix(NAMESPACE, _STATE_CHUNK)
+        # Every commit logged before the checkpoint has applied its writes (saving waited for them).
+        batch = (self._meta.batch().delete_prefix(NAMESPACE, _STATE_CHUNK)
+                 .delete_range(NAMESPACE, _APPLIED, _applied_key(lsn + 1)))
         for i, chunk in enumerate(chunks):
             batch.put(NAMESPACE, _STATE_CHUNK + b"%06d" % i, chunk)
         batch.put(NAMESPACE, _STATE_HEAD, json.dumps({"lsn": lsn, "chunks": len(chunks)}).encode()).commit()
@@ -228,8 +247,8 @@ class TransactionManager:
         self._edits_since_save += 1
         return self._wal.append_async(encode_edit(edit))
 
-    def _apply_writes(self, writes: Iterable[tuple[str, bytes, bytes | None]]) -> None:
-        batch = self._meta.batch()
+    def _apply_writes(self, writes: Iterable[tuple[str, bytes, bytes | None]], lsn: int) -> None:
+        batch = self._meta.batch().put(NAMESPACE, _applied_key(lsn), b"")
         for namespace, key, value in writes:
             if value is None:
                 batch.delete(namespace, key)
@@ -314,7 +333,7 @@ class TransactionManager:
                 self._committing[write_pointer] = (edit.commit_pointer, keys)
                 durable = self._append(edit)
         try:
-            durable.result()
+            lsn = durable.result()
         except BaseException:
             if failure is None:  # not known to be logged: it stays in progress, and times out
                 with self._cond:
@@ -326,7 +345,7 @@ class TransactionManager:
         if checked:
             # If this fails, the commit is logged but not applied: it stays "being committed" (never
             # timed out) until a restart applies it again from the log; the store is failing meanwhile.
-            self._apply_writes(checked)
+            self._apply_writes(checked, lsn)
         with self._cond:
             self.state.apply(edit)
             del self._committing[write_pointer]
@@ -374,6 +393,13 @@ class TransactionManager:
 
     def _tick(self) -> None:
         """Time out the transactions past their expiry; save the state when it is due."""
+        if self.run_timeouts():
+            self.save()
+
+    def run_timeouts(self) -> bool:
+        """Time out the transactions past their expiry now (done by itself every ``tick_s``);
+        return whether saving the state is due. Public for tests that drive the manager with a
+        fake clock and no background passes."""
         now_ms = self._clock.now_ms()
         pending: list[Future[int]] = []
         with self._cond:
@@ -390,8 +416,7 @@ class TransactionManager:
                    or self._clock.monotonic_s() - self._saved_at_s >= self.config.save_interval_s)
         for future in pending:
             future.result()
-        if due:
-            self.save()
+        return due
 
     def run_pruning(self) -> int:
         """Settle and prune the invalid list now (done by itself every ``prune_interval_s``);

@@ -135,11 +135,25 @@ def decode_edit(raw: bytes) -> Edit:
                                      for ns, key, v in fields["writes"])
         for name in ("logs", "tails", "write_pointers"):
             if name in fields:
-                fields[name] = tuple(int(v) for v in fields[name])
+                fields[name] = tuple(fields[name])
         edit: Edit = cls(**fields)
+        _check_types(edit)
         return edit
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptionError(f"a transaction log record does not decode: {exc!r:.200}") from None
+
+
+def _check_types(edit: Edit) -> None:
+    """Valid JSON is not yet a valid edit: every number of it is a 64-bit unsigned integer (not a
+    string, a float or a bool), every namespace a string."""
+    for name, value in vars(edit).items():
+        if name in ("conflicts", "writes"):  # bytes once decoded (fromhex checked them)
+            continue
+        for number in value if isinstance(value, tuple) else (value,):
+            if type(number) is not int or not 0 <= number < 2**64:
+                raise ValueError(f"{name} holds {number!r:.40}, not a 64-bit unsigned integer")
+    if isinstance(edit, Commit) and any(type(namespace) is not str for namespace, _, _ in edit.writes):
+        raise ValueError("a metadata write's namespace is not a string")
 
 
 class TxnState:

@@ -1,0 +1,298 @@
+"""The transaction manager of an embedded store, piece by piece: write pointers, bounds, group
+commit, saving and recovery, timeouts across a restart, and the ``Transaction`` handle."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import seaway
+from seaway import (
+    OverloadedError,
+    TransactionConflictError,
+    TransactionNotInProgressError,
+    TxnConfig,
+    TxnStatus,
+    UnknownTransactionError,
+)
+from seaway.log import CoalesceConfig, DiskWrite, MetaApi, Record
+from seaway.logsdb import PutRecords
+from seaway.testing import FakeClock
+from seaway.txn import TransactionManager
+from seaway.txn._manager import WAL_LOG
+from seaway.txn._state import decode_edit
+
+QUIET = {"tick_s": 3600.0, "prune_interval_s": 3600.0}
+"""No background passes: the tests run them."""
+
+
+def _config(**txn: Any) -> seaway.SeawayConfig:
+    return seaway.SeawayConfig(txn=TxnConfig(**{**QUIET, **txn}), retention=None)
+
+
+def manager_of(sw: seaway.Seaway) -> TransactionManager:
+    api = sw.txn.api
+    assert isinstance(api, TransactionManager)
+    return api
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: FakeClock) -> Iterator[seaway.Seaway]:
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        yield sw
+
+
+def wal_edits(sw: seaway.Seaway) -> list[str]:
+    """The kinds of the edits the write-ahead log holds (above its trim point)."""
+    return [type(decode_edit(item.payload)).__name__ for item in sw.logs.get(WAL_LOG).read()
+            if isinstance(item, Record)]
+
+
+def value(sw: seaway.Seaway, key: bytes) -> bytes | None:
+    got = sw.meta.get("m", key)
+    return None if got is None else got.value
+
+
+class SteppingClock:
+    """A wall clock a test may set back, as NTP sometimes does."""
+
+    def __init__(self, now_ms: int) -> None:
+        self.now = now_ms
+
+    def now_ms(self) -> int:
+        return self.now
+
+    def monotonic_s(self) -> float:
+        return 0.0
+
+
+def test_write_pointers_increase_when_the_clock_steps_back(tmp_path: Path) -> None:
+    clock = SteppingClock(1_700_000_000_000)
+    issued = []
+    for back_ms in (0, 10_000, 60_000):
+        clock.now -= back_ms
+        with seaway.open(tmp_path, _config(), clock=clock) as sw:
+            issued += [sw.txn.begin().id for _ in range(3)]
+            clock.now -= 5_000
+            issued.append(sw.txn.begin().id)
+    assert issued == sorted(issued) and len(set(issued)) == len(issued), issued
+
+
+def test_outcomes_are_bounded(tmp_path: Path, clock: FakeClock) -> None:
+    with seaway.open(tmp_path, _config(outcomes_max=3), clock=clock) as sw:
+        ids = []
+        for _ in range(5):
+            tx = sw.txn.begin()
+            tx.commit()
+            ids.append(tx.id)
+        assert [sw.txn.status(i) for i in ids] == [TxnStatus.UNKNOWN] * 2 + [TxnStatus.COMMITTED] * 3
+        with pytest.raises(UnknownTransactionError):  # a retried commit learns nothing wrong
+            sw.txn.commit(ids[0])
+        with pytest.raises(UnknownTransactionError):
+            sw.txn.abort(ids[1])
+        with pytest.raises(TransactionNotInProgressError):
+            sw.txn.commit(ids[4])
+
+
+def test_transactions_in_progress_are_bounded(tmp_path: Path, clock: FakeClock) -> None:
+    with seaway.open(tmp_path, _config(in_progress_max=2), clock=clock) as sw:
+        first, _ = sw.txn.begin(), sw.txn.begin()
+        with pytest.raises(OverloadedError) as info:
+            sw.txn.begin()
+        assert info.value.retriable
+        first.abort()
+        sw.txn.begin()
+
+
+def test_concurrent_begins_share_log_appends(tmp_path: Path, clock: FakeClock) -> None:
+    """Group commit: while one edit's append is on its way to the disk, the begins of other threads
+    wait for it and then go out together, as one append (one disk write and sync)."""
+    threads_n = 32
+    wal: list[int] = []  # the log id, once known
+    batches: list[int] = []  # records per append to the write-ahead log
+    hold = threading.Event()
+
+    def count(write: DiskWrite) -> None:
+        for op in write.ops:
+            if isinstance(op, PutRecords) and wal and op.log_id == wal[0]:
+                batches.append(len(op.payloads))
+                hold.wait(30)  # the first append is on its way while the others begin
+
+    with seaway.Seaway(tmp_path, _config(), clock, disk_fault=count) as sw:
+        manager = manager_of(sw)
+        wal.append(sw.logs.get(WAL_LOG).id)
+        threads = [threading.Thread(target=manager.begin) for _ in range(threads_n)]
+        for t in threads:
+            t.start()
+        # Every begin has issued its edit once all are in the list (the edit is appended with it).
+        while len(manager.list()) < threads_n:
+            threading.Event().wait(0.001)
+        hold.set()
+        for t in threads:
+            t.join(30)
+        assert len(manager.list()) == threads_n
+    assert sum(batches) == threads_n
+    # The first few alone (as many as a log keeps in flight), then all the others together.
+    assert len(batches) <= CoalesceConfig().batches_in_flight_max + 1, batches
+
+
+def test_saving_trims_the_log_and_recovery_goes_on_from_the_saved_state(tmp_path: Path, clock: FakeClock) -> None:
+    with seaway.open(tmp_path, _config(), clock=clock) as sw:
+        log_id = sw.logs.create("data").id
+        committed = sw.txn.begin()
+        committed.stage_put("m", b"k", b"before the save")
+        committed.commit()
+        aborted = sw.txn.begin()
+        aborted.register_logs([log_id])
+        aborted.abort()
+        open_before = sw.txn.begin(timeout_s=60)
+        manager_of(sw).save()
+        wal = sw.logs.get(WAL_LOG)
+        assert wal.trim_point() == wal.tail_lsn() and wal_edits(sw) == []
+        after = sw.txn.begin()
+        after.stage_put("m", b"k2", b"after the save")
+        after.commit()
+        open_before.register_logs([log_id])
+        assert wal_edits(sw) == ["Begin", "Commit", "Register"]
+        snapshot = sw.txn.snapshot()
+    with seaway.open(tmp_path, _config(), clock=clock) as sw:
+        assert sw.txn.status(committed.id) is TxnStatus.COMMITTED
+        assert sw.txn.status(aborted.id) is TxnStatus.ABORTED
+        assert sw.txn.status(open_before.id) is TxnStatus.IN_PROGRESS
+        assert sw.txn.status(after.id) is TxnStatus.COMMITTED
+        assert sw.txn.snapshot() == snapshot
+        assert [(i.id, i.logs) for i in sw.txn.list()] == [(open_before.id, (log_id,)), (aborted.id, (log_id,))]
+        assert [value(sw, k) for k in (b"k", b"k2")] == [b"before the save", b"after the save"]
+        assert sw.txn.begin().id > after.id
+
+
+def test_saving_is_due_again_only_after_more_edits(tmp_path: Path, clock: FakeClock) -> None:
+    with seaway.open(tmp_path, _config(save_edits=3, save_interval_s=100), clock=clock) as sw:
+        manager = manager_of(sw)
+        for _ in range(2):
+            sw.txn.begin()
+        assert not manager.run_timeouts()
+        sw.txn.begin()
+        assert manager.run_timeouts()
+        manager.save()
+        assert not manager.run_timeouts(), "a save is due after every tick once save_edits were made"
+        clock.advance(100)
+        assert manager.run_timeouts()
+        manager.save()
+        assert not manager.run_timeouts()
+
+
+class _GatedMeta:
+    """The metadata store, but the first ``batch()`` that a thread named ``gated`` asks for waits
+    until released: so that a test can hold one save between its checkpoint and its saved state."""
+
+    def __init__(self, meta: MetaApi) -> None:
+        self._meta = meta
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def batch(self) -> Any:
+        if threading.current_thread().name == "gated" and not self.reached.is_set():
+            self.reached.set()
+            self.release.wait(30)
+        return self._meta.batch()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._meta, name)
+
+
+def test_saves_at_once_leave_the_newest_state(tmp_path: Path, clock: FakeClock) -> None:
+    """A save that reached the disk before another one that began earlier is not undone by it: the
+    older saved state would cover less than the log has since been trimmed of."""
+    with seaway.open(tmp_path, _config(), clock=clock) as sw:
+        meta = _GatedMeta(sw.meta)
+        manager = TransactionManager(sw.logs, meta, clock, TxnConfig(**QUIET))  # type: ignore[arg-type]
+        first = threading.Thread(target=manager.save, name="gated")
+        first.start()
+        assert meta.reached.wait(30)
+        txn = manager.begin().write_pointer
+        manager.commit(txn)
+        second = threading.Thread(target=manager.save)
+        second.start()
+        # The second save either finishes now (and the first must not undo it) or waits for the first.
+        second.join(0.5)
+        meta.release.set()
+        first.join(30)
+        second.join(30)
+        assert not first.is_alive() and not second.is_alive()
+    with seaway.open(tmp_path, _config(), clock=clock) as sw:
+        assert sw.txn.status(txn) is TxnStatus.COMMITTED
+
+
+def test_a_commits_writes_do_not_come_back_over_later_writes(store: seaway.Seaway, tmp_path: Path,
+                                                             clock: FakeClock) -> None:
+    tx = store.txn.begin()
+    tx.stage_put("m", b"position", b"1")
+    tx.stage_delete("m", b"gone")
+    tx.commit()
+    store.meta.put("m", b"position", b"2")
+    store.meta.put("m", b"gone", b"back")
+    store.close()
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        assert value(sw, b"position") == b"2"
+        assert value(sw, b"gone") == b"back"
+
+
+def test_in_progress_transactions_survive_a_restart_until_their_timeout(store: seaway.Seaway, tmp_path: Path,
+                                                                         clock: FakeClock) -> None:
+    tx = store.txn.begin(timeout_s=5)
+    tx.register_logs([store.logs.create("l").id])
+    store.close()
+    clock.advance(4)
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        manager = manager_of(sw)
+        manager.run_timeouts()
+        assert sw.txn.status(tx.id) is TxnStatus.IN_PROGRESS
+        assert tx.id in sw.txn.snapshot().in_progress
+        clock.advance(1)
+        manager.run_timeouts()
+        assert sw.txn.status(tx.id) is TxnStatus.TIMED_OUT
+        assert sw.txn.snapshot().invalid == (tx.id,)
+
+
+def test_the_handle_commits_on_leaving_the_block_and_aborts_on_an_exception(store: seaway.Seaway) -> None:
+    with store.transaction() as tx:
+        tx.stage_put("m", b"a", b"1")
+    assert tx.status is TxnStatus.COMMITTED and store.txn.status(tx.id) is TxnStatus.COMMITTED
+    with pytest.raises(RuntimeError), store.transaction() as failed:
+        failed.stage_put("m", b"b", b"1")
+        raise RuntimeError("the work failed")
+    assert store.txn.status(failed.id) is TxnStatus.ABORTED
+    assert store.meta.get("m", b"a") is not None and store.meta.get("m", b"b") is None
+
+
+def test_the_later_of_two_conflicting_commits_fails_and_is_aborted(store: seaway.Seaway) -> None:
+    first, second, other = store.txn.begin(), store.txn.begin(), store.txn.begin()
+    for tx in (first, second):
+        tx.add_conflicts(b"account/7")
+        tx.stage_put("m", b"balance", b"%d" % tx.id)
+    other.add_conflicts(b"account/8")
+    second.commit()
+    with pytest.raises(TransactionConflictError):
+        first.commit()
+    other.commit()
+    assert first.status is TxnStatus.ABORTED and store.txn.status(first.id) is TxnStatus.ABORTED
+    assert value(store, b"balance") == b"%d" % second.id
+    late = store.txn.begin()  # began after the commit: no conflict
+    late.add_conflicts(b"account/7")
+    late.commit()
+
+
+def test_a_log_trimmed_past_the_saved_state_fails_recovery_loudly(store: seaway.Seaway, tmp_path: Path,
+                                                                    clock: FakeClock) -> None:
+    tx = store.txn.begin()
+    tx.commit()
+    wal = store.logs.get(WAL_LOG)
+    wal.trim(wal.tail_lsn())  # the commit's edit is gone, and no saved state holds it
+    store.close()
+    with pytest.raises(seaway.CorruptionError):
+        seaway.open(tmp_path / "data", _config(), clock=clock)

@@ -1,0 +1,147 @@
+"""The manager's edits and saved state on disk: what is encoded decodes to the same thing, and what
+is damaged fails with CorruptionError (never with another exception, never as a different edit)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from seaway import CorruptionError
+from seaway.txn._state import (
+    Abort,
+    Begin,
+    Checkpoint,
+    Commit,
+    Edit,
+    Prune,
+    Register,
+    Settle,
+    TimeOut,
+    TxnState,
+    TxnStatus,
+    decode_edit,
+    encode_edit,
+)
+
+u64 = st.integers(1, 2**64 - 1)
+ms = st.integers(0, 2**48)
+lsns = st.lists(st.integers(0, 2**63), max_size=4).map(tuple)
+log_ids = st.lists(st.integers(1, 2**32), max_size=4).map(tuple)
+keys = st.binary(min_size=1, max_size=8)
+writes = st.lists(st.tuples(st.sampled_from(["m", "consumers"]), keys, st.none() | st.binary(max_size=8)),
+                  max_size=3).map(tuple)
+
+edits: st.SearchStrategy[Edit] = st.one_of(
+    st.builds(Begin, u64, ms, st.integers(1, 3_600_000)),
+    st.builds(Register, u64, log_ids),
+    st.builds(Commit, u64, u64, st.lists(keys, max_size=3).map(tuple), writes),
+    st.builds(Abort, u64, ms),
+    st.builds(TimeOut, u64, ms),
+    st.builds(Settle, u64, lsns),
+    st.builds(Prune, st.lists(u64, max_size=4).map(tuple)),
+    st.just(Checkpoint()),
+)
+
+
+@given(edits)
+def test_an_edit_decodes_to_itself(edit: Edit) -> None:
+    assert decode_edit(encode_edit(edit)) == edit
+
+
+@given(edits, st.data())
+def test_a_cut_off_edit_is_corruption(edit: Edit, data: st.DataObject) -> None:
+    raw = encode_edit(edit)
+    cut = data.draw(st.integers(0, len(raw) - 1))
+    with pytest.raises(CorruptionError):
+        decode_edit(raw[:cut])
+
+
+@given(st.binary(max_size=64))
+def test_random_bytes_are_corruption(raw: bytes) -> None:
+    with pytest.raises(CorruptionError):
+        decode_edit(raw)
+
+
+_WRONG_VALUES: list[object] = [None, "12", 1.5, -1, True, [], {}, 2**64]
+
+
+def _numeric_fields(edit: Edit) -> list[str]:
+    return [name for name, value in vars(edit).items() if isinstance(value, int)]
+
+
+@given(edits.filter(lambda e: bool(_numeric_fields(e))), st.data())
+def test_a_field_of_the_wrong_type_is_corruption(edit: Edit, data: st.DataObject) -> None:
+    """A record that is valid JSON but not a valid edit (a pointer that is a string, negative, a
+    float, beyond 64 bits) must not be applied as if it were one."""
+    fields: dict[str, Any] = json.loads(encode_edit(edit))
+    name = data.draw(st.sampled_from(_numeric_fields(edit)))
+    fields[name] = data.draw(st.sampled_from(_WRONG_VALUES))
+    with pytest.raises(CorruptionError):
+        decode_edit(json.dumps(fields).encode())
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"k":"Register","write_pointer":1,"logs":["x"]}',
+    b'{"k":"Register","write_pointer":1,"logs":[1.5]}',
+    b'{"k":"Prune","write_pointers":[-3]}',
+    b'{"k":"Commit","write_pointer":1,"commit_pointer":1,"conflicts":["zz"],"writes":[]}',
+    b'{"k":"Commit","write_pointer":1,"commit_pointer":1,"conflicts":[],"writes":[[5,"00",null]]}',
+    b'{"k":"Commit","write_pointer":1,"commit_pointer":1,"conflicts":[],"writes":[["m","00"]]}',
+    b'{"k":"Checkpoint","extra":1}',
+    b'{"k":"Nope"}',
+    b'{"write_pointer":1}',
+    b'[1,2]',
+    b'null',
+    b'\xff\xfe',
+])
+def test_malformed_edits_are_corruption(raw: bytes) -> None:
+    with pytest.raises(CorruptionError):
+        decode_edit(raw)
+
+
+def _busy_state() -> TxnState:
+    state = TxnState(outcomes_max=3)
+    for wp in range(1, 8):
+        state.apply(Begin(wp, 1000 + wp, 5000))
+    state.apply(Register(2, (7, 9)))
+    state.apply(Register(3, (4,)))
+    state.apply(Commit(1, 7, (b"a",), ((("m", b"k", b"v")),)))
+    state.apply(Abort(2, 2000))
+    state.apply(TimeOut(3, 9000))
+    state.apply(Commit(4, 7))
+    state.apply(Abort(5, 2001))
+    state.apply(Settle(2, (10, 11)))
+    return state
+
+
+def test_the_saved_state_decodes_to_the_same_state() -> None:
+    state = _busy_state()
+    again = TxnState.decode(state.encode(), outcomes_max=3)
+    assert again.encode() == state.encode()
+    assert again.snapshot() == state.snapshot()
+    for wp in range(0, 9):
+        assert again.status(wp) is state.status(wp)
+    assert state.status(1) is TxnStatus.UNKNOWN  # three outcomes kept: 2, 3 (invalid), 4, 5
+    assert again.status(2) is TxnStatus.ABORTED and again.invalid[2].tails == (10, 11)
+    assert again.status(3) is TxnStatus.TIMED_OUT
+    assert again.conflicting(6, frozenset({b"a"})) == b"a"  # 1 committed after 6 began
+
+
+@given(st.data())
+def test_a_damaged_saved_state_is_corruption(data: st.DataObject) -> None:
+    raw = _busy_state().encode()
+    cut = data.draw(st.integers(0, len(raw) - 1))
+    with pytest.raises(CorruptionError):
+        TxnState.decode(raw[:cut])
+
+
+@pytest.mark.parametrize("raw", [b"{}", b"[]", b'{"last":"x"}', b"\xff", b"null",
+                                 b'{"last":1,"in_progress":[[1,2]],"invalid":[],"committed":[],"outcomes":[]}',
+                                 b'{"last":1,"in_progress":[],"invalid":[],"committed":[],"outcomes":[[1,"MAYBE"]]}'])
+def test_malformed_saved_states_are_corruption(raw: bytes) -> None:
+    with pytest.raises(CorruptionError):
+        TxnState.decode(raw)
