@@ -49,7 +49,7 @@ def drain(reader: EventReader, idle_s: float = 0.3) -> list[bytes]:
 
 
 def read_count(reader: EventReader, count: int, timeout_s: float = 10.0) -> list[bytes]:
-    out = []
+    out: list[bytes] = []
     while len(out) < count:
         event = reader.read_next(timeout_s)
         assert event is not None, f"only {len(out)} of {count} events came: {out}"
