@@ -34,8 +34,9 @@ Transactions. On a stream created ``transactional``, a write may be made in a tr
 (``write(event, key, txn=tx)``): its events are stored at once, framed with the transaction's write
 pointer (see :mod:`seaway.streams._framing`), and readers deliver them only once the transaction
 committed. Before a transaction's write is sent to a segment, that segment's log is registered
-with the transaction (so that the manager knows where an aborted transaction's data lies); a
-rerouted write is registered with its successor's log before it is sent there. The writer hooks
+with the transaction (so that the manager knows where an aborted transaction's data lies): at its
+first write through the writer, every segment's log the writer routes to, in one call; a rerouted
+write is registered with its successor's log before it is sent there. The writer hooks
 each transaction it writes in: its commit first waits until every write the transaction made
 through this writer is stored, and fails (so the transaction aborts) if one of them failed.
 """
@@ -319,17 +320,22 @@ class EventWriter:
         batch = self._make_batch(events, routing_key, txn)
         deadline = time.monotonic() + self.config.room_wait_s
         log_id = 0
+        logs: list[int] = []
         if txn is not None:
             with self._lock:
                 log_id = self._queue_at(batch.position).log.id
+                # The first write of a transaction through this writer registers every segment's
+                # log at once: one durable manager call, rather than one per segment written.
+                logs = [log_id] if txn.id in self._txns else [log_id, *(q.log.id for q in self._queues.values())]
         for _ in range(REGISTER_ATTEMPTS_MAX):
-            if txn is not None:  # outside the lock: a manager round trip (the first time per log)
-                txn.register_logs([log_id])
+            if txn is not None:  # outside the lock: a manager round trip, unless all are registered already
+                txn.register_logs(logs)
             with self._room:
                 self._wait_room(batch, deadline)
                 target = self._queue_at(batch.position)
                 if txn is not None and target.log.id != log_id:
                     log_id = target.log.id  # rerouted meanwhile by a scaling: register, look again
+                    logs = [log_id]
                     continue
                 self._events += len(batch.events)
                 self._bytes += batch.size
