@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -315,3 +316,22 @@ def test_random_interleavings_deliver_exactly_the_committed_events_in_key_order(
     for payload in delivered:
         by_key[payload.decode().split(":")[0]].append(payload)
     assert dict(by_key) == {k: v for k, v in expected.items() if v}, f"seed {seed}"
+
+
+def test_a_commit_waits_until_its_writes_are_stored(sw: Any) -> None:
+    stream = make_stream(sw)
+    gate = Gate(sw.logs)
+    writer = EventWriter(stream, gate, "w")
+    tx = sw.transaction()
+    writer.write(b"early", "k", txn=tx).result(10)
+    gate.close()
+    held = writer.write(b"held", "k", txn=tx)
+    committing = threading.Thread(target=tx.commit)
+    committing.start()
+    committing.join(0.3)
+    assert committing.is_alive() and sw.txn.status(tx.id) is TxnStatus.IN_PROGRESS, "committed before its write"
+    gate.open()
+    committing.join(10)
+    assert held.done() and sw.txn.status(tx.id) is TxnStatus.COMMITTED
+    writer.close()
+    assert read_count(reader_of(sw, stream), 2) == [b"early", b"held"]
