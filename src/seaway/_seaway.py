@@ -52,7 +52,7 @@ class Seaway:
             self._txn_manager = TransactionManager(self.logs, self.meta, clock, self.config.txn)
             self._txn_manager.start()
             self.txn = Transactions(self._txn_manager)
-            self.streams = Streams(self.logs, self.meta, clock)
+            self.streams = Streams(self.logs, self.meta, clock, self.txn)
             self.queues = Queues(self.logs, self.meta, self.txn, clock)
             # A change a killed process left half-done (a scaling, seal, truncation, deletion) is
             # finished now, before anything else meets it: the steps are idempotent.

@@ -41,6 +41,10 @@ def test_bench_stream_reports_write_and_read_ratios_embedded_and_remote(cli: Cli
                 assert _positive(figures[key]), key
             expected = figures[f"{mode}_stream_write_per_s_{n}"] / figures[f"{mode}_log_write_per_s_{n}"]
             assert abs(figures[f"{mode}_ratio_{n}"] - expected) < 0.01 * expected + 0.002
+    for n in (1, 64):  # transactions: embedded (the remote client has none in this branch yet)
+        assert _positive(figures[f"embedded_txn_write_per_s_{n}"])
+        expected = figures[f"embedded_txn_write_per_s_{n}"] / figures[f"embedded_stream_write_per_s_{n}"]
+        assert abs(figures[f"embedded_txn_ratio_{n}"] - expected) < 0.01 * expected + 0.002
 
 
 def test_bench_stream_segments_reports_scale_and_delete_times(cli: Cli) -> None:

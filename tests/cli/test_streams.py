@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import seaway
 from tests.cli.conftest import Cli, Where
 
 
@@ -74,3 +76,30 @@ def test_reader_groups_from_the_shell(cli: Cli, where: Where) -> None:
     assert cli("reader-group", "delete", group, *where.args).status == 0
     gone = cli("reader-group", "describe", group, *where.args)
     assert gone.status == 1 and "[UNKNOWN_READER_GROUP]" in gone.err
+
+
+def test_transactional_streams_from_the_shell(cli: Cli, tmp_path: Path) -> None:
+    # A data directory only: the remote client has no transactions in this branch yet.
+    where = ("--data-dir", str(tmp_path / "data"))
+    assert cli("scope", "create", "t", *where).status == 0
+    assert cli("stream", "create", "t/s", "--transactional", *where).status == 0
+    assert json.loads(cli("stream", "describe", "t/s", *where, "--json").out)["config"]["transactional"] is True
+    assert cli("stream", "write", "t/s", "a", "--key", "k", *where).status == 0
+    wrote = json.loads(cli("stream", "write", "t/s", "b", "c", "--key", "k", "--txn", *where, "--json").out)
+    assert wrote["written"] == 2 and wrote["txn"] > 0
+    read = [json.loads(line)["event"] for line in cli("stream", "read", "t/s", *where, "--json").out.splitlines()]
+    assert read == ["a", "b", "c"]
+    with seaway.open(tmp_path / "data") as sw:  # one transaction left open, one aborted
+        stream = sw.streams.get("t/s")
+        with stream.writer() as writer:
+            aborted = sw.transaction()
+            writer.write(b"never", "other", txn=aborted).result(10)
+            aborted.abort()
+            writer.write(b"d", "other").result(10)
+            writer.write(b"open", "k", txn=sw.transaction()).result(10)
+            writer.write(b"e", "k").result(10)
+    read = [json.loads(line)["event"] for line in cli("stream", "read", "t/s", *where, "--json").out.splitlines()]
+    assert read == ["a", "b", "c", "d"]  # "e" waits behind the open transaction's event
+    assert cli("stream", "create", "t/plain", *where).status == 0
+    refused = cli("stream", "write", "t/plain", "x", "--txn", *where)
+    assert refused.status == 1 and "[INVALID_ARGUMENT]" in refused.err

@@ -9,6 +9,10 @@ Each runs embedded and through a server started for the run; each side runs ``ro
 alternating which goes first, and the best time counts (the one least disturbed by others on a
 shared machine). The ratios (stream path over log path) are the figures that matter.
 
+The transaction path (where the store offers transactions) writes the same batches to a
+transactional stream, ``txn_batches`` batches per transaction (each commit waits for its writes),
+and reads the logs back; its ratio is over the stream path (plain writes to a plain stream).
+
 ``--segments`` measures the control plane instead: ``scales`` scalings of one stream, splits and
 merges alternating (each makes new segment logs and seals old ones), then deleting the stream
 (every segment log). The reference is making and deleting as many logs directly.
@@ -52,6 +56,8 @@ class StreamBenchConfig:
     rounds: int = 2
     remote: bool = True
     """Also through a server started for the run."""
+    txn_batches: int = 10
+    """Batches written per transaction on the transaction path."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,30 @@ def _stream_path(sw: Any, name: str, segments: int, batches: list[tuple[bytes, .
     return write_s, read_s, count, len(written)
 
 
+def _txn_path(sw: Any, name: str, segments: int, batches: list[tuple[bytes, ...]], keys: list[str],
+              txn_batches: int) -> tuple[float, float, int]:
+    """Write the batches to a transactional stream, ``txn_batches`` per transaction, committing
+    each; the time, the time to read the segments' logs back, and the records read."""
+    stream: Stream = sw.streams.create(name, segments=segments, transactional=True)
+    futures = []
+    with stream.writer() as writer:
+        start = time.perf_counter()
+        for first in range(0, len(batches), txn_batches):
+            with sw.transaction() as tx:
+                for i in range(first, min(first + txn_batches, len(batches))):
+                    futures.append(writer.write_batch(batches[i], keys[i % len(keys)], txn=tx))
+        write_s = time.perf_counter() - start
+    for future in futures:  # every write stored (a failure raises here)
+        future.result(0)
+    start = time.perf_counter()
+    logs = [sw.logs.get(s.log_id) for s in stream.segments_between(stream.head(), stream.tail())]
+    count = _read_logs(sw, logs)
+    read_s = time.perf_counter() - start
+    stream.seal()
+    stream.delete()
+    return write_s, read_s, count
+
+
 def _best(runs: Sequence[tuple[float, float, int] | tuple[float, float, int, int]],
           events: int) -> tuple[float, float]:
     for _, _, count, *_ in runs:
@@ -172,10 +202,11 @@ def run_stream_bench(config: StreamBenchConfig) -> dict[str, Any]:
         "batch_events": config.batch_events,
         "routing_keys": config.routing_keys,
         "rounds": config.rounds,
+        "txn_batches": config.txn_batches,
         "durability": "sync (default: an fsync per append, shared by concurrent ones)",
     }
     ratios: dict[str, float] = {}
-    runs_total = (2 if config.remote else 1) * len(config.segment_counts) * config.rounds * 2
+    runs_total = len(config.segment_counts) * config.rounds * (3 + (2 if config.remote else 0))
     with _stores(config.remote) as modes, Progress(runs_total, "bench stream") as progress:
         for mode, connect in modes:
             with connect() as sw:
@@ -184,10 +215,15 @@ def run_stream_bench(config: StreamBenchConfig) -> dict[str, Any]:
                 for segments in config.segment_counts:
                     log_runs: list[tuple[float, float, int]] = []
                     stream_runs: list[tuple[float, float, int, int]] = []
+                    txn_runs: list[tuple[float, float, int]] = []
+                    sides = ("log", "stream", "txn") if hasattr(sw, "transaction") else ("log", "stream")
                     for round_ in range(config.rounds):
-                        for side in ("log", "stream") if round_ % 2 == 0 else ("stream", "log"):
+                        for side in sides if round_ % 2 == 0 else sides[::-1]:
                             if side == "log":
                                 log_runs.append(_log_path(sw, f"{scope}-{segments}-{round_}", batches))
+                            elif side == "txn":
+                                txn_runs.append(_txn_path(sw, f"{scope}/t{segments}-{round_}", segments, batches,
+                                                          keys, config.txn_batches))
                             else:
                                 stream_runs.append(_stream_path(sw, f"{scope}/s{segments}-{round_}", segments,
                                                                 batches, keys))
@@ -201,6 +237,10 @@ def run_stream_bench(config: StreamBenchConfig) -> dict[str, Any]:
                     figures[f"{mode}_stream_read_per_s_{segments}"] = round(config.events / stream_read_s)
                     ratios[f"{mode}_ratio_{segments}"] = round(log_write_s / stream_write_s, 3)
                     ratios[f"{mode}_read_ratio_{segments}"] = round(log_read_s / stream_read_s, 3)
+                    if txn_runs:
+                        txn_write_s, _ = _best(txn_runs, config.events)
+                        figures[f"{mode}_txn_write_per_s_{segments}"] = round(config.events / txn_write_s)
+                        ratios[f"{mode}_txn_ratio_{segments}"] = round(stream_write_s / txn_write_s, 3)
     return {**figures, **ratios,
             "targets": {"ratio_1": 0.8, "ratio_64": 0.7},
             "machine": machine()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from typing import Any
 
 from seaway._errors import InvalidArgumentError
@@ -21,7 +22,9 @@ from seaway.streams import (
     Segment,
     StreamCut,
     segment_str,
+    unframe,
 )
+from seaway.txn import Snapshot, Visibility
 
 _READ_ONLY = {("scope", "list"), ("stream", "list"), ("stream", "describe"), ("stream", "read"), ("stream", "history")}
 
@@ -47,6 +50,8 @@ def add_stream_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
                                           "(a rate per segment per second)")
         op.add_argument("--retention", help="time:MIN_S[:MAX_S] or size:MIN_BYTES[:MAX_BYTES]")
     create.add_argument("--segments", type=int, help="segments to start with (default: the policy's minimum)")
+    create.add_argument("--transactional", action="store_true",
+                        help="events may be written in transactions (fixed for the stream's life)")
     ops.add_parser("list", parents=[common], help="a scope's streams").add_argument("scope")
     for name, text in (("describe", "configuration, state and current segments"),
                        ("seal", "no more writes; readers reach the end"),
@@ -64,6 +69,8 @@ def add_stream_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     write.add_argument("stream")
     write.add_argument("events", nargs="*")
     write.add_argument("--key", help="the routing key of every event")
+    write.add_argument("--txn", action="store_true",
+                       help="write the events in one transaction: all are seen, or none (a transactional stream)")
     read = ops.add_parser("read", parents=[common], help="print the events of every segment, in key order")
     read.add_argument("stream")
     history = ops.add_parser("history", parents=[common], help="the scalings, with their reasons")
@@ -149,7 +156,8 @@ def run_stream(args: argparse.Namespace) -> None:
             out(args, names, "\n".join(names))
             return
         if args.op == "create":
-            stream = sw.streams.create(args.stream, scaling=scaling, retention=retention, segments=args.segments)
+            stream = sw.streams.create(args.stream, scaling=scaling, retention=retention, segments=args.segments,
+                                       transactional=args.transactional)
             out(args, {"stream": stream.name, "segments": [_segment_json(s) for s in stream.current_segments()]},
                 f"created stream {stream.name} with {len(stream.current_segments())} segments")
             return
@@ -184,10 +192,13 @@ def run_stream(args: argparse.Namespace) -> None:
             out(args, {"head": json.loads(stream.head().to_json())}, f"truncated {stream.name} at {cut.to_json()}")
         elif args.op == "write":
             events = [e.encode() for e in args.events] or [line.rstrip("\n").encode() for line in sys.stdin]
-            with stream.writer() as writer:
-                acks = [writer.write(e, args.key) for e in events]
+            if args.txn and getattr(sw, "transaction", None) is None:
+                raise InvalidArgumentError("--txn needs transactions, which this connection does not offer")
+            with stream.writer() as writer, sw.transaction() if args.txn else nullcontext() as tx:
+                acks = [writer.write(e, args.key, txn=tx) for e in events]
                 done = [a.result(60) for a in acks]
-            out(args, {"written": len(done)}, f"wrote {len(done)} events to {stream.name}")
+            out(args, {"written": len(done), **({"txn": tx.id} if tx else {})},
+                f"wrote {len(done)} events to {stream.name}" + (f" in transaction {tx.id}" if tx else ""))
         elif args.op == "read":
             _read_all(sw, stream, args)
         elif args.op == "history":
@@ -202,9 +213,12 @@ def run_stream(args: argparse.Namespace) -> None:
 
 def _read_all(sw: Any, stream: Any, args: argparse.Namespace) -> None:
     """Every event from the head, segment by segment in order of generation (so each key's events
-    come in the order written); a segment's events stop at its tail."""
+    come in the order written); a segment's events stop at its tail. On a transactional stream,
+    what one snapshot shows: events of committed transactions, none of aborted ones, and a
+    segment stops at an event of a transaction still in progress."""
     head = stream.head().positions
     segments = stream.segments_between(stream.head(), stream.tail())
+    snapshot = _snapshot(sw) if stream.config.transactional else None
     for segment in sorted(segments, key=lambda s: (s.generation, s.key_lo)):
         log = sw.logs.get(segment.log_id)
         start = head.get(segment.id, 1)
@@ -213,11 +227,28 @@ def _read_all(sw: Any, stream: Any, args: argparse.Namespace) -> None:
             continue
         for item in log.read(start, min(tail, LSN_MAX)):
             if isinstance(item, Record):
-                text = item.payload.decode(errors="replace")
+                payload = item.payload
+                if snapshot is not None:
+                    write_pointer, payload = unframe(payload)
+                    seen = Visibility.VISIBLE if not write_pointer else snapshot.visibility(write_pointer)
+                    if seen is Visibility.WAIT:
+                        break
+                    if seen is Visibility.SKIP:
+                        continue
+                text = payload.decode(errors="replace")
                 if args.json:
                     print(json.dumps({"segment": segment_str(segment.id), "lsn": item.lsn, "event": text}))
                 else:
                     print(f"{segment_str(segment.id)}\t{lsn_str(item.lsn)}\t{text}")
+
+
+def _snapshot(sw: Any) -> Snapshot:
+    txn = getattr(sw, "txn", None)
+    if txn is None:
+        raise InvalidArgumentError("the stream is transactional: reading it needs transactions, which this "
+                                   "connection does not offer")
+    snapshot: Snapshot = txn.snapshot()
+    return snapshot
 
 
 def run_reader_group(args: argparse.Namespace) -> None:

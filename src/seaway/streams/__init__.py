@@ -19,6 +19,7 @@ from seaway.streams._config import (
     StreamConfig,
 )
 from seaway.streams._cut import StreamCut
+from seaway.streams._framing import unframe
 from seaway.streams._names import parse_segment, segment_str
 from seaway.streams._reader_group import Event, EventReader, ReaderConfig, ReaderGroup, ReaderGroupInfo
 from seaway.streams._records import Delta, Generation, Segment
@@ -53,4 +54,5 @@ __all__ = [
     "key_position",
     "parse_segment",
     "segment_str",
+    "unframe",
 ]

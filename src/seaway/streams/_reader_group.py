@@ -41,6 +41,16 @@ that meets events truncated away under it (its segment trimmed below its positio
 whole) gets :class:`StreamTruncatedError` from :meth:`EventReader.read_next`, naming the segment and
 the position lost, once per segment; its next read goes on from where the stream's events now begin
 (the trim point, or the deleted segment's successors), as Pravega's ``TruncatedDataException``.
+
+Transactions. On a transactional stream a reader delivers an event written in a transaction only
+once its snapshot of the transaction manager says the transaction committed; it steps over one
+that aborted or timed out. At one still in progress it stops that segment there (its *stable
+position*): it delivers nothing after it in that segment, stops reading the segment's log, and
+takes fresh snapshots (with a backoff from ``txn_poll_s_min`` to ``txn_poll_s_max``) until the
+transaction ends, then reads on from it. So a transaction that commits late is never skipped, a
+key's events keep their order, a segment is not finished (its successors not started) while it
+holds an unresolved event, and the positions the reader stores never pass an event it has not
+delivered. The other segments it holds are read meanwhile.
 """
 
 from __future__ import annotations
@@ -67,14 +77,21 @@ from seaway._errors import (
     UnknownLogError,
     UnknownReaderGroupError,
 )
+from seaway._invariant import invariant
 from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, MetaApi, Record
 from seaway.streams._api import LogsApi
 from seaway.streams._cut import StreamCut
+from seaway.streams._framing import unframe
 from seaway.streams._metadata import NAMESPACE
 from seaway.streams._names import check_part, generation_of, segment_str
+from seaway.txn import Visibility
 
 if TYPE_CHECKING:
     from seaway.streams._streams import Stream
+    from seaway.txn import Snapshot
+
+SnapshotSource = Callable[[], "Snapshot"]
+"""Where readers take snapshots of the transaction manager (``sw.txn.snapshot``)."""
 
 READERS_MAX = 1_000
 """Readers of one group at once (the state record holds them all)."""
@@ -121,6 +138,10 @@ class ReaderConfig:
     segments released by others, or readers that joined)."""
     buffered_items_max: int = 2_000
     """The bound of the underlying multiplexed log reader."""
+    txn_poll_s_min: float = 0.001
+    """On a transactional stream, the first wait before a segment stopped at a transaction in
+    progress looks again (with a fresh snapshot); it doubles on each look up to ``txn_poll_s_max``."""
+    txn_poll_s_max: float = 0.1
 
     def __post_init__(self) -> None:
         if not isinstance(self.batch_items_max, int) or not 1 <= self.batch_items_max <= 10_000:
@@ -129,6 +150,12 @@ class ReaderConfig:
             raise InvalidArgumentError(f"sync_interval_s is in (0, 60], got {self.sync_interval_s!r}")
         if not isinstance(self.buffered_items_max, int) or self.buffered_items_max < self.batch_items_max:
             raise InvalidArgumentError("buffered_items_max must be at least batch_items_max")
+        for name in ("txn_poll_s_min", "txn_poll_s_max"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 60:
+                raise InvalidArgumentError(f"{name} is in (0, 60], got {value!r}")
+        if self.txn_poll_s_min > self.txn_poll_s_max:
+            raise InvalidArgumentError("txn_poll_s_min must not exceed txn_poll_s_max")
 
 
 @dataclass(frozen=True)
@@ -282,10 +309,12 @@ def _unkeyed(positions: Mapping[str, int]) -> dict[int, int]:
 class ReaderGroups:
     """Create, find and delete reader groups (behind ``sw.streams``)."""
 
-    def __init__(self, logs: LogsApi, meta: MetaApi, get_stream: Callable[[str], Stream]) -> None:
+    def __init__(self, logs: LogsApi, meta: MetaApi, get_stream: Callable[[str], Stream],
+                 snapshot: SnapshotSource | None = None) -> None:
         self._logs = logs
         self._meta = meta
         self._get_stream = get_stream
+        self._snapshot = snapshot
 
     def create(self, name: str, stream: str | Stream, start: StreamCut | None = None,
                end: StreamCut | None = None, *, retention_subscribed: bool = False) -> ReaderGroup:
@@ -320,7 +349,7 @@ class ReaderGroups:
             batch.commit()
         except ConditionFailedError:
             raise ReaderGroupExistsError(f"reader group {name!r} exists") from None
-        return ReaderGroup(self._logs, self._meta, name, conf, handle)
+        return ReaderGroup(self._logs, self._meta, name, conf, handle, self._snapshot)
 
     def get(self, name: str) -> ReaderGroup:
         """A group by name; :class:`UnknownReaderGroupError` if there is none."""
@@ -329,7 +358,7 @@ class ReaderGroups:
         if found is None:
             raise UnknownReaderGroupError(f"reader group {name!r} does not exist")
         conf = _Conf.decode(found.value)
-        return ReaderGroup(self._logs, self._meta, name, conf, self._get_stream(conf.stream))
+        return ReaderGroup(self._logs, self._meta, name, conf, self._get_stream(conf.stream), self._snapshot)
 
     def delete(self, name: str) -> None:
         """Delete a group and its state; its readers get :class:`UnknownReaderGroupError`."""
@@ -356,8 +385,10 @@ def _check_not_truncated(stream: Stream, start: StreamCut) -> None:
 class ReaderGroup:
     """A handle on one reader group (cheap: the state is in the metadata store)."""
 
-    def __init__(self, logs: LogsApi, meta: MetaApi, name: str, conf: _Conf, stream: Stream) -> None:
+    def __init__(self, logs: LogsApi, meta: MetaApi, name: str, conf: _Conf, stream: Stream,
+                 snapshot: SnapshotSource | None = None) -> None:
         self._logs = logs
+        self._snapshot = snapshot
         self.stream_handle = stream
         self._meta = meta
         self.name = name
@@ -411,8 +442,13 @@ class ReaderGroup:
 
     def reader(self, reader_id: str, config: ReaderConfig | None = None) -> EventReader:
         """Join the group as ``reader_id``. :class:`ReaderExistsError` if a reader of that id is a
-        member (close it, or declare it offline, first)."""
+        member (close it, or declare it offline, first); :class:`InvalidArgumentError` for a
+        transactional stream when this store's client has no transaction manager to ask."""
         check_part(reader_id, "reader")
+        transactional = self.stream_handle.config.transactional
+        if transactional and self._snapshot is None:
+            raise InvalidArgumentError(f"stream {self.stream!r} is transactional: reading it needs the transaction "
+                                       "manager (sw.txn), which this client does not have")
 
         def join(state: _State) -> bool:
             if reader_id in state.readers:
@@ -423,7 +459,8 @@ class ReaderGroup:
             return True
 
         self._change(join)
-        return EventReader(self, self._logs, reader_id, self._conf, config or ReaderConfig())
+        return EventReader(self, self._logs, reader_id, self._conf, config or ReaderConfig(),
+                           self._snapshot if transactional else None)
 
     def reader_offline(self, reader_id: str) -> bool:
         """Remove a reader (one that vanished without closing): its segments go back to the pool at
@@ -452,7 +489,8 @@ class ReaderGroup:
 class EventReader:
     """One member of a reader group: reads the segments the group gives it. Used by one thread."""
 
-    def __init__(self, group: ReaderGroup, logs: LogsApi, reader_id: str, conf: _Conf, config: ReaderConfig) -> None:
+    def __init__(self, group: ReaderGroup, logs: LogsApi, reader_id: str, conf: _Conf, config: ReaderConfig,
+                 snapshot: SnapshotSource | None = None) -> None:
         self._group = group
         self._logs = logs
         self.reader_id = reader_id
@@ -466,6 +504,18 @@ class EventReader:
         self._scalings: dict[int, _Scaling | None] = {}
         self._group_done = False
         self._closed = False
+        self._snapshot_source = snapshot
+        """Set for a transactional stream (its records are framed; transactions' events are
+        delivered as snapshots of the manager say)."""
+        self._snapshot: Snapshot | None = None
+        self._snapshot_s = -math.inf  # when it was taken (monotonic)
+        self._fetched_s = 0.0  # when the items being consumed were known to be stored
+        self._waiting: dict[int, tuple[int, int]] = {}
+        """Segments stopped at a transaction in progress -> (their log, its write pointer); their
+        logs are not read meanwhile, and their position is that event's."""
+        self._poll_s = config.txn_poll_s_min
+        self._poll_at_s = 0.0
+        self._sync_at_s = 0.0
 
     def __repr__(self) -> str:
         return f"EventReader({self._group.name!r}, {self.reader_id!r})"
@@ -483,6 +533,7 @@ class EventReader:
         :class:`StreamTruncatedError` (once per segment) when events this reader was to read next
         were truncated away: the next call goes on from where the stream's events now begin."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        polled = False  # the last wait was cut short only to look at stopped segments again
         while True:
             self._check_open()
             if self._items:
@@ -492,22 +543,30 @@ class EventReader:
                 if event is not None:
                     return event
                 continue
-            self._sync()  # once per batch: store positions, take or give segments
+            if not polled or time.monotonic() >= self._sync_at_s:
+                self._sync()  # once per batch: store positions, take or give segments
+                self._sync_at_s = time.monotonic() + self._config.sync_interval_s
             if self._group_done:
                 return None
+            if self._waiting:
+                self._look_again()
             remaining = None if deadline is None else deadline - time.monotonic()
             wait_s = self._config.sync_interval_s if remaining is None else \
                 max(0.0, min(remaining, self._config.sync_interval_s))
-            if self._positions:
+            polled = bool(self._waiting) and self._poll_at_s - time.monotonic() < wait_s
+            if polled:
+                wait_s = max(0.0, self._poll_at_s - time.monotonic())
+            if len(self._positions) > len(self._waiting):  # some held segment is being read
                 try:
                     self._items.extend(self._reader.read(self._config.batch_items_max, wait_s))
+                    self._fetched_s = time.monotonic()
                 except UnknownLogError as exc:  # LogDeletedError among them: truncation, or worse
                     lost = self._lost(list(self._positions), exc)
                     if lost is not None:
                         raise lost from None
                     continue  # what was deleted had been read: its successors come next
             elif wait_s > 0:
-                time.sleep(wait_s)  # nothing held: another process must release segments first
+                time.sleep(wait_s)  # nothing read: another process must release segments, or end a transaction
             if not self._items and remaining is not None and remaining <= wait_s:
                 return None
 
@@ -517,10 +576,18 @@ class EventReader:
             return None  # of a segment given away meanwhile
         bound = self._conf.bound(segment)
         if type(item) is Record:
-            self._positions[segment] = item.lsn + 1
-            if bound is not None and item.lsn + 1 >= bound:
-                self._finished[segment] = (bound, False)
-            return Event(item.payload, segment, item.lsn, item.timestamp_ms, dict(self._positions))
+            payload = item.payload
+            if self._snapshot_source is not None:
+                write_pointer, payload = unframe(payload)
+                seen = Visibility.VISIBLE if not write_pointer else self._visibility(write_pointer)
+                if seen is Visibility.WAIT:
+                    self._wait_at(segment, item.log_id, item.lsn, write_pointer)
+                    return None
+                if seen is Visibility.SKIP:  # aborted or timed out: never delivered
+                    self._advance(segment, item.lsn, bound)
+                    return None
+            self._advance(segment, item.lsn, bound)
+            return Event(payload, segment, item.lsn, item.timestamp_ms, dict(self._positions))
         gap: Gap = item
         if gap.type is GapType.SEALED:
             self._finished[segment] = (gap.lsn_lo if bound is None else bound, bound is None)
@@ -535,6 +602,68 @@ class EventReader:
                 f"{segment_str(segment)} lost positions {gap.lsn_lo}-{gap.lsn_hi}; reading goes on from "
                 f"{gap.lsn_hi + 1}")
         return None
+
+    def _advance(self, segment: int, lsn: int, bound: int | None) -> None:
+        """The event at ``lsn`` is delivered (or stepped over): the segment's position is after it."""
+        self._positions[segment] = lsn + 1
+        if bound is not None and lsn + 1 >= bound:
+            self._finished[segment] = (bound, False)
+
+    # --- transactions (on a transactional stream) -----------------------------------------------
+
+    def _fresh_snapshot(self) -> Snapshot:
+        invariant(self._snapshot_source is not None, f"{self!r}: a snapshot of a non-transactional stream")
+        assert self._snapshot_source is not None  # for mypy
+        self._snapshot_s = time.monotonic()
+        self._snapshot = self._snapshot_source()
+        return self._snapshot
+
+    def _visibility(self, write_pointer: int) -> Visibility:
+        """What to do with an event of transaction ``write_pointer``. VISIBLE and SKIP are final (a
+        transaction's outcome never changes), so any snapshot decides them; a WAIT is checked once
+        more with a snapshot taken after the event was read, so that the reader does not stop at a
+        transaction its old snapshot did not know had ended."""
+        snapshot = self._snapshot
+        if snapshot is None or (snapshot.visibility(write_pointer) is Visibility.WAIT
+                                and self._snapshot_s < self._fetched_s):
+            snapshot = self._fresh_snapshot()
+        return snapshot.visibility(write_pointer)
+
+    def _wait_at(self, segment: int, log_id: int, lsn: int, write_pointer: int) -> None:
+        """Stop ``segment`` at its event at ``lsn`` (of a transaction in progress): deliver nothing
+        after it, and stop reading its log (so that nothing piles up meanwhile) until
+        :meth:`_look_again` finds the transaction ended."""
+        self._positions[segment] = lsn
+        if not self._waiting:
+            self._poll_s = self._config.txn_poll_s_min
+            self._poll_at_s = time.monotonic() + self._poll_s
+        self._waiting[segment] = (log_id, write_pointer)
+        self._reader.stop_reading(log_id)
+        self._items = deque(i for i in self._items if i.log_id != log_id)
+
+    def _look_again(self) -> None:
+        """When due: with a fresh snapshot, read on the stopped segments whose transaction ended
+        (from the event they stopped at, decided again); back off while none did."""
+        now = time.monotonic()
+        if now < self._poll_at_s:
+            return
+        snapshot = self._fresh_snapshot()
+        ended = [s for s, (_, wp) in self._waiting.items() if snapshot.visibility(wp) is not Visibility.WAIT]
+        self._poll_s = self._config.txn_poll_s_min if ended else min(2 * self._poll_s, self._config.txn_poll_s_max)
+        self._poll_at_s = now + self._poll_s
+        missing: builtins.list[int] = []
+        error: SeawayError | None = None
+        for segment in ended:
+            log_id, _ = self._waiting.pop(segment)
+            try:
+                self._start(segment, log_id, self._positions[segment])
+            except UnknownLogError as exc:  # truncated away meanwhile
+                missing.append(segment)
+                error = exc
+        if error is not None:
+            raised = self._lost(missing, error)
+            if raised is not None:
+                raise raised
 
     def _lost(self, candidates: builtins.list[int], error: SeawayError) -> SeawayError | None:
         """After the log layer said a log this reader reads (or was to start reading) is gone: the
@@ -655,6 +784,7 @@ class EventReader:
 
     def _stop(self, segment: int) -> None:
         self._positions.pop(segment, None)
+        self._waiting.pop(segment, None)
         for log_id in [log for log, s in self._segment_of.items() if s == segment]:
             del self._segment_of[log_id]
             self._reader.stop_reading(log_id)

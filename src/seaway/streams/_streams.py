@@ -6,6 +6,7 @@ import bisect
 import builtins
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from seaway._clock import Clock, SystemClock
 from seaway._errors import (
@@ -27,6 +28,9 @@ from seaway.streams._names import parse_segment, split_stream_name
 from seaway.streams._reader_group import ReaderGroup, ReaderGroups
 from seaway.streams._records import Delta, Generation, Segment
 from seaway.streams._writer import EventWriter, WriterConfig
+
+if TYPE_CHECKING:
+    from seaway.txn import Transactions
 
 HISTORY_LIMIT_MAX = 10_000
 
@@ -75,7 +79,8 @@ class Stream:
         """Change the scaling and/or retention policy; returns the new configuration."""
         old = self.config
         config = StreamConfig(scaling or old.scaling,
-                              None if clear_retention else retention if retention is not None else old.retention)
+                              None if clear_retention else retention if retention is not None else old.retention,
+                              old.transactional)
         self._controller.update(self._meta, config)
         return config
 
@@ -183,10 +188,16 @@ class Stream:
 
 
 class Streams:
-    """Scopes and streams of a store (``sw.streams``); the same embedded and remote."""
+    """Scopes and streams of a store (``sw.streams``); the same embedded and remote.
 
-    def __init__(self, logs: LogsApi, meta: MetaApi, clock: Clock | None = None) -> None:
+    ``txn`` is the store's transactions (``sw.txn``), which readers of transactional streams ask
+    for snapshots; without it (a client that has none) such streams can be written outside
+    transactions but not read by reader groups."""
+
+    def __init__(self, logs: LogsApi, meta: MetaApi, clock: Clock | None = None,
+                 txn: Transactions | None = None) -> None:
         self._controller = StreamController(logs, meta, clock or SystemClock())
+        self._txn = txn
 
     @property
     def controller(self) -> StreamController:
@@ -211,18 +222,20 @@ class Streams:
         return [f"{scope}/{s}" for s in self._controller.list_streams(scope)]
 
     def create(self, name: str, *, scaling: ScalingPolicy | None = None, retention: RetentionPolicy | None = None,
-               segments: int | None = None) -> Stream:
+               segments: int | None = None, transactional: bool = False) -> Stream:
         """Create stream ``scope/stream`` (its scope must exist) with ``segments`` segments (default:
-        the scaling policy's minimum)."""
+        the scaling policy's minimum). ``transactional`` (fixed for the stream's life) lets events
+        be written in transactions; its records then carry a small header."""
         scope, stream = split_stream_name(name)
         if scaling is None:
             scaling = FixedSegments(segments if isinstance(segments, int) and not isinstance(segments, bool)
                                     and segments >= 1 else 1)
-        self._controller.create_stream(scope, stream, StreamConfig(scaling, retention), segments)
+        self._controller.create_stream(scope, stream, StreamConfig(scaling, retention, transactional), segments)
         return Stream(self._controller, scope, stream)
 
     def get_or_create(self, name: str, *, scaling: ScalingPolicy | None = None,
-                      retention: RetentionPolicy | None = None, segments: int | None = None) -> Stream:
+                      retention: RetentionPolicy | None = None, segments: int | None = None,
+                      transactional: bool = False) -> Stream:
         """The stream with this name, created (as :meth:`create` would) if there is none; an
         existing stream is returned as it is."""
         try:
@@ -230,7 +243,8 @@ class Streams:
         except UnknownStreamError:
             pass
         try:
-            return self.create(name, scaling=scaling, retention=retention, segments=segments)
+            return self.create(name, scaling=scaling, retention=retention, segments=segments,
+                               transactional=transactional)
         except StreamExistsError:
             return self.get(name)  # created meanwhile by another process
 
@@ -267,7 +281,8 @@ class Streams:
         self._reader_groups().delete(name)
 
     def _reader_groups(self) -> ReaderGroups:
-        return ReaderGroups(self._controller.logs, self._controller.meta, self.get)
+        return ReaderGroups(self._controller.logs, self._controller.meta, self.get,
+                            None if self._txn is None else self._txn.snapshot)
 
     def recover(self) -> int:
         """Finish the changes processes left half-done (a server does this when it starts)."""

@@ -29,6 +29,16 @@ every append of the segment is answered, the writer's thread repairs the segment
 - a retriable error: the same appends are sent again to the same segment, with the same sequence
   numbers (a bounded number of times).
 - a sealed stream: the writes fail with :class:`StreamSealedError`, and so does every later write.
+
+Transactions. On a stream created ``transactional``, a write may be made in a transaction
+(``write(event, key, txn=tx)``): its events are stored at once, framed with the transaction's write
+pointer (see :mod:`seaway.streams._framing`), and readers deliver them only once the transaction
+committed. Before a transaction's write is sent to a segment, that segment's log is registered
+with the transaction (so that the manager knows where an aborted transaction's data lies): at its
+first write through the writer, every segment's log the writer routes to, in one call; a rerouted
+write is registered with its successor's log before it is sent there. The writer hooks
+each transaction it writes in: its commit first waits until every write the transaction made
+through this writer is stored, and fails (so the transaction aborts) if one of them failed.
 """
 
 from __future__ import annotations
@@ -55,18 +65,22 @@ from seaway._errors import (
     SeawayError,
     StreamSealedError,
     TimedOutError,
+    TransactionTimedOutError,
+    UnavailableError,
     UnknownLogError,
     UnknownStreamError,
 )
 from seaway._invariant import invariant
 from seaway.log import BATCH_RECORDS_MAX
 from seaway.streams._api import LogsApi, SegmentLog
+from seaway.streams._framing import PLAIN_OVERHEAD_BYTES, TXN_OVERHEAD_BYTES, frame
 from seaway.streams._names import segment_str
 from seaway.streams._records import Segment
 from seaway.streams._routing import Spreader, key_position
 
 if TYPE_CHECKING:
     from seaway.streams._streams import Stream
+    from seaway.txn import Transaction
 
 WRITER_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,40}")
 _GONE = (LogSealedError, LogDeletedError, UnknownLogError)
@@ -74,6 +88,8 @@ _GONE = (LogSealedError, LogDeletedError, UnknownLogError)
 APPENDS_IN_FLIGHT_LIMIT = 64
 """The most appends of a segment a writer may keep in flight: half the store's default
 ``producer_window``, so that every append that may be sent again is remembered."""
+REGISTER_ATTEMPTS_MAX = 100
+"""Times a transaction's write registers a segment's log and finds it rerouted meanwhile."""
 APPEND_BYTES_LIMIT = 32 << 20
 """The largest ``append_bytes_max``: half the store's default ``entry_bytes_max``."""
 
@@ -84,7 +100,8 @@ class WriterConfig:
 
     event_bytes_max: int = 1 << 20
     """The largest event; a larger one fails with :class:`PayloadTooLargeError` before it is
-    sent. Segment logs take records up to their ``payload_bytes_max`` (1 MiB by default)."""
+    sent. Segment logs take records up to their ``payload_bytes_max`` (1 MiB by default). On a
+    transactional stream the record's header (1 byte, 9 in a transaction) counts too."""
     batch_events_max: int = 10_000
     """Events of one ``write_batch`` at most."""
     events_in_flight_max: int = 100_000
@@ -161,9 +178,20 @@ class _Batch:
     """One write: its events go to one segment, all in one append."""
 
     events: tuple[bytes, ...]
+    """As stored: framed on a transactional stream."""
     position: float
     size: int
     future: Future[WriteAck]
+    txn: Transaction | None = None
+
+
+@dataclass(eq=False)
+class _TxnWrites:
+    """This writer's writes in one transaction that are not answered yet, and the first that
+    failed: what the transaction's commit waits for, and fails on."""
+
+    unanswered: int = 0
+    failure: BaseException | None = None
 
 
 @dataclass(eq=False)
@@ -239,7 +267,12 @@ class EventWriter:
         self._queues: dict[int, _Queue] = {}
         self._routes: list[tuple[float, float, int]] = []
         """(key_lo, key_hi, segment id), sorted, covering [0, 1) exactly."""
-        state = stream.metadata.state()[0].state
+        self._txns: dict[int, _TxnWrites] = {}
+        """Transactions written in and not yet ended, by id."""
+        stream_state = stream.metadata.state()[0]
+        self._framed = stream_state.config.transactional
+        """Whether the stream's records carry a header (fixed when it was created)."""
+        state = stream_state.state
         if state != "active":
             self._ended = (StreamSealedError(f"stream {stream.name!r} is sealed") if state == "sealed"
                            else UnknownStreamError(f"stream {stream.name!r} is being deleted"))
@@ -261,40 +294,118 @@ class EventWriter:
 
     # --- writing --------------------------------------------------------------------------------
 
-    def write(self, event: bytes, routing_key: str | bytes | None = None) -> Future[WriteAck]:
+    def write(self, event: bytes, routing_key: str | bytes | None = None, *,
+              txn: Transaction | None = None) -> Future[WriteAck]:
         """Write one event; see :meth:`write_batch`."""
-        return self.write_batch((event,), routing_key)
+        return self.write_batch((event,), routing_key, txn=txn)
 
-    def write_batch(self, events: Iterable[bytes], routing_key: str | bytes | None = None) -> Future[WriteAck]:
+    def write_batch(self, events: Iterable[bytes], routing_key: str | bytes | None = None, *,
+                    txn: Transaction | None = None) -> Future[WriteAck]:
         """Write events with one routing key, atomically (one segment, one append); the future
         gives their segment and LSNs once they are durable. Blocks while the writer's in-flight
         bounds are reached, then raises :class:`BufferFullError` (nothing was written; retry
         later). Raises :class:`PayloadTooLargeError` for an event over ``event_bytes_max``,
         :class:`StreamSealedError` once the writer found the stream sealed, :class:`ClosedError`
-        after :meth:`close`."""
-        batch = self._make_batch(events, routing_key)
-        deadline = time.monotonic() + self.config.room_wait_s
-        with self._room:
-            while True:
-                if self._ended is not None:
-                    raise self._ended
-                if self._fits(batch):
-                    break
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise BufferFullError(f"{self!r}: {self._batches} batches, {self._events} events, {self._bytes} "
-                                          f"bytes in flight stayed at the writer's bounds for {self.config.room_wait_s}"
-                                          " s: the stream takes events slower than they are written")
-                self._room.wait(left)
-            self._events += len(batch.events)
-            self._bytes += batch.size
-            self._batches += 1
-            target = self._queue_at(batch.position)
-            target.waiting.append(batch)
-            self._send_waiting(target)
-        return batch.future
+        after :meth:`close`.
 
-    def _make_batch(self, events: Iterable[bytes], routing_key: str | bytes | None) -> _Batch:
+        With ``txn`` (on a stream created ``transactional``, else :class:`InvalidArgumentError`),
+        the events are part of that transaction: stored now, seen by readers only once it commits
+        (never if it aborts or times out). Its commit waits for them and fails if they could not be
+        stored. Raises the transaction's :class:`TransactionNotInProgressError` (or
+        :class:`TransactionTimedOutError`) once it may no longer write; make every write of a
+        transaction before its commit."""
+        if txn is not None and not self._framed:
+            raise InvalidArgumentError(f"stream {self._stream.name!r} was not created transactional: it takes no "
+                                       "writes in a transaction")
+        batch = self._make_batch(events, routing_key, txn)
+        deadline = time.monotonic() + self.config.room_wait_s
+        log_id = 0
+        logs: list[int] = []
+        if txn is not None:
+            with self._lock:
+                log_id = self._queue_at(batch.position).log.id
+                # The first write of a transaction through this writer registers every segment's
+                # log at once: one durable manager call, rather than one per segment written.
+                logs = [log_id] if txn.id in self._txns else [log_id, *(q.log.id for q in self._queues.values())]
+        for _ in range(REGISTER_ATTEMPTS_MAX):
+            if txn is not None:  # outside the lock: a manager round trip, unless all are registered already
+                txn.register_logs(logs)
+            with self._room:
+                self._wait_room(batch, deadline)
+                target = self._queue_at(batch.position)
+                if txn is not None and target.log.id != log_id:
+                    log_id = target.log.id  # rerouted meanwhile by a scaling: register, look again
+                    logs = [log_id]
+                    continue
+                self._events += len(batch.events)
+                self._bytes += batch.size
+                self._batches += 1
+                if txn is not None:
+                    self._note_txn_write(txn, batch)
+                target.waiting.append(batch)
+                self._send_waiting(target)
+            return batch.future
+        raise UnavailableError(f"{self!r}: the segment of a transaction's write changed on each of "
+                               f"{REGISTER_ATTEMPTS_MAX} tries (scalings in a row); nothing was written")
+
+    def _wait_room(self, batch: _Batch, deadline: float) -> None:
+        """Under the lock: wait until the batch fits the writer's bounds."""
+        while True:
+            if self._ended is not None:
+                raise self._ended
+            if self._fits(batch):
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BufferFullError(f"{self!r}: {self._batches} batches, {self._events} events, {self._bytes} "
+                                      f"bytes in flight stayed at the writer's bounds for {self.config.room_wait_s}"
+                                      " s: the stream takes events slower than they are written")
+            self._room.wait(left)
+
+    # --- transactions ---------------------------------------------------------------------------
+
+    def _note_txn_write(self, txn: Transaction, batch: _Batch) -> None:
+        """Under the lock: count the write among its transaction's; the first time, hook the
+        transaction's commit (to wait for its writes) and its end (to forget it)."""
+        writes = self._txns.get(txn.id)
+        if writes is None:
+            writes = self._txns[txn.id] = _TxnWrites()
+            txn.before_commit(lambda: self._await_txn_writes(txn, writes))
+            txn.after_end(lambda _committed: self._forget_txn(txn.id))
+        writes.unanswered += 1
+
+        def answered(future: Future[WriteAck]) -> None:
+            with self._room:
+                writes.unanswered -= 1
+                if writes.failure is None and future.exception() is not None:
+                    writes.failure = future.exception()
+                self._room.notify_all()
+
+        batch.future.add_done_callback(answered)
+
+    def _await_txn_writes(self, txn: Transaction, writes: _TxnWrites) -> None:
+        """The transaction's commit hook: wait until its writes through this writer are answered
+        (at most until its deadline); raise if one failed or they took too long, so that the
+        transaction aborts rather than commit part of its writes."""
+        with self._room:
+            while writes.unanswered and writes.failure is None:
+                left = txn.deadline_s - time.monotonic()
+                if left <= 0:
+                    raise TransactionTimedOutError(f"transaction {txn.id}: {writes.unanswered} writes to stream "
+                                                   f"{self._stream.name!r} were not stored before its deadline")
+                self._room.wait(left)
+            failure = writes.failure
+        if failure is not None:
+            if isinstance(failure, SeawayError):
+                raise failure
+            raise ClosedError(f"transaction {txn.id}: a write to stream {self._stream.name!r} failed: {failure!r}")
+
+    def _forget_txn(self, txn_id: int) -> None:
+        with self._lock:
+            self._txns.pop(txn_id, None)
+
+    def _make_batch(self, events: Iterable[bytes], routing_key: str | bytes | None,
+                    txn: Transaction | None = None) -> _Batch:
         if isinstance(events, bytes | bytearray | str):
             raise InvalidArgumentError("write_batch takes an iterable of events (bytes), not one event")
         batch = tuple(events)
@@ -304,18 +415,22 @@ class EventWriter:
         if len(batch) > limits.events_in_flight_max:
             raise InvalidArgumentError(f"a batch of {len(batch)} events exceeds events_in_flight_max="
                                        f"{limits.events_in_flight_max}")
+        overhead = 0 if not self._framed else PLAIN_OVERHEAD_BYTES if txn is None else TXN_OVERHEAD_BYTES
         for event in batch:
             if type(event) is not bytes:
                 raise InvalidArgumentError(f"an event is bytes, got {type(event).__name__}")
-            if len(event) > limits.event_bytes_max:
-                raise PayloadTooLargeError(f"an event of {len(event)} bytes exceeds event_bytes_max="
-                                           f"{limits.event_bytes_max}")
+            if len(event) + overhead > limits.event_bytes_max:
+                raise PayloadTooLargeError(f"an event of {len(event)} bytes (+{overhead} of header) exceeds "
+                                           f"event_bytes_max={limits.event_bytes_max}")
+        if self._framed:
+            write_pointer = 0 if txn is None else txn.id
+            batch = tuple(frame(event, write_pointer) for event in batch)
         size = sum(map(len, batch))
         if size > limits.bytes_in_flight_max:
             raise PayloadTooLargeError(f"a batch of {size} bytes exceeds bytes_in_flight_max="
                                        f"{limits.bytes_in_flight_max}")
         position = self._spreader.next() if routing_key is None else key_position(routing_key)
-        return _Batch(batch, position, size, Future())
+        return _Batch(batch, position, size, Future(), txn)
 
     def _fits(self, batch: _Batch) -> bool:
         limits = self.config
@@ -469,27 +584,55 @@ class EventWriter:
                 return
             if self._stop.wait(self.config.retry_backoff_s):
                 return
-        with self._lock:
-            for successor, log in found:
-                self._queues.setdefault(successor.id, _Queue(successor, log))
-            routes: list[tuple[float, float, int]] = []
-            for lo, hi, segment in self._routes:
-                if segment != target.segment.id:
-                    routes.append((lo, hi, segment))
-                    continue
-                routes.extend((max(lo, s.key_lo), min(hi, s.key_hi), s.id) for s, _ in found
-                              if s.key_lo < hi and lo < s.key_hi)
-            self._routes = sorted(routes)
-            del self._queues[target.segment.id]
-            moved = target.batches()
-            target.clear()
-            successors: dict[int, _Queue] = {}
-            for batch in moved:  # first, in their order: anything new for these keys comes after
-                now = self._queue_at(batch.position)
-                now.waiting.append(batch)
-                successors[now.segment.id] = now
-            for now in successors.values():
-                self._send_waiting(now)
+        logs = [log.id for _, log in found]
+        registered: set[int] = set()
+        refused: dict[int, SeawayError] = {}
+        while True:  # the transactions of the writes to move are registered with the successors' logs first
+            with self._lock:
+                fresh = {b.txn.id: b.txn for b in target.batches()
+                         if b.txn is not None and b.txn.id not in registered and b.txn.id not in refused}
+                if not fresh:  # under the same lock as the move: no write of an unregistered one moves
+                    failed = self._move(target, found, refused)
+                    break
+            # Outside the lock (a manager round trip); writes made meanwhile may bring more
+            # transactions, at most batches_in_flight_max in all, so this ends.
+            for txn_id, txn in fresh.items():
+                try:
+                    txn.register_logs(logs)
+                    registered.add(txn_id)
+                except SeawayError as exc:  # ended or timed out: its writes fail
+                    refused[txn_id] = exc
+        for batch in failed:
+            invariant(batch.txn is not None, "only writes of a transaction that ended fail when moved")
+            assert batch.txn is not None  # for mypy
+            self._fail([batch], refused[batch.txn.id])
+
+    def _move(self, target: _Queue, found: list[tuple[Segment, SegmentLog]],
+              refused: dict[int, SeawayError]) -> list[_Batch]:
+        """Under the lock: route the sealed segment's range to its successors and move its writes
+        there, in order; the writes of ``refused`` transactions are returned instead, to fail."""
+        for successor, log in found:
+            self._queues.setdefault(successor.id, _Queue(successor, log))
+        routes: list[tuple[float, float, int]] = []
+        for lo, hi, segment in self._routes:
+            if segment != target.segment.id:
+                routes.append((lo, hi, segment))
+                continue
+            routes.extend((max(lo, s.key_lo), min(hi, s.key_hi), s.id) for s, _ in found
+                          if s.key_lo < hi and lo < s.key_hi)
+        self._routes = sorted(routes)
+        del self._queues[target.segment.id]
+        moved = [b for b in target.batches() if b.txn is None or b.txn.id not in refused]
+        failed = [b for b in target.batches() if b.txn is not None and b.txn.id in refused]
+        target.clear()
+        successors: dict[int, _Queue] = {}
+        for batch in moved:  # first, in their order: anything new for these keys comes after
+            now = self._queue_at(batch.position)
+            now.waiting.append(batch)
+            successors[now.segment.id] = now
+        for now in successors.values():
+            self._send_waiting(now)
+        return failed
 
     def _successors(self, target: _Queue) -> list[tuple[Segment, SegmentLog]] | SeawayError | None:
         """The current segments over the sealed segment's range, with their logs; an error if the

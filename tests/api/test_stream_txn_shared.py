@@ -1,0 +1,93 @@
+"""Transactional streams, as the shared suite sees them.
+
+The flag and the record format run against the embedded store and a server. The transactions
+themselves run embedded only: the remote client gets ``sw.txn`` from another branch; once it
+has it, ``txn_api`` takes the ``remote`` parameter too and these tests run against the server
+unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import seaway
+from seaway import InvalidArgumentError
+from seaway.log import Record
+from seaway.streams import ReaderConfig, Stream, unframe
+from tests.api.conftest import Api
+
+QUICK = ReaderConfig(sync_interval_s=0.05, txn_poll_s_max=0.02)
+
+
+@pytest.fixture(params=["embedded"])
+def txn_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+    with seaway.open(tmp_path / "data") as sw:
+        yield Api(sw, request.param)
+
+
+def make(api: Api, segments: int = 1) -> Stream:
+    scope = api.name("txn")
+    api.sw.streams.create_scope(scope)
+    stream: Stream = api.sw.streams.create(f"{scope}/events", segments=segments, transactional=True)
+    return stream
+
+
+def read(api: Api, stream: Stream, count: int, group: str | None = None) -> list[bytes]:
+    reader = api.sw.streams.create_reader_group(group or api.name("g"), stream).reader("r", QUICK)
+    out: list[bytes] = []
+    try:
+        while len(out) < count:
+            event = reader.read_next(10)
+            assert event is not None, f"only {out} came of {count}"
+            out.append(event.payload)
+        assert reader.read_next(0.2) is None, "more events than expected"
+    finally:
+        reader.close()
+    return out
+
+
+def test_the_flag_is_kept_and_fixed_and_plain_events_are_framed(api: Api) -> None:
+    stream = make(api)
+    assert api.sw.streams.get(stream.name).config.transactional
+    with pytest.raises(InvalidArgumentError, match="fixed"):
+        api.sw.streams.controller.update(stream.metadata, seaway.StreamConfig(transactional=False))
+    with stream.writer() as writer:
+        ack = writer.write(b"plain", "k").result(10)
+    stored = next(iter(api.sw.logs.get(stream.current_segments()[0].log_id).read(ack.lsn, ack.lsn)))
+    assert isinstance(stored, Record) and unframe(stored.payload) == (0, b"plain")
+
+
+def test_one_transaction_over_two_streams_is_seen_whole_or_not_at_all(txn_api: Api) -> None:
+    sw = txn_api.sw
+    orders, audit = make(txn_api, segments=2), make(txn_api)
+    with orders.writer() as w1, audit.writer() as w2:
+        with sw.transaction() as tx:
+            w1.write_batch([b"o1", b"o2"], "user-1", txn=tx)
+            w1.write(b"o3", "user-2", txn=tx)
+            w2.write(b"a1", txn=tx)
+            assert read(txn_api, orders, 0) == [] and read(txn_api, audit, 0) == []
+        with pytest.raises(KeyError), sw.transaction() as dropped:
+            w1.write(b"lost", "user-1", txn=dropped)
+            w2.write(b"lost", txn=dropped)
+            raise KeyError("abort")
+    assert sorted(read(txn_api, orders, 3)) == [b"o1", b"o2", b"o3"]
+    assert read(txn_api, audit, 1) == [b"a1"]
+
+
+def test_a_late_commit_is_delivered_in_key_order(txn_api: Api) -> None:
+    sw = txn_api.sw
+    stream = make(txn_api)
+    group = sw.streams.create_reader_group(txn_api.name("g"), stream)
+    reader = group.reader("r", QUICK)
+    with stream.writer() as writer:
+        tx = sw.transaction()
+        writer.write(b"first", "k", txn=tx).result(10)
+        writer.write(b"second", "k").result(10)
+        assert reader.read_next(0.3) is None
+        tx.commit()
+    got = [reader.read_next(10), reader.read_next(10)]
+    assert [e.payload for e in got if e is not None] == [b"first", b"second"]
+    reader.close()
