@@ -82,6 +82,19 @@ class Reference:
         _, segments = self.generations[rng.randrange(len(self.generations))]
         return {s.id: rng.choice([LSN_OLDEST, 2, 3]) for s in segments}
 
+    def mixed_cut(self, rng: random.Random) -> dict[int, int] | None:
+        """A consistent cut of two generations: an older one's segments below a key where both
+        have a boundary, a newer one's above it (None if the two chosen share no boundary)."""
+        a = rng.randrange(len(self.generations) - 1)
+        b = min(len(self.generations) - 1, a + rng.randrange(1, 30))
+        older, newer = self.generations[a][1], self.generations[b][1]
+        shared = sorted({s.key_hi for s in older} & {s.key_lo for s in newer} - {0.0, 1.0})
+        if not shared:
+            return None
+        at = rng.choice(shared)
+        segments = [s for s in older if s.key_hi <= at] + [s for s in newer if s.key_lo >= at]
+        return None if len({s.generation for s in segments}) < 2 else {s.id: LSN_OLDEST for s in segments}
+
 
 def _scale_randomly(stream: Stream, reference: Reference, clock: FakeClock, rng: random.Random) -> None:
     current = stream.current_segments()
@@ -156,6 +169,15 @@ def test_every_query_matches_the_reference_over_a_long_history_with_truncations(
             want = sum(sizes[i] for i, s in every.items() if i not in low and i in sizes and reference.before(s, low))
             want += sum(sizes[i] for i, lsn in low.items() if i in sizes and lsn > (finals[i] or 0))
             assert stream.size_until(StreamCut(stream.name, low)) == want
+        mixed_cuts = 0
+        for _ in range(200):  # cuts not of one whole generation: the size walks the deltas
+            mixed = reference.mixed_cut(rng)
+            if mixed is not None:
+                mixed_cuts += 1
+                want = sum(sizes[i] for i, s in every.items() if i not in mixed and i in sizes
+                           and reference.before(s, mixed))
+                assert stream.size_until(StreamCut(stream.name, mixed)) == want
+        assert mixed_cuts > 20
 
         # Random truncations, moving the head forwards; the queries overlay it.
         for generation in sorted(rng.sample(range(generations // 2, generations), 5)):
