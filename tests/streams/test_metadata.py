@@ -18,7 +18,7 @@ import pytest
 import seaway
 from seaway import InvalidStreamCutError, ScaleConflictError, StreamCut
 from seaway.log import LSN_OLDEST
-from seaway.streams import Segment, Stream
+from seaway.streams import Delta, Segment, Stream
 from seaway.streams._metadata import CHUNK_GENERATIONS
 from seaway.testing import FakeClock
 
@@ -211,3 +211,15 @@ def test_conflicting_scales_cannot_both_succeed(tmp_path: Path) -> None:
         with pytest.raises(ScaleConflictError):
             stream.split(first.id)  # planned against the set before: the segment is gone
         assert len(stream.current_segments()) == 3
+
+
+def test_a_delta_record_reads_back_from_its_binary_form_and_from_the_json_form_before_it() -> None:
+    created = (Segment(3, 1, 1_700_000_000_000, 0.0, 1 / 6, 2**61 - 1),
+               Segment(4, 1, 1_700_000_000_000, 1 / 6, 1 / 3, 7))
+    delta = Delta(1, 1_700_000_000_000, (0, 2**32 + 5), created, "split 0.0 ✓")
+    assert Delta.decode(delta.encode()) == delta
+    old = ('{"g":1,"t":1700000000000,"sealed":[0,4294967301],"created":[[3,1,1700000000000,0.0,0.16666666666666666,'
+           '2305843009213693951],[4,1,1700000000000,0.16666666666666666,0.3333333333333333,7]],"why":"split 0.0 ✓"}')
+    assert Delta.decode(old.encode()) == delta
+    with pytest.raises(ValueError):
+        Delta.decode(delta.encode()[:-20])
