@@ -18,7 +18,7 @@ import pytest
 import seaway
 from seaway import InvalidStreamCutError, ScaleConflictError, StreamCut
 from seaway.log import LSN_OLDEST
-from seaway.streams import Segment, Stream
+from seaway.streams import Delta, Segment, Stream
 from seaway.streams._metadata import CHUNK_GENERATIONS
 from seaway.testing import FakeClock
 
@@ -81,6 +81,19 @@ class Reference:
         segments do not overlap (a cut of one random generation, with random positions)."""
         _, segments = self.generations[rng.randrange(len(self.generations))]
         return {s.id: rng.choice([LSN_OLDEST, 2, 3]) for s in segments}
+
+    def mixed_cut(self, rng: random.Random) -> dict[int, int] | None:
+        """A consistent cut of two generations: an older one's segments below a key where both
+        have a boundary, a newer one's above it (None if the two chosen share no boundary)."""
+        a = rng.randrange(len(self.generations) - 1)
+        b = min(len(self.generations) - 1, a + rng.randrange(1, 30))
+        older, newer = self.generations[a][1], self.generations[b][1]
+        shared = sorted({s.key_hi for s in older} & {s.key_lo for s in newer} - {0.0, 1.0})
+        if not shared:
+            return None
+        at = rng.choice(shared)
+        segments = [s for s in older if s.key_hi <= at] + [s for s in newer if s.key_lo >= at]
+        return None if len({s.generation for s in segments}) < 2 else {s.id: LSN_OLDEST for s in segments}
 
 
 def _scale_randomly(stream: Stream, reference: Reference, clock: FakeClock, rng: random.Random) -> None:
@@ -156,6 +169,15 @@ def test_every_query_matches_the_reference_over_a_long_history_with_truncations(
             want = sum(sizes[i] for i, s in every.items() if i not in low and i in sizes and reference.before(s, low))
             want += sum(sizes[i] for i, lsn in low.items() if i in sizes and lsn > (finals[i] or 0))
             assert stream.size_until(StreamCut(stream.name, low)) == want
+        mixed_cuts = 0
+        for _ in range(200):  # cuts not of one whole generation: the size walks the deltas
+            mixed = reference.mixed_cut(rng)
+            if mixed is not None:
+                mixed_cuts += 1
+                want = sum(sizes[i] for i, s in every.items() if i not in mixed and i in sizes
+                           and reference.before(s, mixed))
+                assert stream.size_until(StreamCut(stream.name, mixed)) == want
+        assert mixed_cuts > 20
 
         # Random truncations, moving the head forwards; the queries overlay it.
         for generation in sorted(rng.sample(range(generations // 2, generations), 5)):
@@ -189,3 +211,15 @@ def test_conflicting_scales_cannot_both_succeed(tmp_path: Path) -> None:
         with pytest.raises(ScaleConflictError):
             stream.split(first.id)  # planned against the set before: the segment is gone
         assert len(stream.current_segments()) == 3
+
+
+def test_a_delta_record_reads_back_from_its_binary_form_and_from_the_json_form_before_it() -> None:
+    created = (Segment(3, 1, 1_700_000_000_000, 0.0, 1 / 6, 2**61 - 1),
+               Segment(4, 1, 1_700_000_000_000, 1 / 6, 1 / 3, 7))
+    delta = Delta(1, 1_700_000_000_000, (0, 2**32 + 5), created, "split 0.0 ✓")
+    assert Delta.decode(delta.encode()) == delta
+    old = ('{"g":1,"t":1700000000000,"sealed":[0,4294967301],"created":[[3,1,1700000000000,0.0,0.16666666666666666,'
+           '2305843009213693951],[4,1,1700000000000,0.16666666666666666,0.3333333333333333,7]],"why":"split 0.0 ✓"}')
+    assert Delta.decode(old.encode()) == delta
+    with pytest.raises(ValueError):
+        Delta.decode(delta.encode()[:-20])

@@ -68,3 +68,27 @@ def test_a_scaling_stopped_after_any_step_ends_as_one_never_stopped(tmp_path: Pa
     assert generation == 1 and not under_way and len(segments) == 4 and len(history) == 1
     assert [s for s in sealed if s[1] != s[2]] == []  # exactly the segments no longer current are sealed
     assert len(sizes) == 1 and sizes[0][1][0] > 0 and total == sizes[0][1][0]
+
+
+def test_size_until_a_whole_generation_before_its_sizes_are_recorded(tmp_path: Path) -> None:
+    """A cut of a generation whose scaling stopped before recording sizes (step 5) counts what was
+    recorded up to then, as a walk of the deltas would, not the missing running total (zero)."""
+    with seaway.Seaway(tmp_path, clock=FakeClock()) as sw:
+        sw.streams.create_scope("s")
+        stream = sw.streams.create("s/x", segments=2)
+        first, second = stream.current_segments()
+        sw.logs.get(first.log_id).append_batch([b"event"] * 5)
+        stream.split(first.id, 2)
+        recorded = sw.logs.get(first.log_id).data_size()
+        assert recorded > 0
+
+        def stop(step: int) -> None:
+            if step == 4:
+                raise Stop(step)
+
+        sw.streams.controller.after_step = stop
+        with pytest.raises(Stop):
+            stream.split(second.id, 2)
+        sw.streams.controller.after_step = None
+        assert stream.describe().scaling_under_way
+        assert stream.size_until(stream.tail()) == recorded

@@ -407,8 +407,9 @@ class StreamController:
 
     def check_cuts(self, meta: StreamMetadata, *cuts: StreamCut) -> tuple[Span, list[list[tuple[Segment, int]]]]:
         """Cuts of this stream, each checked to be consistent, with their segments' records, and the
-        :meth:`StreamMetadata.span` those were found in (one read and one scan, however many
-        generations made the segments), which the cut queries go on with."""
+        :meth:`StreamMetadata.span` those were found in (one read for a cut of one whole generation,
+        else two and one scan, however many generations made the segments), which the cut queries go
+        on with."""
         for cut in cuts:
             if not isinstance(cut, StreamCut):
                 raise InvalidStreamCutError(f"expected a StreamCut, got {cut!r:.80}")
@@ -418,7 +419,7 @@ class StreamController:
             span = meta.span(s for cut in cuts for s in cut.positions)
         except InvalidArgumentError:  # a generation the stream never had
             raise InvalidStreamCutError(f"a stream cut names segments stream {meta.name!r} never had") from None
-        records = span.records()
+        records = span.records
         return span, [check_consistent(cut, records) for cut in cuts]
 
     def _finish_scaling(self, meta: StreamMetadata, delta: Delta, version: int) -> None:

@@ -104,8 +104,10 @@ class Span:
     first: Generation
     deltas: list[Delta]
 
+    @functools.cached_property
     def records(self) -> dict[int, Segment]:
-        """Every segment of the first generation or made after it, by id."""
+        """Every segment of the first generation or made after it, by id (built once: the cut
+        checks and the cut queries after them both need it)."""
         found = {s.id: s for s in self.first.segments}
         for delta in self.deltas:
             found.update((s.id, s) for s in delta.created)
@@ -326,8 +328,14 @@ class StreamMetadata:
 
     def sealed_sum(self, generation: int) -> int:
         """Bytes of all segments sealed up to ``generation`` (1 read)."""
+        found = self._sealed_sum(generation)
+        return 0 if found is None else found
+
+    def _sealed_sum(self, generation: int) -> int | None:
+        """:meth:`sealed_sum`, or None if the generation has no running total (the first has
+        none; a later one gets it when its scaling records the sizes of what it sealed)."""
         found = self._get(f"sealedsum/{generation:08x}")
-        return 0 if found is None else int.from_bytes(found.value, "big")
+        return None if found is None else int.from_bytes(found.value, "big")
 
     def transition(self) -> tuple[Delta, int] | None:
         """The scaling under way (its delta; created segments carry their logs once made), and the
@@ -366,12 +374,26 @@ class StreamMetadata:
         return records
 
     def span(self, segments: Iterable[int]) -> Span:
-        """The records from the generation that created the oldest of ``segments`` to that of the
-        newest: that generation's record and the deltas after it (1 read and one scan for up to
-        10,000 generations). They hold the record of every segment made in between, so of every
-        segment of a cut whose segments were made there."""
-        generations = [generation_of(s) for s in segments]
+        """Records that hold those of ``segments`` (all of them, for segments of the stream), and
+        of every segment made between the oldest and the newest of them.
+
+        When the generation that created the newest holds them all (a cut of one whole generation,
+        as the recorded cuts, the tail and a head are), that generation's record alone (1 read):
+        every segment made between was sealed before it, so is wholly before such a cut. Otherwise
+        the record of the generation that created the oldest and the deltas after it up to the
+        newest (2 reads and one scan for up to 10,000 generations)."""
+        wanted = set(segments)
+        generations = [generation_of(s) for s in wanted]
         low, high = min(generations), max(generations)
+        if low < high:
+            newest = self.generation(high)
+            if wanted <= {s.id for s in newest.segments}:
+                return Span(newest, [])
+        return self.full_span(low, high)
+
+    def full_span(self, low: int, high: int) -> Span:
+        """Generation ``low``'s record and the deltas after it up to ``high`` (1 read and one scan
+        for up to 10,000 generations)."""
         return Span(self.generation(low), self.deltas(low, high))
 
     def segments_between(self, lower: Sequence[Segment], upper: Sequence[Segment],
@@ -380,7 +402,7 @@ class StreamMetadata:
         not after ``upper``): those of both cuts and those created in between over their ranges.
         Reads: the :meth:`span` of the two cuts (given, if read already)."""
         span = span or self.span([s.id for s in (*lower, *upper)])
-        candidates = span.records()
+        candidates = span.records
         return sorted((s for s in candidates.values()
                        if not wholly_before(s, lower) and not wholly_after(s, upper)),
                       key=lambda s: (s.generation, s.key_lo))
@@ -393,8 +415,18 @@ class StreamMetadata:
         already), and the size shards it touches."""
         segments = [s for s, _ in cut]
         span = span or self.span(s.id for s in segments)
-        total = self.sealed_sum(span.first.generation)
-        ranges = span.records()
+        total = self._sealed_sum(span.first.generation)
+        if total is None:
+            # No running total yet at the span's first generation: its scaling has not recorded the
+            # sizes of what it sealed (or the generation is the first). A span that begins after
+            # the cut's oldest generation (a whole generation's cut) relied on that total: walk
+            # from the oldest instead, whose total counts what was recorded.
+            oldest = min(s.generation for s in segments)
+            if oldest < span.first.generation:
+                span = self.full_span(oldest, span.first.generation)
+                total = self._sealed_sum(oldest)
+            total = total or 0
+        ranges = span.records
         sealed_after = [(segment, delta.generation) for delta in span.deltas for segment in delta.sealed]
         in_cut = {s.id for s in segments}
         ordered = sorted(segments, key=lambda s: s.key_lo)  # a consistent cut: in key order, no overlap
@@ -537,6 +569,7 @@ def _typed(method: Callable[..., Any]) -> Callable[..., Any]:
 
 for _name in ("state", "current", "generation", "generation_at", "truncation_versioned", "segments_at", "sealed_at",
               "successors", "predecessors", "deltas", "sealed_ends", "sealed_sum", "transition", "retention_set",
-              "recorded_cut", "segment_records", "segments_between", "size_until", "span", "new_generation_batch",
+              "recorded_cut", "segment_records", "segments_between", "size_until", "span", "full_span",
+              "new_generation_batch",
               "sizes_batch"):
     setattr(StreamMetadata, _name, _typed(getattr(StreamMetadata, _name)))

@@ -1,21 +1,35 @@
 """The records of a stream's metadata (PDP-32's layout, see :mod:`seaway.streams._metadata`).
 
-Plain frozen values with a compact JSON form. Key ranges are floats in ``[0, 1)``; JSON keeps a
-float exactly (its shortest repr round-trips), so ranges compare exactly after a reload.
+Plain frozen values with a compact JSON form, except the scale history's delta, which is packed
+binary (a cut query decodes every delta the cut spans). Key ranges are floats in ``[0, 1)``; both
+forms keep a float exactly (JSON's shortest repr round-trips, the binary form is the IEEE double),
+so ranges compare exactly after a reload.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from seaway._errors import InvalidArgumentError
+from seaway._invariant import invariant
 from seaway.streams._names import segment_id, segment_str
 
 _NUMBER = (int, float)
+
+_DELTA_FORMAT = 1
+"""The first byte of a binary delta record (a JSON one, from before, begins with ``{``)."""
+_DELTA_HEAD = struct.Struct(">BIqHH")
+"""Format, generation, time, how many segments sealed, how many created; then the sealed segments'
+ids (8 bytes each), the created segments (:data:`_DELTA_SEGMENT`), and the reason in UTF-8."""
+_DELTA_SEGMENT = struct.Struct(">IIqddQ")
+"""A created segment: number, generation, creation time, key range, log id (Segment's order)."""
+_DELTA_SEGMENTS_MAX = 2**16 - 1
+"""Sealed or created segments a delta can hold (a generation holds at most ``SEGMENTS_MAX``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +144,36 @@ class Delta:
     reason: str = ""
 
     def encode(self) -> bytes:
-        return json.dumps({"g": self.generation, "t": self.time_ms, "sealed": list(self.sealed),
-                           "created": [s.to_json() for s in self.created], "why": self.reason},
-                          separators=(",", ":")).encode()
+        """The packed record (see :data:`_DELTA_HEAD`)."""
+        invariant(len(self.sealed) <= _DELTA_SEGMENTS_MAX and len(self.created) <= _DELTA_SEGMENTS_MAX,
+                  "a scaling seals and creates at most a generation's segments")
+        parts = [_DELTA_HEAD.pack(_DELTA_FORMAT, self.generation, self.time_ms, len(self.sealed), len(self.created)),
+                 struct.pack(f">{len(self.sealed)}Q", *self.sealed)]
+        parts.extend(_DELTA_SEGMENT.pack(s.number, s.generation, s.created_ms, s.key_lo, s.key_hi, s.log_id)
+                     for s in self.created)
+        parts.append(self.reason.encode())
+        return b"".join(parts)
 
     @classmethod
     def decode(cls, raw: bytes) -> Delta:
+        """A record :meth:`encode` made, or a JSON one of the format before it. Raises
+        ``ValueError`` or ``struct.error`` for anything else."""
+        if raw[:1] == b"{":
+            return cls._decode_json(raw)
+        fmt, generation, time_ms, sealed_count, created_count = _DELTA_HEAD.unpack_from(raw)
+        if fmt != _DELTA_FORMAT:
+            raise ValueError(f"not a delta record: format {fmt}")
+        at = _DELTA_HEAD.size
+        sealed = struct.unpack_from(f">{sealed_count}Q", raw, at)
+        at += 8 * sealed_count
+        end = at + _DELTA_SEGMENT.size * created_count
+        if len(raw) < end:
+            raise ValueError(f"a delta record of {len(raw)} bytes is cut short")
+        created = tuple(Segment(*fields) for fields in _DELTA_SEGMENT.iter_unpack(memoryview(raw)[at:end]))
+        return cls(generation, time_ms, sealed, created, raw[end:].decode())
+
+    @classmethod
+    def _decode_json(cls, raw: bytes) -> Delta:
         data = json.loads(raw)
         return cls(data["g"], data["t"], tuple(data["sealed"]), tuple(Segment.from_json(s) for s in data["created"]),
                    data.get("why", ""))
