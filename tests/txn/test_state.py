@@ -14,11 +14,11 @@ from seaway import CorruptionError
 from seaway.txn._state import (
     Abort,
     Begin,
-    Checkpoint,
     Commit,
     Edit,
     Prune,
     Register,
+    SaveMark,
     Settle,
     TimeOut,
     TxnState,
@@ -43,7 +43,7 @@ edits: st.SearchStrategy[Edit] = st.one_of(
     st.builds(TimeOut, u64, ms),
     st.builds(Settle, u64, lsns),
     st.builds(Prune, st.lists(u64, max_size=4).map(tuple)),
-    st.just(Checkpoint()),
+    st.just(SaveMark()),
 )
 
 
@@ -91,7 +91,7 @@ def test_a_field_of_the_wrong_type_is_corruption(edit: Edit, data: st.DataObject
     b'{"k":"Commit","write_pointer":1,"commit_pointer":1,"conflicts":["zz"],"writes":[]}',
     b'{"k":"Commit","write_pointer":1,"commit_pointer":1,"conflicts":[],"writes":[[5,"00",null]]}',
     b'{"k":"Commit","write_pointer":1,"commit_pointer":1,"conflicts":[],"writes":[["m","00"]]}',
-    b'{"k":"Checkpoint","extra":1}',
+    b'{"k":"SaveMark","extra":1}',
     b'{"k":"Nope"}',
     b'{"write_pointer":1}',
     b'[1,2]',

@@ -33,6 +33,7 @@ from seaway._errors import (
     InvalidArgumentError,
     OverloadedError,
     SeawayError,
+    StorageError,
     TransactionConflictError,
     TransactionNotInProgressError,
     TransactionTimedOutError,
@@ -45,12 +46,12 @@ from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import (
     Abort,
     Begin,
-    Checkpoint,
     Commit,
     Edit,
     InProgress,
     Prune,
     Register,
+    SaveMark,
     Settle,
     TimeOut,
     TxnState,
@@ -162,6 +163,7 @@ class TransactionManager:
         self._committing: dict[int, tuple[int, frozenset[bytes]]] = {}
         self._saving = False
         self._save_lock = threading.Lock()
+        self._stopped: StorageError | None = None
         """One save at a time: a save that began earlier must not land its state after a later
         one trimmed the log past that earlier state's end."""
         self._edits_since_save = 0
@@ -223,10 +225,11 @@ class TransactionManager:
         with self._cond:
             self._saving = True
             try:
-                while self._committing:
+                while self._committing and self._stopped is None:
                     self._cond.wait()
+                self._check_running()
                 raw = self.state.encode()
-                marker = self._append(Checkpoint())
+                marker = self._append(SaveMark())
                 self._edits_since_save = 0
             finally:
                 self._saving = False
@@ -269,6 +272,7 @@ class TransactionManager:
             raise InvalidArgumentError(f"a transaction's timeout is in (0, {self.config.timeout_s_max}] s, "
                                        f"got {timeout_s!r}")
         with self._cond:
+            self._check_running()
             if len(self.state.in_progress) >= self.config.in_progress_max:
                 raise OverloadedError(f"{self.config.in_progress_max} transactions are in progress; "
                                       "commit or abort some first")
@@ -343,9 +347,17 @@ class TransactionManager:
         if failure is not None:
             raise failure
         if checked:
-            # If this fails, the commit is logged but not applied: it stays "being committed" (never
-            # timed out) until a restart applies it again from the log; the store is failing meanwhile.
-            self._apply_writes(checked, lsn)
+            try:
+                self._apply_writes(checked, lsn)
+            except SeawayError as exc:
+                # Logged but not applied: a restart applies it from the log. Until then the manager
+                # stops (rather than let saves wait for this commit forever).
+                with self._cond:
+                    self._stopped = StorageError(f"the transaction manager stopped: transaction {write_pointer} "
+                                                 f"is logged as committed but its writes failed ({exc}); reopen "
+                                                 "the store")
+                    self._cond.notify_all()
+                raise self._stopped from exc
         with self._cond:
             self.state.apply(edit)
             del self._committing[write_pointer]
@@ -373,8 +385,13 @@ class TransactionManager:
 
     # --- internals --------------------------------------------------------------------------------
 
+    def _check_running(self) -> None:
+        if self._stopped is not None:
+            raise self._stopped
+
     def _live(self, write_pointer: int) -> InProgress:
         """The transaction, in progress and not being committed; else the error that says why."""
+        self._check_running()
         txn = self.state.in_progress.get(write_pointer)
         if txn is not None and write_pointer not in self._committing:
             return txn

@@ -106,14 +106,14 @@ class Prune:
 
 
 @dataclass(frozen=True)
-class Checkpoint:
+class SaveMark:
     """Marks where a saved state ends in the log; changes nothing."""
 
 
-Edit = Begin | Register | Commit | Abort | TimeOut | Settle | Prune | Checkpoint
+Edit = Begin | Register | Commit | Abort | TimeOut | Settle | Prune | SaveMark
 
 _KINDS: dict[str, type[Any]] = {cls.__name__: cls for cls in (Begin, Register, Commit, Abort, TimeOut, Settle,
-                                                              Prune, Checkpoint)}
+                                                              Prune, SaveMark)}
 
 
 def encode_edit(edit: Edit) -> bytes:
