@@ -44,6 +44,9 @@ from seaway.wire import (
     seaway_pb2,
     seaway_pb2_grpc,
     status_of,
+    txn_info_to_msg,
+    txn_status_to_msg,
+    txn_writes_from_msg,
 )
 
 pb = seaway_pb2
@@ -338,6 +341,49 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def MetaRevision(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.MetaRevisionReply:
         return self._unary("MetaRevision", context,
                            lambda: pb.MetaRevisionReply(revision=self._store.meta.revision))
+
+    # --- the transaction manager ---------------------------------------------------------------
+    # Each call blocks its server thread until the manager's edit is durable (an append to its log,
+    # whose sync concurrent calls share), as a metadata commit does.
+
+    def TxnBegin(self, request: pb.TxnBeginRequest, context: grpc.ServicerContext) -> pb.TxnBeginReply:
+        def run() -> pb.TxnBeginReply:
+            txn = self._store.txn.api
+            snapshot = txn.begin(request.timeout_s if request.HasField("timeout_s") else None)
+            return pb.TxnBeginReply(snapshot=snapshot.encode(), default_timeout_s=txn.default_timeout_s)
+        return self._unary("TxnBegin", context, run)
+
+    def TxnRegister(self, request: pb.TxnRegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._store.txn.api.register(request.id, request.log_ids)
+            return pb.Empty()
+        return self._unary("TxnRegister", context, run)
+
+    def TxnCommit(self, request: pb.TxnCommitRequest, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._store.txn.api.commit(request.id, request.conflicts, txn_writes_from_msg(request.writes))
+            return pb.Empty()
+        return self._unary("TxnCommit", context, run)
+
+    def TxnAbort(self, request: pb.TxnRef, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._store.txn.api.abort(request.id)
+            return pb.Empty()
+        return self._unary("TxnAbort", context, run)
+
+    def TxnStatus(self, request: pb.TxnRef, context: grpc.ServicerContext) -> pb.TxnStatusReply:
+        return self._unary("TxnStatus", context, lambda: pb.TxnStatusReply(
+            status=txn_status_to_msg(self._store.txn.api.status(request.id))))
+
+    def TxnSnapshot(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.TxnSnapshotReply:
+        def run() -> pb.TxnSnapshotReply:
+            txn = self._store.txn.api
+            return pb.TxnSnapshotReply(snapshot=txn.snapshot().encode(), default_timeout_s=txn.default_timeout_s)
+        return self._unary("TxnSnapshot", context, run)
+
+    def TxnList(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.TxnListReply:
+        return self._unary("TxnList", context, lambda: pb.TxnListReply(
+            transactions=[txn_info_to_msg(info) for info in self._store.txn.api.list()]))
 
     def _unary(self, method: str, context: grpc.ServicerContext, run: Callable[[], _T]) -> _T:
         self._metrics.requests.labels(method=method).inc()
