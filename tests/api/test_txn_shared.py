@@ -314,3 +314,20 @@ def test_a_cut_off_commit_that_failed_raises_the_matching_error(server: ServerPr
         assert unreachable.sent == ["TxnCommit", "TxnStatus"]  # not sent again without an answer
         assert sw.txn.status(pending.id) is TxnStatus.IN_PROGRESS  # unknown to the caller, so left alone
         sw.txn.abort(pending.id)
+
+
+def test_clients_cannot_change_the_managers_log(server: ServerProcess) -> None:
+    """Sealing (or trimming, deleting, appending to) the manager's log would fail every transaction
+    after it: the server refuses it, and creating logs under the store's reserved prefix."""
+    with seaway.connect(server.url) as sw:
+        sw.transaction().commit()
+        wal = sw.logs.get("seaway.txn.wal")
+        tail = wal.tail_lsn()
+        assert list(wal.read(1, tail))  # reading it is allowed
+        for change in (wal.seal, lambda: wal.trim(tail), wal.delete, lambda: wal.append(b"forged"),
+                       lambda: sw.logs.create("seaway.mine")):
+            raises_exactly(InvalidArgumentError, change)
+        assert wal.final_lsn() is None and wal.tail_lsn() == tail
+        with sw.transaction() as tx:
+            pass
+        assert sw.txn.status(tx.id) is TxnStatus.COMMITTED

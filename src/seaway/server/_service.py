@@ -52,6 +52,10 @@ from seaway.wire import (
 pb = seaway_pb2
 _log = logging.getLogger("seaway.server")
 _T = TypeVar("_T")
+RESERVED_PREFIX = "seaway."
+"""Logs named so are the store's own (the transaction manager's write-ahead log): clients may read
+them, never create, append to, trim, seal or delete one (a sealed manager log would fail every
+transaction)."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,13 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def _log_of(self, log_id: int) -> Log:
         return self._store.logs.get(int(log_id))
 
+    def _clients_log(self, log_id: int) -> Log:
+        """A log a client may change: not one of the store's own."""
+        log = self._log_of(log_id)
+        if log.name.startswith(RESERVED_PREFIX):
+            raise InvalidArgumentError(f"log {log.name!r} is the store's own: clients only read it")
+        return log
+
     # --- unary calls ----------------------------------------------------------------------------
 
     def Health(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.HealthReply:
@@ -172,10 +183,14 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         return pb.HealthReply(status=status, version=__version__)
 
     def CreateLog(self, request: pb.CreateLogRequest, context: grpc.ServicerContext) -> pb.LogInfo:
-        return self._unary("CreateLog", context, lambda: log_info_to_msg(self._store.logs.create(
-            request.name, log_id=request.log_id if request.HasField("log_id") else None,
-            group=request.group if request.HasField("group") else None,
-            **overrides_from_msg(request.attributes)).info))
+        def run() -> pb.LogInfo:
+            if request.name.startswith(RESERVED_PREFIX):
+                raise InvalidArgumentError(f"log names starting with {RESERVED_PREFIX!r} are the store's own")
+            return log_info_to_msg(self._store.logs.create(
+                request.name, log_id=request.log_id if request.HasField("log_id") else None,
+                group=request.group if request.HasField("group") else None,
+                **overrides_from_msg(request.attributes)).info)
+        return self._unary("CreateLog", context, run)
 
     def CreateGroup(self, request: pb.CreateGroupRequest, context: grpc.ServicerContext) -> pb.GroupInfo:
         def run() -> pb.GroupInfo:
@@ -256,7 +271,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             pending: list[tuple[Future[range], int] | SeawayError] = []
             for batch in batches:
                 try:
-                    log = self._log_of(batch.log_id)
+                    log = self._clients_log(batch.log_id)
                     payloads = tuple(batch.payloads)  # each access to the field would copy them again
                     producer = batch.producer_id or None  # an idempotent append, or a plain one
                     future = log.append_batch_async(payloads, producer_id=producer,
@@ -286,7 +301,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def Trim(self, request: pb.TrimRequest, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:
-            self._log_of(request.log_id).trim(request.lsn)
+            self._clients_log(request.log_id).trim(request.lsn)
             return pb.Empty()
         return self._unary("Trim", context, run)
 
@@ -298,11 +313,11 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         return self._unary("GetLogState", context, run)
 
     def SealLog(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.LsnReply:
-        return self._unary("SealLog", context, lambda: pb.LsnReply(lsn=self._log_of(request.log_id).seal()))
+        return self._unary("SealLog", context, lambda: pb.LsnReply(lsn=self._clients_log(request.log_id).seal()))
 
     def DeleteLog(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:
-            self._log_of(request.log_id).delete()
+            self._clients_log(request.log_id).delete()
             return pb.Empty()
         return self._unary("DeleteLog", context, run)
 
