@@ -20,6 +20,7 @@ from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
 from seaway.cli._store import open_store, out, where_parser
 from seaway.cli._streams import add_stream_parsers, run_reader_group, run_scope, run_stream
+from seaway.cli._txn import add_txn_parser, run_txn
 from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
 from seaway.server import ServerConfig, serve
 
@@ -99,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     info.add_argument("log", nargs="?")
     add_meta_parser(commands, common)
     add_stream_parsers(commands, common)
+    add_txn_parser(commands, common)
     return parser
 
 
@@ -236,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_stream(args)
         elif args.command == "reader-group":
             run_reader_group(args)
+        elif args.command == "txn":
+            run_txn(args)
     except SeawayError as exc:
         print(f"seaway: error: {exc} [{exc.code}]", file=sys.stderr)
         return 1
