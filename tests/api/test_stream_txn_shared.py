@@ -1,15 +1,9 @@
 """Transactional streams, as the shared suite sees them.
 
-The flag and the record format run against the embedded store and a server. The transactions
-themselves run embedded only: the remote client gets ``sw.txn`` from another branch; once it
-has it, ``txn_api`` takes the ``remote`` parameter too and these tests run against the server
-unchanged.
+Every test runs against the embedded store and a server.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -20,12 +14,6 @@ from seaway.streams import ReaderConfig, Stream, unframe
 from tests.api.conftest import Api
 
 QUICK = ReaderConfig(sync_interval_s=0.05, txn_poll_s_max=0.02)
-
-
-@pytest.fixture(params=["embedded"])
-def txn_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
-    with seaway.open(tmp_path / "data") as sw:
-        yield Api(sw, request.param)
 
 
 def make(api: Api, segments: int = 1) -> Stream:
@@ -60,27 +48,27 @@ def test_the_flag_is_kept_and_fixed_and_plain_events_are_framed(api: Api) -> Non
     assert isinstance(stored, Record) and unframe(stored.payload) == (0, b"plain")
 
 
-def test_one_transaction_over_two_streams_is_seen_whole_or_not_at_all(txn_api: Api) -> None:
-    sw = txn_api.sw
-    orders, audit = make(txn_api, segments=2), make(txn_api)
+def test_one_transaction_over_two_streams_is_seen_whole_or_not_at_all(api: Api) -> None:
+    sw = api.sw
+    orders, audit = make(api, segments=2), make(api)
     with orders.writer() as w1, audit.writer() as w2:
         with sw.transaction() as tx:
             w1.write_batch([b"o1", b"o2"], "user-1", txn=tx)
             w1.write(b"o3", "user-2", txn=tx)
             w2.write(b"a1", txn=tx)
-            assert read(txn_api, orders, 0) == [] and read(txn_api, audit, 0) == []
+            assert read(api, orders, 0) == [] and read(api, audit, 0) == []
         with pytest.raises(KeyError), sw.transaction() as dropped:
             w1.write(b"lost", "user-1", txn=dropped)
             w2.write(b"lost", txn=dropped)
             raise KeyError("abort")
-    assert sorted(read(txn_api, orders, 3)) == [b"o1", b"o2", b"o3"]
-    assert read(txn_api, audit, 1) == [b"a1"]
+    assert sorted(read(api, orders, 3)) == [b"o1", b"o2", b"o3"]
+    assert read(api, audit, 1) == [b"a1"]
 
 
-def test_a_late_commit_is_delivered_in_key_order(txn_api: Api) -> None:
-    sw = txn_api.sw
-    stream = make(txn_api)
-    group = sw.streams.create_reader_group(txn_api.name("g"), stream)
+def test_a_late_commit_is_delivered_in_key_order(api: Api) -> None:
+    sw = api.sw
+    stream = make(api)
+    group = sw.streams.create_reader_group(api.name("g"), stream)
     reader = group.reader("r", QUICK)
     with stream.writer() as writer:
         tx = sw.transaction()

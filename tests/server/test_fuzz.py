@@ -1,6 +1,7 @@
 """Fuzz every request handler of a real server: malformed, truncated, oversized, mistyped requests and
-unknown fields. The server never crashes, answers each with a typed error (or a result), and every
-record acknowledged before and during the fuzzing is still there, byte for byte."""
+unknown fields. The server never crashes, answers each with a typed error (or a result), every
+record acknowledged before and during the fuzzing is still there, byte for byte, and every
+transaction committed meanwhile stays committed, with its metadata writes."""
 
 from __future__ import annotations
 
@@ -8,35 +9,43 @@ import os
 import random
 import threading
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import grpc
 import pytest
 
 import seaway
-from seaway import Record, SeawayError
+from seaway import Record, SeawayError, TxnStatus
 from seaway.server import ServerProcess
+from seaway.txn import Snapshot
 from seaway.wire import error_from_status, seaway_pb2
 
 pb = seaway_pb2
 REQUESTS = int(os.environ.get("SEAWAY_FUZZ_REQUESTS", "10000"))
+TXNS_CHECKED = 2000
 METHODS = {
     "Health": pb.Empty, "CreateLog": pb.CreateLogRequest, "CreateGroup": pb.CreateGroupRequest,
     "GetLog": pb.LogRef, "ListLogs": pb.Empty, "Append": pb.AppendRequest, "AppendMany": pb.AppendManyRequest,
     "Trim": pb.TrimRequest,
     "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "ReadMany": pb.ReadControls,
     "SealLog": pb.LogRef, "DeleteLog": pb.LogRef, "AppendCounts": pb.AppendCountsRequest,
+    "TxnBegin": pb.TxnBeginRequest, "TxnRegister": pb.TxnRegisterRequest, "TxnCommit": pb.TxnCommitRequest,
+    "TxnAbort": pb.TxnRef, "TxnStatus": pb.TxnRef, "TxnSnapshot": pb.Empty, "TxnList": pb.Empty,
 }
+TXN_NAMESPACE = "fuzz-txn"
+"""Where the checked transactions stage their metadata writes (fuzzed commits write elsewhere)."""
 
 
 def _u64(rng: random.Random) -> int:
     return rng.choice([0, 1, 2, 3, 2**32, 2**32 + 1, 2**63, 2**64 - 1, rng.randrange(2**64)])
 
 
-def _valid(method: str, rng: random.Random, known_ids: list[int]) -> Any:
-    """A well-formed message with values from the edges of their ranges."""
+def _valid(method: str, rng: random.Random, known_ids: list[int], txn_ids: Sequence[int] = ()) -> Any:
+    """A well-formed message with values from the edges of their ranges (``txn_ids``: transactions
+    the fuzzer began, so that some calls find a live one)."""
     log_id = rng.choice([*known_ids, _u64(rng)])
     text = rng.choice(["", "a", "x" * 300, "bad name", "ok/name-1", "\u2603", "a" * 255, "../../etc"])
     if method == "CreateLog":
@@ -80,8 +89,35 @@ def _valid(method: str, rng: random.Random, known_ids: list[int]) -> Any:
     if method == "AppendCounts":  # 100_001: over the server's limit of logs a call
         count = rng.choice([0, 1, 3, 1000, 100_001])
         return pb.AppendCountsRequest(log_ids=[rng.choice([*known_ids, _u64(rng)]) for _ in range(count)])
+    if method.startswith("Txn"):
+        return _valid_txn(method, rng, known_ids, txn_ids)
     if method == "ReadMany":  # one message of a stream: a few controls
         return pb.ReadControls(controls=[_control(rng, known_ids) for _ in range(rng.choice([0, 1, 1, 3]))])
+    return pb.Empty()
+
+
+def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: Sequence[int]) -> Any:
+    txn_id = rng.choice([*txn_ids, *txn_ids, _u64(rng)])
+    if method == "TxnBegin":
+        msg = pb.TxnBeginRequest()
+        if rng.random() < 0.7:
+            msg.timeout_s = rng.choice([-1.0, 0.0, 1e-9, 0.5, 30.0, 3600.0, 3600.5, float("inf"), float("nan"), 1e308])
+        return msg
+    if method in ("TxnAbort", "TxnStatus"):
+        return pb.TxnRef(id=txn_id)
+    if method == "TxnRegister":  # 10_001: over the manager's limit of logs a call
+        count = rng.choice([0, 1, 3, 10_001])
+        return pb.TxnRegisterRequest(id=txn_id, log_ids=[rng.choice([*known_ids, _u64(rng)]) for _ in range(count)])
+    if method == "TxnCommit":
+        msg = pb.TxnCommitRequest(id=txn_id, conflicts=[rng.randbytes(rng.choice([0, 1, 16, 1024, 1025]))
+                                                        for _ in range(rng.choice([0, 1, 3]))])
+        for _ in range(rng.choice([0, 1, 2, 1001])):  # 1001: over the limit of writes a commit
+            write = msg.writes.add(namespace=rng.choice(["fuzz", "", "bad ns", "x" * 65, "\u2603"]),
+                                   key=rng.randbytes(rng.choice([0, 8, 1025])))
+            if rng.random() < 0.7:  # now and then one over the bound of a value
+                sizes = [0, 10, 1000, (1 << 20) + 1] if rng.random() < 0.01 else [0, 10]
+                write.value = rng.randbytes(rng.choice(sizes))
+        return msg
     return pb.Empty()
 
 
@@ -97,6 +133,16 @@ def _control(rng: random.Random, known_ids: list[int]) -> pb.ReadControl:
     if kind == 2:
         return pb.ReadControl(grant=pb.ReadGrant(items=_u64(rng), bytes=_u64(rng)))
     return pb.ReadControl()  # carries nothing: refused
+
+
+def _check_txn_reply(method: str, reply: bytes, txn_ids: list[int]) -> None:
+    """A transaction call's answer decodes; a begun transaction is noted for later calls."""
+    if method == "TxnBegin":
+        txn_ids.append(Snapshot.decode(pb.TxnBeginReply.FromString(reply).snapshot).write_pointer)
+    elif method == "TxnSnapshot":
+        Snapshot.decode(pb.TxnSnapshotReply.FromString(reply).snapshot)
+    elif method == "TxnList":
+        assert all(t.id > 0 for t in pb.TxnListReply.FromString(reply).transactions)
 
 
 def _mutate(raw: bytes, rng: random.Random) -> bytes:
@@ -151,19 +197,37 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
                         return
                     n += 20
 
+            committed: dict[int, bytes] = {}
+
+            def transact() -> None:
+                """Commit transactions that stage a write each, until stopped (at most
+                ``TXNS_CHECKED``: the manager keeps that many outcomes and more)."""
+                while not stop.is_set() and len(committed) < TXNS_CHECKED:
+                    try:
+                        with sw.transaction() as tx:
+                            tx.add_conflicts(b"fuzz-%d" % len(committed))
+                            tx.stage_put(TXN_NAMESPACE, b"%d" % tx.id, b"v%d" % tx.id)
+                    except SeawayError as exc:  # reported by the main thread's checks
+                        producer_errors.append(exc)
+                        return
+                    committed[tx.id] = b"v%d" % tx.id
+
             producer = threading.Thread(target=produce)
             producer.start()
+            transactor = threading.Thread(target=transact)
+            transactor.start()
             channel = grpc.insecure_channel(server.address, options=[("grpc.max_send_message_length", 64 << 20)])
             calls: dict[str, Callable[..., Any]] = {}
             for method in METHODS:
                 path = f"/seaway.v1.Seaway/{method}"
                 calls[method] = (channel.stream_stream(path) if method == "ReadMany" else channel.unary_unary(path))
             outcomes: dict[str, int] = {}
+            txn_ids: list[int] = []  # transactions the fuzzer began
             for n in range(REQUESTS):
                 method = rng.choice(list(METHODS))
                 if method == "ReadMany" and rng.random() < 0.7:
                     method = "GetLog"  # streams are slow to fuzz; keep them to a few percent
-                raw = _valid(method, rng, [kept.id, small.id]).SerializeToString()
+                raw = _valid(method, rng, [kept.id, small.id], txn_ids[-50:]).SerializeToString()
                 if rng.random() < 0.6:
                     raw = _mutate(raw, rng)
                 if rng.random() < 0.05:  # a message of another type
@@ -184,6 +248,7 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
                                     outcomes[key] = outcomes.get(key, 0) + 1
                     else:
                         reply = calls[method](raw, timeout=10)
+                        _check_txn_reply(method, reply, txn_ids)
                         if method == "AppendMany":  # each batch has its own result: typed errors too
                             for result in pb.AppendManyReply.FromString(reply).results:
                                 if result.HasField("error"):
@@ -207,6 +272,7 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
                     assert sw.health() == "SERVING", f"seed {seed}: unhealthy after {n} requests"
             stop.set()
             producer.join(60)
+            transactor.join(60)
             channel.close()
             assert not producer_errors, f"seed {seed}: appends failed during the fuzzing: {producer_errors[:3]}"
             assert outcomes.get("ok", 0) > REQUESTS // 20, outcomes
@@ -217,6 +283,12 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
             assert len(acked) > 100
             for lsn, payload in acked.items():
                 assert stored.get(lsn) == payload, f"seed {seed}: acknowledged record at {lsn:#x} lost or changed"
+            assert len(committed) > 10
+            assert {"UNKNOWN_TRANSACTION", "TRANSACTION_NOT_IN_PROGRESS"} <= set(outcomes), outcomes
+            for txn_id, value in committed.items():
+                assert sw.txn.status(txn_id) is TxnStatus.COMMITTED, f"seed {seed}: transaction {txn_id} lost"
+                assert sw.meta.get(TXN_NAMESPACE, b"%d" % txn_id) == (value, mock.ANY), (
+                    f"seed {seed}: the write of transaction {txn_id} lost")
             assert sw.health() == "SERVING"
         log = server.log_text()
         assert log.count("refused undecodable requests") <= 2, "undecodable requests flood the log"

@@ -15,12 +15,14 @@ from seaway.cli._bench_log import LogBenchConfig, run_log_bench
 from seaway.cli._bench_logs import LogsBenchConfig, run_logs_bench
 from seaway.cli._bench_remote import RemoteBenchConfig, run_remote_bench
 from seaway.cli._bench_stream import add_stream_bench_parsers, run_stream_bench_command
+from seaway.cli._bench_txn import TxnBenchConfig, run_txn_bench
 from seaway.cli._demo import run_demo, run_demo_remote
 from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
 from seaway.cli._queues import add_queue_parsers, run_queue
 from seaway.cli._store import open_store, out, where_parser
 from seaway.cli._streams import add_stream_parsers, run_reader_group, run_scope, run_stream
+from seaway.cli._txn import add_txn_parser, run_txn
 from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
 from seaway.server import ServerConfig, serve
 
@@ -63,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     log.add_argument("--address", help="with --remote: use this server (seaway://host:port) instead of starting one")
     log.add_argument("--paced-events-per-s", type=int, default=20_000, help="with --remote: the paced run's rate")
     add_stream_bench_parsers(kinds)
+    txn = kinds.add_parser("txn", help="transaction begin+commit pairs against metadata puts, 3 clients, "
+                                       "remote and embedded")
+    txn.add_argument("--pairs", type=int, default=1_000, help="pairs (and puts) each client makes (default 1,000)")
+    txn.add_argument("--clients", type=int, default=3, help="client processes, and threads embedded (default 3)")
+    txn.add_argument("--rounds", type=int, default=2, help="runs of each side; the best counts (default 2)")
+    txn.add_argument("--address", help="use this server (seaway://host:port) instead of starting one")
+    txn.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
     logs = commands.add_parser("log", help="append, tail, trim, find-time, info, create, create-group, seal, delete",
                                description=f"LSNs are given as {_LSN_HELP}, and printed as e<epoch>n<esn>.")
@@ -101,6 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     add_meta_parser(commands, common)
     add_stream_parsers(commands, common)
     add_queue_parsers(commands, common)
+    add_txn_parser(commands, common)
     return parser
 
 
@@ -223,6 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "bench" and args.bench in ("metadata", "stream"):
             figures = run_stream_bench_command(args)
             print(json.dumps(figures)) if args.json else _print_figures(figures)
+        elif args.command == "bench" and args.bench == "txn":
+            if args.pairs < 1 or args.clients < 1 or args.rounds < 1:
+                raise InvalidArgumentError("--pairs, --clients and --rounds must be at least 1")
+            figures = run_txn_bench(TxnBenchConfig(clients=args.clients, pairs=args.pairs, rounds=args.rounds,
+                                                   address=args.address))
+            print(json.dumps(figures)) if args.json else _print_figures(figures)
         elif args.command == "bench" and args.bench == "logs":
             if args.rounds < 1:
                 raise InvalidArgumentError("--rounds must be at least 1")
@@ -240,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_reader_group(args)
         elif args.command == "queue":
             run_queue(args)
+        elif args.command == "txn":
+            run_txn(args)
     except SeawayError as exc:
         print(f"seaway: error: {exc} [{exc.code}]", file=sys.stderr)
         return 1

@@ -6,9 +6,10 @@ from seaway.client._client import (
     RemoteLogs,
     RemoteMetadataStore,
     RemoteSeaway,
+    RemoteTxn,
     connect,
 )
 from seaway.client._reader import RemoteReader
 
 __all__ = ["AppendQueueConfig", "RemoteLog", "RemoteLogs", "RemoteMetadataStore", "RemoteReader", "RemoteSeaway",
-           "connect"]
+           "RemoteTxn", "connect"]

@@ -25,7 +25,12 @@ from seaway._errors import (
     ConditionFailedError,
     InvalidArgumentError,
     ServerError,
+    TimedOutError,
+    TransactionNotInProgressError,
+    TransactionTimedOutError,
+    TransportError,
     UnknownLogError,
+    UnknownTransactionError,
 )
 from seaway.client._append import AppendQueue, AppendQueueConfig
 from seaway.client._reader import RemoteReader, translate
@@ -56,6 +61,7 @@ from seaway.log import (
 from seaway.logsdb import Durability, PartitionInfo, ProducerMark
 from seaway.queues import Queues
 from seaway.streams import Streams
+from seaway.txn import Snapshot, Transaction, Transactions, TxnInfo, TxnStatus
 from seaway.wire import (
     TOKEN_KEY,
     log_info_from_msg,
@@ -64,6 +70,9 @@ from seaway.wire import (
     overrides_to_msg,
     seaway_pb2,
     seaway_pb2_grpc,
+    txn_info_from_msg,
+    txn_status_from_msg,
+    txn_writes_to_msg,
 )
 
 pb = seaway_pb2
@@ -102,8 +111,14 @@ class RemoteSeaway:
         self._sequences_lock = threading.Lock()
         self.logs = RemoteLogs(self)
         self.meta = RemoteMetadataStore(self)
-        self.streams = Streams(self.logs, self.meta)
-        self.queues = Queues(self.logs, self.meta, None)  # the transaction manager comes with its RPCs
+        self.txn = Transactions(RemoteTxn(self))
+        self.streams = Streams(self.logs, self.meta, txn=self.txn)
+        self.queues = Queues(self.logs, self.meta, self.txn)
+
+    def transaction(self, timeout_s: float | None = None) -> Transaction:
+        """Begin a transaction on the server's manager (``with sw.transaction() as tx:`` commits on
+        exit, aborts on an exception); as :meth:`seaway.Seaway.transaction`."""
+        return self.txn.begin(timeout_s)
 
     def _next_mark(self, log_id: int) -> ProducerMark:
         with self._sequences_lock:
@@ -392,6 +407,135 @@ class RemoteMetadataStore(MetaApi):
     def revision(self) -> int:
         reply: pb.MetaRevisionReply = self._client._call("MetaRevision", pb.Empty())
         return reply.revision
+
+
+class RemoteTxn:
+    """The server's transaction manager (a :class:`~seaway.txn.TxnApi`): ``RemoteSeaway.txn`` is
+    built on it, as ``Seaway.txn`` is on the embedded manager.
+
+    What happens when a call is cut off (a :class:`TransportError`: it may or may not have reached
+    the server):
+
+    - ``register``, ``abort``, ``status``, ``snapshot`` and ``list`` are sent again, up to the
+      client's :class:`RetryPolicy`: repeating them changes nothing (a log registered twice is
+      registered once; aborting an aborted or timed-out transaction does nothing).
+    - ``begin`` is not sent again: the error is raised. A transaction it may have begun is known to
+      no one and times out by itself.
+    - ``commit`` is never sent again blindly. The client asks ``status`` (retried) for the outcome:
+      COMMITTED, and the commit returns; ABORTED (a conflict, or an abort by id) raises
+      :class:`TransactionNotInProgressError`, TIMED_OUT :class:`TransactionTimedOutError`, UNKNOWN
+      :class:`UnknownTransactionError`; IN_PROGRESS means the commit has not taken effect, so it is
+      sent once more. If the server answers that one with "being committed" (the first call is
+      still being applied), the client waits for the outcome with ``status`` (at most the retry
+      policy's attempts, then :class:`TimedOutError`: the outcome is still unknown). A second cut
+      off, or ``status`` unreachable, raises the :class:`TransportError`: the outcome is unknown,
+      and ``sw.txn.status(id)`` tells it later.
+    """
+
+    def __init__(self, client: RemoteSeaway) -> None:
+        self._client = client
+        self._default_timeout_s: float | None = None
+
+    @property
+    def default_timeout_s(self) -> float:
+        """The server's default timeout (as its last answer gave it)."""
+        default = self._default_timeout_s
+        if default is None:  # no begin answered yet: a snapshot's answer carries it too
+            _, default = self._snapshot()
+        return default
+
+    def begin(self, timeout_s: float | None = None) -> Snapshot:
+        request = pb.TxnBeginRequest()
+        if timeout_s is not None:
+            if not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool):
+                raise InvalidArgumentError(f"a transaction's timeout must be a number, got {timeout_s!r}")
+            request.timeout_s = timeout_s
+        reply: pb.TxnBeginReply = self._client._call("TxnBegin", request, idempotent=False)
+        self._default_timeout_s = reply.default_timeout_s
+        return Snapshot.decode(reply.snapshot)
+
+    def register(self, write_pointer: int, logs: Iterable[int]) -> None:
+        try:
+            request = pb.TxnRegisterRequest(id=_check_txn_id(write_pointer), log_ids=list(logs))
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"a transaction registers logs by id (integers): {exc}") from None
+        self._client._call("TxnRegister", request)
+
+    def commit(self, write_pointer: int, conflicts: Iterable[bytes] = (),
+               writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None:
+        try:
+            request = pb.TxnCommitRequest(id=_check_txn_id(write_pointer), conflicts=list(conflicts),
+                                          writes=txn_writes_to_msg(writes))
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"a commit's conflict keys are bytes, its writes (namespace, key, "
+                                       f"value or None): {exc}") from None
+        try:
+            self._client._call("TxnCommit", request, idempotent=False)
+            return
+        except TransportError as exc:
+            outcome = self._outcome(write_pointer, exc)
+        if outcome is TxnStatus.IN_PROGRESS:  # the commit did not take effect: send it once more
+            try:
+                self._client._call("TxnCommit", request, idempotent=False)
+                return
+            except TransactionNotInProgressError as exc:
+                if isinstance(exc, TransactionTimedOutError):
+                    raise
+                outcome = self._settled(write_pointer, exc)  # the first call was still being applied
+        self._raise_unless_committed(write_pointer, outcome)
+
+    def _outcome(self, write_pointer: int, cut_off: TransportError) -> TxnStatus:
+        try:
+            return self.status(write_pointer)
+        except TransportError as exc:
+            raise exc from cut_off
+
+    def _settled(self, write_pointer: int, answer: TransactionNotInProgressError) -> TxnStatus:
+        """The outcome of a commit that the server is applying, once it is known."""
+        retry = self._client._retry
+        for attempt in range(1, retry.attempts_max + 1):
+            outcome = self.status(write_pointer)
+            if outcome is not TxnStatus.IN_PROGRESS:
+                return outcome
+            time.sleep(retry.delay_s(attempt))
+        raise TimedOutError(f"transaction {write_pointer} is still being committed; its outcome is unknown "
+                            "(ask its status later)") from answer
+
+    @staticmethod
+    def _raise_unless_committed(write_pointer: int, outcome: TxnStatus) -> None:
+        if outcome is TxnStatus.COMMITTED:
+            return
+        if outcome is TxnStatus.TIMED_OUT:
+            raise TransactionTimedOutError(f"transaction {write_pointer} timed out")
+        if outcome is TxnStatus.UNKNOWN:
+            raise UnknownTransactionError(f"no transaction {write_pointer} is known to the server")
+        raise TransactionNotInProgressError(f"transaction {write_pointer} did not commit: {outcome.value} "
+                                            "(a conflict, or an abort by id)")
+
+    def abort(self, write_pointer: int) -> None:
+        self._client._call("TxnAbort", pb.TxnRef(id=_check_txn_id(write_pointer)))
+
+    def status(self, write_pointer: int) -> TxnStatus:
+        reply: pb.TxnStatusReply = self._client._call("TxnStatus", pb.TxnRef(id=_check_txn_id(write_pointer)))
+        return txn_status_from_msg(reply.status)
+
+    def snapshot(self) -> Snapshot:
+        return self._snapshot()[0]
+
+    def _snapshot(self) -> tuple[Snapshot, float]:
+        reply: pb.TxnSnapshotReply = self._client._call("TxnSnapshot", pb.Empty())
+        self._default_timeout_s = reply.default_timeout_s
+        return Snapshot.decode(reply.snapshot), reply.default_timeout_s
+
+    def list(self) -> builtins.list[TxnInfo]:
+        reply: pb.TxnListReply = self._client._call("TxnList", pb.Empty())
+        return [txn_info_from_msg(info) for info in reply.transactions]
+
+
+def _check_txn_id(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**64:
+        raise InvalidArgumentError(f"a transaction id is an integer in (0, 2**64), got {value!r}")
+    return value
 
 
 def _closing_iter(reader: RemoteReader) -> Iterator[ReadItem]:

@@ -44,11 +44,18 @@ from seaway.wire import (
     seaway_pb2,
     seaway_pb2_grpc,
     status_of,
+    txn_info_to_msg,
+    txn_status_to_msg,
+    txn_writes_from_msg,
 )
 
 pb = seaway_pb2
 _log = logging.getLogger("seaway.server")
 _T = TypeVar("_T")
+RESERVED_PREFIX = "seaway."
+"""Logs named so are the store's own (the transaction manager's write-ahead log): clients may read
+them, never create, append to, trim, seal or delete one (a sealed manager log would fail every
+transaction)."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,13 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def _log_of(self, log_id: int) -> Log:
         return self._store.logs.get(int(log_id))
 
+    def _clients_log(self, log_id: int) -> Log:
+        """A log a client may change: not one of the store's own."""
+        log = self._log_of(log_id)
+        if log.name.startswith(RESERVED_PREFIX):
+            raise InvalidArgumentError(f"log {log.name!r} is the store's own: clients only read it")
+        return log
+
     # --- unary calls ----------------------------------------------------------------------------
 
     def Health(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.HealthReply:
@@ -169,10 +183,14 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         return pb.HealthReply(status=status, version=__version__)
 
     def CreateLog(self, request: pb.CreateLogRequest, context: grpc.ServicerContext) -> pb.LogInfo:
-        return self._unary("CreateLog", context, lambda: log_info_to_msg(self._store.logs.create(
-            request.name, log_id=request.log_id if request.HasField("log_id") else None,
-            group=request.group if request.HasField("group") else None,
-            **overrides_from_msg(request.attributes)).info))
+        def run() -> pb.LogInfo:
+            if request.name.startswith(RESERVED_PREFIX):
+                raise InvalidArgumentError(f"log names starting with {RESERVED_PREFIX!r} are the store's own")
+            return log_info_to_msg(self._store.logs.create(
+                request.name, log_id=request.log_id if request.HasField("log_id") else None,
+                group=request.group if request.HasField("group") else None,
+                **overrides_from_msg(request.attributes)).info)
+        return self._unary("CreateLog", context, run)
 
     def CreateGroup(self, request: pb.CreateGroupRequest, context: grpc.ServicerContext) -> pb.GroupInfo:
         def run() -> pb.GroupInfo:
@@ -253,7 +271,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             pending: list[tuple[Future[range], int] | SeawayError] = []
             for batch in batches:
                 try:
-                    log = self._log_of(batch.log_id)
+                    log = self._clients_log(batch.log_id)
                     payloads = tuple(batch.payloads)  # each access to the field would copy them again
                     producer = batch.producer_id or None  # an idempotent append, or a plain one
                     future = log.append_batch_async(payloads, producer_id=producer,
@@ -283,7 +301,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def Trim(self, request: pb.TrimRequest, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:
-            self._log_of(request.log_id).trim(request.lsn)
+            self._clients_log(request.log_id).trim(request.lsn)
             return pb.Empty()
         return self._unary("Trim", context, run)
 
@@ -295,11 +313,11 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         return self._unary("GetLogState", context, run)
 
     def SealLog(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.LsnReply:
-        return self._unary("SealLog", context, lambda: pb.LsnReply(lsn=self._log_of(request.log_id).seal()))
+        return self._unary("SealLog", context, lambda: pb.LsnReply(lsn=self._clients_log(request.log_id).seal()))
 
     def DeleteLog(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:
-            self._log_of(request.log_id).delete()
+            self._clients_log(request.log_id).delete()
             return pb.Empty()
         return self._unary("DeleteLog", context, run)
 
@@ -338,6 +356,49 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def MetaRevision(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.MetaRevisionReply:
         return self._unary("MetaRevision", context,
                            lambda: pb.MetaRevisionReply(revision=self._store.meta.revision))
+
+    # --- the transaction manager ---------------------------------------------------------------
+    # Each call blocks its server thread until the manager's edit is durable (an append to its log,
+    # whose sync concurrent calls share), as a metadata commit does.
+
+    def TxnBegin(self, request: pb.TxnBeginRequest, context: grpc.ServicerContext) -> pb.TxnBeginReply:
+        def run() -> pb.TxnBeginReply:
+            txn = self._store.txn.api
+            snapshot = txn.begin(request.timeout_s if request.HasField("timeout_s") else None)
+            return pb.TxnBeginReply(snapshot=snapshot.encode(), default_timeout_s=txn.default_timeout_s)
+        return self._unary("TxnBegin", context, run)
+
+    def TxnRegister(self, request: pb.TxnRegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._store.txn.api.register(request.id, request.log_ids)
+            return pb.Empty()
+        return self._unary("TxnRegister", context, run)
+
+    def TxnCommit(self, request: pb.TxnCommitRequest, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._store.txn.api.commit(request.id, request.conflicts, txn_writes_from_msg(request.writes))
+            return pb.Empty()
+        return self._unary("TxnCommit", context, run)
+
+    def TxnAbort(self, request: pb.TxnRef, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._store.txn.api.abort(request.id)
+            return pb.Empty()
+        return self._unary("TxnAbort", context, run)
+
+    def TxnStatus(self, request: pb.TxnRef, context: grpc.ServicerContext) -> pb.TxnStatusReply:
+        return self._unary("TxnStatus", context, lambda: pb.TxnStatusReply(
+            status=txn_status_to_msg(self._store.txn.api.status(request.id))))
+
+    def TxnSnapshot(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.TxnSnapshotReply:
+        def run() -> pb.TxnSnapshotReply:
+            txn = self._store.txn.api
+            return pb.TxnSnapshotReply(snapshot=txn.snapshot().encode(), default_timeout_s=txn.default_timeout_s)
+        return self._unary("TxnSnapshot", context, run)
+
+    def TxnList(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.TxnListReply:
+        return self._unary("TxnList", context, lambda: pb.TxnListReply(
+            transactions=[txn_info_to_msg(info) for info in self._store.txn.api.list()]))
 
     def _unary(self, method: str, context: grpc.ServicerContext, run: Callable[[], _T]) -> _T:
         self._metrics.requests.labels(method=method).inc()

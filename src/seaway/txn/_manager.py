@@ -334,8 +334,10 @@ class TransactionManager:
                 durable = self._end(Abort(write_pointer, self._clock.now_ms()))
             else:
                 edit = Commit(write_pointer, self.state.last_write_pointer, tuple(sorted(keys)), checked)
-                self._committing[write_pointer] = (edit.commit_pointer, keys)
+                # Appended first: an append refused at once (an edit over the log's payload bound)
+                # leaves the transaction in progress, not "being committed" for ever.
                 durable = self._append(edit)
+                self._committing[write_pointer] = (edit.commit_pointer, keys)
         try:
             lsn = durable.result()
         except BaseException:

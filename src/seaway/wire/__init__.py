@@ -23,6 +23,14 @@ from seaway.wire._codec import (
     overrides_to_msg,
     status_of,
 )
+from seaway.wire._txn import (
+    txn_info_from_msg,
+    txn_info_to_msg,
+    txn_status_from_msg,
+    txn_status_to_msg,
+    txn_writes_from_msg,
+    txn_writes_to_msg,
+)
 
 __all__ = [
     "CODE_KEY",
@@ -44,4 +52,10 @@ __all__ = [
     "seaway_pb2",
     "seaway_pb2_grpc",
     "status_of",
+    "txn_info_from_msg",
+    "txn_info_to_msg",
+    "txn_status_from_msg",
+    "txn_status_to_msg",
+    "txn_writes_from_msg",
+    "txn_writes_to_msg",
 ]

@@ -15,12 +15,27 @@ class GapType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TRIM: _ClassVar[GapType]
     DATALOSS: _ClassVar[GapType]
     SEALED: _ClassVar[GapType]
+
+class TxnOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TXN_OUTCOME_UNSPECIFIED: _ClassVar[TxnOutcome]
+    TXN_IN_PROGRESS: _ClassVar[TxnOutcome]
+    TXN_COMMITTED: _ClassVar[TxnOutcome]
+    TXN_ABORTED: _ClassVar[TxnOutcome]
+    TXN_TIMED_OUT: _ClassVar[TxnOutcome]
+    TXN_UNKNOWN: _ClassVar[TxnOutcome]
 GAP_UNSPECIFIED: GapType
 BRIDGE: GapType
 HOLE: GapType
 TRIM: GapType
 DATALOSS: GapType
 SEALED: GapType
+TXN_OUTCOME_UNSPECIFIED: TxnOutcome
+TXN_IN_PROGRESS: TxnOutcome
+TXN_COMMITTED: TxnOutcome
+TXN_ABORTED: TxnOutcome
+TXN_TIMED_OUT: TxnOutcome
+TXN_UNKNOWN: TxnOutcome
 
 class Empty(_message.Message):
     __slots__ = ()
@@ -451,3 +466,85 @@ class MetaRevisionReply(_message.Message):
     REVISION_FIELD_NUMBER: _ClassVar[int]
     revision: int
     def __init__(self, revision: _Optional[int] = ...) -> None: ...
+
+class TxnBeginRequest(_message.Message):
+    __slots__ = ("timeout_s",)
+    TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    timeout_s: float
+    def __init__(self, timeout_s: _Optional[float] = ...) -> None: ...
+
+class TxnBeginReply(_message.Message):
+    __slots__ = ("snapshot", "default_timeout_s")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    snapshot: bytes
+    default_timeout_s: float
+    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ...) -> None: ...
+
+class TxnRef(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class TxnRegisterRequest(_message.Message):
+    __slots__ = ("id", "log_ids")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LOG_IDS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    log_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, id: _Optional[int] = ..., log_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class TxnWrite(_message.Message):
+    __slots__ = ("namespace", "key", "value")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    key: bytes
+    value: bytes
+    def __init__(self, namespace: _Optional[str] = ..., key: _Optional[bytes] = ..., value: _Optional[bytes] = ...) -> None: ...
+
+class TxnCommitRequest(_message.Message):
+    __slots__ = ("id", "conflicts", "writes")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CONFLICTS_FIELD_NUMBER: _ClassVar[int]
+    WRITES_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    conflicts: _containers.RepeatedScalarFieldContainer[bytes]
+    writes: _containers.RepeatedCompositeFieldContainer[TxnWrite]
+    def __init__(self, id: _Optional[int] = ..., conflicts: _Optional[_Iterable[bytes]] = ..., writes: _Optional[_Iterable[_Union[TxnWrite, _Mapping]]] = ...) -> None: ...
+
+class TxnStatusReply(_message.Message):
+    __slots__ = ("status",)
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: TxnOutcome
+    def __init__(self, status: _Optional[_Union[TxnOutcome, str]] = ...) -> None: ...
+
+class TxnSnapshotReply(_message.Message):
+    __slots__ = ("snapshot", "default_timeout_s")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    snapshot: bytes
+    default_timeout_s: float
+    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ...) -> None: ...
+
+class TxnInfo(_message.Message):
+    __slots__ = ("id", "status", "began_ms", "expiry_ms", "log_ids")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    BEGAN_MS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRY_MS_FIELD_NUMBER: _ClassVar[int]
+    LOG_IDS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    status: TxnOutcome
+    began_ms: int
+    expiry_ms: int
+    log_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, id: _Optional[int] = ..., status: _Optional[_Union[TxnOutcome, str]] = ..., began_ms: _Optional[int] = ..., expiry_ms: _Optional[int] = ..., log_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class TxnListReply(_message.Message):
+    __slots__ = ("transactions",)
+    TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
+    transactions: _containers.RepeatedCompositeFieldContainer[TxnInfo]
+    def __init__(self, transactions: _Optional[_Iterable[_Union[TxnInfo, _Mapping]]] = ...) -> None: ...

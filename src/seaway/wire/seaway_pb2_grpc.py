@@ -139,6 +139,41 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaRevisionReply.FromString,
                 _registered_method=True)
+        self.TxnBegin = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnBegin',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginReply.FromString,
+                _registered_method=True)
+        self.TxnRegister = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnRegister',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnRegisterRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                _registered_method=True)
+        self.TxnCommit = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnCommit',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                _registered_method=True)
+        self.TxnAbort = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnAbort',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnRef.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                _registered_method=True)
+        self.TxnStatus = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnStatus',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnRef.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnStatusReply.FromString,
+                _registered_method=True)
+        self.TxnSnapshot = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnSnapshot',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnSnapshotReply.FromString,
+                _registered_method=True)
+        self.TxnList = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnList',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnListReply.FromString,
+                _registered_method=True)
 
 
 class SeawayServicer:
@@ -288,6 +323,50 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TxnBegin(self, request, context):
+        """The transaction manager (see the transactions section below). TxnBegin and TxnCommit are not
+        idempotent: after a transport failure of a commit, ask TxnStatus for its outcome.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnRegister(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnCommit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnAbort(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnStatus(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnSnapshot(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnList(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SeawayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -395,6 +474,41 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.MetaRevision,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.MetaRevisionReply.SerializeToString,
+            ),
+            'TxnBegin': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnBegin,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginReply.SerializeToString,
+            ),
+            'TxnRegister': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnRegister,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnRegisterRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            ),
+            'TxnCommit': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnCommit,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            ),
+            'TxnAbort': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnAbort,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnRef.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            ),
+            'TxnStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnStatus,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnRef.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnStatusReply.SerializeToString,
+            ),
+            'TxnSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnSnapshot,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnSnapshotReply.SerializeToString,
+            ),
+            'TxnList': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnList,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnListReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -964,6 +1078,195 @@ class Seaway:
             '/seaway.v1.Seaway/MetaRevision',
             seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.MetaRevisionReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnBegin(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnBegin',
+            seaway_dot_wire_dot_seaway__pb2.TxnBeginRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.TxnBeginReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnRegister(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnRegister',
+            seaway_dot_wire_dot_seaway__pb2.TxnRegisterRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnCommit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnCommit',
+            seaway_dot_wire_dot_seaway__pb2.TxnCommitRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnAbort(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnAbort',
+            seaway_dot_wire_dot_seaway__pb2.TxnRef.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnStatus',
+            seaway_dot_wire_dot_seaway__pb2.TxnRef.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.TxnStatusReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnSnapshot',
+            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.TxnSnapshotReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnList(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnList',
+            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.TxnListReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,78 @@
+"""``seaway txn``: the transactions a store's manager holds, from the shell.
+
+``list`` prints those in progress and the invalid ones (aborted or timed out, whose data is not gone
+yet); ``status`` how one ended (or IN_PROGRESS, or UNKNOWN); ``abort`` ends one that is in progress,
+so that nothing it wrote becomes visible (an operator's way out of a stuck writer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from seaway._errors import InvalidArgumentError
+from seaway.cli._store import open_store, out
+from seaway.txn import TxnInfo
+
+
+def add_txn_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``txn list|status|abort`` to ``commands`` (the top-level subparsers)."""
+    txn = commands.add_parser("txn", help="list transactions; the status of one; abort one",
+                              description="A transaction is named by its id (its write pointer), as "
+                                          "'txn list' prints it.")
+    ops = txn.add_subparsers(dest="op", required=True, metavar="OPERATION")
+    ops.add_parser("list", parents=[common], help="transactions in progress, then invalid ones (aborted, timed out)")
+    ops.add_parser("status", parents=[common], help="IN_PROGRESS, COMMITTED, ABORTED, TIMED_OUT or UNKNOWN") \
+        .add_argument("id")
+    ops.add_parser("abort", parents=[common], help="abort a transaction in progress").add_argument("id")
+
+
+def run_txn(args: argparse.Namespace) -> None:
+    """Carry out ``args.op``; failures are raised (as :class:`SeawayError`) for the caller to print."""
+    txn_id = _txn_id(args.id) if args.op != "list" else 0  # checked before the store opens
+    with open_store(args, writes=args.op == "abort") as sw:
+        if args.op == "list":
+            rows = [_info_json(info) for info in sw.txn.list()]
+            if args.json:
+                print(json.dumps(rows))
+            else:
+                for row in rows:
+                    print(_info_text(row))
+        elif args.op == "status":
+            status = sw.txn.status(txn_id)
+            out(args, {"id": txn_id, "status": status.value}, status.value)
+        else:
+            sw.txn.abort(txn_id)
+            status = sw.txn.status(txn_id)
+            out(args, {"id": txn_id, "status": status.value}, f"aborted {txn_id}: {status.value}")
+
+
+def _txn_id(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 0 < value < 2**64:
+        raise InvalidArgumentError(f"a transaction id is a positive integer, as 'txn list' prints it; got {text!r}")
+    return value
+
+
+def _info_json(info: TxnInfo) -> dict[str, Any]:
+    return {"id": info.id, "status": info.status.value, "began_ms": info.began_ms, "expiry_ms": info.expiry_ms,
+            "logs": list(info.logs)}
+
+
+def _info_text(row: dict[str, Any]) -> str:
+    parts = [str(row["id"]), row["status"]]
+    if row["began_ms"] is not None:
+        parts.append(f"began {_time_text(row['began_ms'])}")
+    if row["expiry_ms"] is not None:
+        parts.append(f"times out {_time_text(row['expiry_ms'])}")
+    parts.append(f"logs {','.join(map(str, row['logs'])) or '-'}")
+    return "\t".join(parts)
+
+
+def _time_text(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,59 @@
+"""Pure conversions of the transaction manager's values to and from the protocol's messages.
+
+A snapshot crosses the wire in its own encoding (:meth:`Snapshot.encode`), the one the manager
+and readers already share, rather than as a message of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from seaway._errors import ServerError
+from seaway.txn import TxnInfo, TxnStatus
+from seaway.wire import seaway_pb2 as pb
+
+_STATUS_TO_WIRE = {TxnStatus.IN_PROGRESS: pb.TXN_IN_PROGRESS, TxnStatus.COMMITTED: pb.TXN_COMMITTED,
+                   TxnStatus.ABORTED: pb.TXN_ABORTED, TxnStatus.TIMED_OUT: pb.TXN_TIMED_OUT,
+                   TxnStatus.UNKNOWN: pb.TXN_UNKNOWN}
+_STATUS_FROM_WIRE = {v: k for k, v in _STATUS_TO_WIRE.items()}
+
+
+def txn_status_to_msg(status: TxnStatus) -> pb.TxnOutcome:
+    return _STATUS_TO_WIRE[status]
+
+
+def txn_status_from_msg(value: int) -> TxnStatus:
+    """The status a server answered; one this client does not know is the server's fault."""
+    try:
+        return _STATUS_FROM_WIRE[value]  # type: ignore[index]
+    except KeyError:
+        raise ServerError(f"the server answered an unknown transaction status {value}") from None
+
+
+def txn_info_to_msg(info: TxnInfo) -> pb.TxnInfo:
+    msg = pb.TxnInfo(id=info.id, status=txn_status_to_msg(info.status), log_ids=info.logs)
+    if info.began_ms is not None:
+        msg.began_ms = info.began_ms
+    if info.expiry_ms is not None:
+        msg.expiry_ms = info.expiry_ms
+    return msg
+
+
+def txn_info_from_msg(msg: pb.TxnInfo) -> TxnInfo:
+    return TxnInfo(msg.id, txn_status_from_msg(msg.status), msg.began_ms if msg.HasField("began_ms") else None,
+                   msg.expiry_ms if msg.HasField("expiry_ms") else None, tuple(msg.log_ids))
+
+
+def txn_writes_to_msg(writes: Iterable[tuple[str, bytes, bytes | None]]) -> list[pb.TxnWrite]:
+    """A commit's metadata writes; a delete is a write without a value."""
+    out = []
+    for namespace, key, value in writes:
+        msg = pb.TxnWrite(namespace=namespace, key=key)
+        if value is not None:
+            msg.value = value
+        out.append(msg)
+    return out
+
+
+def txn_writes_from_msg(msgs: Iterable[pb.TxnWrite]) -> list[tuple[str, bytes, bytes | None]]:
+    return [(w.namespace, w.key, w.value if w.HasField("value") else None) for w in msgs]
