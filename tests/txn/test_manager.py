@@ -124,6 +124,8 @@ def test_concurrent_begins_share_log_appends(tmp_path: Path, clock: FakeClock) -
 
     with seaway.Seaway(tmp_path, _config(), clock, disk_fault=count) as sw:
         manager = manager_of(sw)
+        sw.transaction().commit()  # the manager's log exists from its first edit on
+        batches.clear()
         wal.append(sw.logs.get(WAL_LOG).id)
         threads = [threading.Thread(target=manager.begin) for _ in range(threads_n)]
         for t in threads:
@@ -135,7 +137,7 @@ def test_concurrent_begins_share_log_appends(tmp_path: Path, clock: FakeClock) -
         for t in threads:
             t.join(30)
         assert len(manager.list()) == threads_n
-    assert sum(batches) == threads_n
+    assert sum(batches) == threads_n, batches
     # The first few alone (as many as a log keeps in flight), then all the others together.
     assert len(batches) <= CoalesceConfig().batches_in_flight_max + 1, batches
 

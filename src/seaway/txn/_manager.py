@@ -19,6 +19,7 @@ are plain puts and deletes, so applying twice changes nothing).
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import threading
@@ -169,7 +170,9 @@ class TransactionManager:
         self._edits_since_save = 0
         self._saved_at_s = self._clock.monotonic_s()
         self._expiries: list[tuple[int, int]] = []
-        self._wal: Log = logs.get_or_create(WAL_LOG)
+        self._wal: Log | None = None
+        with contextlib.suppress(UnknownLogError):  # made by the first edit: a store that never
+            self._wal = logs.get(WAL_LOG)           # uses transactions has no log of theirs
         self.state = self._recover()
         self._ticks = PeriodicPasses("txn-timeouts", self._tick, self.config.tick_s)
         self._prunes = PeriodicPasses("txn-pruning", self.run_pruning, self.config.prune_interval_s)
@@ -200,7 +203,7 @@ class TransactionManager:
             except (ValueError, KeyError, TypeError) as exc:
                 raise CorruptionError(f"the transaction manager's saved state is damaged: {exc!r:.200}") from None
             state = TxnState.decode(raw, self.config.outcomes_max)
-        for item in self._wal.read(start):
+        for item in () if self._wal is None else self._wal.read(start):
             if isinstance(item, Gap):
                 # Trimmed past the saved state: the edits in between are gone as surely as lost ones.
                 if item.type in (GapType.DATALOSS, GapType.TRIM):
@@ -242,12 +245,15 @@ class TransactionManager:
         for i, chunk in enumerate(chunks):
             batch.put(NAMESPACE, _STATE_CHUNK + b"%06d" % i, chunk)
         batch.put(NAMESPACE, _STATE_HEAD, json.dumps({"lsn": lsn, "chunks": len(chunks)}).encode()).commit()
-        self._wal.trim(lsn)
+        if self._wal is not None:
+            self._wal.trim(lsn)
         self._saved_at_s = self._clock.monotonic_s()
 
     def _append(self, edit: Edit) -> Future[int]:
         """Append ``edit`` (called under the lock, so that the log's order is the order applied)."""
         self._edits_since_save += 1
+        if self._wal is None:
+            self._wal = self._logs.get_or_create(WAL_LOG)
         return self._wal.append_async(encode_edit(edit))
 
     def _apply_writes(self, writes: Iterable[tuple[str, bytes, bytes | None]], lsn: int) -> None:
@@ -431,8 +437,9 @@ class TransactionManager:
                     heapq.heappush(self._expiries, (max(txn.expiry_ms, now_ms + 1), write_pointer))
                     break
                 pending.append(self._end(TimeOut(write_pointer, now_ms)))
-            due = (self._edits_since_save >= self.config.save_edits
-                   or self._clock.monotonic_s() - self._saved_at_s >= self.config.save_interval_s)
+            due = self._edits_since_save > 0 and (
+                self._edits_since_save >= self.config.save_edits
+                or self._clock.monotonic_s() - self._saved_at_s >= self.config.save_interval_s)
         for future in pending:
             future.result()
         return due
