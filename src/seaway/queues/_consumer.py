@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 
 DEQUEUE_MAX = 10_000
 CLAIM_ATTEMPTS_MAX = 16
+CLAIMED_WAIT_S = 10.0
+"""How long a consumer waits for the records of a range it claimed (they exist: this only bounds a
+stalled connection)."""
 FIFO_EVICT_EVERY = 8
 """A FIFO consumer trims the shared log below every claim once every this many commits."""
 TRIM_EVERY_LSNS = 1
@@ -155,7 +158,10 @@ class _Cursor:
             if not self._ahead:
                 if self.ended:
                     break
-                self._fill(max(0.0, deadline - time.monotonic()) if not out else 0.0)
+                wait_s = max(0.0, deadline - time.monotonic()) if not out else 0.0
+                if self.until is not None:  # a claimed range: its records are there, on their way
+                    wait_s = max(wait_s, CLAIMED_WAIT_S)
+                self._fill(wait_s)
                 if not self._ahead:
                     break
             head = self._ahead[0]

@@ -160,7 +160,8 @@ class Transaction:
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
-            self.commit()
+            if self.status is TxnStatus.IN_PROGRESS:  # not if the block ended it itself
+                self.commit()
         else:
             self._abort_quietly()
 

@@ -1,0 +1,144 @@
+"""Queues and consumer groups, embedded and through a server, with the same API.
+
+The semantics in depth are in ``tests/queues``; here each behaviour a remote user relies on runs
+against both: placement and order, abort and redelivery, a late commit, resize with per-key order,
+exactly-once processing, and the typed errors crossing the wire with their codes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import seaway
+from seaway import InvalidArgumentError
+from seaway._errors import (
+    ConsumerGroupExistsError,
+    ConsumerOutsideGroupError,
+    MissingHashKeyError,
+    QueueExistsError,
+    TransactionNotInProgressError,
+    UnknownConsumerGroupError,
+    UnknownQueueError,
+)
+from seaway.queues import Consumer, Entry
+from seaway.queues._records import hash_key
+from tests.api.conftest import Api
+
+WAIT_S = 1.0
+"""A remote consumer's first read waits for its stream to deliver: dequeue with a timeout."""
+
+
+def drain(api: Api, consumer: Consumer, entries_max: int = 500) -> list[Entry]:
+    got: list[Entry] = []
+    for _ in range(20):
+        with api.sw.transaction() as tx:
+            batch = consumer.dequeue(tx, entries_max, WAIT_S)
+        got.extend(batch)
+        if not batch:
+            break
+    return got
+
+
+def queue_with(api: Api, *groups: tuple[str, int, str, str | None]) -> str:
+    queue = api.name("q")
+    api.sw.queues.create(queue)
+    for group, size, strategy, key in groups:
+        api.sw.queues.create_group(queue, group, size, strategy, key=key)
+    return queue
+
+
+def test_each_group_gets_every_entry_once_hash_in_key_order(api: Api) -> None:
+    queue = queue_with(api, ("h", 2, "HASH", "user"), ("f", 2, "FIFO", None), ("r", 3, "ROUND_ROBIN", None))
+    producer = api.sw.queues.producer(queue)
+    sent = [(b"%d" % i, {"user": i % 5}) for i in range(60)]
+    for start in range(0, 60, 20):
+        with api.sw.transaction() as tx:
+            producer.enqueue_batch(tx, [p for p, _ in sent[start:start + 20]], [k for _, k in sent[start:start + 20]])
+    for c in range(2):
+        got = [e.payload for e in drain(api, api.sw.queues.consumer(queue, "h", c))]
+        assert got == [p for p, k in sent if hash_key(k["user"]) % 2 == c]
+    for group, size in (("f", 2), ("r", 3)):
+        got = [e.payload for c in range(size) for e in drain(api, api.sw.queues.consumer(queue, group, c), 7)]
+        assert sorted(got) == sorted(p for p, _ in sent)
+
+
+def test_abort_redelivers_and_a_late_commit_is_not_skipped(api: Api) -> None:
+    queue = queue_with(api, ("g", 1, "ROUND_ROBIN", None))
+    producer = api.sw.queues.producer(queue)
+    consumer = api.sw.queues.consumer(queue, "g", 0)
+    late = api.sw.transaction()
+    producer.enqueue(late, b"late")
+    for hook in late._before_commit:  # sent, not committed
+        hook()
+    with api.sw.transaction() as tx:
+        producer.enqueue(tx, b"after")
+    assert drain(api, consumer) == []
+    late.commit()
+    tx = api.sw.transaction()
+    assert [e.payload for e in consumer.dequeue(tx, 10, WAIT_S)] == [b"late", b"after"]
+    tx.abort()
+    assert [e.payload for e in drain(api, consumer)] == [b"late", b"after"]
+    assert drain(api, consumer) == []
+
+
+def test_resize_keeps_key_order_and_describe_shows_it(api: Api) -> None:
+    queue = queue_with(api, ("h", 2, "HASH", "k"))
+    producer = api.sw.queues.producer(queue)
+    keys = [f"k{i}" for i in range(9)]
+    with api.sw.transaction() as tx:
+        producer.enqueue_batch(tx, [f"old:{k}".encode() for k in keys], [{"k": k} for k in keys])
+    info = api.sw.queues.resize_group(queue, "h", 3, wait_s=None)
+    assert info.resizing and info.generation == 2 and len(info.partitions) == 5
+    with api.sw.transaction() as tx:
+        producer.enqueue_batch(tx, [f"new:{k}".encode() for k in keys], [{"k": k} for k in keys])
+    consumers = [api.sw.queues.consumer(queue, "h", c) for c in range(3)]
+    got = {c: [e.payload for e in drain(api, consumers[c])] for c in range(3)}
+    got = {c: got[c] + [e.payload for e in drain(api, consumers[c])] for c in range(3)}
+    for c in range(3):
+        assert got[c] == ([f"old:{k}".encode() for k in keys if hash_key(k) % 2 == c]
+                          + [f"new:{k}".encode() for k in keys if hash_key(k) % 3 == c])
+    assert not api.sw.queues.describe_group(queue, "h").resizing
+
+
+def test_exactly_once_processor(api: Api) -> None:
+    source = queue_with(api, ("w", 1, "FIFO", None))
+    sink = queue_with(api, ("s", 1, "FIFO", None))
+    with api.sw.transaction() as tx:
+        api.sw.queues.producer(source).enqueue_batch(tx, [b"%d" % i for i in range(25)])
+    consumer = api.sw.queues.consumer(source, "w", 0)
+    output = api.sw.queues.producer(sink)
+    aborted = False
+    while True:
+        with api.sw.transaction() as tx:
+            entries = consumer.dequeue(tx, 10, WAIT_S)
+            for entry in entries:
+                output.enqueue(tx, entry.payload + b"!")
+            if entries and not aborted:
+                aborted = True
+                tx.abort()  # a failure in the middle: nothing written, the entries come back
+        if not entries:
+            break
+    assert [e.payload for e in drain(api, api.sw.queues.consumer(sink, "s", 0))] == [b"%d!" % i for i in range(25)]
+
+
+def test_bad_input_crosses_the_wire_typed(api: Api) -> None:
+    with pytest.raises(UnknownQueueError):
+        api.sw.queues.create_group(api.name("none"), "g", 1)
+    queue = queue_with(api, ("h", 2, "HASH", "user"))
+    with pytest.raises(QueueExistsError):
+        api.sw.queues.create(queue)
+    with pytest.raises(ConsumerGroupExistsError):
+        api.sw.queues.create_group(queue, "h", 1)
+    with pytest.raises(InvalidArgumentError):
+        api.sw.queues.resize_group(queue, "h", 0)
+    with pytest.raises(UnknownConsumerGroupError):
+        api.sw.queues.consumer(queue, "x", 0)
+    tx = api.sw.transaction()
+    api.sw.queues.producer(queue).enqueue(tx, b"no key", {"page": 1})
+    with pytest.raises(MissingHashKeyError):
+        tx.commit()
+    with pytest.raises(TransactionNotInProgressError):
+        tx.commit()
+    with pytest.raises(ConsumerOutsideGroupError), api.sw.transaction() as tx:
+        api.sw.queues.consumer(queue, "h", 2).dequeue(tx)
+    assert api.sw.txn.status(tx.id) is seaway.TxnStatus.ABORTED
