@@ -38,6 +38,8 @@ from seaway.server import ServerProcess
 _HEAD = struct.Struct(">QIQ")
 """An entry starts with its send time (ns), its producer and its sequence number."""
 GROUPS = (("users", 2, "user"), ("pages", 3, "page"))
+_KEY_OF = {"users": lambda seq: seq % 1000, "pages": lambda seq: (seq * 7) % 501}
+"""Each entry's key in each group, from its sequence number (as the producer sets them)."""
 _MASK = (1 << 64) - 1
 
 
@@ -73,7 +75,7 @@ def produce(sw: Any, queue: str, producer: int, transactions: int, batch: int, e
         with sw.transaction() as tx:
             now = time.time_ns()
             payloads = [_HEAD.pack(now, producer, seq + i) + pad for i in range(batch)]
-            keys = [{"user": (seq + i) % 1000, "page": ((seq + i) * 7) % 501} for i in range(batch)]
+            keys = [{"user": _KEY_OF["users"](seq + i), "page": _KEY_OF["pages"](seq + i)} for i in range(batch)]
             out.enqueue_batch(tx, payloads, keys)
         seq += batch
     ids = [entry_id(producer, s) for s in range(seq)]
@@ -88,7 +90,9 @@ def consume(sw: Any, queue: str, group: str, consumer_id: int, done: Any, ready:
     latencies: list[float] = []
     total = xor = 0
     seen: set[int] = set()
-    duplicates = 0
+    duplicates = out_of_order = 0
+    last_seq: dict[tuple[int, int], int] = {}
+    key_of = _KEY_OF[group]
     first = last = 0.0
     with sw.queues.consumer(queue, group, consumer_id) as consumer:
         ready()
@@ -110,11 +114,15 @@ def consume(sw: Any, queue: str, group: str, consumer_id: int, done: Any, ready:
                 stamp, producer, seq = _HEAD.unpack_from(entry.payload)
                 ident = entry_id(producer, seq)
                 duplicates += ident in seen
+                where = (producer, key_of(seq))  # one producer's entries of a key come in its order
+                out_of_order += last_seq.get(where, -1) >= seq
+                last_seq[where] = seq
                 seen.add(ident)
                 total = (total + ident) & _MASK
                 xor ^= ident
                 latencies.append((now_ns - stamp) / 1e6)
     return {"group": group, "entries": len(latencies), "unique": len(seen), "duplicates": duplicates,
+            "out_of_order": out_of_order,
             "sum": total, "xor": xor, "first": first, "last": last, "latencies_ms": latencies}
 
 
@@ -146,12 +154,14 @@ def _summary(produced: list[dict[str, Any]], consumed: list[dict[str, Any]]) -> 
         end = max((c["last"] for c in mine if c["last"]), default=start)
         groups[group] = {"consumed": count, "consumed_per_s": round(count / max(end - start, 1e-9)),
                          "exactly_once": (count == entries and got_sum == want_sum and got_xor == want_xor
-                                          and not any(c["duplicates"] for c in mine))}
+                                          and not any(c["duplicates"] for c in mine)),
+                         "key_order": not any(c["out_of_order"] for c in mine)}
     latencies = [x for c in consumed for x in c["latencies_ms"]]
     return {"produced": entries,
             "produced_per_s": round(entries / (max(p["ended"] for p in produced) - start)),
             "consumed_per_s_min_group": min(g["consumed_per_s"] for g in groups.values()),
             "exactly_once": all(g["exactly_once"] for g in groups.values()),
+            "key_order": all(g["key_order"] for g in groups.values()),
             "groups": groups,
             "latency_p50_ms": round(_percentile(latencies, 0.5), 2),
             "latency_p99_ms": round(_percentile(latencies, 0.99), 2)}

@@ -13,6 +13,7 @@ from typing import Any
 from seaway._errors import InvalidArgumentError, SeawayError
 from seaway.cli._bench_log import LogBenchConfig, run_log_bench
 from seaway.cli._bench_logs import LogsBenchConfig, run_logs_bench
+from seaway.cli._bench_queue import QueueBenchConfig, run_queue_bench
 from seaway.cli._bench_remote import RemoteBenchConfig, run_remote_bench
 from seaway.cli._bench_stream import add_stream_bench_parsers, run_stream_bench_command
 from seaway.cli._bench_txn import TxnBenchConfig, run_txn_bench
@@ -65,6 +66,15 @@ def _parser() -> argparse.ArgumentParser:
     log.add_argument("--address", help="with --remote: use this server (seaway://host:port) instead of starting one")
     log.add_argument("--paced-events-per-s", type=int, default=20_000, help="with --remote: the paced run's rate")
     add_stream_bench_parsers(kinds)
+    queue = kinds.add_parser("queue", help="the headline workload: 3 producers, 2 consumer groups (2 and 3 "
+                                           "consumers), 1 KB entries in transactions of 500, exactly-once checked")
+    queue.add_argument("--transactions", type=int, default=60,
+                       help="transactions each producer commits at full speed (default 60)")
+    queue.add_argument("--paced-events-per-s", type=int, default=20_000, help="the paced round's total rate")
+    queue.add_argument("--paced-s", type=float, default=5.0, help="the paced round's length")
+    queue.add_argument("--reference-batches", type=int, default=60,
+                       help="batches of 500 per producer in the bench log --remote reference round")
+    queue.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     txn = kinds.add_parser("txn", help="transaction begin+commit pairs against metadata puts, 3 clients, "
                                        "remote and embedded")
     txn.add_argument("--pairs", type=int, default=1_000, help="pairs (and puts) each client makes (default 1,000)")
@@ -232,6 +242,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             _bench_log(args)
         elif args.command == "bench" and args.bench in ("metadata", "stream"):
             figures = run_stream_bench_command(args)
+            print(json.dumps(figures)) if args.json else _print_figures(figures)
+        elif args.command == "bench" and args.bench == "queue":
+            if min(args.transactions, args.paced_events_per_s, args.reference_batches) < 1 or not args.paced_s > 0:
+                raise InvalidArgumentError("--transactions, --paced-events-per-s, --paced-s and --reference-batches "
+                                           "must be positive")
+            figures = run_queue_bench(QueueBenchConfig(transactions=args.transactions,
+                                                       paced_events_per_s=args.paced_events_per_s,
+                                                       paced_s=args.paced_s, reference_batches=args.reference_batches))
             print(json.dumps(figures)) if args.json else _print_figures(figures)
         elif args.command == "bench" and args.bench == "txn":
             if args.pairs < 1 or args.clients < 1 or args.rounds < 1:

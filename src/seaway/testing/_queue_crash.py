@@ -14,6 +14,7 @@ transaction's status once the server is back, so no entry is sent twice or lost.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import Any
@@ -39,10 +40,8 @@ def _status(sw: Any, txn_id: int) -> TxnStatus:
 
 
 def _abort(sw: Any, tx: Any) -> None:
-    try:
+    with contextlib.suppress(SeawayError):
         tx.abort()
-    except SeawayError:
-        pass
 
 
 def process(sw: Any, source: str, sink: str, consumer_id: int) -> None:
