@@ -274,6 +274,8 @@ def test_consumed_ranges_are_evicted(sw: seaway.Seaway) -> None:
         produce(sw, "q", [(b"x" * 1000, {"k": i}) for i in range(50)])
         for consumer in consumers:
             drain(sw, consumer)
+    for consumer in consumers:
+        consumer.close()  # a consumer trims at most every TRIM_INTERVAL_S, and when it closes
     info = {p.log_id: p for g in ("h", "f") for p in sw.queues.describe_group("q", g).partitions}
     for log_id in info:
         log = sw.logs.get(log_id)

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from seaway.server import ServerProcess
 _HEAD = struct.Struct(">QIQ")
 """An entry starts with its send time (ns), its producer and its sequence number."""
 GROUPS = (("users", 2, "user"), ("pages", 3, "page"))
-_KEY_OF = {"users": lambda seq: seq % 1000, "pages": lambda seq: (seq * 7) % 501}
+_KEY_OF: dict[str, Callable[[int], int]] = {"users": lambda seq: seq % 1000, "pages": lambda seq: (seq * 7) % 501}
 """Each entry's key in each group, from its sequence number (as the producer sets them)."""
 _MASK = (1 << 64) - 1
 
@@ -54,6 +55,8 @@ class QueueBenchConfig:
     paced_s: float = 5.0
     reference_batches: int = 60
     """Batches of 500 per producer in the reference round of ``bench log --remote``."""
+    in_flight: int = 4
+    """Transactions each producer keeps open at once (as the reference keeps 4 batches in flight)."""
 
 
 def entry_id(producer: int, seq: int) -> int:
@@ -61,11 +64,36 @@ def entry_id(producer: int, seq: int) -> int:
 
 
 def produce(sw: Any, queue: str, producer: int, transactions: int, batch: int, entry_bytes: int,
-            events_per_s: float | None, ready: Any = lambda: None, phase: float = 0.0) -> dict[str, Any]:
-    pad = b"\0" * (entry_bytes - _HEAD.size)
+            events_per_s: float | None, ready: Any = lambda: None, phase: float = 0.0,
+            in_flight: int = 1) -> dict[str, Any]:
+    """Commit ``transactions`` transactions of ``batch`` entries, ``in_flight`` at a time (each
+    from a thread of its own, as a producer process with several transactions open would); paced
+    to ``events_per_s`` if given."""
     out = sw.queues.producer(queue)
+    results: list[dict[str, Any]] = []
+    counts = [transactions // in_flight + (k < transactions % in_flight) for k in range(in_flight)]
+    rate = events_per_s / in_flight if events_per_s else None
+    threads = [threading.Thread(target=lambda k=k: results.append(_produce_one(
+        sw, out, producer * in_flight + k, counts[k], batch, entry_bytes, rate, (phase + k) / in_flight, started)))
+        for k in range(in_flight)]
     ready()
     started = time.time()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if len(results) != in_flight:
+        raise RuntimeError("a producer thread failed")
+    xor = 0
+    for r in results:
+        xor ^= r["xor"]
+    return {"started": started, "ended": time.time(), "entries": sum(r["entries"] for r in results),
+            "sum": sum(r["sum"] for r in results) & _MASK, "xor": xor}
+
+
+def _produce_one(sw: Any, out: Any, producer: int, transactions: int, batch: int, entry_bytes: int,
+                 events_per_s: float | None, phase: float, started: float) -> dict[str, Any]:
+    pad = b"\0" * (entry_bytes - _HEAD.size)
     seq = 0
     for n in range(transactions):
         if events_per_s:
@@ -82,7 +110,7 @@ def produce(sw: Any, queue: str, producer: int, transactions: int, batch: int, e
     xor = 0
     for value in ids:
         xor ^= value
-    return {"started": started, "ended": time.time(), "entries": seq, "sum": sum(ids) & _MASK, "xor": xor}
+    return {"entries": seq, "sum": sum(ids) & _MASK, "xor": xor}
 
 
 def consume(sw: Any, queue: str, group: str, consumer_id: int, done: Any, ready: Any = lambda: None) -> dict[str, Any]:
@@ -176,7 +204,8 @@ def _remote_round(url: str, config: QueueBenchConfig, transactions: int, rate: f
                  for group, size, _ in GROUPS for c in range(size)]
     producers = [subprocess.Popen([*python, "produce", url, queue, str(p), str(transactions),
                                    str(config.batch_entries), str(config.entry_bytes), str(rate),
-                                   str(p / config.producers)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                   str(p / config.producers), str(config.in_flight)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                  for p in range(config.producers)]
     try:
         for proc in consumers + producers:
@@ -220,7 +249,8 @@ def _embedded_round(config: QueueBenchConfig) -> dict[str, Any]:
         consumers = [threading.Thread(target=lambda g=group, c=c: consumed.append(
             consume(sw, "bench", g, c, finished.is_set))) for group, size, _ in GROUPS for c in range(size)]
         producers = [threading.Thread(target=lambda p=p: produced.append(produce(
-            sw, "bench", p, config.transactions, config.batch_entries, config.entry_bytes, None)))
+            sw, "bench", p, config.transactions, config.batch_entries, config.entry_bytes, None,
+            in_flight=config.in_flight)))
             for p in range(config.producers)]
         for t in consumers + producers:
             t.start()
@@ -255,6 +285,7 @@ def run_queue_bench(config: QueueBenchConfig) -> dict[str, Any]:
         "entries_per_producer": config.transactions * config.batch_entries,
         "entry_bytes": config.entry_bytes,
         "batch_entries": config.batch_entries,
+        "transactions_in_flight_per_producer": config.in_flight,
         **{k: v for k, v in full.items() if k != "groups"},
         "groups_remote": full["groups"],
         "paced_events_per_s": config.paced_events_per_s,
@@ -284,13 +315,14 @@ def _worker(argv: list[str]) -> None:
     with seaway.connect(url, timeout_s=120) as sw:
         if role == "produce":
             producer, transactions, batch, entry_bytes = (int(a) for a in argv[3:7])
-            rate, phase = float(argv[7]), float(argv[8])
+            rate, phase, in_flight = float(argv[7]), float(argv[8]), int(argv[9])
 
             def go() -> None:
                 print("ready", flush=True)
                 sys.stdin.readline()
 
-            result = produce(sw, queue, producer, transactions, batch, entry_bytes, rate or None, go, phase)
+            result = produce(sw, queue, producer, transactions, batch, entry_bytes, rate or None, go, phase,
+                             in_flight)
         else:
             group, consumer_id = argv[3], int(argv[4])
             result = consume(sw, queue, group, consumer_id,

@@ -16,6 +16,7 @@ During a resize the consumer first drains the old partitions it inherits (see
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -26,12 +27,14 @@ from seaway._errors import (
     ConsumerOutsideGroupError,
     CorruptionError,
     InvalidArgumentError,
+    SeawayError,
     UnknownLogError,
 )
 from seaway.log import Gap, GapType, Record, RecordRun
 from seaway.queues._records import (
     NAMESPACE,
     Claim,
+    GroupRecord,
     Layout,
     Position,
     Strategy,
@@ -55,11 +58,15 @@ CLAIM_ATTEMPTS_MAX = 16
 CLAIMED_WAIT_S = 10.0
 """How long a consumer waits for the records of a range it claimed (they exist: this only bounds a
 stalled connection)."""
+GROUP_REFRESH_S = 1.0
+"""How long a consumer goes on with the group's record it read while it keeps getting entries (a
+resize seals its log, which it notices at once)."""
 FIFO_EVICT_EVERY = 8
 """A FIFO consumer trims the shared log below every claim once every this many commits."""
-TRIM_EVERY_LSNS = 1
-"""A partition's log is trimmed after every commit that moved past a whole chunk (cheap: the
-log layer drops whole partitions once every log in them is trimmed)."""
+TRIM_INTERVAL_S = 0.5
+"""A consumer trims its partition's log to its committed position at most this often (a trim
+is a call to the store; the log layer drops whole time partitions once every log in them is
+trimmed)."""
 
 
 class Entry(NamedTuple):
@@ -108,6 +115,8 @@ class _Cursor:
         self._ahead: deque[_Chunk | _End] = deque()
         self._reader: Any = None
         self._trimmed = 0
+        self._trimmed_s = 0.0
+        self._log: Any = None
 
     def _open(self) -> Any:
         if self._reader is None:
@@ -198,13 +207,20 @@ class _Cursor:
         self.committed = self.pending
         if self.until is not None:
             return
+        if time.monotonic() - self._trimmed_s >= TRIM_INTERVAL_S:
+            self.trim()
+
+    def trim(self) -> None:
+        """Trim the partition's log up to the committed position."""
         trim_to = self.committed.lsn - 1
-        if trim_to - self._trimmed >= TRIM_EVERY_LSNS and trim_to > 0:
+        if self.until is None and trim_to > self._trimmed:
             try:
-                self.queues.logs.get(self.log_id).trim(trim_to)
-                self._trimmed = trim_to
+                if self._log is None:
+                    self._log = self.queues.logs.get(self.log_id)
+                self._log.trim(trim_to)
             except UnknownLogError:  # deleted at a resize's barrier: nothing to trim
-                self._trimmed = trim_to
+                pass
+            self._trimmed, self._trimmed_s = trim_to, time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -232,13 +248,18 @@ class Consumer:
         self._tx: int | None = None
         self._touched: set[tuple[int, int]] = set()
         self._fifo_commits = 0
+        self._record: tuple[GroupRecord | None, float] = (None, 0.0)
+        self._stale = False
 
     def __repr__(self) -> str:
         return f"Consumer({self.queue!r}, {self.group!r}, {self.consumer_id})"
 
     def close(self) -> None:
+        """Stop reading; trim what this consumer's commits acknowledged."""
         for cursor in self._cursors.values():
             cursor.close()
+            with contextlib.suppress(SeawayError):
+                cursor.trim()
         self._cursors.clear()
 
     def __enter__(self) -> Consumer:
@@ -258,7 +279,11 @@ class Consumer:
     def _sources(self) -> list[_Source] | None:
         """What to read now, in order, or None at a resize's barrier (nothing to read until every
         old partition is drained)."""
-        record, _ = self._queues.group_record(self.queue, self.group)
+        record, read_s = self._record
+        if (record is None or record.previous is not None or self._stale
+                or time.monotonic() - read_s >= GROUP_REFRESH_S):
+            record = self._queues.group_record(self.queue, self.group)[0]
+            self._record, self._stale = (record, time.monotonic()), False
         current = record.current
         if self.consumer_id >= current.size:
             raise ConsumerOutsideGroupError(f"consumer {self.consumer_id} is outside group {self.group!r} of size "
@@ -317,6 +342,8 @@ class Consumer:
                             cursor.pending.encode())
             if len(out) >= entries_max or not cursor.ended:
                 break
+        if not out or any(cursor.ended for cursor in self._cursors.values()):
+            self._stale = True  # idle, or a log ended (a resize): read the group again next time
         return out
 
     # --- FIFO -----------------------------------------------------------------------------------

@@ -12,13 +12,14 @@ transaction is aborted: its data, wherever it landed, is never visible.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from seaway._errors import InvalidArgumentError, LogSealedError, PayloadTooLargeError
-from seaway.queues._records import CHUNK_BYTES_MAX, ENTRY_BYTES_MAX, Chunk, GroupRecord, Layout, chunk_overhead
+from seaway._errors import InvalidArgumentError, LogSealedError, PayloadTooLargeError, UnknownLogError
+from seaway.queues._records import CHUNK_BYTES_MAX, ENTRY_BYTES_MAX, Chunk, Layout, chunk_overhead
 
 if TYPE_CHECKING:
     from seaway.queues._queues import Queues
@@ -27,6 +28,11 @@ if TYPE_CHECKING:
 FLUSH_BYTES = 8 << 20
 """A transaction's entries buffered before they are sent ahead of its commit."""
 RELAYOUTS_MAX = 8
+HANDLES_MAX = 4096
+GROUPS_REFRESH_S = 1.0
+"""How long a producer goes on with the groups it read: a group created meanwhile gets entries
+from the producer's first send after that (a resized or deleted group's are redirected at once,
+its old logs being sealed or gone)."""
 
 
 @dataclass
@@ -55,6 +61,9 @@ class Producer:
         self.queue = queue
         self._lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
+        self._handles: dict[int, Any] = {}
+        self._groups: tuple[list[tuple[str, Layout]] | None, float] = (None, 0.0)
+        self.refresh_s = GROUPS_REFRESH_S
 
     def enqueue(self, tx: Transaction, payload: bytes, keys: Mapping[str, Any] | None = None) -> None:
         """Add an entry to the queue as part of ``tx``; ``keys`` are the named keys HASH groups
@@ -88,6 +97,15 @@ class Producer:
         if full:
             self._flush(tx)
 
+    def _handle(self, log_id: int) -> Any:
+        """The partition log's handle, looked up once (a remote lookup is a round trip)."""
+        handle = self._handles.get(log_id)
+        if handle is None:
+            if len(self._handles) >= HANDLES_MAX:
+                self._handles.clear()
+            handle = self._handles[log_id] = self._queues.logs.get(log_id)
+        return handle
+
     def _forget(self, txn_id: int) -> None:
         with self._lock:
             self._pending.pop(txn_id, None)
@@ -98,9 +116,19 @@ class Producer:
             if pending is None or not pending.entries:
                 return
             entries, pending.entries, pending.nbytes = pending.entries, [], 0
-        records = self._queues._records(self.queue)
-        targets = [(record.name, record.current) for record, _ in records]
-        self._send(tx, entries, targets, 0)
+        self._send(tx, entries, self._targets(), 0)
+
+    def _targets(self, refresh: bool = False) -> list[tuple[str, Layout]]:
+        """The queue's groups and their current layouts, read again every ``refresh_s`` (and when
+        an append finds a log sealed or gone: the group was resized or deleted)."""
+        with self._lock:
+            cached, read_s = self._groups
+        if refresh or cached is None or time.monotonic() - read_s >= self.refresh_s:
+            read_s = time.monotonic()
+            cached = [(record.name, record.current) for record, _ in self._queues._records(self.queue)]
+            with self._lock:
+                self._groups = (cached, read_s)
+        return cached
 
     def _send(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
               targets: list[tuple[str, Layout]], relayouts: int) -> None:
@@ -115,21 +143,27 @@ class Producer:
                 chunks[(group, partition)] = _split(tx.id, share)
         tx.register_logs(logs.values())
         sent: list[tuple[tuple[str, int], Chunk, Future[int]]] = []
-        for where, parts in chunks.items():
-            handle = self._queues.logs.get(logs[where])
-            for chunk in parts:
-                sent.append((where, chunk, handle.append_async(chunk.encode())))
         moved: dict[str, list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
         by_counter = {counter: (counter, payload, keys) for counter, payload, keys in entries}
+        for where, parts in chunks.items():
+            try:
+                handle = self._handle(logs[where])
+            except UnknownLogError:  # the group was deleted, or resized twice
+                moved.setdefault(where[0], []).extend(by_counter[c] for chunk in parts for c in chunk.counters)
+                continue
+            for chunk in parts:
+                sent.append((where, chunk, handle.append_async(chunk.encode())))
         for (group, _), chunk, future in sent:
             try:
                 future.result()
-            except LogSealedError:  # the group was resized: this chunk goes to the new layout
+            except (LogSealedError, UnknownLogError):  # the group was resized or deleted
                 moved.setdefault(group, []).extend(by_counter[c] for c in chunk.counters)
         if not moved:
             return
         if relayouts >= RELAYOUTS_MAX:
             raise LogSealedError(f"queue {self.queue!r}: the groups kept changing while entries were sent")
+        current = dict(self._targets(refresh=True))
         for group, again in moved.items():
-            record: GroupRecord = self._queues.group_record(self.queue, group)[0]
-            self._send(tx, again, [(group, record.current)], relayouts + 1)
+            if group in current:  # else deleted meanwhile: nobody is to get them
+                again.sort(key=lambda entry: entry[0])  # in the order enqueued: per-key order
+                self._send(tx, again, [(group, current[group])], relayouts + 1)
