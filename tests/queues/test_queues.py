@@ -293,3 +293,49 @@ def test_queue_and_group_deletion(sw: seaway.Seaway) -> None:
     for log_id in logs:
         with pytest.raises(seaway.UnknownLogError):
             sw.logs.get(log_id).tail_lsn()
+
+
+def test_two_instances_of_a_consumer_never_deliver_twice(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 1, "ROUND_ROBIN")
+    produce(sw, "q", [(b"%d" % i, {}) for i in range(6)])
+    first, second = sw.queues.consumer("q", "g", 0), sw.queues.consumer("q", "g", 0)
+    t1, t2 = sw.transaction(), sw.transaction()
+    a = first.dequeue(t1, 3)
+    b = second.dequeue(t2, 3)
+    assert a == b  # both read from the same committed position
+    t1.commit()
+    with pytest.raises(seaway.TransactionConflictError):
+        t2.commit()  # the loser is aborted, and goes back to the position as stored
+    rest = drain(sw, second)
+    assert [e.payload for e in a + rest] == [b"%d" % i for i in range(6)]
+
+
+def test_entry_ids_are_unique_per_transaction_across_producer_objects(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 1, "FIFO")
+    with sw.transaction() as tx:
+        sw.queues.producer("q").enqueue(tx, b"a")
+        sw.queues.producer("q").enqueue(tx, b"b")
+    got = drain(sw, sw.queues.consumer("q", "g", 0))
+    assert [e.payload for e in got] == [b"a", b"b"]
+    assert len({e.id for e in got}) == 2
+
+
+def test_dequeue_waits_for_an_open_transaction_within_its_timeout(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 1, "ROUND_ROBIN")
+    producer = sw.queues.producer("q")
+    late = sw.transaction()
+    producer.enqueue(late, b"late")
+    for hook in late._before_commit:
+        hook()
+    committer = threading.Timer(0.2, late.commit)
+    committer.start()
+    consumer = sw.queues.consumer("q", "g", 0)
+    with sw.transaction() as tx:  # began before the commit: read committed, not stepped over
+        started = time.monotonic()
+        got = consumer.dequeue(tx, 10, timeout_s=5.0)
+    committer.join()
+    assert [e.payload for e in got] == [b"late"]
+    assert time.monotonic() - started < 4.0

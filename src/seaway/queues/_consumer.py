@@ -58,6 +58,9 @@ CLAIM_ATTEMPTS_MAX = 16
 CLAIMED_WAIT_S = 10.0
 """How long a consumer waits for the records of a range it claimed (they exist: this only bounds a
 stalled connection)."""
+WAIT_PAUSE_S_MIN = 0.002
+WAIT_PAUSE_S_MAX = 0.05
+"""A dequeue stopped at a chunk still in progress looks again after these pauses (doubling)."""
 GROUP_REFRESH_S = 1.0
 """How long a consumer goes on with the group's record it read while it keeps getting entries (a
 resize seals its log, which it notices at once)."""
@@ -78,6 +81,24 @@ class Entry(NamedTuple):
     def id(self) -> tuple[int, int]:
         """The entry's id: the producer transaction's write pointer and its counter in it."""
         return self.write_pointer, self.counter
+
+
+class _Judge:
+    """Whether a chunk may be delivered: by the transaction's snapshot, and for a chunk that
+    snapshot must wait at, by a fresher one taken while waiting (read committed: an entry committed
+    after the transaction began is delivered, never one that is not committed)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.fresh: Snapshot | None = None
+        self.blocked = False
+
+    def __call__(self, write_pointer: int) -> Visibility:
+        visibility = self.snapshot.visibility(write_pointer)
+        if visibility is Visibility.WAIT and self.fresh is not None:
+            visibility = self.fresh.visibility(write_pointer)
+        self.blocked = self.blocked or visibility is Visibility.WAIT
+        return visibility
 
 
 @dataclass
@@ -130,13 +151,6 @@ class _Cursor:
             self._reader.close()
             self._reader = None
 
-    def rewind(self) -> None:
-        """Back to the committed position (after an abort)."""
-        self.close()
-        self._ahead.clear()
-        self.pending = self.committed
-        self.ended = False
-
     def _fill(self, timeout_s: float) -> None:
         if self.ended:
             return
@@ -157,7 +171,7 @@ class _Cursor:
         write_pointer, counters, payloads = decode_chunk(payload)
         self._ahead.append(_Chunk(lsn, write_pointer, counters, payloads))
 
-    def take(self, snapshot: Snapshot, entries_max: int, timeout_s: float) -> list[Entry]:
+    def take(self, judge: _Judge, entries_max: int, timeout_s: float) -> list[Entry]:
         out: list[Entry] = []
         deadline = time.monotonic() + timeout_s
         while len(out) < entries_max:
@@ -182,10 +196,10 @@ class _Cursor:
                     self.ended = True
                     self.close()
                 continue
-            if head.lsn < self.pending.lsn:  # read again after a rewind: already delivered
+            if head.lsn < self.pending.lsn:  # below a position inside a chunk: already delivered
                 self._ahead.popleft()
                 continue
-            visibility = snapshot.visibility(head.write_pointer)
+            visibility = judge(head.write_pointer)
             if visibility is Visibility.WAIT:
                 break
             start = self.pending.entry if head.lsn == self.pending.lsn else 0
@@ -327,28 +341,46 @@ class Consumer:
             raise InvalidArgumentError(f"entries_max is in [1, {DEQUEUE_MAX}], got {entries_max!r}")
         if self._tx is not None and self._tx != tx.id:
             raise InvalidArgumentError(f"{self!r} is dequeuing in transaction {self._tx}: commit or abort it first")
+        judge = _Judge(tx.snapshot)
+        deadline = time.monotonic() + timeout_s
+        pause_s = WAIT_PAUSE_S_MIN
+        while True:
+            out = self._dequeue_once(tx, judge, entries_max, timeout_s)
+            if out or not judge.blocked or time.monotonic() + pause_s > deadline:
+                break
+            # Stopped at a chunk still in progress: wait for its transaction to end (its chunk
+            # cannot be stepped over), judging by fresh snapshots, until the deadline.
+            time.sleep(pause_s)
+            pause_s = min(2 * pause_s, WAIT_PAUSE_S_MAX)
+            judge.fresh, judge.blocked = self._queues.txn.snapshot(), False
+            timeout_s = 0.0
+        if not out or any(cursor.ended for cursor in self._cursors.values()):
+            self._stale = True  # idle, or a log ended (a resize): read the group again next time
+        return out
+
+    def _dequeue_once(self, tx: Transaction, judge: _Judge, entries_max: int, timeout_s: float) -> list[Entry]:
         out: list[Entry] = []
         for source in self._sources() or ():
             if source.partition < 0:
-                out.extend(self._dequeue_claims(tx, source, entries_max - len(out), timeout_s if not out else 0.0))
+                out.extend(self._dequeue_claims(tx, judge, source, entries_max - len(out),
+                                                timeout_s if not out else 0.0))
                 if len(out) >= entries_max:
                     break
                 continue
             cursor = self._cursor(source.layout.generation, source.partition, source.log_id)
             before = cursor.pending
-            out.extend(cursor.take(tx.snapshot, entries_max - len(out), timeout_s if not out else 0.0))
+            out.extend(cursor.take(judge, entries_max - len(out), timeout_s if not out else 0.0))
             if cursor.pending != before:
                 self._stage(tx, cursor, position_key(self.queue, self.group, cursor.generation, cursor.partition),
                             cursor.pending.encode())
             if len(out) >= entries_max or not cursor.ended:
                 break
-        if not out or any(cursor.ended for cursor in self._cursors.values()):
-            self._stale = True  # idle, or a log ended (a resize): read the group again next time
         return out
 
     # --- FIFO -----------------------------------------------------------------------------------
 
-    def _dequeue_claims(self, tx: Transaction, source: _Source, entries_max: int, timeout_s: float) -> list[Entry]:
+    def _dequeue_claims(self, tx: Transaction, judge: _Judge, source: _Source, entries_max: int,
+                        timeout_s: float) -> list[Entry]:
         """A FIFO layout: the claims this consumer holds first (its own, and after a resize those
         of the old consumers it inherits), then a new claim of the next entries no one claimed."""
         out: list[Entry] = []
@@ -359,11 +391,11 @@ class Consumer:
             held = (generation, -1 - owner) in self._cursors
             cursor = self._claim_cursor(generation, owner, source.log_id)
             if cursor is None and owner == self.consumer_id and not held:
-                cursor = self._claim(tx, source, entries_max - len(out), timeout_s)
+                cursor = self._claim(judge, source, entries_max - len(out))
             if cursor is None:
                 continue
             before = cursor.pending
-            out.extend(cursor.take(tx.snapshot, entries_max - len(out), 0.0))
+            out.extend(cursor.take(judge, entries_max - len(out), 0.0))
             if cursor.pending != before:
                 key = claim_key(self.queue, self.group, generation, owner)
                 if cursor.pending.lsn > (cursor.until or 0):  # the whole claim delivered
@@ -387,7 +419,7 @@ class Consumer:
                                                     claim.last_lsn)
         return None if cursor.ended else cursor
 
-    def _claim(self, tx: Transaction, source: _Source, entries_max: int, timeout_s: float) -> _Cursor | None:
+    def _claim(self, judge: _Judge, source: _Source, entries_max: int) -> _Cursor | None:
         """Claim the next resolved entries of a FIFO log (at most about ``entries_max``): a
         conditional batch moves the shared pointer and records the claim, at once (not with the
         transaction: an abort leaves the claim to this consumer, which delivers it again)."""
@@ -399,7 +431,7 @@ class Consumer:
             count = 0
             for item in handle.read(first):
                 if isinstance(item, Record):
-                    if tx.snapshot.visibility(chunk_write_pointer(item.payload)) is Visibility.WAIT:
+                    if judge(chunk_write_pointer(item.payload)) is Visibility.WAIT:
                         break
                     last = item.lsn
                     count += chunk_count(item.payload)
@@ -450,8 +482,9 @@ class Consumer:
                 continue
             if committed:
                 cursor.committed_now()
-            else:
-                cursor.rewind()
+            else:  # back to the committed position as stored: another instance may have moved it
+                cursor.close()
+                del self._cursors[where]
         if committed and any(where[1] < 0 for where in self._touched):
             self._fifo_commits += 1
             if self._fifo_commits % FIFO_EVICT_EVERY == 0:

@@ -37,7 +37,6 @@ its old logs being sealed or gone)."""
 
 @dataclass
 class _Pending:
-    counter: int = 0
     entries: list[tuple[int, bytes, Mapping[str, Any] | None]] = field(default_factory=list)
     nbytes: int = 0
 
@@ -89,9 +88,12 @@ class Producer:
                 pending = self._pending[tx.id] = _Pending()
                 tx.before_commit(lambda: self._flush(tx))
                 tx.after_end(lambda committed: self._forget(tx.id))
+            # Counters are the transaction's, per queue: another producer object of the same queue
+            # enqueuing in the same transaction never repeats an entry id.
+            counter = tx.take_numbers(f"queue/{self.queue}", len(batch))
             for payload, entry_keys in zip(batch, key_list, strict=True):
-                pending.entries.append((pending.counter, payload, entry_keys))
-                pending.counter += 1
+                pending.entries.append((counter, payload, entry_keys))
+                counter += 1
                 pending.nbytes += len(payload)
             full = pending.nbytes >= FLUSH_BYTES
         if full:

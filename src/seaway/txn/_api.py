@@ -72,6 +72,7 @@ class Transaction:
         self._logs: set[int] = set()
         self._before_commit: list[Callable[[], None]] = []
         self._after: list[Callable[[bool], None]] = []
+        self._numbers: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"Transaction({self.id}, {self.status.value})"
@@ -107,6 +108,13 @@ class Transaction:
     def stage_delete(self, namespace: str, key: bytes) -> None:
         self.check_open()
         self._writes[(namespace, key)] = None
+
+    def take_numbers(self, scope: str, count: int) -> int:
+        """Reserve ``count`` numbers unique within this transaction and ``scope`` (a queue's entry
+        counters, whichever producer objects enqueue); return the first."""
+        first = self._numbers.get(scope, 0)
+        self._numbers[scope] = first + count
+        return first
 
     def before_commit(self, hook: Callable[[], None]) -> None:
         """Call ``hook`` when the commit starts (a writer sends what it buffered); if it raises, the
