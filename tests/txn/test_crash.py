@@ -28,6 +28,7 @@ _ENDED = {TxnStatus.ABORTED, TxnStatus.TIMED_OUT}
 @dataclass
 class Acks:
     began: set[int] = field(default_factory=set)
+    registered: set[int] = field(default_factory=set)
     commit_called: dict[int, bytes] = field(default_factory=dict)
     committed: set[int] = field(default_factory=set)
     abort_called: set[int] = field(default_factory=set)
@@ -42,6 +43,8 @@ class Acks:
             if what == "began":
                 assert wp not in acks.began, f"seed {seed}: transaction id {wp} issued twice"
                 acks.began.add(wp)
+            elif what == "registered":
+                acks.registered.add(wp)
             elif what == "commit-called":
                 acks.commit_called[wp] = rest[0].encode()
             elif what == "committed":
@@ -65,7 +68,11 @@ class Acks:
             return {TxnStatus.COMMITTED, TxnStatus.IN_PROGRESS, TxnStatus.TIMED_OUT}
         if wp in self.abort_called:
             return {TxnStatus.ABORTED, TxnStatus.IN_PROGRESS, TxnStatus.TIMED_OUT}
-        return {TxnStatus.IN_PROGRESS, TxnStatus.TIMED_OUT}
+        if wp in self.registered:
+            return {TxnStatus.IN_PROGRESS, TxnStatus.TIMED_OUT}
+        # A begin is durable with the transaction's next durable edit (its register): cut off
+        # before, it may be gone, and it wrote nothing.
+        return {TxnStatus.IN_PROGRESS, TxnStatus.TIMED_OUT, TxnStatus.UNKNOWN}
 
 
 def check(sw: seaway.Seaway, acks: Acks, seed: int, run: int) -> dict[int, TxnStatus]:

@@ -166,7 +166,9 @@ def test_saving_trims_the_log_and_recovery_goes_on_from_the_saved_state(tmp_path
         assert sw.txn.status(aborted.id) is TxnStatus.ABORTED
         assert sw.txn.status(open_before.id) is TxnStatus.IN_PROGRESS
         assert sw.txn.status(after.id) is TxnStatus.COMMITTED
-        assert sw.txn.snapshot() == snapshot
+        recovered = sw.txn.snapshot()  # the read pointer jumps: begins lost in a crash stay below it
+        assert (recovered.in_progress, recovered.invalid) == (snapshot.in_progress, snapshot.invalid)
+        assert recovered.read_pointer > snapshot.read_pointer
         assert [(i.id, i.logs) for i in sw.txn.list()] == [(open_before.id, (log_id,)), (aborted.id, (log_id,))]
         assert [value(sw, k) for k in (b"k", b"k2")] == [b"before the save", b"after the save"]
         assert sw.txn.begin().id > after.id

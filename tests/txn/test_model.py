@@ -32,6 +32,7 @@ from seaway import (
 )
 from seaway.testing import FakeClock
 from seaway.txn import Transaction, TransactionManager, Visibility
+from seaway.txn._manager import RECOVERY_GAP_POINTERS
 from seaway.txn._state import POINTERS_PER_MS
 
 NS = "m"
@@ -74,6 +75,9 @@ class TxnModel(RuleBasedStateMachine):
         self.finished: list[int] = []  # write pointers in the order they ended
         self.meta: dict[bytes, bytes] = {}
         self.last_wp = 0
+        self.began_wp = 0
+        self.logged = False
+        """The last write pointer issued, and the last one a begin recorded (what recovery goes on from)."""
         self.tails = dict.fromkeys(self.log_ids, 0)
         self.trimmed = dict.fromkeys(self.log_ids, 0)
 
@@ -151,7 +155,8 @@ class TxnModel(RuleBasedStateMachine):
         assert snapshot.read_pointer == expected_wp
         assert snapshot.in_progress == tuple(sorted([*(t.wp for t in in_progress), expected_wp]))
         assert snapshot.visibility(expected_wp) is Visibility.VISIBLE  # its own writes
-        self.last_wp = expected_wp
+        self.last_wp = self.began_wp = expected_wp
+        self.logged = True
         self.seq += 1
         timeout_ms = int((CONFIG.timeout_s if timeout_s is None else timeout_s) * 1000)
         self.txns.append(ModelTxn(expected_wp, self.seq, now_ms + timeout_ms, handle=handle))
@@ -317,8 +322,13 @@ class TxnModel(RuleBasedStateMachine):
     def restart(self, save: bool) -> None:
         if save:
             self.manager.save()
+            self.began_wp = self.last_wp  # the saved state holds the last write pointer issued
+            self.logged = True
         self.sw.close()
         self.sw = seaway.open(self.dir, SWCONFIG, clock=self.clock)
+        # Begins are not waited onto the disk: the next write pointers start a gap above the last.
+        if self.logged:  # the manager has a log (it issued a write pointer, or saved)
+            self.last_wp = max(self.began_wp, self.clock.now_ms() * POINTERS_PER_MS) + RECOVERY_GAP_POINTERS
         for txn in self.txns:
             txn.handle = None
 

@@ -31,6 +31,11 @@ class _FailingCommits:
         batch.commit = maybe_fail
         return batch
 
+    def commit(self, batch: Any, *, sync: bool = True) -> int:
+        if self.failing:
+            raise StorageError("injected: the metadata write failed")
+        return int(self._meta.commit(batch, sync=sync))
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._meta, name)
 

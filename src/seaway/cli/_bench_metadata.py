@@ -87,7 +87,7 @@ class StagedMeta(MetaApi):
             return Versioned(staged, 0)
         return self._under.get(namespace, key)
 
-    def commit(self, batch: MetaBatch) -> int:
+    def commit(self, batch: MetaBatch, *, sync: bool = True) -> int:
         for op in batch.ops:
             if not isinstance(op, MetaPut):
                 raise TypeError(f"a staged batch holds puts only, got {op!r:.80}")

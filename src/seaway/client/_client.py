@@ -396,7 +396,7 @@ class RemoteMetadataStore(MetaApi):
         reply: pb.MetaScanReply = self._client._call("MetaScan", request)
         return [(e.key, Versioned(e.value, e.version)) for e in reply.entries]
 
-    def commit(self, batch: MetaBatch) -> int:
+    def commit(self, batch: MetaBatch, *, sync: bool = True) -> int:
         reply: pb.MetaCommitReply = self._client._call("MetaCommit", meta_batch_to_msg(batch), idempotent=False)
         if reply.HasField("failed"):
             f = reply.failed

@@ -210,7 +210,7 @@ class MetaApi:
              end: bytes | None = None, limit: int = 1000) -> list[tuple[bytes, Versioned]]:
         raise NotImplementedError
 
-    def commit(self, batch: MetaBatch) -> int:
+    def commit(self, batch: MetaBatch, *, sync: bool = True) -> int:
         raise NotImplementedError
 
     @property
@@ -282,11 +282,14 @@ class MetadataStore(MetaApi):
         return [(decode_key(full)[1], Versioned(value, version))
                 for full, version, value in self._db.kv_scan(lo, hi, limit)]
 
-    def commit(self, batch: MetaBatch) -> int:
+    def commit(self, batch: MetaBatch, *, sync: bool = True) -> int:
         """Apply ``batch`` atomically; return its revision, the version of every key it put.
 
         Raises :class:`ConditionFailedError` (naming the key) if a condition fails: nothing is
-        applied. Durable when it returns; raises :class:`StorageError` if the write failed."""
+        applied. Durable when it returns; raises :class:`StorageError` if the write failed.
+        ``sync=False``: applied but not waited onto the disk (a later synced write makes it
+        durable; a power loss before that may lose it), for writes that can be made again from a
+        log (the transaction manager's commits)."""
         checks = [KvCheck(encode_key(c.namespace, c.key), c.version, c.value) for c in batch.conditions]
         ops: list[KvOp] = []
         for op in batch.ops:
@@ -297,7 +300,7 @@ class MetadataStore(MetaApi):
             else:
                 ops.append(KvDeleteRange(encode_key(op.namespace, op.start), _range_end(op.namespace, op.end)))
         try:
-            return self._db.kv_commit(checks, ops)
+            return self._db.kv_commit(checks, ops, sync=sync)
         except ConditionFailedError as exc:
             namespace, key = decode_key(exc.key)
             raise ConditionFailedError(f"metadata batch not applied: {namespace}/{key!r}: {exc}",

@@ -753,10 +753,12 @@ class LogsDB:
     # --- the metadata store ---------------------------------------------------------------------
 
     @_holding_no_handles
-    def kv_commit(self, checks: Sequence[KvCheck], ops: Sequence[KvOp]) -> int:
+    def kv_commit(self, checks: Sequence[KvCheck], ops: Sequence[KvOp], *, sync: bool = True) -> int:
         """Apply ``ops`` atomically if every check holds; return the batch's revision (the version
-        of every key it puts). Durable when it returns. Raises :class:`ConditionFailedError` for the
-        first check that fails (nothing is applied), :class:`StorageError` if the write failed.
+        of every key it puts). Durable when it returns (``sync=False``: applied, and durable with
+        the next synced write; a process crash keeps it, a power loss may not). Raises
+        :class:`ConditionFailedError` for the first check that fails (nothing is applied),
+        :class:`StorageError` if the write failed.
 
         Revisions go up by one a batch that changes something, across restarts. Concurrent
         callers share WAL syncs (group commit)."""
@@ -778,7 +780,8 @@ class LogsDB:
             self._kv_revision = revision
             self._kv_applied += 1
             applied = self._kv_applied
-        self._kv_sync(applied)
+        if sync:
+            self._kv_sync(applied)
         return revision
 
     def _kv_check(self, check: KvCheck) -> None:

@@ -6,7 +6,7 @@ a metadata put of a key unique to it (``r<run>/t<thread>/<n>``, its id as the va
 (most), abort (some) or leave it in progress (a few, to time out). Lines written to ``ACK_FILE``,
 each whole in one write and only after the call named returned (or before, for ``*-called``):
 
-- ``began ID``, ``commit-called ID KEY``, ``committed ID KEY``, ``abort-called ID``, ``aborted ID``.
+- ``began ID``, ``registered ID``, ``commit-called ID KEY``, ``committed ID KEY``, ``abort-called ID``, ``aborted ID``.
 
 Every so often a thread trims its log to its tail, so that aborted transactions' data goes and the
 manager prunes them from the invalid list; saves happen every ``save_edits`` edits.
@@ -46,6 +46,7 @@ def _work(sw: seaway.Seaway, fd: int, run: int, thread: int, lock: threading.Loc
         tx = sw.txn.begin()
         ack(f"began {tx.id}")
         tx.register_logs([log.id])
+        ack(f"registered {tx.id}")
         log.append(b"%d" % tx.id)
         k = key(run, thread, n)
         tx.stage_put(NAMESPACE, k, b"%d" % tx.id)

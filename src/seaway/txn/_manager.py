@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import json
+import logging
 import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
@@ -45,6 +46,7 @@ from seaway._passes import PeriodicPasses
 from seaway.log import LSN_OLDEST, Gap, GapType, MetaApi, Record, check_meta_key
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import (
+    POINTERS_PER_MS,
     Abort,
     Begin,
     Commit,
@@ -64,6 +66,8 @@ from seaway.txn._state import (
 if TYPE_CHECKING:
     from seaway.log import Log, Logs
 
+log = logging.getLogger("seaway.txn")
+
 WAL_LOG = "seaway.txn.wal"
 """The log that holds the manager's edits (a reserved name)."""
 NAMESPACE = "txn"
@@ -77,6 +81,14 @@ _CHUNK_BYTES = 512 << 10
 CONFLICT_KEYS_MAX = 100_000
 WRITES_MAX = 1_000
 LOGS_MAX = 10_000
+
+
+RECOVERY_GAP_POINTERS = 1000 * POINTERS_PER_MS
+
+
+def _log_failure(future: Future[int]) -> None:
+    if (exc := future.exception()) is not None:
+        log.warning("a transaction log append failed", extra={"error": str(exc)})
 
 
 @dataclass(frozen=True)
@@ -217,6 +229,11 @@ class TransactionManager:
                 self._apply_writes(edit.writes, item.lsn)
         for write_pointer, txn in state.in_progress.items():
             heapq.heappush(self._expiries, (txn.expiry_ms, write_pointer))
+        # Begins are not waited for (see begin): write pointers issued before a crash may be
+        # missing from the log. Issue the next ones a second of pointers above any of them.
+        if self._wal is not None:  # made by the first edit, before any write pointer was issued
+            state.last_write_pointer = max(state.last_write_pointer,
+                                           self._clock.now_ms() * POINTERS_PER_MS) + RECOVERY_GAP_POINTERS
         return state
 
     def save(self) -> None:
@@ -263,7 +280,10 @@ class TransactionManager:
                 batch.delete(namespace, key)
             else:
                 batch.put(namespace, key, value)
-        batch.commit()
+        # Not synced: the commit's log record is, and recovery applies again every commit whose
+        # marker (written in this same batch) is missing; a save's synced batch makes it durable
+        # before the log below it is trimmed.
+        self._meta.commit(batch, sync=False)
 
     # --- the API ----------------------------------------------------------------------------------
 
@@ -288,7 +308,11 @@ class TransactionManager:
             heapq.heappush(self._expiries, (now_ms + edit.timeout_ms, edit.write_pointer))
             durable = self._append(edit)
             snapshot = self.state.snapshot(edit.write_pointer)
-        durable.result()
+        # Not waited for: a transaction writes nothing before a register or a commit, whose edits
+        # come after this one in the log and are waited for, so its begin is durable by then. One
+        # lost in a crash is a transaction the manager no longer knows: its register or commit
+        # fails with UnknownTransactionError, and it never wrote anything.
+        durable.add_done_callback(_log_failure)
         return snapshot
 
     def snapshot(self) -> Snapshot:
@@ -379,9 +403,12 @@ class TransactionManager:
             status = self.state.status(write_pointer)
             if status in (TxnStatus.ABORTED, TxnStatus.TIMED_OUT) and write_pointer not in self.state.in_progress:
                 return
-            self._live(write_pointer)
+            txn = self._live(write_pointer)
             durable = self._end(Abort(write_pointer, self._clock.now_ms()))
-        durable.result()
+        if txn.logs:  # else nothing of it exists: lost in a crash, it ends the same way (timed out)
+            durable.result()
+        else:
+            durable.add_done_callback(_log_failure)
 
     def list(self) -> list[TxnInfo]:
         """Transactions in progress, then invalid ones, each by id."""
