@@ -42,6 +42,8 @@ GROUPS = (("users", 2, "user"), ("pages", 3, "page"))
 _KEY_OF: dict[str, Callable[[int], int]] = {"users": lambda seq: seq % 1000, "pages": lambda seq: (seq * 7) % 501}
 """Each entry's key in each group, from its sequence number (as the producer sets them)."""
 _MASK = (1 << 64) - 1
+DEQUEUE_ENTRIES = 2000
+"""Entries a consumer takes (and acknowledges) per transaction at most: what it has, up to this."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def consume(sw: Any, queue: str, group: str, consumer_id: int, done: Any, ready:
         finished = False
         while True:
             tx = sw.transaction()
-            entries = consumer.dequeue(tx, 500, 0.05)
+            entries = consumer.dequeue(tx, DEQUEUE_ENTRIES, 0.05)
             if not entries:
                 tx.abort()
                 if finished:
