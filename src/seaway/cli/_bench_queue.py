@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -30,6 +29,7 @@ from typing import Any
 
 import seaway
 from seaway._alloc import keep_large_buffers_in_heap
+from seaway.cli import _workers as workers
 from seaway.cli._bench_log import machine
 from seaway.cli._bench_remote import RemoteBenchConfig, _percentile, pack_latencies, unpack_latencies
 from seaway.cli._bench_remote import _remote_round as _log_round
@@ -202,44 +202,23 @@ def _remote_round(url: str, config: QueueBenchConfig, transactions: int, rate: f
     with seaway.connect(url) as sw:
         _setup(sw, queue)
     python = [sys.executable, "-m", "seaway.cli._bench_queue"]
-    consumers = [subprocess.Popen([*python, "consume", url, queue, group, str(c)], stdout=subprocess.PIPE, text=True)
+    consumers = [workers.start([*python, "consume", url, queue, group, str(c)], waits_for_go=False)
                  for group, size, _ in GROUPS for c in range(size)]
-    producers = [subprocess.Popen([*python, "produce", url, queue, str(p), str(transactions),
-                                   str(config.batch_entries), str(config.entry_bytes), str(rate),
-                                   str(p / config.producers), str(config.in_flight)],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    producers = [workers.start([*python, "produce", url, queue, str(p), str(transactions), str(config.batch_entries),
+                                str(config.entry_bytes), str(rate), str(p / config.producers), str(config.in_flight)])
                  for p in range(config.producers)]
-    try:
-        for proc in consumers + producers:
-            assert proc.stdout is not None
-            if proc.stdout.readline().strip() != "ready":
-                raise RuntimeError(f"a benchmark worker failed to start (status {proc.wait(60)})")
-        for proc in producers:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        produced = [_result(proc) for proc in producers]
+    with workers.killed_at_exit(consumers + producers):
+        workers.await_ready(consumers + producers)
+        workers.go(producers)
+        produced = [workers.result(proc) for proc in producers]
         with seaway.connect(url) as sw:
             sw.meta.put("bench", _done_key(queue), b"1")
-        consumed = [_result(proc) for proc in consumers]
-    finally:
-        for proc in consumers + producers:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        consumed = [workers.result(proc) for proc in consumers]
+        for figures in consumed:
+            figures["latencies_ms"] = unpack_latencies(figures["latencies_ms"])
     with seaway.connect(url) as sw:
         sw.queues.delete(queue)
     return _summary(produced, consumed)
-
-
-def _result(proc: subprocess.Popen[str]) -> dict[str, Any]:
-    out, _ = proc.communicate(timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"a benchmark worker failed with status {proc.returncode}")
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-    if "latencies_ms" in result:
-        result["latencies_ms"] = unpack_latencies(result["latencies_ms"])
-    return result
 
 
 def _embedded_round(config: QueueBenchConfig) -> dict[str, Any]:

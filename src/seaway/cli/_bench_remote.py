@@ -15,10 +15,8 @@ consumers do. Paced producers send at evenly spread phases: together, one evenly
 from __future__ import annotations
 
 import base64
-import json
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,6 +31,7 @@ from typing import Any
 
 import seaway
 from seaway._alloc import keep_large_buffers_in_heap
+from seaway.cli import _workers as workers
 from seaway.cli._bench_log import cpu_jiffies, machine, steal_pct
 from seaway.cli._progress import Progress
 from seaway.log import LSN_MAX, RecordRun
@@ -151,40 +150,20 @@ def _remote_round(url: str, config: RemoteBenchConfig, tag: str, batches: int,
             sw.logs.create(name)
     records = batches * config.batch_records
     python = [sys.executable, "-m", "seaway.cli._bench_worker"]
-    consumers = [subprocess.Popen([*python, "consume", url, name, str(records)], stdout=subprocess.PIPE, text=True)
-                 for name in names]
-    producers = [subprocess.Popen([*python, "produce", url, name, str(batches), str(config.batch_records),
-                                   str(config.record_bytes), str(config.in_flight_batches), str(rate_per_producer),
-                                   str(k / len(names))],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-                 for k, name in enumerate(names)]
-    try:
-        # What is measured is the workload, not the start of Python processes: every consumer is
-        # tailing and every producer connected before any producer sends its first batch.
-        for proc in consumers + producers:
-            assert proc.stdout is not None
-            if proc.stdout.readline().strip() != "ready":
-                raise RuntimeError(f"a benchmark worker failed to start (status {proc.wait(60)})")
+    consumers = [workers.start([*python, "consume", url, name, str(records)], waits_for_go=False) for name in names]
+    producers = [workers.start([*python, "produce", url, name, str(batches), str(config.batch_records),
+                                str(config.record_bytes), str(config.in_flight_batches), str(rate_per_producer),
+                                str(k / len(names))]) for k, name in enumerate(names)]
+    with workers.killed_at_exit(consumers + producers):
+        # Every consumer is tailing and every producer connected before any producer sends.
+        workers.await_ready(consumers + producers)
         started = cpu_jiffies()
-        for proc in producers:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        results = []
-        for proc in producers + consumers:
-            out, _ = proc.communicate(timeout=600)
-            if proc.returncode != 0:
-                raise RuntimeError(f"a benchmark worker failed with status {proc.returncode}")
-            result = json.loads(out.strip().splitlines()[-1])
+        workers.go(producers)
+        results = [workers.result(proc) for proc in producers + consumers]
+        for result in results:
             if "latencies_ms" in result:
                 result["latencies_ms"] = unpack_latencies(result["latencies_ms"])
-            results.append(result)
         stolen = steal_pct(started, cpu_jiffies())
-    finally:
-        for proc in consumers + producers:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
     return _summary(results[: len(producers)], results[len(producers):]), stolen
 
 

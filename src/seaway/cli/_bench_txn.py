@@ -16,8 +16,6 @@ standard input, then prints one JSON line with what it measured.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import seaway
+from seaway.cli import _workers as workers
 from seaway.cli._bench_log import cpu_jiffies, machine, steal_pct
 from seaway.cli._progress import Progress
 from seaway.server import ServerProcess
@@ -74,30 +73,13 @@ def _remote_round(url: str, kind: str, config: TxnBenchConfig) -> tuple[float, f
     """Ops per second of ``kind`` from ``config.clients`` processes, and the CPU share stolen (%)."""
     namespace = f"bench-txn-{time.time_ns()}"
     python = [sys.executable, "-m", "seaway.cli._bench_txn_worker"]
-    workers = [subprocess.Popen([*python, kind, url, str(config.pairs), namespace], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True) for _ in range(config.clients)]
-    try:
-        for proc in workers:  # every worker connected and warm before the clock starts
-            assert proc.stdout is not None
-            if proc.stdout.readline().strip() != "ready":
-                raise RuntimeError(f"a benchmark worker failed to start (status {proc.wait(60)})")
+    procs = [workers.start([*python, kind, url, str(config.pairs), namespace]) for _ in range(config.clients)]
+    with workers.killed_at_exit(procs):
+        workers.await_ready(procs)  # every worker connected and warm before the clock starts
         before = cpu_jiffies()
-        for proc in workers:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        results = []
-        for proc in workers:
-            out, _ = proc.communicate(timeout=WORKER_WAIT_S)
-            if proc.returncode != 0:
-                raise RuntimeError(f"a benchmark worker failed with status {proc.returncode}")
-            results.append(json.loads(out.strip().splitlines()[-1]))
+        workers.go(procs)
+        results = [workers.result(proc, WORKER_WAIT_S) for proc in procs]
         stolen = steal_pct(before, cpu_jiffies())
-    finally:
-        for proc in workers:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
     return _rate(results), stolen
 
 
