@@ -79,3 +79,24 @@ def test_a_late_commit_is_delivered_in_key_order(api: Api) -> None:
     got = [reader.read_next(10), reader.read_next(10)]
     assert [e.payload for e in got if e is not None] == [b"first", b"second"]
     reader.close()
+
+
+def test_one_transaction_over_a_stream_and_a_queue(api: Api) -> None:
+    sw = api.sw
+    stream = make(api)
+    queue = api.name("q")
+    sw.queues.create(queue)
+    sw.queues.create_group(queue, "g", 1, "FIFO")
+    producer = sw.queues.producer(queue)
+    consumer = sw.queues.consumer(queue, "g", 0)
+    with stream.writer() as writer:
+        with pytest.raises(KeyError), sw.transaction() as dropped:
+            writer.write(b"never", "k", txn=dropped)
+            producer.enqueue(dropped, b"never")
+            raise KeyError("the work failed")
+        with sw.transaction() as tx:
+            writer.write(b"event", "k", txn=tx)
+            producer.enqueue(tx, b"entry")
+    assert read(api, stream, 1) == [b"event"]
+    with sw.transaction() as tx:
+        assert [e.payload for e in consumer.dequeue(tx, 10, 2.0)] == [b"entry"]
