@@ -7,6 +7,7 @@ import types
 import seaway
 import seaway.log
 import seaway.logsdb
+import seaway.queues
 import seaway.streams
 import seaway.txn
 
@@ -31,17 +32,19 @@ def test_exported_names_are_pinned() -> None:
         "StreamCut", "Streams",
         "Snapshot", "Transaction", "TransactionConflictError", "TransactionNotInProgressError",
         "TransactionTimedOutError", "TxnConfig", "TxnStatus", "UnknownTransactionError",
+        "ConsumerGroupExistsError", "ConsumerOutsideGroupError", "MissingHashKeyError", "QueueExistsError", "Strategy",
+        "UnknownConsumerGroupError", "UnknownQueueError",
         "__version__", "connect", "epoch_of", "error_class", "esn_of", "lsn_str", "make_lsn", "open",
     ])
 
 
 def test_every_exported_name_exists_and_modules_are_private() -> None:
-    for module in (seaway, seaway.log, seaway.logsdb, seaway.streams, seaway.txn):
+    for module in (seaway, seaway.log, seaway.logsdb, seaway.queues, seaway.streams, seaway.txn):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
         public_modules = [n for n in dir(module)
                           if not n.startswith("_") and isinstance(getattr(module, n), types.ModuleType)]
-        allowed = {"log", "logsdb", "cli", "client", "server", "streams", "testing", "txn", "wire"}
+        allowed = {"log", "logsdb", "cli", "client", "queues", "server", "streams", "testing", "txn", "wire"}
         assert set(public_modules) <= allowed, public_modules
 
 

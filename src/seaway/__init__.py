@@ -2,7 +2,8 @@
 
 ``seaway.open(path)`` opens the embedded store; ``seaway.connect("seaway://host:port")`` a server
 with the same API. Their ``logs`` namespace holds LogDevice-style logs, ``streams`` Pravega-style
-streams of auto-scaling segments, ``txn`` transactions, and ``meta`` the metadata store.
+streams of auto-scaling segments, ``txn`` transactions, ``queues`` queues with consumer groups,
+and ``meta`` the metadata store.
 
 The embedded store's names (``open``, ``Seaway``, ``Log``, ...) are loaded on first use, so that
 ``import seaway`` followed by ``seaway.connect`` never loads RocksDB.
@@ -19,6 +20,8 @@ from seaway._errors import (
     ClientError,
     ClosedError,
     ConditionFailedError,
+    ConsumerGroupExistsError,
+    ConsumerOutsideGroupError,
     CorruptionError,
     DataDirLockedError,
     InvalidArgumentError,
@@ -27,9 +30,11 @@ from seaway._errors import (
     LogExistsError,
     LogSealedError,
     LsnOutOfRangeError,
+    MissingHashKeyError,
     OverloadedError,
     PayloadTooLargeError,
     PreemptedError,
+    QueueExistsError,
     ReaderExistsError,
     ReaderGroupExistsError,
     ReaderOfflineError,
@@ -53,7 +58,9 @@ from seaway._errors import (
     TransportError,
     TrimPastTailError,
     UnavailableError,
+    UnknownConsumerGroupError,
     UnknownLogError,
+    UnknownQueueError,
     UnknownReaderGroupError,
     UnknownScopeError,
     UnknownStreamError,
@@ -82,6 +89,7 @@ from seaway.log import (
     make_lsn,
 )
 from seaway.logsdb import Durability, LogsDBConfig
+from seaway.queues import Strategy
 from seaway.streams import (
     ByDataRate,
     ByEventRate,
@@ -127,6 +135,8 @@ __all__ = [
     "Clock",
     "ClosedError",
     "ConditionFailedError",
+    "ConsumerGroupExistsError",
+    "ConsumerOutsideGroupError",
     "CorruptionError",
     "DataDirLockedError",
     "Durability",
@@ -145,9 +155,11 @@ __all__ = [
     "LogsDBConfig",
     "LsnOutOfRangeError",
     "MetaBatch",
+    "MissingHashKeyError",
     "OverloadedError",
     "PayloadTooLargeError",
     "PreemptedError",
+    "QueueExistsError",
     "Reader",
     "ReaderExistsError",
     "ReaderGroupExistsError",
@@ -169,6 +181,7 @@ __all__ = [
     "Snapshot",
     "StorageError",
     "StoreFailedError",
+    "Strategy",
     "Stream",
     "StreamConfig",
     "StreamCut",
@@ -189,7 +202,9 @@ __all__ = [
     "TxnConfig",
     "TxnStatus",
     "UnavailableError",
+    "UnknownConsumerGroupError",
     "UnknownLogError",
+    "UnknownQueueError",
     "UnknownReaderGroupError",
     "UnknownScopeError",
     "UnknownStreamError",
