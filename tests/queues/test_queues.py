@@ -339,3 +339,14 @@ def test_dequeue_waits_for_an_open_transaction_within_its_timeout(sw: seaway.Sea
     committer.join()
     assert [e.payload for e in got] == [b"late"]
     assert time.monotonic() - started < 4.0
+
+
+def test_resize_changes_strategy_and_keeps_a_hash_key_unless_given(sw: seaway.Seaway) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "h", 2, "hash", key="u")
+    assert sw.queues.resize_group("q", "h", 3, wait_s=None).key == "u"
+    sw.queues.create_group("q", "f", 2)
+    with pytest.raises(InvalidArgumentError):
+        sw.queues.resize_group("q", "f", 3, strategy="HASH")  # a HASH group needs its key
+    info = sw.queues.resize_group("q", "f", 3, strategy="hash", key="p")
+    assert (info.strategy, info.key, info.size, info.resizing) == (seaway.Strategy.HASH, "p", 3, False)

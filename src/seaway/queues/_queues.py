@@ -97,13 +97,17 @@ class GroupInfo:
                                 "final_lsn": p.final_lsn, "drained": p.drained} for p in self.partitions]}
 
 
+def parse_strategy(strategy: object) -> Strategy:
+    try:
+        return Strategy(strategy.value if isinstance(strategy, Strategy) else str(strategy).upper())
+    except ValueError:
+        raise InvalidArgumentError(f"a strategy is FIFO, ROUND_ROBIN or HASH, got {strategy!r}") from None
+
+
 def check_strategy(size: object, strategy: object, key: object) -> tuple[int, Strategy, str | None]:
     if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= SIZE_MAX:
         raise InvalidArgumentError(f"a consumer group's size is in [1, {SIZE_MAX}], got {size!r}")
-    try:
-        chosen = Strategy(strategy.value if isinstance(strategy, Strategy) else str(strategy).upper())
-    except ValueError:
-        raise InvalidArgumentError(f"a strategy is FIFO, ROUND_ROBIN or HASH, got {strategy!r}") from None
+    chosen = parse_strategy(strategy)
     if chosen is Strategy.HASH:
         if not isinstance(key, str) or not key:
             raise InvalidArgumentError("a HASH group names the entry key it partitions on (key=...)")
@@ -220,10 +224,10 @@ class Queues:
             if record.previous is not None:
                 raise InvalidArgumentError(f"group {group!r} is still draining its previous resize; try again")
         current = record.current
-        new_size, chosen, new_key = check_strategy(
-            current.size if size is None else size, strategy or current.strategy,
-            key if key is not None else (current.key if (strategy or current.strategy) in (Strategy.HASH, "HASH")
-                                         else None))
+        wanted = current.strategy if strategy is None else parse_strategy(strategy)
+        if key is None and wanted is Strategy.HASH:
+            key = current.key  # a HASH group resized keeps its key unless given another
+        new_size, chosen, new_key = check_strategy(current.size if size is None else size, wanted, key)
         generation = current.generation + 1
         layout = Layout(generation, new_size, chosen, new_key,
                         self._make_logs(queue, group, generation, chosen, new_size))
