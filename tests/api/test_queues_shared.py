@@ -24,7 +24,7 @@ from seaway.queues import Consumer, Entry
 from seaway.queues._records import hash_key
 from tests.api.conftest import Api
 
-WAIT_S = 1.0
+WAIT_S = 0.5
 """A remote consumer's first read waits for its stream to deliver: dequeue with a timeout."""
 
 

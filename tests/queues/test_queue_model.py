@@ -164,5 +164,5 @@ class QueueModel(RuleBasedStateMachine):
             last[k] = position[n]
 
 
-QueueModel.TestCase.settings = settings(max_examples=20, stateful_step_count=25, deadline=None)
+QueueModel.TestCase.settings = settings(max_examples=12, stateful_step_count=25, deadline=None)
 test_queue_model = QueueModel.TestCase
