@@ -68,8 +68,7 @@ def test_abort_redelivers_and_a_late_commit_is_not_skipped(api: Api) -> None:
     consumer = api.sw.queues.consumer(queue, "g", 0)
     late = api.sw.transaction()
     producer.enqueue(late, b"late")
-    for hook in late._before_commit:  # sent, not committed
-        hook()
+    producer.flush(late)  # sent, not committed
     with api.sw.transaction() as tx:
         producer.enqueue(tx, b"after")
     assert drain(api, consumer) == []

@@ -100,16 +100,14 @@ class QueueModel(RuleBasedStateMachine):
         for n, k in zip(numbers, keys, strict=True):
             self.key_of[n] = k
         if outcome == "open":
-            for hook in tx._before_commit:  # sent now, decided later
-                hook()
+            self.producer.flush(tx)  # sent now, decided later
             self.open.append((tx, numbers))
             status = "open"
         elif outcome == "commit":
             tx.commit()
             status = "committed"
         else:
-            for hook in tx._before_commit:  # sent, then aborted: in the logs, never visible
-                hook()
+            self.producer.flush(tx)  # sent, then aborted: in the logs, never visible
             tx.abort()
             status = "aborted"
         for n, k in zip(numbers, keys, strict=True):

@@ -112,8 +112,7 @@ def test_uncommitted_entries_wait_and_a_late_commit_is_not_skipped(sw: seaway.Se
     consumer = sw.queues.consumer("q", "g", 0)
     late = sw.transaction()
     producer.enqueue(late, b"late")
-    for hook in late._before_commit:  # sent, not committed: its chunk is in the log, in progress
-        hook()
+    producer.flush(late)  # sent, not committed: its chunk is in the log, in progress
     produce(sw, "q", [(b"after", {})])
     assert drain(sw, consumer) == []  # stops at the in-progress chunk, does not step over it
     late.commit()
@@ -126,13 +125,11 @@ def test_aborted_and_timed_out_producers_are_never_seen(sw: seaway.Seaway) -> No
     producer = sw.queues.producer("q")
     aborted = sw.transaction()
     producer.enqueue(aborted, b"aborted")
-    for hook in aborted._before_commit:
-        hook()
+    producer.flush(aborted)
     aborted.abort()
     idle = sw.transaction(timeout_s=0.3)
     producer.enqueue(idle, b"timed out")
-    for hook in idle._before_commit:
-        hook()
+    producer.flush(idle)
     produce(sw, "q", [(b"kept", {})])
     deadline = time.monotonic() + 10
     while sw.txn.status(idle.id) is not seaway.TxnStatus.TIMED_OUT and time.monotonic() < deadline:
@@ -328,8 +325,7 @@ def test_dequeue_waits_for_an_open_transaction_within_its_timeout(sw: seaway.Sea
     producer = sw.queues.producer("q")
     late = sw.transaction()
     producer.enqueue(late, b"late")
-    for hook in late._before_commit:
-        hook()
+    producer.flush(late)
     committer = threading.Timer(0.2, late.commit)
     committer.start()
     consumer = sw.queues.consumer("q", "g", 0)

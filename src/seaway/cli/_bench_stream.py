@@ -149,13 +149,19 @@ def _stream_path(sw: Any, name: str, segments: int, batches: list[tuple[bytes, .
         writer.flush()
         write_s = time.perf_counter() - start
     written = {f.result(0).segment for f in futures}  # every write stored (a failure raises here)
+    read_s, count = _read_back_and_delete(sw, stream)
+    return write_s, read_s, count, len(written)
+
+
+def _read_back_and_delete(sw: Any, stream: Stream) -> tuple[float, int]:
+    """The time to read every segment's log back, the records read; then the stream is gone."""
     start = time.perf_counter()
     logs = [sw.logs.get(s.log_id) for s in stream.segments_between(stream.head(), stream.tail())]
     count = _read_logs(sw, logs)
     read_s = time.perf_counter() - start
     stream.seal()
     stream.delete()
-    return write_s, read_s, count, len(written)
+    return read_s, count
 
 
 def _txn_path(sw: Any, name: str, segments: int, batches: list[tuple[bytes, ...]], keys: list[str],
@@ -173,12 +179,7 @@ def _txn_path(sw: Any, name: str, segments: int, batches: list[tuple[bytes, ...]
         write_s = time.perf_counter() - start
     for future in futures:  # every write stored (a failure raises here)
         future.result(0)
-    start = time.perf_counter()
-    logs = [sw.logs.get(s.log_id) for s in stream.segments_between(stream.head(), stream.tail())]
-    count = _read_logs(sw, logs)
-    read_s = time.perf_counter() - start
-    stream.seal()
-    stream.delete()
+    read_s, count = _read_back_and_delete(sw, stream)
     return write_s, read_s, count
 
 

@@ -112,6 +112,12 @@ class Producer:
         with self._lock:
             self._pending.pop(txn_id, None)
 
+    def flush(self, tx: Transaction) -> None:
+        """Send the entries ``tx`` enqueued here so far (a commit does it anyway): they are in the
+        queue's logs from now on, visible when ``tx`` commits, never if it aborts."""
+        tx.check_open()
+        self._flush(tx)
+
     def _flush(self, tx: Transaction) -> None:
         with self._lock:
             pending = self._pending.get(tx.id)

@@ -20,6 +20,7 @@ import sys
 import threading
 
 import seaway
+from seaway.testing._crash_child import run_threads
 
 NAMESPACE = "crash"
 THREADS = 3
@@ -65,15 +66,7 @@ def _work(sw: seaway.Seaway, fd: int, run: int, thread: int, lock: threading.Loc
 
 
 def main(argv: list[str]) -> None:
-    data_dir, ack_path, run = argv[0], argv[1], int(argv[2])
-    fd = os.open(ack_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    lock = threading.Lock()
-    with seaway.open(data_dir, CONFIG) as sw:
-        threads = [threading.Thread(target=_work, args=(sw, fd, run, t, lock), daemon=True) for t in range(THREADS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    run_threads(argv, _work, THREADS, CONFIG)
 
 
 if __name__ == "__main__":
