@@ -20,7 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[i
 from prometheus_client import Counter, start_http_server
 
 from seaway._alloc import keep_large_buffers_in_heap
-from seaway._errors import InvalidArgumentError, SeawayError
+from seaway._errors import InvalidArgumentError, SeawayError, UnavailableError
 from seaway._seaway import Seaway, SeawayConfig
 from seaway.server._decoding import RefuseUndecodable
 from seaway.server._metrics import Metrics
@@ -176,6 +176,10 @@ class _StandardHealth(health.HealthServicer):  # type: ignore[misc]
             self._watchers -= 1
 
 
+ADDRESS_FILE = "server.address"
+"""Written in the data directory while a server serves it: the URL clients on this machine connect to."""
+
+
 class Server:
     """A running server. :meth:`stop` (or SIGTERM under :func:`serve`) stops it gracefully."""
 
@@ -228,6 +232,7 @@ class Server:
         self._retention.start()
         self._health_thread = threading.Thread(target=self._watch_health, name="seaway-health", daemon=True)
         self._health_thread.start()
+        self._write_address_file()
         _log.info("serving", extra={"address": self.address, "data_dir": str(self.config.data_dir),
                                     "tls": self.config.tls_cert is not None, "token": bool(self.config.token),
                                     "metrics_port": self.metrics_port})
@@ -244,10 +249,35 @@ class Server:
         self._grpc.stop(self.config.shutdown_grace_s).wait()
         self._retention.join()
         self._health_thread.join()
+        self._remove_address_file()
         self.store.close()
         for logger, log_filter in self._log_filters:
             logging.getLogger(logger).removeFilter(log_filter)
         _log.info("stopped")
+
+    @property
+    def url(self) -> str:
+        """The address clients connect to (a wildcard listen address is reached on loopback)."""
+        host, _ = split_host_port(self.address)
+        if host in ("0.0.0.0", "::", "[::]", ""):
+            host = "127.0.0.1"
+        scheme = "seaways" if self.config.tls_cert is not None else "seaway"
+        return f"{scheme}://{host}:{self.port}"
+
+    def _write_address_file(self) -> None:
+        """Tell other processes on this machine where the data directory is served (see local_address)."""
+        path = self.config.data_dir / ADDRESS_FILE
+        temp = path.with_suffix(".tmp")
+        temp.write_text(self.url + "\n")
+        temp.replace(path)
+
+    def _remove_address_file(self) -> None:
+        path = self.config.data_dir / ADDRESS_FILE
+        try:
+            if path.read_text().strip() == self.url:
+                path.unlink()
+        except OSError:
+            pass
 
     def _serving(self) -> bool:
         """Seaway's own ``Health`` rule (see SeawayService.Health): accepting calls, the store taking writes."""
@@ -272,6 +302,22 @@ class Server:
 
     def wait(self) -> None:
         self._grpc.wait_for_termination()
+
+
+def local_address(data_dir: str | Path) -> str:
+    """The address of the server running over ``data_dir`` on this machine, from the file it writes there
+    while it serves; :class:`UnavailableError` if none does."""
+    path = Path(data_dir) / ADDRESS_FILE
+    try:
+        url = path.read_text().strip()
+    except FileNotFoundError:
+        raise UnavailableError(f"no server is serving {data_dir}: start one with `seaway serve --data-dir "
+                               f"{data_dir}` or give the server's address") from None
+    except OSError as exc:
+        raise UnavailableError(f"cannot read {path}: {exc}") from exc
+    if not url.startswith(("seaway://", "seaways://")):
+        raise UnavailableError(f"{path} does not hold a server address: {url[:100]!r}")
+    return url
 
 
 def serve(config: ServerConfig) -> None:
