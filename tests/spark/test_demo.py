@@ -1,0 +1,51 @@
+"""The access-log demo: its Spark transformations on static DataFrames, and the pipeline end to end."""
+
+from __future__ import annotations
+
+import json
+from itertools import islice
+from typing import Any
+
+from seaway.demo import GeneratorConfig, expected, generate
+from seaway.demo._transforms import dead_letters, decode_pageviews, page_counts, pageviews, parse, unique_users
+
+
+def _lines(spark: Any, lines: list[str]) -> Any:
+    return spark.createDataFrame([(line,) for line in lines], "line string")
+
+
+def test_parse_recovers_every_field_and_sends_every_malformed_line_to_dead_letters(spark: Any) -> None:
+    items = list(islice(generate(GeneratorConfig(seed=4, malformed_fraction=0.2, rate_per_s=20)), 300))
+    parsed = parse(_lines(spark, [g.line for g in items]))
+    rows = pageviews(parsed).collect()
+    want = [g.event for g in items if g.event is not None]
+    assert len(rows) == len(want)
+    assert sorted((r.ip, r.user, r.time_ms, r.method, r.page, r.status, r.bytes, r.agent) for r in rows) == sorted(
+        (e.ip, e.user, e.time_ms, e.method, e.page, e.status, e.bytes, e.agent) for e in want)
+    dead = sorted(r.payload for r in dead_letters(parsed).collect())
+    assert dead == sorted(g.line for g in items if g.event is None)
+    assert any("/Foo/" in line for line in dead)  # a line of the right shape whose time is not a time
+
+
+def test_parse_reads_a_dash_for_no_bytes_and_refuses_the_edges(spark: Any) -> None:
+    ok = '1.2.3.4 - u1 [01/Feb/2024:00:00:09 +0000] "GET /a HTTP/1.0" 304 - "-" "x"'
+    bad = ["", ok[:-1], ok + " trailing", ok.replace("304", "30"), ok.replace("GET", "get"),
+           ok.replace(":09 ", ":61 ")]
+    rows = parse(_lines(spark, [ok, *bad])).collect()
+    assert [r.valid for r in rows] == [True] + [False] * len(bad)
+    assert (rows[0].bytes, rows[0].status, rows[0].time_ms) == (0, 304, 1_706_745_609_000)
+
+
+def test_page_counts_and_unique_users_match_the_reference(spark: Any) -> None:
+    config = GeneratorConfig(seed=9, rate_per_s=25, users=40, malformed_fraction=0.05)
+    items = list(islice(generate(config), 500))
+    want = expected(items, window_s=5)
+    views = pageviews(parse(_lines(spark, [g.line for g in items])))
+    # Through the queue, as the pipeline does: each row as a JSON object, decoded by the consumers.
+    entries = spark.createDataFrame([(json.dumps(r.asDict()).encode(),) for r in views.collect()], "payload binary")
+    decoded = decode_pageviews(entries)
+    assert {r.page: r.views for r in page_counts(decoded).collect()} == want.page_views
+    windows = unique_users(decoded, window_s=5).collect()
+    assert {r.window_start_ms: r.users for r in windows} == want.unique_users
+    assert all(r.routing_key == str(r.window_start_ms) and r.window_s == 5 for r in windows)
+    assert len(want.unique_users) == 4  # 500 lines at 25 a second: 20 s of their own time
