@@ -15,7 +15,6 @@ import pytest
 
 from seaway.cli._bench_log import cpu_jiffies, steal_pct
 from seaway.cli._bench_remote import consume, pack_latencies, produce, unpack_latencies
-from seaway.cli._demo import run_demo
 from seaway.cli._progress import Progress
 from seaway.log import RecordRun, lsn_str
 from tests.cli.conftest import Cli, Where
@@ -26,13 +25,19 @@ def seaway_cmd(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, check=False)
 
 
-def test_demo_runs_twice_on_the_same_directory(tmp_path: Path) -> None:
-    lines: list[str] = []
-    first = run_demo(tmp_path, lines.append)
-    second = run_demo(tmp_path, lines.append)
-    assert first == second == {"records": 220, "gaps": 1}  # everything before this run's first record is trimmed
-    assert any("reopened log" in line for line in lines)
-    assert any(line.strip().startswith("gap TRIM") for line in lines)
+def test_demo_help_explains_its_options() -> None:
+    result = seaway_cmd("demo", "--help")
+    assert result.returncode == 0, result.stderr
+    for option in ("--duration-s", "--rate", "--address", "--seed", "--data-dir"):
+        assert option in result.stdout, option
+    assert "resumes" in result.stdout and "demo/page-counts" in result.stdout
+
+
+def test_demo_refuses_a_bad_duration_with_a_clear_error(tmp_path: Path) -> None:
+    result = seaway_cmd("demo", "--data-dir", str(tmp_path), "--duration-s", "0")
+    assert result.returncode != 0
+    assert "duration_s must be in (0, 86400]" in result.stderr
+    assert not (tmp_path / "store").exists()  # refused before a server was started
 
 
 @pytest.mark.slow

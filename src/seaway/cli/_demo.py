@@ -1,66 +1,82 @@
-"""``seaway demo``: the main job on the embedded default, printing what it does."""
+"""``seaway demo``: the access-log analytics pipeline (seaway.demo) with a progress line and a report."""
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Callable
+import argparse
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-import seaway
-from seaway.log import Gap, Record, lsn_str
-from seaway.server import ServerProcess
+from seaway._errors import InvalidArgumentError
+from seaway.cli._progress import Progress
+
+_SHORT = {"parse": "parse", "dead-letters": "dead", "page-counts": "pages", "unique-users": "users"}
+
+_DESCRIPTION = """\
+Runs the access-log analytics pipeline of CDAP's queue design on Seaway and Spark:
+
+  generator -> demo/access -> Spark "parse" -> queue demo.pageviews -> group page-counts (HASH page, 3)
+                          \\-> Spark "dead-letters" -> demo/dead-letters   \\-> group unique-users (HASH user, 2)
+
+A generator writes synthetic web-server access log lines (a few percent deliberately malformed) at
+--rate lines a second for --duration-s seconds; Spark queries parse them, send malformed lines to a
+dead-letter stream, and count views per page and exact unique users per 10 s window of the lines'
+own time, each exactly once, into the streams demo/page-counts and demo/unique-users. Then the
+pipeline is drained and the command prints the top pages, the unique users per window and the
+dead-letter count.
+
+Unless --address names a running server, it starts `seaway serve` over DATA_DIR/store (Spark's
+workers are other processes: they reach the store through a server) and stops it at the end.
+Spark's checkpoints live in DATA_DIR/checkpoints: run the command again and the pipeline resumes
+where it stopped (counts go on, nothing is counted twice). Keep one data directory per server.
+Needs the spark extra (pip install 'seaway[spark]') and Java 17.
+"""
 
 
-def run_demo(data_dir: Path, say: Callable[[str], None] = print) -> dict[str, int]:
-    """The demo on the embedded store in ``data_dir``."""
-    with seaway.open(data_dir) as sw:
-        say(f"opened the embedded store in {data_dir}")
-        return demo_steps(sw, say)
+def add_demo_parser(commands: Any) -> None:
+    demo = commands.add_parser("demo", help="run the access-log analytics pipeline (generator, Spark, queues)",
+                               description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    demo.add_argument("--data-dir", type=Path, default=Path(".seaway-demo"),
+                      help="the store (unless --address), checkpoints and generator state (default .seaway-demo)")
+    demo.add_argument("--duration-s", type=float, default=30.0, help="how long to generate (default 30)")
+    demo.add_argument("--rate", type=float, default=200.0, help="lines generated a second (default 200)")
+    demo.add_argument("--address", help="seaway://host:port of a running server to use instead of starting one")
+    demo.add_argument("--seed", type=int, default=1,
+                      help="the generator's seed: the same seed and data gives the same lines (default 1)")
 
 
-def run_demo_remote(data_dir: Path, say: Callable[[str], None] = print) -> dict[str, int]:
-    """The demo through the client, against a ``seaway serve`` process started on a free loopback port."""
-    with ServerProcess(data_dir) as server, seaway.connect(server.url) as sw:
-        say(f"started `seaway serve` (pid {server.pid}) on {server.url} over {data_dir}")
-        counts = demo_steps(sw, say)
-    say("stopped the server with SIGTERM: it finished what it had accepted and closed the store")
-    return counts
-
-
-def demo_steps(sw: Any, say: Callable[[str], None]) -> dict[str, int]:
-    """Create (or reopen) a log, append single records and a batch, trim, find by time, read.
-
-    ``sw`` is an embedded store or a client: they have the same API. Returns the counts it printed.
-    Safe to run again on the same data: each run appends after what is there.
-    """
+def run_demo_command(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
     try:
-        clicks = sw.logs.get("demo/clicks")
-        say(f"reopened log {clicks.name!r} (id {clicks.id}); its tail is {lsn_str(clicks.tail_lsn())}")
-    except seaway.UnknownLogError:
-        clicks = sw.logs.create("demo/clicks", backlog_s=7 * 86400)
-        say(f"created log {clicks.name!r} (id {clicks.id}, backlog 7 days)")
-    started_ms = time.time_ns() // 1_000_000
-    first = clicks.append(json.dumps({"user": 7, "page": "/home"}).encode())
-    say(f"appended one record at {lsn_str(first)} (fsynced before it returned)")
-    batch = [json.dumps({"user": u, "page": f"/item/{u}"}).encode() for u in range(100)]
-    lsns = clicks.append_batch(batch)
-    say(f"appended a batch of {len(lsns)} records at {lsn_str(lsns[0])}..{lsn_str(lsns[-1])}, atomically")
-    with clicks.writer(flush_records_max=50) as writer:
-        futures = [writer.write(f"event {i}".encode()) for i in range(120)]
-    say(f"the batching writer stored 120 records in batches of up to 50, the last at "
-        f"{lsn_str(futures[-1].result())}")
-    clicks.trim(first)
-    say(f"trimmed up to {lsn_str(first)}: readers now see a TRIM gap there")
-    found = clicks.find_time(started_ms)
-    say(f"find_time(start of this run) = {lsn_str(found)}")
-    records = gaps = 0
-    for item in clicks.read():
-        if isinstance(item, Record):
-            records += 1
-        elif isinstance(item, Gap):
-            gaps += 1
-            say(f"  gap {item.type.value}: {lsn_str(item.lsn_lo)}..{lsn_str(item.lsn_hi)}")
-    say(f"read {records} records and {gaps} gaps; the log holds {clicks.data_size()} bytes on disk")
-    return {"records": records, "gaps": gaps}
+        # Imported here: the other commands work without pyspark, which only this one needs.
+        from seaway.demo.run import DemoConfig, DemoStatus, run_demo  # noqa: PLC0415
+        from seaway.spark import session  # noqa: PLC0415
+    except ImportError as exc:
+        raise InvalidArgumentError(f"seaway demo needs the spark extra: pip install 'seaway[spark]' ({exc})") from None
+    config = DemoConfig(data_dir=args.data_dir, duration_s=args.duration_s, rate_per_s=args.rate, seed=args.seed,
+                        address=args.address)
+    where = f"the server at {config.address}" if config.address else f"a local server over {args.data_dir / 'store'}"
+    print(f"seaway demo: generating for {config.duration_s:g} s at {config.rate_per_s:g} lines/s into {where}",
+          file=out, flush=True)
+    ticks = max(1, int(config.duration_s * 10))
+    phases: list[str] = []
+
+    with Progress(ticks, "starting the server", stream=err) as bar:
+        def show(status: DemoStatus) -> None:
+            if not phases or phases[-1] != status.phase:
+                phases.append(status.phase)
+                if not bar.enabled:  # no progress line (not a terminal): say each phase once
+                    print(f"  {status.phase} ({status.elapsed_s:.0f} s)", file=out, flush=True)
+            stats = status.queries
+            parsed = stats["parse"].input_rows if "parse" in stats else 0
+            batches = " ".join(f"{_SHORT[name]} {s.batches}" for name, s in stats.items())
+            label = f"{status.phase}: {status.generated} written, {parsed} parsed"
+            if batches:
+                label += f"; batches {batches}"
+            done = ticks if status.phase not in ("starting", "generating") else \
+                min(ticks, int(status.generated / config.rate_per_s * 10))
+            bar.advance(done - bar.done, label)
+
+        result = run_demo(config, lambda: session("seaway-demo"), show)
+    for line in result.report.lines(result.generated_now, result.generated_total):
+        print(line, file=out)
+    print(f"run {result.runs} over {args.data_dir}: run `seaway demo` again to go on from here", file=out, flush=True)

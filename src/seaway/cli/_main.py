@@ -17,7 +17,7 @@ from seaway.cli._bench_queue import QueueBenchConfig, run_queue_bench
 from seaway.cli._bench_remote import RemoteBenchConfig, run_remote_bench
 from seaway.cli._bench_stream import add_stream_bench_parsers, run_stream_bench_command
 from seaway.cli._bench_txn import TxnBenchConfig, run_txn_bench
-from seaway.cli._demo import run_demo, run_demo_remote
+from seaway.cli._demo import add_demo_parser, run_demo_command
 from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
 from seaway.cli._queues import add_queue_parsers, run_queue
@@ -38,9 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seaway", description="Durable, ordered event storage.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = commands.add_parser("demo", help="start a local server and write, trim and read logs through it")
-    demo.add_argument("--data-dir", type=Path, default=Path(".seaway-demo"))
-    demo.add_argument("--embedded", action="store_true", help="run in this process, without a server")
+    add_demo_parser(commands)
 
     srv = commands.add_parser("serve", help="serve a data directory over gRPC until SIGTERM")
     srv.add_argument("--data-dir", type=Path, required=True)
@@ -235,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "demo":
-            (run_demo if args.embedded else run_demo_remote)(args.data_dir)
+            run_demo_command(args)
         elif args.command == "serve":
             _serve(args)
         elif args.command == "bench" and args.bench == "log":

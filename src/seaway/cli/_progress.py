@@ -20,6 +20,15 @@ class Progress:
         self._done = 0
         self._drawn_s = 0.0
 
+    @property
+    def enabled(self) -> bool:
+        """Whether it draws (its stream is a terminal, or it was forced)."""
+        return self._enabled
+
+    @property
+    def done(self) -> int:
+        return self._done
+
     def advance(self, steps: int = 1, label: str | None = None) -> None:
         self._done = min(self._total, self._done + steps)
         if label is not None:

@@ -5,7 +5,8 @@ into a queue (malformed lines go to a dead-letter stream); two consumer groups o
 hashing on the user and one on the page, feed exactly-once Spark queries that count unique users
 per window and views per page into result streams, which the report reads.
 
-The generator needs nothing but the standard library; the pipeline needs ``seaway[spark]``.
+The generator needs only the standard library and is importable without Spark; :func:`run_demo`,
+:class:`Pipeline` and :func:`read_report` need ``seaway[spark]`` (``seaway.demo.run``).
 """
 
 from __future__ import annotations
