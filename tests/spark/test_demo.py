@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
-from seaway.demo import GeneratorConfig, expected, generate
+from seaway.demo import Expected, Generated, GeneratorConfig, expected, generate
 from seaway.demo._transforms import dead_letters, decode_pageviews, page_counts, pageviews, parse, unique_users
+from seaway.demo.run import DemoConfig, QueryStats, Report, run_demo
+from seaway.server import ServerProcess
 
 
 def _lines(spark: Any, lines: list[str]) -> Any:
@@ -49,3 +53,44 @@ def test_page_counts_and_unique_users_match_the_reference(spark: Any) -> None:
     assert {r.window_start_ms: r.users for r in windows} == want.unique_users
     assert all(r.routing_key == str(r.window_start_ms) and r.window_s == 5 for r in windows)
     assert len(want.unique_users) == 4  # 500 lines at 25 a second: 20 s of their own time
+
+
+T0_MS = 1_700_000_000_000
+
+
+def test_the_pipeline_run_twice_counts_every_line_exactly_once(spark: Any, server: ServerProcess,
+                                                                tmp_path: Path) -> None:
+    # Few users and short windows, and a second run whose lines fall partly in the first run's last
+    # window: the unique users there are right only if the first run's state carried over and no
+    # line was counted twice.
+    first = DemoConfig(data_dir=tmp_path / "demo", address=server.url, events_max=300, rate_per_s=100,
+                       start_ms=T0_MS, window_s=2, users=40, malformed_fraction=0.05, trigger_s=0.5)
+    phases: list[str] = []
+    one = run_demo(first, lambda: spark, lambda status: phases.append(status.phase))
+    lines_one = list(islice(generate(first.generator(T0_MS)), 300))
+    _check(one.report, expected(lines_one, window_s=2))
+    assert (one.generated_now, one.generated_total, one.runs) == (300, 300, 1)
+    _check_reads(one.queries, lines_one)
+    assert phases[0] == "starting" and phases[-2:] == ["draining", "reporting"]
+
+    second = replace(first, events_max=200, start_ms=T0_MS + 3000, live=False)
+    two = run_demo(second, lambda: spark)
+    lines_two = list(islice(generate(second.generator(T0_MS + 3000), first=300), 200))
+    want = expected(lines_one + lines_two, window_s=2)
+    assert T0_MS + 2000 in want.unique_users and want.unique_users[T0_MS + 2000] > 0
+    _check(two.report, want)
+    assert (two.generated_now, two.generated_total, two.runs) == (200, 500, 2)
+    _check_reads(two.queries, lines_two)  # only this run's lines: the checkpoints resumed
+
+
+def _check(report: Report, want: Expected) -> None:
+    assert report.page_views == want.page_views
+    assert report.unique_users == want.unique_users
+    assert report.dead_letters == want.malformed
+    assert report.parsed + report.dead_letters == want.lines
+
+
+def _check_reads(queries: dict[str, QueryStats], lines: list[Generated]) -> None:
+    valid = sum(1 for g in lines if g.event is not None)
+    assert {name: stats.input_rows for name, stats in queries.items()} == {
+        "parse": len(lines), "dead-letters": len(lines), "page-counts": valid, "unique-users": valid}

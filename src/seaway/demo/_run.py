@@ -55,6 +55,7 @@ class DemoConfig:
     live: bool = True
     start_ms: int | None = None
     malformed_fraction: float = 0.02
+    users: int = 5000
 
     def __post_init__(self) -> None:
         if not 0 < self.duration_s <= 86_400:
@@ -64,7 +65,7 @@ class DemoConfig:
 
     def generator(self, first_ms: int) -> GeneratorConfig:
         return GeneratorConfig(seed=self.seed, rate_per_s=self.rate_per_s, start_ms=first_ms,
-                               malformed_fraction=self.malformed_fraction)
+                               malformed_fraction=self.malformed_fraction, users=self.users)
 
 
 @dataclass(frozen=True)
@@ -80,10 +81,14 @@ class DemoStatus:
 
 @dataclass(frozen=True)
 class DemoResult:
+    """The report, the lines generated (by this run, by all runs), the runs so far, and what each
+    query did in this run."""
+
     report: Report
     generated_now: int
     generated_total: int
     runs: int
+    queries: dict[str, QueryStats]
 
 
 @dataclass
@@ -205,4 +210,4 @@ def run_demo(config: DemoConfig, spark: Callable[[], Any],
         pipeline.drain()
         on_progress(status("reporting", generator.written, pipeline.stats))
         report = read_report(pipeline.spark, address, config.window_s)
-    return DemoResult(report, generator.written, state.events_generated, state.runs)
+    return DemoResult(report, generator.written, state.events_generated, state.runs, pipeline.stats)
