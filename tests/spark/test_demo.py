@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from seaway.demo import Expected, Generated, GeneratorConfig, expected, generate
-from seaway.demo._transforms import dead_letters, decode_pageviews, page_counts, pageviews, parse, unique_users
+from seaway.demo._transforms import dead_letters, decode_pageviews, pageviews, parse
 from seaway.demo.run import DemoConfig, QueryStats, Report, run_demo
 from seaway.server import ServerProcess
 
@@ -40,19 +40,12 @@ def test_parse_reads_a_dash_for_no_bytes_and_refuses_the_edges(spark: Any) -> No
     assert (rows[0].bytes, rows[0].status, rows[0].time_ms) == (0, 304, 1_706_745_609_000)
 
 
-def test_page_counts_and_unique_users_match_the_reference(spark: Any) -> None:
-    config = GeneratorConfig(seed=9, rate_per_s=25, users=40, malformed_fraction=0.05)
-    items = list(islice(generate(config), 500))
-    want = expected(items, window_s=5)
-    views = pageviews(parse(_lines(spark, [g.line for g in items])))
+def test_pageviews_come_back_whole_from_their_json_queue_entries(spark: Any) -> None:
+    items = list(islice(generate(GeneratorConfig(seed=9, rate_per_s=25, malformed_fraction=0.0)), 50))
+    views = pageviews(parse(_lines(spark, [g.line for g in items]))).collect()
     # Through the queue, as the pipeline does: each row as a JSON object, decoded by the consumers.
-    entries = spark.createDataFrame([(json.dumps(r.asDict()).encode(),) for r in views.collect()], "payload binary")
-    decoded = decode_pageviews(entries)
-    assert {r.page: r.views for r in page_counts(decoded).collect()} == want.page_views
-    windows = unique_users(decoded, window_s=5).collect()
-    assert {r.window_start_ms: r.users for r in windows} == want.unique_users
-    assert all(r.routing_key == str(r.window_start_ms) and r.window_s == 5 for r in windows)
-    assert len(want.unique_users) == 4  # 500 lines at 25 a second: 20 s of their own time
+    entries = spark.createDataFrame([(json.dumps(r.asDict()).encode(),) for r in views], "payload binary")
+    assert decode_pageviews(entries).collect() == views
 
 
 T0_MS = 1_700_000_000_000

@@ -12,11 +12,15 @@ pipeline goes on where it stopped and counts nothing twice.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pyspark.errors import StreamingQueryException
 
 from seaway._errors import InvalidArgumentError, TimedOutError
 from seaway.demo._transforms import (
@@ -37,6 +41,8 @@ UNIQUE_USERS = "demo/unique-users"
 PAGEVIEWS = "demo.pageviews"
 GROUPS = (("unique-users", 2, "user"), ("page-counts", 3, "page"))
 """The queue's consumer groups (name, size, HASH key), as in CDAP's picture."""
+log = logging.getLogger("seaway.demo")
+
 ACCESS_SEGMENTS = 2
 QUERIES = ("parse", "dead-letters", "page-counts", "unique-users")
 STAGES = (("parse", "dead-letters"), ("page-counts", "unique-users"))
@@ -58,6 +64,8 @@ class PipelineConfig:
     window_s: int = 10
     trigger_s: float = 1.0
     drain_timeout_s: float = 300.0
+    start_timeout_s: float = 120.0
+    restarts_max: int = 3
 
     def __post_init__(self) -> None:
         if not 1 <= self.window_s <= 86_400:
@@ -107,6 +115,7 @@ class Pipeline:
         self._config = config
         self._running: dict[str, Any] = {}
         self.stats = {name: QueryStats() for name in QUERIES}
+        self.restarts = 0
 
     @property
     def spark(self) -> Any:
@@ -120,21 +129,22 @@ class Pipeline:
             reader = reader.option(key, value)
         return reader.load()
 
-    def _frame(self, name: str) -> tuple[Any, str, str, str]:
-        """The query's DataFrame, its target kind and name, and its output mode."""
+    def _frame(self, name: str) -> tuple[Any, str, str]:
+        """The query's DataFrame and its target's kind and name (every query appends)."""
         if name in ("parse", "dead-letters"):
             parsed = parse(lines_of(self._read(stream=ACCESS, startingOffsets="earliest")))
             if name == "parse":
-                return pageviews(parsed), "queue", PAGEVIEWS, "append"
-            return dead_letters(parsed), "stream", DEAD_LETTERS, "append"
+                return pageviews(parsed), "queue", PAGEVIEWS
+            return dead_letters(parsed), "stream", DEAD_LETTERS
         views = decode_pageviews(self._read(queue=PAGEVIEWS, group=name))
         if name == "page-counts":
-            return page_counts(views), "stream", PAGE_COUNTS, "update"
-        return unique_users(views, self._config.window_s), "stream", UNIQUE_USERS, "update"
+            return page_counts(views), "stream", PAGE_COUNTS
+        return unique_users(views, self._config.window_s), "stream", UNIQUE_USERS
 
     def _start(self, name: str, available_now: bool) -> Any:
-        frame, kind, target, mode = self._frame(name)
-        writer = (frame.writeStream.format("seaway").queryName(name).outputMode(mode)
+        frame, kind, target = self._frame(name)
+        # No queryName: Spark hands it to the sink as an option, which the seaway sink refuses as unknown.
+        writer = (frame.writeStream.format("seaway").outputMode("append")
                   .option("address", self._config.address).option(kind, target)
                   .option("sinkId", f"{self._config.sink_prefix}-{name}")
                   .option("checkpointLocation", str(self._config.checkpoint_dir / name)))
@@ -144,48 +154,79 @@ class Pipeline:
             writer = writer.trigger(processingTime=f"{int(self._config.trigger_s * 1000)} milliseconds")
         query = writer.start()
         self._running[name] = query
+        self._await_started(query, name)
         return query
+
+    def _await_started(self, query: Any, name: str) -> None:
+        """Wait (bounded) until the query has initialized its source. Spark gives each Python
+        source and sink helper process 10 s to connect back, a limit it does not let us change;
+        starting the queries one at a time keeps several interpreters from starting at once."""
+        deadline = time.monotonic() + self._config.start_timeout_s
+        while query.isActive and query.status["message"] == "Initializing sources":
+            if time.monotonic() > deadline:
+                raise TimedOutError(f"query {name} did not start within {self._config.start_timeout_s} s")
+            time.sleep(0.05)
 
     # --- running -----------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start every query on a processing-time trigger (each ``trigger_s``)."""
+        """Start every query on a processing-time trigger (each ``trigger_s``), one after another."""
         for name in QUERIES:
             if name not in self._running:
                 self._start(name, available_now=False)
 
     def poll(self) -> dict[str, QueryStats]:
-        """Update :attr:`stats` from the running queries' recent progress; raise a query's failure."""
-        for name, query in self._running.items():
+        """Update :attr:`stats` from the running queries' recent progress. A query that failed is
+        started again from its checkpoint (safe: the source replays and the sink publishes each
+        batch once), up to ``restarts_max`` times in all; then its failure is raised."""
+        for name, query in list(self._running.items()):
+            self.stats[name].add(query.recentProgress)
             failure = query.exception()
             if failure is not None:
-                raise failure
-            self.stats[name].add(query.recentProgress)
+                self._restart_or_raise(name, failure)
+                self._start(name, available_now=False)
         return self.stats
+
+    def _restart_or_raise(self, name: str, failure: BaseException) -> None:
+        del self._running[name]
+        if self.restarts >= self._config.restarts_max:
+            raise failure
+        self.restarts += 1
+        log.warning("query %s failed; starting it again from its checkpoint: %s", name, str(failure)[:500])
 
     def drain(self) -> None:
         """Process everything written so far, then stop: the running queries are waited on until
         they have processed all that is available (stage by stage: the consumers after the
-        parser); with none running, each stage is run once with an ``availableNow`` trigger.
+        parser); the others are run with an ``availableNow`` trigger, to the same end.
 
-        Raises :class:`TimedOutError` after ``drain_timeout_s`` (the queries are then stopped), or a
-        query's failure."""
+        Raises :class:`TimedOutError` after ``drain_timeout_s`` for a stage (the queries are then
+        stopped), or a query's failure (after ``restarts_max`` restarts)."""
         try:
             for stage in STAGES:
-                started = []
+                deadline = time.monotonic() + self._config.drain_timeout_s
+                waits = []
                 for name in stage:
                     if name in self._running:
-                        self._wait(self._running[name].processAllAvailable, name)
+                        waits.append((name, self._running[name].processAllAvailable))
                     else:
-                        self._start(name, available_now=True)
-                        started.append(name)
-                for name in started:
-                    self._wait(self._running[name].awaitTermination, name)
+                        waits.append((name, self._start(name, available_now=True).awaitTermination))
+                for name, wait in waits:
+                    self._drain_one(name, wait, deadline)
             self.poll()
         finally:
             self.stop()
 
-    def _wait(self, call: Callable[[], object], name: str) -> None:
+    def _drain_one(self, name: str, wait: Callable[[], object], deadline: float) -> None:
+        while True:
+            try:
+                self._wait(wait, name, deadline)
+                return
+            except StreamingQueryException as failure:
+                self.stats[name].add(self._running[name].recentProgress)
+                self._restart_or_raise(name, failure)
+                wait = self._start(name, available_now=True).awaitTermination
+
+    def _wait(self, call: Callable[[], object], name: str, deadline: float) -> None:
         """``call`` in a thread, waited on within the drain's time limit (Spark's waits on a query
         that never finishes would not return)."""
         errors: list[BaseException] = []
@@ -198,7 +239,7 @@ class Pipeline:
 
         waiter = threading.Thread(target=run, name=f"drain-{name}", daemon=True)
         waiter.start()
-        waiter.join(self._config.drain_timeout_s)
+        waiter.join(max(0.0, deadline - time.monotonic()))
         if waiter.is_alive():
             self.stop()
             raise TimedOutError(f"query {name} did not drain within {self._config.drain_timeout_s} s")

@@ -49,9 +49,9 @@ def _results(spark: Any, address: str, stream: str, ddl: str) -> Any:
 
 
 def read_report(spark: Any, address: str, window_s: int) -> Report:
-    """Read the result streams (one batch read each). The queries write running totals in update
-    mode, so each key's current value is its last one, which is also its largest: totals only grow.
-    Taking the largest does not depend on the order the rows come back in."""
+    """Read the result streams (one batch read each). The queries write each key's running total
+    whenever it changes, so its current value is its last one, which is also its largest: totals
+    only grow. Taking the largest does not depend on the order the rows come back in."""
     pages = (_results(spark, address, PAGE_COUNTS, "page string, views long")
              .groupBy("page").agg(F.max("views").alias("views")).collect())
     windows = (_results(spark, address, UNIQUE_USERS, "window_start_ms long, window_s int, users long")
