@@ -72,10 +72,10 @@ SINK_ID_BYTES_MAX = 200
 WRITE_OPTIONS = ("sinkId", "routingKeyColumn", "txnTimeoutS", "checkpointLocation")
 """Ours, and Spark's checkpointLocation, which Spark passes on to the sink."""
 FAULT_ENV = "SEAWAY_TEST_SPARK_SINK_KILL"
-"""Test-only fault hook, off unless set: ``<point>:<sink id>:<batch id>``, with point ``write``
-(a task, after staging its rows) or ``commit`` (the driver, right after the atomic commit returned
-and before Spark recorded it) makes the sink SIGKILL its whole process group there: the Spark
-driver started by a test harness with all its workers."""
+"""Test-only fault hook, off unless set: ``<point>:<sink id>:<batch id>:<process group>``, with
+point ``write`` (a task, after staging its rows) or ``commit`` (the driver, right after the atomic
+commit returned and before Spark recorded it), makes the sink SIGKILL that process group (a Spark
+driver started by a test harness: its Python, its JVM) and itself there."""
 
 
 @dataclass(frozen=True)
@@ -205,8 +205,10 @@ def _marker_key(scope: str) -> bytes:
 
 def _fault(point: str, scope: str, batch_id: object) -> None:
     """The test-only fault hook (see FAULT_ENV): off unless the variable names this very point."""
-    if os.environ.get(FAULT_ENV) == f"{point}:{scope}:{batch_id}":
-        os.killpg(os.getpgid(0), signal.SIGKILL)
+    where, _, group = os.environ.get(FAULT_ENV, "").rpartition(":")
+    if where == f"{point}:{scope}:{batch_id}":
+        os.killpg(int(group), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)  # a worker may run in a process group of its own
 
 
 def _abort_quietly(sw: Any, txn_id: int) -> None:
