@@ -4,6 +4,7 @@ entries absent, a late commit not skipped, the group's positions acknowledged (a
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable, Iterator
@@ -13,11 +14,14 @@ from typing import Any
 
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 import seaway
-from seaway.queues import Position
+from seaway import InvalidArgumentError
+from seaway.queues import Entry, Position
 from seaway.queues._records import hash_key
 from seaway.server import ServerProcess
+from seaway.spark._queue_read import _row_maker, _share
 
 USERS = 5
 
@@ -132,11 +136,11 @@ def test_a_crashed_query_restarts_exactly_and_follows_a_resize(spark: Any, serve
         for start in range(0, 120, 30):
             enqueue(sw, "jobs", range(start, start + 30))
         df = reader(spark, server, "jobs", schema="user int, seq long, consumer int",
-                    maxEntriesPerTrigger="40")
+                    maxEntriesPerTrigger="60")
         sink = Batches(fail_at=1)
         with pytest.raises(Exception, match="a crash inside batch 1"):
             run(df, sink, tmp_path / "ckpt")
-        assert list(sink.rows) == [0] and len(sink.failed_rows) == 40
+        assert list(sink.rows) == [0] and len(sink.failed_rows) == 60
         enqueue(sw, "jobs", range(120, 160))
         sw.queues.resize_group("jobs", "g", 3, wait_s=None)  # generation 2, while the query is down
         enqueue(sw, "jobs", range(160, 220))
@@ -171,3 +175,25 @@ def test_fifo_groups_unknown_groups_and_batch_reads_are_refused(spark: Any, serv
     with pytest.raises(Exception, match="a queue is read as a stream"):
         spark.read.format("seaway").option("address", server.url).option("queue", "q").option("group", "g").schema(
             "payload binary").load().collect()
+
+
+def test_a_batch_budget_is_shared_evenly_and_left_over_parts_go_to_the_others() -> None:
+    assert _share([100, 100], 60) == [30, 30]
+    assert _share([5, 100, 0], 60) == [5, 55, 0]
+    assert _share([10, 20], 100) == [10, 20]
+    assert _share([7, 7, 7], 10) == [4, 3, 3]
+    assert sum(_share([3, 9, 1, 40], 17)) == 17
+
+
+def test_a_given_schema_takes_entry_fields_by_name_and_the_rest_from_json() -> None:
+    schema = StructType.fromJson({"type": "struct", "fields": [
+        {"name": n, "type": t, "nullable": True, "metadata": {}}
+        for n, t in [("user", "integer"), ("score", "double"), ("tags", "string"), ("at", "timestamp"),
+                     ("counter", "integer"), ("consumer", "integer"), ("missing", "string")]]})
+    row = _row_maker(schema, consumer=1)
+    entry = Entry(77, 3, b'{"user": 7, "score": 2, "tags": ["a"], "at": 1000}')
+    assert row(entry) == (7, 2.0, '["a"]', dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=dt.UTC), 3, 1, None)
+    with pytest.raises(InvalidArgumentError, match=r"entry \(77, 3\): field 'user'"):
+        row(Entry(77, 3, b'{"user": 1.5}'))
+    with pytest.raises(InvalidArgumentError, match="not a JSON object"):
+        row(Entry(77, 3, b"[1, 2]"))

@@ -166,7 +166,8 @@ def acknowledge(queues: Queues, queue: str, group: str, generation: int, positio
                     tx.stage_put(NAMESPACE, key, position.encode())
                     tx.add_conflicts(NAMESPACE.encode() + b"/" + key)
                     moved[partition] = position
-            tx.commit()
+            if moved:  # else nothing to commit: the finally ends the transaction
+                tx.commit()
         except TransactionConflictError:
             if attempt + 1 == ACKNOWLEDGE_ATTEMPTS_MAX:
                 raise
