@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -205,9 +205,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if not parts:
                 raise InvalidArgumentError(f"group {self._group!r} has no generation {offset.generation}, which the "
                                            "query's checkpoint reads: start the query with a new checkpoint")
+        # ReadAllAvailable (or any other limit) is bounded all the same: the rest comes in the next batches.
         budget = limit.max_rows if isinstance(limit, ReadMaxRows) else self._entries_max
-        if isinstance(limit, ReadAllAvailable):
-            budget = self._entries_max  # a bound all the same: the rest comes in the next batches
         ends = {}
         counts = []
         for p in parts:
