@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +43,7 @@ def _write(stream: Any, keys: list[str], first: int, count: int) -> dict[bytes, 
     return where
 
 
-def _stream_query(spark: Any, server: ServerProcess, checkpoint: Path, *, trigger: dict[str, Any] | None = None,
-                  **options: str) -> list[tuple[int, list[Any]]]:
+def _stream_query(spark: Any, server: ServerProcess, checkpoint: Path, **options: str) -> list[tuple[int, list[Any]]]:
     """Run a streaming read to its end (availableNow); return (batch id, rows) of each batch."""
     batches: list[tuple[int, list[Any]]] = []
 
@@ -55,7 +54,7 @@ def _stream_query(spark: Any, server: ServerProcess, checkpoint: Path, *, trigge
     for name, value in options.items():
         reader = reader.option(name, value)
     query = (reader.load().writeStream.foreachBatch(collect)
-             .option("checkpointLocation", str(checkpoint)).trigger(**(trigger or {"availableNow": True})).start())
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     try:
         assert query.awaitTermination(90), "the query did not end"
     finally:
@@ -123,7 +122,8 @@ def test_starting_at_a_stream_cut_or_a_time(spark: Any, server: ServerProcess, s
         reader = spark.read.format("seaway").option("address", server.url).option("stream", "t/s")
         for name, value in options.items():
             reader = reader.option(name, value)
-        return reader.load().collect()
+        rows: list[Any] = reader.load().collect()
+        return rows
 
     assert sorted(json.loads(r.payload)["n"] for r in read(startingOffsets=cut.to_json())) == [6, 7, 8, 9]
     everything = read()
@@ -212,7 +212,7 @@ def test_bad_read_options_are_refused(server: ServerProcess, sw: Any) -> None:
     for extra, message in cases:
         with pytest.raises(InvalidArgumentError, match=message):
             stream_reader(base | extra, None)  # type: ignore[arg-type]
-    reader: Callable[..., Any] = stream_reader(base | {"startingOffsets": '{"stream": "t/other", "positions": {}}'},
+    reader: Any = stream_reader(base | {"startingOffsets": '{"stream": "t/other", "positions": {}}'},
                                                None)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="not an offset of stream 't/s'"):
-        reader.initialOffset()  # type: ignore[attr-defined]
+        reader.initialOffset()
