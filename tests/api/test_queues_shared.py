@@ -20,7 +20,7 @@ from seaway._errors import (
     UnknownConsumerGroupError,
     UnknownQueueError,
 )
-from seaway.queues import Consumer, Entry
+from seaway.queues import Consumer, Entry, Position
 from seaway.queues._records import hash_key
 from tests.api.conftest import Api
 
@@ -118,6 +118,32 @@ def test_exactly_once_processor(api: Api) -> None:
         if not entries:
             break
     assert [e.payload for e in drain(api, api.sw.queues.consumer(sink, "s", 0))] == [b"%d!" % i for i in range(25)]
+
+
+def test_read_committed_by_position_and_acknowledge(api: Api) -> None:
+    queue = queue_with(api, ("h", 2, "HASH", "user"))
+    producer = api.sw.queues.producer(queue)
+    with api.sw.transaction() as tx:
+        producer.enqueue_batch(tx, [b"%d" % i for i in range(20)], [{"user": i % 4} for i in range(20)])
+    open_tx = api.sw.transaction()
+    producer.enqueue_batch(open_tx, [b"late"] * 4, [{"user": u} for u in range(4)])
+    producer.flush(open_tx)
+    aborted = api.sw.transaction()
+    producer.enqueue_batch(aborted, [b"never"] * 4, [{"user": u} for u in range(4)])
+    producer.flush(aborted)
+    aborted.abort()
+    for c in range(2):
+        mine = [b"%d" % i for i in range(20) if hash_key(i % 4) % 2 == c]
+        got = api.sw.queues.read_committed(queue, "h", 1, c, Position(1, 0), entries_max=100)
+        assert [e.payload for e in got.entries] == mine and got.blocked
+        assert api.sw.queues.read_committed(queue, "h", 1, c, Position(1, 0), got.next) == (got.entries, got.next,
+                                                                                              False)
+        api.sw.queues.acknowledge(queue, "h", 1, {c: got.next})
+        assert api.sw.queues.describe_group(queue, "h").partitions[c].position == got.next
+    open_tx.commit()
+    consumers = [api.sw.queues.consumer(queue, "h", c) for c in range(2)]
+    rest = sorted(e.payload for c in range(2) for e in drain(api, consumers[c]))
+    assert rest == [b"late"] * 4  # from the acknowledged positions on; the aborted entries never
 
 
 def test_bad_input_crosses_the_wire_typed(api: Api) -> None:

@@ -216,6 +216,53 @@ def test_errors_cross_with_their_classes(api: Api) -> None:
     assert sw.txn.status(live.id) is TxnStatus.COMMITTED
 
 
+def test_commit_all_commits_several_transactions_as_one_with_their_writes(api: Api) -> None:
+    sw = api.sw
+    ns = api.name("ns")
+    log = sw.logs.create(api.name())
+    tasks = [sw.txn.begin() for _ in range(3)]
+    for tx in tasks:
+        tx.register_logs([log.id])
+        log.append(b"%d" % tx.id)
+    bystander = sw.txn.begin()
+    with other_handle(api) as other:  # a driver commits what its tasks staged, by id
+        other.txn.commit_all([tx.id for tx in tasks], conflicts=[b"sink/a"], writes=[(ns, b"sink/a", b"7")])
+    for tx in tasks:
+        assert sw.txn.status(tx.id) is TxnStatus.COMMITTED
+        assert sw.txn.snapshot().visibility(tx.id) is Visibility.VISIBLE
+    assert sw.meta.get(ns, b"sink/a").value == b"7"
+    assert sw.txn.status(bystander.id) is TxnStatus.IN_PROGRESS
+    # The conflict key counts for the whole group: one that began before the commit loses.
+    bystander.add_conflicts(b"sink/a")
+    raises_exactly(TransactionConflictError, bystander.commit)
+
+
+def test_commit_all_commits_none_when_one_cannot(api: Api) -> None:
+    sw = api.sw
+    ns = api.name("ns")
+    done = sw.txn.begin()
+    sw.txn.commit(done.id)
+    group = [sw.txn.begin(), sw.txn.begin()]
+    raises_exactly(TransactionNotInProgressError,
+                   lambda: sw.txn.commit_all([*(tx.id for tx in group), done.id], writes=[(ns, b"m", b"1")]))
+    # Committed by nobody, and aborted: they were to commit together and no longer can.
+    assert [sw.txn.status(tx.id) for tx in group] == [TxnStatus.ABORTED] * 2
+    assert sw.meta.get(ns, b"m") is None
+    winner, losers = sw.txn.begin(), [sw.txn.begin(), sw.txn.begin()]
+    winner.add_conflicts(b"row")
+    winner.commit()
+    raises_exactly(TransactionConflictError, lambda: sw.txn.commit_all([tx.id for tx in losers], conflicts=[b"row"]))
+    assert [sw.txn.status(tx.id) for tx in losers] == [TxnStatus.ABORTED] * 2
+    live = sw.txn.begin()
+    for bad in ([], [live.id, live.id], [live.id, 0], live.id, [True]):
+        raises_exactly(InvalidArgumentError, partial(sw.txn.commit_all, bad))
+    raises_exactly(InvalidArgumentError, lambda: sw.txn.commit_all([live.id], conflicts=[b""]))
+    raises_exactly(UnknownTransactionError, lambda: sw.txn.commit_all([12345]))
+    assert sw.txn.status(live.id) is TxnStatus.IN_PROGRESS  # refused before it was looked at
+    sw.txn.commit_all([live.id])
+    assert sw.txn.status(live.id) is TxnStatus.COMMITTED
+
+
 def test_a_commit_too_large_for_the_log_is_refused_and_the_transaction_goes_on(api: Api) -> None:
     sw = api.sw
     ns = api.name("ns")

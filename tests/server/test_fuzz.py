@@ -34,6 +34,7 @@ METHODS = {
     "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "ReadMany": pb.ReadControls,
     "SealLog": pb.LogRef, "DeleteLog": pb.LogRef, "AppendCounts": pb.AppendCountsRequest,
     "TxnBegin": pb.TxnBeginRequest, "TxnRegister": pb.TxnRegisterRequest, "TxnCommit": pb.TxnCommitRequest,
+    "TxnCommitAll": pb.TxnCommitAllRequest,
     "TxnAbort": pb.TxnRef, "TxnStatus": pb.TxnRef, "TxnSnapshot": pb.Empty, "TxnList": pb.Empty,
 }
 TXN_NAMESPACE = "fuzz-txn"
@@ -109,7 +110,7 @@ def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: S
     if method == "TxnRegister":  # 10_001: over the manager's limit of logs a call
         count = rng.choice([0, 1, 3, 10_001])
         return pb.TxnRegisterRequest(id=txn_id, log_ids=[rng.choice([*known_ids, _u64(rng)]) for _ in range(count)])
-    if method == "TxnCommit":
+    if method in ("TxnCommit", "TxnCommitAll"):
         msg = pb.TxnCommitRequest(id=txn_id, conflicts=[rng.randbytes(rng.choice([0, 1, 16, 1024, 1025]))
                                                         for _ in range(rng.choice([0, 1, 3]))])
         for _ in range(rng.choice([0, 1, 2, 1001])):  # 1001: over the limit of writes a commit
@@ -118,6 +119,10 @@ def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: S
             if rng.random() < 0.7:  # now and then one over the bound of a value
                 sizes = [0, 10, 1000, (1 << 20) + 1] if rng.random() < 0.01 else [0, 10]
                 write.value = rng.randbytes(rng.choice(sizes))
+        if method == "TxnCommitAll":  # 10_001: over the limit of transactions; repeats refused
+            count = rng.choice([0, 1, 2, 3, 10_001])
+            ids = [rng.choice([*txn_ids, *txn_ids, _u64(rng)]) for _ in range(count)]
+            return pb.TxnCommitAllRequest(ids=ids, conflicts=msg.conflicts, writes=msg.writes)
         return msg
     return pb.Empty()
 

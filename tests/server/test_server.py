@@ -186,15 +186,25 @@ def test_a_client_killed_mid_batch_leaves_nothing_half_visible(tmp_path: Path) -
             sw.logs.create("big")
         script = ("import seaway, sys\n"
                   "log = seaway.connect(sys.argv[1]).logs.get('big')\n"
+                  "log.tail_lsn()\n"
+                  "print('ready', flush=True)\n"
                   "n = 0\n"
                   "while True:\n"
                   "    log.append_batch([n.to_bytes(4, 'big') * 2500] * 2000)\n"  # 20 MB a batch
+                  "    print(n, flush=True)\n"
                   "    n += 1\n")
-        for delay in (0.3, 0.6, 0.9, 1.2):
-            child = subprocess.Popen([sys.executable, "-c", script, server.url])
+        # Kills at moments counted from the child's first call (a loaded machine can take seconds to start
+        # it), then one after a batch got through, so that the check below always has something to check.
+        for delay, after_a_batch in ((0.3, False), (0.6, False), (0.9, False), (1.2, False), (0.2, True)):
+            child = subprocess.Popen([sys.executable, "-c", script, server.url], stdout=subprocess.PIPE, text=True)
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "ready"
+            if after_a_batch:
+                assert child.stdout.readline().strip() == "0"
             time.sleep(delay)
             child.kill()
             child.wait(30)
+            child.stdout.close()
         with seaway.connect(server.url) as sw:
             records = [i for i in sw.logs.get("big").read() if isinstance(i, Record)]
         assert records, "no batch got through: the kills proved nothing"

@@ -300,3 +300,55 @@ def test_a_log_trimmed_past_the_saved_state_fails_recovery_loudly(store: seaway.
     store.close()
     with pytest.raises(seaway.CorruptionError):
         seaway.open(tmp_path / "data", _config(), clock=clock)
+
+
+def test_commit_all_is_one_edit_and_recovers_whole(store: seaway.Seaway, tmp_path: Path, clock: FakeClock) -> None:
+    log = store.logs.create("l")
+    group = [store.txn.begin() for _ in range(3)]
+    for tx in group:
+        tx.register_logs([log.id])
+    before = wal_edits(store).count("Commit")
+    store.txn.commit_all([tx.id for tx in group], conflicts=[b"sink"], writes=[("m", b"marker", b"4")])
+    assert wal_edits(store).count("Commit") == before + 1  # one edit: after a crash, all or none
+    store.close()
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        assert [sw.txn.status(tx.id) for tx in group] == [TxnStatus.COMMITTED] * 3
+        assert value(sw, b"marker") == b"4"
+        assert not set(sw.txn.snapshot().in_progress) & {tx.id for tx in group}
+
+
+def test_a_commit_being_logged_conflicts_with_transactions_begun_meanwhile(store: seaway.Seaway) -> None:
+    """A transaction that began after a commit was logged but before it was visible did not see it:
+    it conflicts on the same key, while the commit is pending and after it is visible."""
+    manager = manager_of(store)
+    entered, release = threading.Event(), threading.Event()
+    apply_writes = manager._apply_writes
+
+    def held(*args: Any) -> None:
+        entered.set()
+        assert release.wait(10)
+        apply_writes(*args)
+
+    first = store.txn.begin()
+    first.add_conflicts(b"row")
+    first.stage_put("m", b"row", b"first")
+    manager._apply_writes = held  # type: ignore[method-assign,assignment]
+    committing = threading.Thread(target=first.commit)
+    committing.start()
+    try:
+        assert entered.wait(10)
+        during, after = store.txn.begin(), store.txn.begin()
+        assert first.id in during.snapshot.in_progress  # it cannot see the first commit
+        during.add_conflicts(b"row")
+        with pytest.raises(TransactionConflictError):
+            during.commit()
+    finally:
+        release.set()
+        committing.join(10)
+    assert store.txn.status(first.id) is TxnStatus.COMMITTED
+    after.add_conflicts(b"row")
+    with pytest.raises(TransactionConflictError):  # began before the first was visible
+        after.commit()
+    late = store.txn.begin()
+    late.add_conflicts(b"row")
+    late.commit()

@@ -253,6 +253,51 @@ class TxnModel(RuleBasedStateMachine):
             else:
                 self.meta[key] = value
 
+    @precondition(lambda self: len(self.txns) >= 2)
+    @rule(i=st.integers(0, 100), j=st.integers(0, 100), keys=st.sets(st.sampled_from(CONFLICT_KEYS), max_size=1),
+          key=st.sampled_from(KEYS))
+    def commit_all(self, i: int, j: int, keys: set[bytes], key: bytes) -> None:
+        """Two transactions committed as one, with a metadata write and conflict keys of the
+        group's own: both or neither; when one cannot, those still in progress are aborted."""
+        group = [self.pick(i), self.pick(j)]
+        if group[0] is group[1]:
+            group.pop()
+        conflicts = keys.union(*(t.conflicts for t in group))
+        expected: type[Exception] | None = None
+        now_ms = self.clock.now_ms()
+        for txn in group:
+            if txn.status is not TxnStatus.IN_PROGRESS:
+                expected = self.not_live_error(txn)
+                break
+            if txn.expiry_ms <= now_ms:
+                expected = TransactionTimedOutError
+                break
+        first_seq = min(t.begin_seq for t in group)
+        if expected is None and any(seq > first_seq and c & conflicts for seq, c in self.committed):
+            expected = TransactionConflictError
+        if expected is not None:
+            for txn in group:
+                if txn.status is TxnStatus.IN_PROGRESS:
+                    self.end(txn, TxnStatus.TIMED_OUT if txn.expiry_ms <= now_ms else TxnStatus.ABORTED)
+        writes = [(NS, k, v) for t in group for k, v in t.writes.items()] + [(NS, key, b"all")]
+        try:
+            self.sw.txn.commit_all([t.wp for t in group], conflicts, writes)
+        except (UnknownTransactionError, TransactionNotInProgressError, TransactionConflictError) as exc:
+            assert type(exc) is expected, (exc, expected)
+            event(f"commit_all: {type(exc).__name__}")
+            return
+        assert expected is None, f"commit_all succeeded, {expected.__name__} expected"
+        event("commit_all: committed")
+        self.seq += 1
+        self.committed.append((self.seq, conflicts))
+        for txn in group:
+            self.end(txn, TxnStatus.COMMITTED)
+        for _, k, v in writes:
+            if v is None:
+                self.meta.pop(k, None)
+            else:
+                self.meta[k] = v
+
     @precondition(lambda self: self.txns)
     @rule(i=st.integers(0, 100), use_handle=st.booleans())
     def abort(self, i: int, use_handle: bool) -> None:

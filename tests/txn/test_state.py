@@ -103,6 +103,18 @@ def test_malformed_edits_are_corruption(raw: bytes) -> None:
         decode_edit(raw)
 
 
+def test_a_commit_of_several_transactions_round_trips_and_ends_them_all() -> None:
+    edit = Commit(1, 5, (b"c",), (("m", b"k", b"v"),), (3, 2))
+    assert decode_edit(encode_edit(edit)) == edit
+    assert b"also" not in encode_edit(Commit(1, 5))  # a single commit encodes as it always did
+    state = TxnState()
+    for wp in (1, 2, 3, 4):
+        state.apply(Begin(wp, 1000, 5000))
+    state.apply(edit)
+    assert [state.status(wp) for wp in (1, 2, 3, 4)] == [TxnStatus.COMMITTED] * 3 + [TxnStatus.IN_PROGRESS]
+    assert state.conflicting(4, frozenset({b"c"})) == b"c"
+
+
 def _busy_state() -> TxnState:
     state = TxnState(outcomes_max=3)
     for wp in range(1, 8):

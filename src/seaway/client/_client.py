@@ -421,14 +421,15 @@ class RemoteTxn:
       registered once; aborting an aborted or timed-out transaction does nothing).
     - ``begin`` is not sent again: the error is raised. A transaction it may have begun is known to
       no one and times out by itself.
-    - ``commit`` is never sent again blindly. The client asks ``status`` (retried) for the outcome:
-      COMMITTED, and the commit returns; ABORTED (a conflict, or an abort by id) raises
-      :class:`TransactionNotInProgressError`, TIMED_OUT :class:`TransactionTimedOutError`, UNKNOWN
-      :class:`UnknownTransactionError`; IN_PROGRESS means the commit has not taken effect, so it is
-      sent once more. If the server answers that one with "being committed" (the first call is
-      still being applied), the client waits for the outcome with ``status`` (at most the retry
-      policy's attempts, then :class:`TimedOutError`: the outcome is still unknown). A second cut
-      off, or ``status`` unreachable, raises the :class:`TransportError`: the outcome is unknown,
+    - ``commit`` (and ``commit_all``, by its first id) is never sent again blindly. The client
+      asks ``status`` (retried) for the outcome: COMMITTED, and the commit returns; ABORTED (a
+      conflict, or an abort by id) raises :class:`TransactionNotInProgressError`, TIMED_OUT
+      :class:`TransactionTimedOutError`, UNKNOWN :class:`UnknownTransactionError`; IN_PROGRESS
+      means the commit has not taken effect, so it is sent once more. If the server answers that
+      one with "being committed" (the first call is still being applied), the client waits for the
+      outcome with ``status`` (at most the retry policy's attempts, then :class:`TimedOutError`:
+      the outcome is still unknown). A second cut off, or ``status`` unreachable, raises the
+      :class:`TransportError`: the outcome is unknown,
       and ``sw.txn.status(id)`` tells it later.
     """
 
@@ -469,14 +470,31 @@ class RemoteTxn:
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"a commit's conflict keys are bytes, its writes (namespace, key, "
                                        f"value or None): {exc}") from None
+        self._commit("TxnCommit", request, write_pointer)
+
+    def commit_all(self, write_pointers: Iterable[int], conflicts: Iterable[bytes] = (),
+                   writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None:
+        """As ``commit``, for several transactions committed as one: the first one's status is the
+        outcome of all."""
+        ids = [_check_txn_id(write_pointer) for write_pointer in write_pointers]
+        if not ids:
+            raise InvalidArgumentError("commit_all commits at least one transaction")
         try:
-            self._client._call("TxnCommit", request, idempotent=False)
+            request = pb.TxnCommitAllRequest(ids=ids, conflicts=list(conflicts), writes=txn_writes_to_msg(writes))
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"a commit's conflict keys are bytes, its writes (namespace, key, "
+                                       f"value or None): {exc}") from None
+        self._commit("TxnCommitAll", request, ids[0])
+
+    def _commit(self, method: str, request: pb.TxnCommitRequest | pb.TxnCommitAllRequest, write_pointer: int) -> None:
+        try:
+            self._client._call(method, request, idempotent=False)
             return
         except TransportError as exc:
             outcome = self._outcome(write_pointer, exc)
         if outcome is TxnStatus.IN_PROGRESS:  # the commit did not take effect: send it once more
             try:
-                self._client._call("TxnCommit", request, idempotent=False)
+                self._client._call(method, request, idempotent=False)
                 return
             except TransactionNotInProgressError as exc:
                 if isinstance(exc, TransactionTimedOutError):

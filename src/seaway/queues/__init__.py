@@ -5,6 +5,8 @@ ranges evicted."""
 from seaway.queues._consumer import Consumer, Entry
 from seaway.queues._producer import Producer
 from seaway.queues._queues import GroupInfo, PartitionInfo, Queues
-from seaway.queues._records import Strategy
+from seaway.queues._ranges import CommittedRead
+from seaway.queues._records import Position, Strategy
 
-__all__ = ["Consumer", "Entry", "GroupInfo", "PartitionInfo", "Producer", "Queues", "Strategy"]
+__all__ = ["CommittedRead", "Consumer", "Entry", "GroupInfo", "PartitionInfo", "Position", "Producer", "Queues",
+           "Strategy"]

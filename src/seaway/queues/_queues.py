@@ -33,6 +33,7 @@ from seaway._errors import (
 from seaway.log import MetaApi
 from seaway.queues._consumer import Consumer
 from seaway.queues._producer import Producer
+from seaway.queues._ranges import CommittedRead, acknowledge, read_committed
 from seaway.queues._records import (
     GROUPS_MAX,
     LIST_MAX,
@@ -56,8 +57,10 @@ from seaway.queues._records import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from seaway.streams._api import LogsApi
-    from seaway.txn import Transactions
+    from seaway.txn import Snapshot, Transactions
 
 @dataclass(frozen=True)
 class PartitionInfo:
@@ -363,3 +366,40 @@ class Queues:
         transaction's commit."""
         self.group_record(queue, group)
         return Consumer(self, queue, group, consumer_id)
+
+    # --- reading by position, for processors that keep their own checkpoint ----------------------
+
+    def read_committed(self, queue: str, group: str, generation: int, partition: int, start: Position,
+                       end: Position | None = None, *, entries_max: int = 500,
+                       snapshot: Snapshot | None = None) -> CommittedRead:
+        """Read partition ``partition`` (consumer ``partition``'s share) of generation ``generation``
+        of a ROUND_ROBIN or HASH group from position ``start``, outside any transaction, without
+        moving the group's positions.
+
+        Returns up to ``entries_max`` (at most 10,000) committed entries in order and the position
+        after them: chunks of aborted or timed-out transactions are stepped over; the read stops
+        before the first chunk of a transaction still in progress (``blocked``), at ``end`` (not
+        included), at the log's tail as it is when called, or after ``entries_max`` entries. It
+        never waits for a transaction. ``snapshot`` judges the chunks (default: a fresh one).
+
+        Deterministic: a range ``[start, end)`` whose ``end`` an earlier read returned holds only
+        chunks that were committed or aborted then, and reads the same entries every time, until
+        the group acknowledges past it. A ``start`` below what was acknowledged and evicted raises
+        :class:`LsnOutOfRangeError`; a FIFO layout (claims, no positions) or a generation that is
+        not the group's raises :class:`InvalidArgumentError`.
+        """
+        return read_committed(self, queue, group, generation, partition, start, end, entries_max, snapshot)
+
+    def acknowledge(self, queue: str, group: str, generation: int, positions: Mapping[int, Position]) -> None:
+        """Commit the group's positions of ``generation`` (partition -> position) as consumers'
+        commits would, in a transaction of its own: what lies before them is acknowledged.
+
+        A position never moves backwards (one at or below the committed one is left as it is), nor
+        past its log's tail (:class:`InvalidArgumentError`). The positions are conflict keys like a
+        dequeue's: a consumer instance that delivered the same entries in a transaction still open
+        fails its commit (retriable), and this call retries its own conflicts a few times. Once
+        committed, each log is trimmed below its position (eviction); acknowledging the end of the
+        generation a resize drains passes the barrier. A generation already dropped at a barrier
+        has nothing left to acknowledge: the call does nothing.
+        """
+        acknowledge(self, queue, group, generation, positions)

@@ -380,6 +380,12 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             return pb.Empty()
         return self._unary("TxnCommit", context, run)
 
+    def TxnCommitAll(self, request: pb.TxnCommitAllRequest, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._store.txn.api.commit_all(request.ids, request.conflicts, txn_writes_from_msg(request.writes))
+            return pb.Empty()
+        return self._unary("TxnCommitAll", context, run)
+
     def TxnAbort(self, request: pb.TxnRef, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:
             self._store.txn.api.abort(request.id)

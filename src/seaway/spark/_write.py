@@ -1,14 +1,428 @@
-"""Not built yet: this direction of the seaway data source comes in the next commits."""
+"""Writing to Seaway from Spark, exactly once: ``df.write`` and ``df.writeStream`` into a
+transactional stream or a queue.
+
+How a batch is published (the sink half of Spark's exactly-once: "replayable sources and
+idempotent sinks"):
+
+1. Each task (``write``, on an executor) stages its rows in a transaction of its own, begun with
+   the ``txnTimeoutS`` option's timeout: events written to the stream, or entries sent to the
+   queue's logs, all invisible until the commit. Before its first row it notes the transaction's
+   id under the sink's *staging* prefix in the metadata store, so that a later commit finds it if
+   the task's result is lost. It returns a :class:`SeawayCommitMessage` with the id; on a failure
+   it aborts its transaction.
+2. The driver's ``commit(messages, batch_id)`` runs in a fresh process, with a new writer object:
+   everything it needs is in the store. It reads the sink's *marker*, the highest batch id
+   published (one key per sink id). A batch id at or below it was published before (the driver
+   died after the commit and before Spark recorded it, and Spark runs the batch again): the staged
+   transactions are aborted and nothing becomes visible. Otherwise one ``sw.txn.commit_all``
+   commits every task's transaction and writes the new marker, one atomic step with the marker as
+   a conflict key: after any crash all of the batch is visible with its marker, or none of it, and
+   of two commits of one batch racing, the second fails.
+3. ``abort(messages, batch_id)`` aborts what the messages name. Transactions that no message
+   names (a task lost with its executor, a driver killed during a batch) are aborted by the next
+   commit of the same sink id, through their staging notes; if none comes, they time out.
+
+A batch ``df.write`` (no batch id) commits its tasks' transactions atomically, without a marker.
+"""
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import datetime
+import decimal
+import itertools
+import json
+import logging
+import os
+import signal
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from seaway._errors import InvalidArgumentError
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.types import (
+    BinaryType,
+    ByteType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+)
+
+from seaway._errors import InvalidArgumentError, PayloadTooLargeError, SeawayError
+from seaway.queues import Strategy
+from seaway.spark._options import Options
+
+log = logging.getLogger("seaway.spark")
+
+NAMESPACE = "spark.sink"
+"""Where sinks keep their markers (``<sink id>/published``) and staging notes
+(``<sink id>/staged/<transaction id>``)."""
+TXN_TIMEOUT_S_DEFAULT = 600.0
+"""A task's transaction lives this long unless the driver commits or aborts it: longer than a
+batch takes from its first task to the driver's commit."""
+DRIVER_TXN_TIMEOUT_S = 60.0
+CLEANUP_MAX = 1000
+"""Staging notes of lost tasks one commit aborts at most (the rest, by the next commits)."""
+QUEUE_BATCH_ROWS = 500
+SINK_ID_BYTES_MAX = 200
+WRITE_OPTIONS = ("sinkId", "routingKeyColumn", "txnTimeoutS", "checkpointLocation")
+"""Ours, and Spark's checkpointLocation, which Spark passes on to the sink."""
+FAULT_ENV = "SEAWAY_TEST_SPARK_SINK_KILL"
+"""Test-only fault hook, off unless set: ``<point>:<sink id>:<batch id>:<process group>``, with
+point ``write`` (a task, after staging its rows) or ``commit`` (the driver, right after the atomic
+commit returned and before Spark recorded it), makes the sink SIGKILL that process group (a Spark
+driver started by a test harness: its Python, its JVM) and itself there."""
 
 
-def _not_built(*_args: Any) -> Any:
-    raise InvalidArgumentError("this direction of the seaway data source is not built yet")
+@dataclass(frozen=True)
+class SeawayCommitMessage(WriterCommitMessage):
+    """What a task staged: its transaction (None when it had no rows), rows and payload bytes."""
+
+    txn_id: int | None
+    rows: int
+    payload_bytes: int
 
 
-batch_writer = stream_writer = _not_built
+@dataclass(frozen=True)
+class _Plan:
+    """How a row becomes an event or an entry: column positions, resolved on the driver against
+    the schema, so that a missing or mistyped column fails before any task starts."""
+
+    columns: tuple[str, ...]
+    payload_index: int | None
+    """The ``payload`` column (binary or string); None: the row as a JSON object."""
+    key_index: int | None
+    key_column: str | None
+    hash_keys: tuple[tuple[str, int], ...]
+    """A queue's HASH keys and the columns that give them."""
+
+    def payload(self, row: Sequence[Any], n: int) -> bytes:
+        if self.payload_index is None:
+            return json.dumps(dict(zip(self.columns, (_jsonable(v) for v in row), strict=True)),
+                              separators=(",", ":")).encode()
+        value = row[self.payload_index]
+        if value is None:
+            raise InvalidArgumentError(f"row {n} of a task: column payload is null (an event needs a payload)")
+        return value.encode() if isinstance(value, str) else bytes(value)
+
+    def routing_key(self, row: Sequence[Any], n: int) -> str | None:
+        if self.key_index is None:
+            return None
+        value = row[self.key_index]
+        if value is None:
+            raise InvalidArgumentError(f"row {n} of a task: the routing key column {self.key_column!r} is null")
+        return value if isinstance(value, str) else bytes(value).decode("utf-8", "surrogateescape")
+
+    def entry_keys(self, row: Sequence[Any], n: int) -> dict[str, Any] | None:
+        if not self.hash_keys:
+            return None
+        keys = {}
+        for name, index in self.hash_keys:
+            value = row[index]
+            if value is None:
+                raise InvalidArgumentError(f"row {n} of a task: column {name!r}, the key of a HASH group, is null")
+            keys[name] = bytes(value) if isinstance(value, bytearray) else value
+        return keys
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode()
+    if isinstance(value, (datetime.date, datetime.datetime, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if hasattr(value, "asDict"):  # a nested Row
+        return {k: _jsonable(v) for k, v in value.asDict().items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _plan(options: Options, schema: StructType, sw: Any) -> _Plan:
+    """Check the target and the schema against each other (on the driver, before any task)."""
+    fields = {f.name: (i, f.dataType) for i, f in enumerate(schema.fields)}
+    payload_index = None
+    if "payload" in fields:
+        index, kind = fields["payload"]
+        if not isinstance(kind, (BinaryType, StringType)):
+            raise InvalidArgumentError(f"the payload column is binary or string, got {kind.simpleString()}")
+        payload_index = index
+    key_column = options.get("routingKeyColumn")
+    if key_column is None and "routing_key" in fields:
+        key_column = "routing_key"
+    key_index = None
+    if key_column is not None:
+        if options.target_kind == "queue":
+            raise InvalidArgumentError("a queue has no routing key: its entries' keys come from the columns "
+                                       "named like its HASH groups' keys")
+        if key_column not in fields:
+            raise InvalidArgumentError(f"the routing key column {key_column!r} is not in the data "
+                                       f"(columns: {', '.join(fields)})")
+        index, kind = fields[key_column]
+        if not isinstance(kind, (StringType, BinaryType)):
+            raise InvalidArgumentError(f"the routing key column {key_column!r} is string or binary, "
+                                       f"got {kind.simpleString()}")
+        key_index = index
+    hash_keys: list[tuple[str, int]] = []
+    if options.target_kind == "stream":
+        stream = sw.streams.get(options.target)
+        if not stream.metadata.state()[0].config.transactional:
+            raise InvalidArgumentError(f"stream {options.target!r} was not created transactional: Spark writes "
+                                       "to it in transactions (create it with transactional=True)")
+    elif options.target_kind == "queue":
+        for group in sw.queues.groups(options.target):
+            info = sw.queues.describe_group(options.target, group)
+            if info.strategy is not Strategy.HASH or info.key is None:
+                continue
+            if info.key not in fields:
+                raise InvalidArgumentError(f"queue {options.target!r}: group {group!r} hashes on key {info.key!r}, "
+                                           f"which no column gives (columns: {', '.join(fields)})")
+            index, kind = fields[info.key]
+            if not isinstance(kind, (StringType, BinaryType, LongType, IntegerType, ShortType, ByteType)):
+                raise InvalidArgumentError(f"column {info.key!r} (a HASH key) is string, binary or integer, "
+                                           f"got {kind.simpleString()}")
+            if (info.key, index) not in hash_keys:
+                hash_keys.append((info.key, index))
+    else:
+        raise InvalidArgumentError("Spark writes to a stream or a queue, not to a log")
+    return _Plan(tuple(schema.names), payload_index, key_index, key_column, tuple(hash_keys))
+
+
+def _staged_key(scope: str, txn_id: int) -> bytes:
+    return f"{scope}/staged/{txn_id:020d}".encode()
+
+
+def _marker_key(scope: str) -> bytes:
+    return f"{scope}/published".encode()
+
+
+def _fault(point: str, scope: str, batch_id: object) -> None:
+    """The test-only fault hook (see FAULT_ENV): off unless the variable names this very point."""
+    where, _, group = os.environ.get(FAULT_ENV, "").rpartition(":")
+    if where == f"{point}:{scope}:{batch_id}":
+        os.killpg(int(group), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)  # a worker may run in a process group of its own
+
+
+def _abort_quietly(sw: Any, txn_id: int) -> None:
+    # Aborting one that ended (committed by an earlier attempt, aborted, timed out, forgotten) is
+    # what a cleanup meets; nothing is left to do for it.
+    with contextlib.suppress(SeawayError):
+        sw.txn.abort(txn_id)
+
+
+class _Sink:
+    """What the batch and the stream writer share: staging on executors, publishing on the driver."""
+
+    def __init__(self, options: Options, plan: _Plan, scope: str, txn_timeout_s: float) -> None:
+        self._options = options
+        self._plan = plan
+        self._scope = scope
+        self._txn_timeout_s = txn_timeout_s
+
+    # --- on executors -----------------------------------------------------------------------------
+
+    def write(self, iterator: Iterator[Any]) -> SeawayCommitMessage:
+        rows = iter(iterator)
+        first = next(rows, None)
+        if first is None:
+            return SeawayCommitMessage(None, 0, 0)
+        with self._options.connect() as sw:
+            tx = sw.txn.begin(self._txn_timeout_s)
+            try:
+                # Noted before anything is staged: a commit finds it even if this task's result is lost.
+                sw.meta.put(NAMESPACE, _staged_key(self._scope, tx.id), b"")
+                every = itertools.chain([first], rows)
+                count, nbytes = (self._stage_stream(sw, tx, every) if self._options.target_kind == "stream"
+                                 else self._stage_queue(sw, tx, every))
+            except BaseException:
+                with contextlib.suppress(SeawayError):
+                    tx.abort()
+                    sw.meta.delete(NAMESPACE, _staged_key(self._scope, tx.id))
+                raise
+        _fault("write", self._scope, _task_batch_id())
+        return SeawayCommitMessage(tx.id, count, nbytes)
+
+    def _stage_stream(self, sw: Any, tx: Any, rows: Iterable[Any]) -> tuple[int, int]:
+        failures: list[BaseException] = []
+        count = nbytes = 0
+        with sw.streams.get(self._options.target).writer() as writer:
+            for row in rows:
+                payload = self._plan.payload(row, count)
+                try:
+                    future = writer.write(payload, self._plan.routing_key(row, count), txn=tx)
+                except PayloadTooLargeError as exc:
+                    raise PayloadTooLargeError(f"row {count} of a task: its payload is {len(payload)} bytes, "
+                                               f"over what stream {self._options.target!r} takes ({exc})") from None
+                future.add_done_callback(lambda f: failures.append(e) if (e := f.exception()) else None)
+                count += 1
+                nbytes += len(payload)
+            writer.flush()
+        if failures:
+            raise failures[0]
+        return count, nbytes
+
+    def _stage_queue(self, sw: Any, tx: Any, rows: Iterable[Any]) -> tuple[int, int]:
+        producer = sw.queues.producer(self._options.target)
+        count = nbytes = 0
+        payloads: list[bytes] = []
+        keys: list[dict[str, Any] | None] = []
+
+        def send() -> None:
+            try:
+                producer.enqueue_batch(tx, payloads, keys if self._plan.hash_keys else None)
+            except PayloadTooLargeError as exc:
+                largest = max(range(len(payloads)), key=lambda i: len(payloads[i]))
+                raise PayloadTooLargeError(f"row {count - len(payloads) + largest} of a task: its payload is "
+                                           f"{len(payloads[largest])} bytes, over what queue "
+                                           f"{self._options.target!r} takes ({exc})") from None
+            payloads.clear()
+            keys.clear()
+
+        for row in rows:
+            payload = self._plan.payload(row, count)
+            keys.append(self._plan.entry_keys(row, count))
+            payloads.append(payload)
+            count += 1
+            nbytes += len(payload)
+            if len(payloads) >= QUEUE_BATCH_ROWS:
+                send()
+        if payloads:
+            send()
+        producer.flush(tx)  # in the queue's logs now: the driver commits by id, with no hook to run
+        return count, nbytes
+
+    # --- on the driver ----------------------------------------------------------------------------
+
+    def publish(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> None:
+        ids = _txn_ids(messages)
+        with self._options.connect() as sw:
+            if batch_id is not None:
+                got = sw.meta.get(NAMESPACE, _marker_key(self._scope))
+                published = None if got is None else int(got.value)
+                if published is not None and batch_id <= published:
+                    log.info("batch already published: nothing to do",
+                             extra={"sink": self._scope, "batch": batch_id, "published": published})
+                    self._discard(sw, ids)
+                    return
+            lost = self._lost(sw, set(ids))
+            for txn_id in lost:
+                _abort_quietly(sw, txn_id)
+            # The driver's own transaction carries the group when no task had rows.
+            driver = sw.txn.begin(DRIVER_TXN_TIMEOUT_S)
+            conflicts: list[bytes] = []
+            writes: list[tuple[str, bytes, bytes | None]] = []
+            if batch_id is not None:
+                marker = _marker_key(self._scope)
+                conflicts.append(marker)
+                writes.append((NAMESPACE, marker, str(batch_id).encode()))
+            try:
+                sw.txn.commit_all([driver.id, *ids], conflicts=conflicts, writes=writes)
+            except SeawayError:
+                for txn_id in ids:  # commit_all aborted them; the notes go (an abort by id is idempotent)
+                    _abort_quietly(sw, txn_id)
+                self._forget(sw, ids)
+                raise
+            _fault("commit", self._scope, batch_id)
+            self._forget(sw, [*ids, *lost])
+
+    def discard(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        with self._options.connect() as sw:
+            self._discard(sw, _txn_ids(messages))
+
+    def _discard(self, sw: Any, ids: Sequence[int]) -> None:
+        for txn_id in ids:
+            _abort_quietly(sw, txn_id)
+        self._forget(sw, ids)
+
+    def _lost(self, sw: Any, known: set[int]) -> list[int]:
+        """Transactions staged under this sink that no message names: lost tasks' (at most
+        CLEANUP_MAX; the next commits take the rest)."""
+        prefix = f"{self._scope}/staged/".encode()
+        lost = []
+        for key, _ in sw.meta.scan_all(NAMESPACE, prefix=prefix):
+            txn_id = int(key[len(prefix):])
+            if txn_id not in known:
+                lost.append(txn_id)
+                if len(lost) >= CLEANUP_MAX:
+                    break
+        return lost
+
+    def _forget(self, sw: Any, ids: Sequence[int]) -> None:
+        """Remove the staging notes of ended transactions (a note left by a crash here is found
+        and removed by a later commit: aborting an ended transaction does nothing)."""
+        for start in range(0, len(ids), 1000):
+            batch = sw.meta.batch()
+            for txn_id in ids[start:start + 1000]:
+                batch.delete(NAMESPACE, _staged_key(self._scope, txn_id))
+            batch.commit()
+
+
+def _txn_ids(messages: Sequence[WriterCommitMessage | None]) -> list[int]:
+    return [m.txn_id for m in messages if isinstance(m, SeawayCommitMessage) and m.txn_id is not None]
+
+
+def _task_batch_id() -> str | None:
+    """The streaming batch a task belongs to, for the test-only fault hook (Spark sets this local
+    property on streaming tasks; it is not a documented API, hence used for nothing else)."""
+    context = TaskContext.get()
+    return None if context is None else context.getLocalProperty("streaming.sql.batchId")
+
+
+class SeawayBatchWriter(_Sink, DataSourceWriter):
+    """``df.write.format("seaway")``: all the tasks' rows become visible together, or none."""
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        self.publish(messages, None)
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        self.discard(messages)
+
+
+class SeawayStreamWriter(_Sink, DataSourceStreamWriter):
+    """``df.writeStream.format("seaway")``: each micro-batch is published once, whatever Spark
+    replays after a crash (see the module's docstring)."""
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
+        self.publish(messages, batchId)
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
+        self.discard(messages)
+
+
+def _open(options: Any, schema: StructType, overwrite: bool, *, streaming: bool) -> tuple[Options, _Plan, str, float]:
+    opts = Options.parse(options, WRITE_OPTIONS)
+    if overwrite:
+        raise InvalidArgumentError("Seaway streams and queues are append-only: write in append mode "
+                                   "(no overwrite, no complete output mode)")
+    timeout_s = opts.get_float("txnTimeoutS", TXN_TIMEOUT_S_DEFAULT, lo=1.0, hi=3600.0)
+    sink_id = opts.get("sinkId")
+    if sink_id is None:
+        if streaming:
+            raise InvalidArgumentError("writeStream to seaway needs the option sinkId: a name unique to this "
+                                       "query, kept across its restarts (it names the batches it published)")
+        sink_id = f"batch-{os.urandom(8).hex()}"  # a batch write's staging notes, its own
+    if not 0 < len(sink_id.encode()) <= SINK_ID_BYTES_MAX or "/" in sink_id:
+        raise InvalidArgumentError(f"the option sinkId is 1-{SINK_ID_BYTES_MAX} bytes without '/', got {sink_id!r:.80}")
+    with opts.connect() as sw:
+        plan = _plan(opts, schema, sw)
+    return opts, plan, sink_id, timeout_s
+
+
+def batch_writer(options: Any, schema: StructType, overwrite: bool) -> SeawayBatchWriter:
+    return SeawayBatchWriter(*_open(options, schema, overwrite, streaming=False))
+
+
+def stream_writer(options: Any, schema: StructType, overwrite: bool) -> SeawayStreamWriter:
+    return SeawayStreamWriter(*_open(options, schema, overwrite, streaming=True))
+
+
+__all__ = ["FAULT_ENV", "NAMESPACE", "SeawayBatchWriter", "SeawayCommitMessage", "SeawayStreamWriter",
+           "batch_writer", "stream_writer"]

@@ -20,7 +20,7 @@ from seaway._errors import (
     TransactionNotInProgressError,
     TransactionTimedOutError,
 )
-from seaway.txn._manager import TxnInfo, check_commit
+from seaway.txn._manager import TxnInfo, check_commit, check_write_pointers
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import TxnStatus
 
@@ -43,6 +43,9 @@ class TxnApi(Protocol):
 
     def commit(self, write_pointer: int, conflicts: Iterable[bytes] = (),
                writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None: ...
+
+    def commit_all(self, write_pointers: Iterable[int], conflicts: Iterable[bytes] = (),
+                   writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None: ...
 
     def abort(self, write_pointer: int) -> None: ...
 
@@ -201,6 +204,18 @@ class Transactions:
         wrote)."""
         keys, checked = check_commit(conflicts, writes)
         self._api.commit(txn_id, keys, checked)
+
+    def commit_all(self, txn_ids: Iterable[int], conflicts: Iterable[bytes] = (),
+                   writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None:
+        """Commit the transactions ``txn_ids`` (1 to 10,000, by id, from any process) and apply the
+        metadata ``writes`` as one atomic step: after any crash, either all of them are committed
+        with the writes, or none is. The ``conflicts`` keys count for all of them (against the
+        earliest begin). When they cannot all commit (one ended or is unknown, one timed out, a
+        conflict), none commits: those still in progress are aborted and the first failure is
+        raised. A Spark driver publishes its tasks' transactions and its batch marker so."""
+        ids = check_write_pointers(txn_ids)
+        keys, checked = check_commit(conflicts, writes)
+        self._api.commit_all(ids, keys, checked)
 
     def abort(self, txn_id: int) -> None:
         self._api.abort(txn_id)

@@ -20,6 +20,7 @@ are plain puts and deletes, so applying twice changes nothing).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import heapq
 import json
 import logging
@@ -81,6 +82,10 @@ _CHUNK_BYTES = 512 << 10
 CONFLICT_KEYS_MAX = 100_000
 WRITES_MAX = 1_000
 LOGS_MAX = 10_000
+COMMIT_ALL_MAX = 10_000
+"""Transactions one ``commit_all`` commits together, at most."""
+_PENDING = 2**64
+"""The commit pointer of a commit being logged: later than any transaction's begin."""
 
 
 RECOVERY_GAP_POINTERS = 1000 * POINTERS_PER_MS
@@ -143,6 +148,21 @@ def check_write_pointer(write_pointer: object) -> int:
     if not isinstance(write_pointer, int) or isinstance(write_pointer, bool) or not 0 < write_pointer < 2**64:
         raise InvalidArgumentError(f"a transaction id is an integer in (0, 2**64), got {write_pointer!r}")
     return write_pointer
+
+
+def check_write_pointers(write_pointers: Iterable[int]) -> tuple[int, ...]:
+    """The transactions of a ``commit_all``: 1 to COMMIT_ALL_MAX distinct ids (shared with the
+    remote client)."""
+    if isinstance(write_pointers, (int, bytes, str)):
+        raise InvalidArgumentError(f"commit_all takes several transaction ids, got {write_pointers!r:.80}")
+    pointers = tuple(write_pointers)
+    if not 0 < len(pointers) <= COMMIT_ALL_MAX:
+        raise InvalidArgumentError(f"commit_all commits 1 to {COMMIT_ALL_MAX} transactions, got {len(pointers)}")
+    for write_pointer in pointers:
+        check_write_pointer(write_pointer)
+    if len(set(pointers)) != len(pointers):
+        raise InvalidArgumentError("commit_all names a transaction more than once")
+    return pointers
 
 
 def check_commit(conflicts: Iterable[bytes], writes: Iterable[tuple[str, bytes, bytes | None]],
@@ -348,36 +368,50 @@ class TransactionManager:
         """Commit: every write the transaction made becomes visible, and its metadata ``writes``
         are applied, all together. Raises :class:`TransactionConflictError` (and aborts it) if a
         transaction that committed after it began declared one of the same ``conflicts`` keys."""
-        check_write_pointer(write_pointer)
+        self.commit_all((check_write_pointer(write_pointer),), conflicts, writes)
+
+    def commit_all(self, write_pointers: Iterable[int], conflicts: Iterable[bytes] = (),
+                   writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None:
+        """Commit several transactions as one: one edit in the log, so that after a crash either
+        all of them are committed, with the metadata ``writes``, or none is (a Spark driver
+        publishes what its tasks staged, each in a transaction of its own).
+
+        The ``conflicts`` keys count for all of them: the commit fails if a transaction that
+        committed after the earliest of them began declared one of the keys. When it cannot commit
+        them all (one is not in progress, one timed out, a conflict), it commits none, aborts those
+        that could have committed (a timed-out one is timed out), and raises the error of the first
+        that could not."""
+        pointers = check_write_pointers(write_pointers)
         keys, checked = check_commit(conflicts, writes)
         with self._cond:
             while self._saving:
                 self._cond.wait()
-            txn = self._live(write_pointer)
-            failure: SeawayError | None = None
-            if txn.expiry_ms <= self._clock.now_ms():
-                failure = TransactionTimedOutError(f"transaction {write_pointer} timed out")
-                durable = self._end(TimeOut(write_pointer, self._clock.now_ms()))
-            elif (key := self.state.conflicting(write_pointer, keys, self._committing.values())) is not None:
-                failure = TransactionConflictError(f"transaction {write_pointer} conflicts on key {key!r:.80} "
-                                                   "with a transaction that committed after it began")
-                durable = self._end(Abort(write_pointer, self._clock.now_ms()))
-            else:
-                edit = Commit(write_pointer, self.state.last_write_pointer, tuple(sorted(keys)), checked)
+            self._check_running()
+            failure, ends = self._refusal(pointers, keys)
+            if failure is None:
+                edit = Commit(pointers[0], self.state.last_write_pointer, tuple(sorted(keys)), checked,
+                              pointers[1:])
                 # Appended first: an append refused at once (an edit over the log's payload bound)
-                # leaves the transaction in progress, not "being committed" for ever.
+                # leaves the transactions in progress, not "being committed" for ever.
                 durable = self._append(edit)
-                self._committing[write_pointer] = (edit.commit_pointer, keys)
+                # Until it is visible, a commit conflicts with every transaction in progress that
+                # declares one of its keys: none of their snapshots can have seen it.
+                for i, write_pointer in enumerate(pointers):
+                    self._committing[write_pointer] = (_PENDING, keys if i == 0 else frozenset())
+            else:
+                pending = [self._end(end) for end in ends]
+        if failure is not None:
+            for future in pending:
+                future.result()
+            raise failure
         try:
             lsn = durable.result()
-        except BaseException:
-            if failure is None:  # not known to be logged: it stays in progress, and times out
-                with self._cond:
+        except BaseException:  # not known to be logged: they stay in progress, and time out
+            with self._cond:
+                for write_pointer in pointers:
                     del self._committing[write_pointer]
-                    self._cond.notify_all()
+                self._cond.notify_all()
             raise
-        if failure is not None:
-            raise failure
         if checked:
             try:
                 self._apply_writes(checked, lsn)
@@ -385,15 +419,48 @@ class TransactionManager:
                 # Logged but not applied: a restart applies it from the log. Until then the manager
                 # stops (rather than let saves wait for this commit forever).
                 with self._cond:
-                    self._stopped = StorageError(f"the transaction manager stopped: transaction {write_pointer} "
+                    self._stopped = StorageError(f"the transaction manager stopped: transaction {pointers[0]} "
                                                  f"is logged as committed but its writes failed ({exc}); reopen "
                                                  "the store")
                     self._cond.notify_all()
                 raise self._stopped from exc
         with self._cond:
-            self.state.apply(edit)
-            del self._committing[write_pointer]
+            # Its conflict keys date from now, when it becomes visible: a transaction that began
+            # while it was being logged did not see it either.
+            self.state.apply(dataclasses.replace(edit, commit_pointer=self.state.last_write_pointer))
+            for write_pointer in pointers:
+                del self._committing[write_pointer]
             self._cond.notify_all()
+
+    def _refusal(self, pointers: tuple[int, ...], keys: frozenset[bytes],
+                 ) -> tuple[SeawayError | None, list[Abort | TimeOut]]:
+        """Why ``pointers`` cannot commit together now, and the edits that end those of them still
+        in progress; (None, []) when they can. Called under the lock."""
+        now_ms = self._clock.now_ms()
+        failure: SeawayError | None = None
+        for write_pointer in pointers:
+            try:
+                txn = self._live(write_pointer)
+            except SeawayError as exc:
+                failure = exc
+                break
+            if txn.expiry_ms <= now_ms:
+                failure = TransactionTimedOutError(f"transaction {write_pointer} timed out")
+                break
+        if failure is None:
+            key = self.state.conflicting(min(pointers), keys, self._committing.values())
+            if key is None:
+                return None, []
+            failure = TransactionConflictError(f"transaction {min(pointers)} conflicts on key {key!r:.80} "
+                                               "with a transaction that committed after it began")
+        ends: list[Abort | TimeOut] = []
+        for write_pointer in pointers:
+            live = self.state.in_progress.get(write_pointer)
+            if live is None or write_pointer in self._committing:
+                continue
+            timed_out = live.expiry_ms <= now_ms
+            ends.append(TimeOut(write_pointer, now_ms) if timed_out else Abort(write_pointer, now_ms))
+        return failure, ends
 
     def abort(self, write_pointer: int) -> None:
         """Abort: nothing the transaction wrote will be visible. Aborting an aborted or timed-out

@@ -8,7 +8,9 @@ the state after a crash is the state the acknowledged edits describe (Tephra's T
 - ``Register``: the transaction is about to write to these logs (kept so that its data can be found
   when it is aborted or times out; see pruning below).
 - ``Commit``: its writes are visible from now on; its conflict keys are kept while a transaction
-  that began before it is still in progress; its metadata writes are applied by the manager.
+  that began before it is still in progress; its metadata writes are applied by the manager. One
+  edit may commit several transactions (``also``) as one atomic step: after a crash, all of them
+  are committed or none.
 - ``Abort`` / ``TimeOut``: its writes will never be visible. A transaction that registered logs
   goes to the *invalid list*, which every snapshot carries so that readers skip its data; one that
   wrote nothing is simply forgotten.
@@ -80,6 +82,12 @@ class Commit:
     conflicts: tuple[bytes, ...] = ()
     writes: tuple[tuple[str, bytes, bytes | None], ...] = ()
     """Metadata writes applied with the commit: ``(namespace, key, value)``, None to delete."""
+    also: tuple[int, ...] = ()
+    """Other transactions committed by the same edit, all together with ``write_pointer``."""
+
+    @property
+    def write_pointers(self) -> tuple[int, ...]:
+        return (self.write_pointer, *self.also)
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,8 @@ def encode_edit(edit: Edit) -> bytes:
     if isinstance(edit, Commit):
         fields["conflicts"] = [key.hex() for key in edit.conflicts]
         fields["writes"] = [[ns, key.hex(), None if v is None else v.hex()] for ns, key, v in edit.writes]
+        if not edit.also:  # the encoding of a single commit stays what it always was
+            del fields["also"]
     return json.dumps(fields, separators=(",", ":")).encode()
 
 
@@ -133,7 +143,7 @@ def decode_edit(raw: bytes) -> Edit:
             fields["conflicts"] = tuple(bytes.fromhex(key) for key in fields["conflicts"])
             fields["writes"] = tuple((ns, bytes.fromhex(key), None if v is None else bytes.fromhex(v))
                                      for ns, key, v in fields["writes"])
-        for name in ("logs", "tails", "write_pointers"):
+        for name in ("logs", "tails", "write_pointers", "also"):
             if name in fields:
                 fields[name] = tuple(fields[name])
         edit: Edit = cls(**fields)
@@ -182,10 +192,11 @@ class TxnState:
             if (txn := self.in_progress.get(edit.write_pointer)) is not None:
                 txn.logs.update(edit.logs)
         elif isinstance(edit, Commit):
-            self.in_progress.pop(edit.write_pointer, None)
+            for write_pointer in edit.write_pointers:
+                self.in_progress.pop(write_pointer, None)
+                self._finish(write_pointer, TxnStatus.COMMITTED)
             if edit.conflicts:
                 self.committed.append((edit.commit_pointer, frozenset(edit.conflicts)))
-            self._finish(edit.write_pointer, TxnStatus.COMMITTED)
             self._forget_conflicts()
         elif isinstance(edit, (Abort, TimeOut)):
             status = TxnStatus.ABORTED if isinstance(edit, Abort) else TxnStatus.TIMED_OUT

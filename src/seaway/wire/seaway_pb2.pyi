@@ -515,6 +515,16 @@ class TxnCommitRequest(_message.Message):
     writes: _containers.RepeatedCompositeFieldContainer[TxnWrite]
     def __init__(self, id: _Optional[int] = ..., conflicts: _Optional[_Iterable[bytes]] = ..., writes: _Optional[_Iterable[_Union[TxnWrite, _Mapping]]] = ...) -> None: ...
 
+class TxnCommitAllRequest(_message.Message):
+    __slots__ = ("ids", "conflicts", "writes")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    CONFLICTS_FIELD_NUMBER: _ClassVar[int]
+    WRITES_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[int]
+    conflicts: _containers.RepeatedScalarFieldContainer[bytes]
+    writes: _containers.RepeatedCompositeFieldContainer[TxnWrite]
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., conflicts: _Optional[_Iterable[bytes]] = ..., writes: _Optional[_Iterable[_Union[TxnWrite, _Mapping]]] = ...) -> None: ...
+
 class TxnStatusReply(_message.Message):
     __slots__ = ("status",)
     STATUS_FIELD_NUMBER: _ClassVar[int]

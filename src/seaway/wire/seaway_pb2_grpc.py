@@ -154,6 +154,11 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
                 _registered_method=True)
+        self.TxnCommitAll = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnCommitAll',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitAllRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                _registered_method=True)
         self.TxnAbort = channel.unary_unary(
                 '/seaway.v1.Seaway/TxnAbort',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnRef.SerializeToString,
@@ -343,6 +348,12 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TxnCommitAll(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def TxnAbort(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -488,6 +499,11 @@ def add_SeawayServicer_to_server(servicer, server):
             'TxnCommit': grpc.unary_unary_rpc_method_handler(
                     servicer.TxnCommit,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            ),
+            'TxnCommitAll': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnCommitAll,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitAllRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
             ),
             'TxnAbort': grpc.unary_unary_rpc_method_handler(
@@ -1158,6 +1174,33 @@ class Seaway:
             target,
             '/seaway.v1.Seaway/TxnCommit',
             seaway_dot_wire_dot_seaway__pb2.TxnCommitRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnCommitAll(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnCommitAll',
+            seaway_dot_wire_dot_seaway__pb2.TxnCommitAllRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
             options,
             channel_credentials,

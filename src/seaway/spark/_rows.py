@@ -1,0 +1,180 @@
+"""Reading one range of a log into Arrow record batches, on Spark's executors.
+
+The columns Seaway knows are filled from each event (``routing_key``, ``payload``, ``event_time``,
+``segment``, ``position``); any other column of the schema is decoded from the payload as a JSON
+object, by name. What a range holds is fixed by its LSNs (and, on a transactional stream, by a
+snapshot that decides every transaction in it), so reading it again gives the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+
+from seaway._errors import CorruptionError, StreamTruncatedError, UnknownLogError
+from seaway._invariant import invariant
+from seaway.log import Gap, GapType, Record, RecordRun
+from seaway.spark._plan import Range
+from seaway.streams import unframe
+from seaway.txn import Snapshot, Visibility
+
+LOG = logging.getLogger("seaway.spark")
+
+DEFAULT_SCHEMA = "routing_key string, payload binary, event_time timestamp, segment string, position long"
+KNOWN_COLUMNS = ("routing_key", "payload", "event_time", "segment", "position")
+BATCH_EVENTS_MAX = 8_192
+"""Events per Arrow record batch."""
+BUFFER_BYTES_MAX = 32 << 20
+"""Payload bytes a range's reader buffers from the server."""
+READ_TIMEOUT_S = 60.0
+"""How long a range's read waits for the server before it fails (the data is stored already)."""
+
+
+class _Columns:
+    """Events gathered for one record batch."""
+
+    def __init__(self) -> None:
+        self.payloads: list[bytes] = []
+        self.times_us: list[int] = []
+        self.positions: list[int] = []
+
+    def add_run(self, first_lsn: int, timestamp_ms: int, payloads: list[bytes]) -> None:
+        self.payloads.extend(payloads)
+        self.times_us.extend([timestamp_ms * 1000] * len(payloads))
+        self.positions.extend(range(first_lsn, first_lsn + len(payloads)))
+
+    def add(self, lsn: int, timestamp_ms: int, payload: bytes) -> None:
+        self.payloads.append(payload)
+        self.times_us.append(timestamp_ms * 1000)
+        self.positions.append(lsn)
+
+    def __len__(self) -> int:
+        return len(self.payloads)
+
+
+def read_range(client: Any, r: Range, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The events of ``r`` as record batches of ``schema``. A range truncated away meanwhile fails
+    with :class:`StreamTruncatedError` (or, if ``r.skip_lost``, is skipped with a warning)."""
+    snapshot = Snapshot.decode(r.snapshot) if r.snapshot else None
+    columns = _Columns()
+    reader = client.logs.reader(BATCH_EVENTS_MAX, runs=True, buffered_bytes_max=BUFFER_BYTES_MAX)
+    try:
+        reader.start_reading(r.log_id, r.lsn_from, r.lsn_until)
+        while True:
+            try:
+                items = reader.read(BATCH_EVENTS_MAX, timeout_s=READ_TIMEOUT_S)
+            except UnknownLogError:  # deleted under the read: truncated away whole
+                _lost(r, r.lsn_from, r.lsn_until)
+                return
+            if not items:
+                break
+            for item in items:
+                kind = type(item)
+                if kind is RecordRun:
+                    if snapshot is None:
+                        columns.add_run(item.first_lsn, item.timestamp_ms, item.payloads)
+                    else:
+                        for i, payload in enumerate(item.payloads):
+                            _add_framed(columns, snapshot, r, item.first_lsn + i, item.timestamp_ms, payload)
+                elif kind is Record:
+                    if snapshot is None:
+                        columns.add(item.lsn, item.timestamp_ms, item.payload)
+                    else:
+                        _add_framed(columns, snapshot, r, item.lsn, item.timestamp_ms, item.payload)
+                else:
+                    _gap(r, item)
+            if len(columns) >= BATCH_EVENTS_MAX:
+                yield to_batch(columns, r.part, schema)
+                columns = _Columns()
+    finally:
+        reader.close()
+    if len(columns):
+        yield to_batch(columns, r.part, schema)
+
+
+def _add_framed(columns: _Columns, snapshot: Snapshot, r: Range, lsn: int, timestamp_ms: int, record: bytes) -> None:
+    write_pointer, payload = unframe(record)
+    if write_pointer:
+        seen = snapshot.visibility(write_pointer)
+        invariant(seen is not Visibility.WAIT or r.hide_open,
+                  f"segment {r.part} position {lsn}: a transaction in progress inside a micro-batch's range")
+        if seen is not Visibility.VISIBLE:
+            return
+    columns.add(lsn, timestamp_ms, payload)
+
+
+def _gap(r: Range, gap: Gap) -> None:
+    if gap.type in (GapType.BRIDGE, GapType.HOLE):
+        return  # nothing was ever stored there
+    if gap.type is GapType.TRIM:
+        _lost(r, gap.lsn_lo, gap.lsn_hi)
+        return
+    if gap.type is GapType.DATALOSS:
+        raise CorruptionError(f"the seaway source: {r.part} positions {gap.lsn_lo}-{gap.lsn_hi} are lost "
+                              "(written, but can no longer be read)")
+    invariant(gap.type is GapType.SEALED and gap.lsn_lo > r.lsn_until,
+              f"{r.part}: a {gap.type.value} gap inside a planned range")
+
+
+def _lost(r: Range, lsn_from: int, lsn_until: int) -> None:
+    what = f"{r.part} positions {max(lsn_from, r.lsn_from)}-{min(lsn_until, r.lsn_until)}"
+    if not r.skip_lost:
+        raise StreamTruncatedError(
+            f"the seaway source lost data: {what} were truncated while the query read them. Set the option "
+            "failOnDataLoss=false to skip what is gone")
+    LOG.warning("seaway source: skipping %s, truncated while the query read them (failOnDataLoss=false)", what)
+
+
+def to_batch(columns: _Columns, part: str, schema: pa.Schema) -> pa.RecordBatch:
+    """The record batch of ``schema`` for the gathered events."""
+    n = len(columns)
+    decoded: list[Any] | None = None
+    arrays = []
+    for field in schema:
+        name = field.name
+        if name == "payload":
+            arrays.append(pa.array(columns.payloads, field.type))
+        elif name == "position":
+            arrays.append(pa.array(columns.positions, field.type))
+        elif name == "event_time":
+            arrays.append(pa.array(columns.times_us, pa.int64()).cast(field.type))
+        elif name == "segment":
+            arrays.append(pa.array([part] * n, field.type))
+        elif name == "routing_key":
+            # Seaway stores no routing key with an event (the key only chooses its segment).
+            arrays.append(pa.nulls(n, field.type))
+        else:
+            if decoded is None:
+                decoded = [_json_object(p) for p in columns.payloads]
+            arrays.append(_decoded_column(decoded, name, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _json_object(payload: bytes) -> dict[str, Any]:
+    """The payload as a JSON object; an empty one for a payload that is not (its columns are null)."""
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _decoded_column(objects: list[dict[str, Any]], name: str, type_: pa.DataType) -> pa.Array:
+    values = [o.get(name) for o in objects]
+    try:
+        return pa.array(values, type_)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        # Some value does not fit the column's type: null for those, as Spark's JSON reader does.
+        return pa.array([_fit(v, type_) for v in values], type_)
+
+
+def _fit(value: Any, type_: pa.DataType) -> Any:
+    try:
+        pa.array([value], type_)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return None
+    return value

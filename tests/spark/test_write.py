@@ -1,0 +1,194 @@
+"""Writing to Seaway from Spark: ``df.write`` and ``df.writeStream`` into a transactional stream
+and a queue, exactly once; the sink's commit protocol driven by hand (a batch committed twice, a
+commit that cannot complete, lost tasks); bad rows and bad options, each a clear error."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+
+import seaway
+from seaway import TxnStatus
+from seaway.server import ServerProcess
+from seaway.spark._write import NAMESPACE, SeawayCommitMessage, stream_writer
+
+SCHEMA = StructType([StructField("routing_key", StringType()), StructField("payload", BinaryType())])
+
+
+@pytest.fixture
+def sw(server: ServerProcess) -> Iterator[Any]:
+    with seaway.connect(server.url) as client:
+        yield client
+
+
+def make_stream(sw: Any, segments: int = 2) -> str:
+    sw.streams.create_scope("spark", exist_ok=True)
+    name = f"spark/s{uuid.uuid4().hex[:8]}"
+    sw.streams.create(name, segments=segments, transactional=True)
+    return name
+
+
+def read_events(sw: Any, stream: str, expected: int) -> list[bytes]:
+    """Every committed event of the stream (a fresh reader group from the head): ``expected`` of
+    them, then a short wait to see that no more come."""
+    group = sw.streams.get_or_create_reader_group(f"check-{uuid.uuid4().hex[:8]}", stream)
+    events: list[bytes] = []
+    with group.reader("r") as reader:
+        while len(events) < expected:
+            event = reader.read_next(timeout_s=10.0)
+            assert event is not None, f"only {len(events)} of {expected} events came"
+            events.append(event.payload)
+        assert reader.read_next(timeout_s=0.3) is None, "more events than written"
+    return events
+
+
+def checksum(payloads: list[bytes]) -> str:
+    return hashlib.sha256(b"\n".join(sorted(payloads))).hexdigest()
+
+
+def staged_notes(sw: Any) -> list[bytes]:
+    return [key for key, _ in sw.meta.scan_all(NAMESPACE)]
+
+
+# --- the commit protocol, by hand (the sink's objects, no Spark job) --------------------------------
+
+
+def test_a_batch_id_published_before_is_not_published_again(server: ServerProcess, sw: Any) -> None:
+    stream = make_stream(sw)
+    options = {"address": server.url, "stream": stream, "sinkId": "by-hand"}
+
+    def task(rows: list[tuple[str, bytes]]) -> SeawayCommitMessage:
+        # Each call is what Spark does: a new writer object (a fresh process on the driver).
+        return stream_writer(options, SCHEMA, False).write(iter(rows))
+
+    first = [task([("a", b"a0"), ("a", b"a1")]), task([("b", b"b0")]), task([])]
+    assert first[2].txn_id is None  # a task without rows begins nothing
+    stream_writer(options, SCHEMA, False).commit(first, 0)
+    replay = [task([("a", b"a0"), ("a", b"a1")]), task([("b", b"b0")])]
+    stream_writer(options, SCHEMA, False).commit(replay, 0)  # the driver died before Spark recorded batch 0
+    for message in replay:
+        assert sw.txn.status(message.txn_id) is TxnStatus.ABORTED
+    older = [task([("c", b"stale")])]
+    stream_writer(options, SCHEMA, False).commit(older, -1)
+    assert sw.txn.status(older[0].txn_id) is TxnStatus.ABORTED
+    stream_writer(options, SCHEMA, False).commit([task([("c", b"c0")])], 1)
+    assert sorted(read_events(sw, stream, 4)) == [b"a0", b"a1", b"b0", b"c0"]
+    assert sw.meta.get(NAMESPACE, b"by-hand/published").value == b"1"
+    assert staged_notes(sw) == [b"by-hand/published"]
+
+
+def test_a_commit_that_cannot_complete_publishes_nothing_and_lost_tasks_are_cleaned_up(
+        server: ServerProcess, sw: Any) -> None:
+    stream = make_stream(sw)
+    options = {"address": server.url, "stream": stream, "sinkId": "partial"}
+    writer = stream_writer(options, SCHEMA, False)
+    good = writer.write(iter([("k", b"good")]))
+    doomed = writer.write(iter([("k", b"doomed")]))
+    sw.txn.abort(doomed.txn_id)  # ended before the driver's commit (as a timeout would)
+    with pytest.raises(seaway.TransactionNotInProgressError):
+        stream_writer(options, SCHEMA, False).commit([good, doomed], 0)
+    assert sw.txn.status(good.txn_id) is TxnStatus.ABORTED  # none of the batch, not half of it
+    assert sw.meta.get(NAMESPACE, b"partial/published") is None
+    # A task whose result was lost (its executor died): the next commit of the sink aborts it.
+    lost = writer.write(iter([("k", b"lost")]))
+    kept = writer.write(iter([("k", b"kept")]))
+    stream_writer(options, SCHEMA, False).commit([kept], 0)
+    assert sw.txn.status(lost.txn_id) is TxnStatus.ABORTED
+    assert read_events(sw, stream, 1) == [b"kept"]
+    assert not [i for i in sw.txn.list() if i.status is TxnStatus.IN_PROGRESS]
+    assert staged_notes(sw) == [b"partial/published"]
+
+
+def test_bad_options_and_schemas_are_refused_before_any_task(server: ServerProcess, sw: Any) -> None:
+    stream = make_stream(sw)
+    base = {"address": server.url, "stream": stream, "sinkId": "s"}
+    plain = "spark/plain" + uuid.uuid4().hex[:6]
+    sw.streams.create(plain)
+    sw.queues.create("q-bad")
+    sw.queues.create_group("q-bad", "per-user", size=2, strategy="HASH", key="user")
+    cases: list[tuple[dict[str, str], StructType, str]] = [
+        ({**base, "sinkId": ""}, SCHEMA, "sinkId"),
+        ({k: v for k, v in base.items() if k != "sinkId"}, SCHEMA, "sinkId"),
+        ({**base, "stream": plain}, SCHEMA, "transactional"),
+        ({**base, "routingKeyColumn": "nope"}, SCHEMA, "nope"),
+        (base, StructType([StructField("routing_key", LongType())]), "routing key column"),
+        (base, StructType([StructField("payload", LongType())]), "payload column"),
+        ({**base, "txnTimeoutS": "0"}, SCHEMA, "txnTimeoutS"),
+        ({**base, "colour": "red"}, SCHEMA, "colour"),
+        ({"address": server.url, "queue": "q-bad", "sinkId": "s"}, StructType([StructField("payload", BinaryType())]),
+         "user"),
+    ]
+    for options, schema, word in cases:
+        with pytest.raises(seaway.InvalidArgumentError, match=word):
+            stream_writer(options, schema, False)
+    with pytest.raises(seaway.InvalidArgumentError, match="append"):
+        stream_writer(base, SCHEMA, True)
+
+
+# --- through Spark ---------------------------------------------------------------------------------
+
+
+def test_a_batch_write_publishes_every_row_once(spark: Any, server: ServerProcess, sw: Any) -> None:
+    stream = make_stream(sw)
+    rows = [(f"user-{i % 7}", b"event-%d" % i) for i in range(300)]
+    df = spark.createDataFrame(rows, SCHEMA).repartition(3)
+    df.write.format("seaway").mode("append").option("address", server.url).option("stream", stream).save()
+    events = read_events(sw, stream, 300)
+    assert checksum(events) == checksum([payload for _, payload in rows])
+    assert not [i for i in sw.txn.list() if i.status is TxnStatus.IN_PROGRESS]
+    assert staged_notes(sw) == []
+
+
+def test_a_streaming_write_into_a_queue_keys_its_entries(spark: Any, server: ServerProcess, sw: Any,
+                                                         tmp_path: Path) -> None:
+    sw.queues.create("orders")
+    sw.queues.create_group("orders", "per-user", size=2, strategy="HASH", key="user")
+    source = tmp_path / "in"
+    source.mkdir()
+    for f in range(2):  # one file a batch
+        lines = [f'{{"user": "u{i % 5}", "n": {f * 100 + i}}}' for i in range(100)]
+        (source / f"{f}.json").write_text("\n".join(lines))
+    df = (spark.readStream.schema("user string, n long").option("maxFilesPerTrigger", 1).json(str(source)))
+    query = (df.writeStream.format("seaway").option("address", server.url).option("queue", "orders")
+             .option("sinkId", "orders-sink").option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(availableNow=True).start())
+    try:
+        assert query.awaitTermination(60), "the query did not end"
+        assert query.exception() is None
+    finally:
+        query.stop()
+    seen: dict[int, set[str]] = {}
+    numbers = []
+    for consumer_id in range(2):
+        with sw.queues.consumer("orders", "per-user", consumer_id) as consumer, sw.transaction() as tx:
+            for entry in consumer.dequeue(tx, entries_max=1000, timeout_s=1.0):
+                row = __import__("json").loads(entry.payload)  # the row as a JSON object
+                seen.setdefault(consumer_id, set()).add(row["user"])
+                numbers.append(row["n"])
+    assert sorted(numbers) == list(range(200))
+    assert not seen.get(0, set()) & seen.get(1, set())  # each user's entries went to one consumer
+    assert sw.meta.get(NAMESPACE, b"orders-sink/published").value == b"1"
+
+
+@pytest.mark.parametrize(("rows", "word"), [
+    ([("k", b"ok"), (None, b"no key")], "routing key column 'routing_key' is null"),
+    ([("k", b"x" * (2 << 20))], "PayloadTooLargeError"),
+    ([("k", None)], "column payload is null"),
+])
+def test_bad_rows_fail_the_write_with_a_clear_error_and_leave_nothing(spark: Any, server: ServerProcess, sw: Any,
+                                                                      rows: list[Any], word: str) -> None:
+    stream = make_stream(sw, segments=1)
+    df = spark.createDataFrame([("good", b"staged first"), *rows], SCHEMA).coalesce(1)
+    with pytest.raises(Exception, match=word):
+        df.write.format("seaway").mode("append").option("address", server.url).option("stream", stream).save()
+    assert not [i for i in sw.txn.list() if i.status is TxnStatus.IN_PROGRESS]
+    assert staged_notes(sw) == []
+    group = sw.streams.get_or_create_reader_group("after-bad", stream)
+    with group.reader("r") as reader:
+        assert reader.read_next(timeout_s=0.3) is None  # the good row staged before the bad one: never visible
