@@ -64,7 +64,7 @@ def test_the_pipeline_run_twice_counts_every_line_exactly_once(spark: Any, serve
     _check(one.report, expected(lines_one, window_s=2))
     assert (one.generated_now, one.generated_total, one.runs) == (300, 300, 1)
     _check_reads(one.queries, lines_one)
-    assert phases[0] == "starting" and phases[-2:] == ["draining", "reporting"]
+    assert list(dict.fromkeys(phases)) == ["generating", "draining", "reporting"]
 
     second = replace(first, events_max=200, start_ms=T0_MS + 3000, live=False)
     two = run_demo(second, lambda: spark)

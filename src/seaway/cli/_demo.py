@@ -60,7 +60,7 @@ def run_demo_command(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
     ticks = max(1, int(config.duration_s * 10))
     phases: list[str] = []
 
-    with Progress(ticks, "starting the server", stream=err) as bar:
+    with Progress(ticks, "starting a server", stream=err) as bar:
         def show(status: DemoStatus) -> None:
             if not phases or phases[-1] != status.phase:
                 phases.append(status.phase)
@@ -70,9 +70,8 @@ def run_demo_command(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
             parsed = stats["parse"].input_rows if "parse" in stats else 0
             batches = " ".join(f"{_SHORT[name]} {s.batches}" for name, s in stats.items())
             label = f"{status.phase}: {status.generated} written, {parsed} parsed"
-            if batches:
-                label += f"; batches {batches}"
-            done = ticks if status.phase not in ("starting", "generating") else \
+            label += f"; batches {batches}" if batches else " (Spark starting)"
+            done = ticks if status.phase != "generating" else \
                 min(ticks, int(status.generated / config.rate_per_s * 10))
             bar.advance(done - bar.done, label)
 

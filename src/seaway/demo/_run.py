@@ -73,7 +73,7 @@ class DemoStatus:
     """What the run is doing, for a progress display."""
 
     phase: str
-    """``starting``, ``generating``, ``draining`` or ``reporting``."""
+    """``generating`` (Spark starts meanwhile), ``draining`` or ``reporting``."""
     elapsed_s: float
     generated: int
     queries: dict[str, QueryStats]
@@ -159,11 +159,45 @@ class _Generator(threading.Thread):
                 pending.popleft().result()
 
 
+class _Ticker(threading.Thread):
+    """Calls ``on_progress`` every ``every_s`` and at each change of phase, from one call at a time
+    (a display need not be thread-safe), while the caller's thread waits on Spark."""
+
+    def __init__(self, every_s: float, make_status: Callable[[str], DemoStatus],
+                 on_progress: Callable[[DemoStatus], None]) -> None:
+        super().__init__(name="demo-progress", daemon=True)
+        self._every_s = every_s
+        self._make_status = make_status
+        self._on_progress = on_progress
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._phase = "generating"
+
+    def set_phase(self, phase: str) -> None:
+        self._phase = phase
+        self.emit()
+
+    def emit(self) -> None:
+        with self._lock:
+            self._on_progress(self._make_status(self._phase))
+
+    def run(self) -> None:
+        while not self._closed.wait(self._every_s):
+            self.emit()
+
+    def close(self) -> None:
+        self._closed.set()
+        if self.is_alive():
+            self.join()
+
+
 def run_demo(config: DemoConfig, spark: Callable[[], Any],
              on_progress: Callable[[DemoStatus], None] = lambda _status: None,
              progress_every_s: float = 0.25) -> DemoResult:
     """Run the demo once (see the module's docstring). ``spark`` gives the Spark session; it is
     called after the generator started, so that Spark starts while the first lines are written.
+    ``on_progress`` is called from a thread of its own, one call at a time, every
+    ``progress_every_s`` and at each phase (``generating``, ``draining``, ``reporting``).
 
     Raises what the store, the generator or a query raised; the queries and the server (if this
     run started it) are stopped in any case, and what was generated is remembered."""
@@ -171,9 +205,7 @@ def run_demo(config: DemoConfig, spark: Callable[[], Any],
     state_path = config.data_dir / STATE_FILE
     state = _State.load(state_path)
     started_s = time.monotonic()
-
-    def status(phase: str, generated: int, queries: dict[str, QueryStats]) -> DemoStatus:
-        return DemoStatus(phase, time.monotonic() - started_s, generated, queries)
+    pipelines: list[Pipeline] = []
 
     with ExitStack() as stack:
         address = config.address
@@ -184,20 +216,28 @@ def run_demo(config: DemoConfig, spark: Callable[[], Any],
         first_ms = config.start_ms if config.start_ms is not None else time.time_ns() // 10**9 * 1000
         generator = _Generator(sw.streams.get(ACCESS), config.generator(first_ms), state.events_generated,
                                config.duration_s, config.events_max)
+
+        def status(phase: str) -> DemoStatus:
+            queries = dict(pipelines[0].stats) if pipelines else {}
+            return DemoStatus(phase, time.monotonic() - started_s, generator.written, queries)
+
+        ticker = _Ticker(progress_every_s, status, on_progress)
         generator.start()
         stack.callback(generator.stopping.set)
-        on_progress(status("starting", generator.written, {}))
+        ticker.set_phase("generating")
+        ticker.start()
+        stack.callback(ticker.close)
         pipeline = Pipeline(spark(), PipelineConfig(address, config.data_dir / "checkpoints",
                                                     sink_prefix=f"demo-{state.pipeline_id}",
                                                     window_s=config.window_s, trigger_s=config.trigger_s))
+        pipelines.append(pipeline)
         stack.callback(pipeline.stop)
         try:
             if config.live and generator.is_alive():
                 pipeline.start()
             while generator.is_alive():
                 generator.join(progress_every_s)
-                queries = pipeline.poll()
-                on_progress(status("generating", generator.written, queries))
+                pipeline.poll()
         finally:
             generator.stopping.set()
             generator.join()
@@ -206,8 +246,9 @@ def run_demo(config: DemoConfig, spark: Callable[[], Any],
             state.save(state_path)
         if generator.error is not None:
             raise generator.error
-        on_progress(status("draining", generator.written, pipeline.stats))
+        ticker.set_phase("draining")
         pipeline.drain()
-        on_progress(status("reporting", generator.written, pipeline.stats))
+        ticker.set_phase("reporting")
         report = read_report(pipeline.spark, address, config.window_s)
+        ticker.close()
     return DemoResult(report, generator.written, state.events_generated, state.runs, pipeline.stats)
