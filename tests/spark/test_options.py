@@ -30,6 +30,12 @@ def test_bad_options_are_refused_by_name(options: dict[str, str], message: str) 
         Options.parse(options)
 
 
+def test_options_spark_adds_are_accepted() -> None:
+    opts = Options.parse({"address": "seaway://h:1", "queue": "q", "queryName": "parse",
+                          "checkpointLocation": "/tmp/c", "path": ""})
+    assert opts.target == "q"
+
+
 def test_typed_values() -> None:
     opts = Options.parse({"address": "seaway://h:1", "log": "l", "n": "x", "b": "maybe", "f": "-1"},
                          known=["n", "b", "f"])

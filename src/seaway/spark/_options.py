@@ -17,6 +17,8 @@ from seaway._errors import InvalidArgumentError
 from seaway.server import local_address
 
 TARGETS = ("stream", "log", "queue")
+SPARK_SUPPLIED = ("path", "queryname", "checkpointlocation")
+"""Options Spark itself adds (a query's name and checkpoint, load()'s path): accepted, not read."""
 
 
 @dataclass(frozen=True)
@@ -39,11 +41,11 @@ class Options:
         """Check ``options`` (names compared in lower case); ``known`` lists the names the caller reads
         besides the connection and target options. An unknown name raises InvalidArgumentError."""
         values = {str(k).lower(): str(v) for k, v in options.items()}
-        allowed = {"address", "data_dir", "token", "path", *TARGETS, *(k.lower() for k in known)}
+        allowed = {"address", "data_dir", "token", *SPARK_SUPPLIED, *TARGETS, *(k.lower() for k in known)}
         unknown = sorted(set(values) - allowed)
         if unknown:
             raise InvalidArgumentError(f"unknown option(s) {', '.join(unknown)} for the seaway source; "
-                                       f"known here: {', '.join(sorted(allowed - {'path'}))}")
+                                       f"known here: {', '.join(sorted(allowed - set(SPARK_SUPPLIED)))}")
         targets = [kind for kind in TARGETS if values.get(kind)]
         if len(targets) != 1:
             raise InvalidArgumentError("give exactly one of the options stream, log and queue "
