@@ -103,3 +103,31 @@ def test_transactional_streams_from_the_shell(cli: Cli, tmp_path: Path) -> None:
     assert cli("stream", "create", "t/plain", *where).status == 0
     refused = cli("stream", "write", "t/plain", "x", "--txn", *where)
     assert refused.status == 1 and "[INVALID_ARGUMENT]" in refused.err
+
+
+def test_streams_storing_routing_keys_from_the_shell(cli: Cli, where: Where) -> None:
+    name, plain = f"{where.ns}/keyed", f"{where.ns}/plain"
+    assert cli("scope", "create", where.ns, *where.args).status == 0
+    assert cli("stream", "create", name, "--store-routing-keys", *where.args).status == 0
+    assert cli("stream", "create", plain, *where.args).status == 0
+    config = json.loads(cli("stream", "describe", name, *where.args, "--json").out)["config"]
+    assert config["store_routing_keys"] is True and config["transactional"] is False
+    for stream in (name, plain):
+        assert cli("stream", "write", stream, "a", "b", "--key", "user-7", *where.args).status == 0
+        assert cli("stream", "write", stream, "c", *where.args).status == 0
+    with where.open() as sw, sw.streams.get(name).writer() as writer:
+        writer.write(b"d", b"\xff\x00").result(10)
+    read = [json.loads(line) for line in cli("stream", "read", name, *where.args, "--json").out.splitlines()]
+    assert sorted((r["event"], r["key"] if not isinstance(r["key"], dict) else r["key"]["hex"]) for r in read) == [
+        ("a", "user-7"), ("b", "user-7"), ("c", None), ("d", "ff00")]
+    text = cli("stream", "read", name, *where.args).out.splitlines()
+    assert sorted(line.split("\t")[2:] for line in text) == [["", "c"], ["user-7", "a"], ["user-7", "b"],
+                                                             ["\ufffd\x00", "d"]]
+    read = [json.loads(line) for line in cli("stream", "read", plain, *where.args, "--json").out.splitlines()]
+    assert sorted((r["event"], r["key"]) for r in read) == [("a", None), ("b", None), ("c", None)]
+    assert all(line.count("\t") == 2 for line in cli("stream", "read", plain, *where.args).out.splitlines())
+    group = f"group-{where.ns}"
+    assert cli("reader-group", "create", group, name, *where.args).status == 0
+    got = cli("reader-group", "read", group, "--reader", "r", "--timeout-s", "0.5", *where.args, "--json")
+    assert sorted((r["event"], str(r["key"])) for r in map(json.loads, got.out.splitlines())) == [
+        ("a", "user-7"), ("b", "user-7"), ("c", "None"), ("d", "{'hex': 'ff00'}")]

@@ -69,10 +69,22 @@ def test_a_batch_read_gives_each_event_once_with_its_segment_and_position(spark:
     rows = spark.read.format("seaway").option("address", server.url).option("stream", "t/s").load().collect()
     assert sorted((r.payload, (r.segment, r.position)) for r in rows) == sorted(where.items())
     assert len({r.segment for r in rows}) == 2
-    assert all(r.routing_key is None and r.event_time is not None for r in rows)
+    assert all(r.routing_key is None and r.event_time is not None for r in rows)  # a plain stream keeps no key
     # The same range read again gives the same rows; an ending offset bounds it.
     again = spark.read.format("seaway").option("address", server.url).option("stream", "t/s").load().collect()
     assert sorted(r.payload for r in again) == sorted(r.payload for r in rows)
+
+
+def test_a_stream_storing_keys_shows_them_in_the_routing_key_column(spark: Any, server: ServerProcess,
+                                                                    sw: Any) -> None:
+    stream = sw.streams.create("t/keyed", segments=2, store_routing_keys=True)
+    with stream.writer() as writer:
+        writer.write_batch([b"a", b"b"], "user-7").result(timeout=30)  # one entry: read as a run
+        writer.write(b"c").result(timeout=30)
+        writer.write(b"d", b"user-8").result(timeout=30)  # a bytes key shows as its UTF-8 text
+    rows = spark.read.format("seaway").option("address", server.url).option("stream", "t/keyed").load().collect()
+    assert sorted((r.payload, r.routing_key) for r in rows) == [
+        (b"a", "user-7"), (b"b", "user-7"), (b"c", None), (b"d", "user-8")]
 
 
 def test_available_now_across_a_scaling_reads_each_event_once_in_key_order(spark: Any, server: ServerProcess,
@@ -181,7 +193,7 @@ def test_a_transactional_stream_shows_committed_events_and_stops_at_one_in_progr
     with stream.writer() as writer:
         writer.write(b"plain-1").result(timeout=30)
         with sw.transaction() as tx:
-            writer.write(b"committed", txn=tx)
+            writer.write(b"committed", "k", txn=tx)
         aborted = sw.transaction()
         writer.write(b"aborted", txn=aborted).result(timeout=30)
         aborted.abort()
@@ -193,7 +205,8 @@ def test_a_transactional_stream_shows_committed_events_and_stops_at_one_in_progr
             return [r.payload for _, b in batches for r in b]
 
         rows = spark.read.format("seaway").option("address", server.url).option("stream", "t/tx").load().collect()
-        assert sorted(r.payload for r in rows) == [b"committed", b"plain-1", b"plain-2"]  # one snapshot's view
+        assert sorted((r.payload, r.routing_key) for r in rows) == [  # one snapshot's view; keys kept
+            (b"committed", "k"), (b"plain-1", None), (b"plain-2", None)]
         # A stream read stops at the open transaction's first event (its stable position) ...
         assert sorted(payloads(_stream_query(spark, server, tmp_path / "ckpt", stream="t/tx"))) == \
             [b"committed", b"plain-1"]

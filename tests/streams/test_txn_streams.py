@@ -95,7 +95,8 @@ def test_plain_streams_store_events_as_they_are_and_refuse_transactions(sw: Any)
     stored = next(i for i in sw.logs.get(plain.current_segments()[0].log_id).read(ack.lsn, ack.lsn))
     assert isinstance(stored, Record) and stored.payload == b"raw"  # no header on a plain stream
     stored = next(i for i in sw.logs.get(framed.current_segments()[0].log_id).read(framed_ack.lsn, framed_ack.lsn))
-    assert isinstance(stored, Record) and stored.payload == b"\x00raw"
+    # a transactional stream's header holds the key: flags (key, as text), its length, its bytes
+    assert isinstance(stored, Record) and stored.payload == b"\x06\x00\x01kraw"
     with pytest.raises(InvalidArgumentError, match="fixed"):
         sw.streams.controller.update(framed.metadata, seaway.StreamConfig(transactional=False))
     framed.update(retention=seaway.RetentionByTime(60))  # other changes keep the flag

@@ -8,7 +8,7 @@ import sys
 from contextlib import nullcontext
 from typing import Any
 
-from seaway._errors import InvalidArgumentError
+from seaway._errors import CorruptionError, InvalidArgumentError
 from seaway.cli._store import open_store, out
 from seaway.log import LSN_MAX, Record, lsn_str
 from seaway.streams import (
@@ -22,7 +22,7 @@ from seaway.streams import (
     Segment,
     StreamCut,
     segment_str,
-    unframe,
+    unframe_keyed,
 )
 from seaway.txn import Snapshot, Visibility
 
@@ -51,7 +51,10 @@ def add_stream_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
         op.add_argument("--retention", help="time:MIN_S[:MAX_S] or size:MIN_BYTES[:MAX_BYTES]")
     create.add_argument("--segments", type=int, help="segments to start with (default: the policy's minimum)")
     create.add_argument("--transactional", action="store_true",
-                        help="events may be written in transactions (fixed for the stream's life)")
+                        help="events may be written in transactions (fixed for the stream's life; such a "
+                             "stream stores routing keys too)")
+    create.add_argument("--store-routing-keys", action="store_true",
+                        help="store each event's routing key, for readers to see (fixed for the stream's life)")
     ops.add_parser("list", parents=[common], help="a scope's streams").add_argument("scope")
     for name, text in (("describe", "configuration, state and current segments"),
                        ("seal", "no more writes; readers reach the end"),
@@ -71,7 +74,8 @@ def add_stream_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     write.add_argument("--key", help="the routing key of every event")
     write.add_argument("--txn", action="store_true",
                        help="write the events in one transaction: all are seen, or none (a transactional stream)")
-    read = ops.add_parser("read", parents=[common], help="print the events of every segment, in key order")
+    read = ops.add_parser("read", parents=[common], help="print the events of every segment, in key order (with "
+                                                          "their routing keys if the stream stores them)")
     read.add_argument("stream")
     history = ops.add_parser("history", parents=[common], help="the scalings, with their reasons")
     history.add_argument("stream")
@@ -157,7 +161,8 @@ def run_stream(args: argparse.Namespace) -> None:
             return
         if args.op == "create":
             stream = sw.streams.create(args.stream, scaling=scaling, retention=retention, segments=args.segments,
-                                       transactional=args.transactional)
+                                       transactional=args.transactional,
+                                       store_routing_keys=args.store_routing_keys)
             out(args, {"stream": stream.name, "segments": [_segment_json(s) for s in stream.current_segments()]},
                 f"created stream {stream.name} with {len(stream.current_segments())} segments")
             return
@@ -218,7 +223,8 @@ def _read_all(sw: Any, stream: Any, args: argparse.Namespace) -> None:
     segment stops at an event of a transaction still in progress."""
     head = stream.head().positions
     segments = stream.segments_between(stream.head(), stream.tail())
-    snapshot = _snapshot(sw) if stream.config.transactional else None
+    config = stream.config
+    snapshot = _snapshot(sw) if config.transactional else None
     for segment in sorted(segments, key=lambda s: (s.generation, s.key_lo)):
         log = sw.logs.get(segment.log_id)
         start = head.get(segment.id, 1)
@@ -227,19 +233,35 @@ def _read_all(sw: Any, stream: Any, args: argparse.Namespace) -> None:
             continue
         for item in log.read(start, min(tail, LSN_MAX)):
             if isinstance(item, Record):
-                payload = item.payload
-                if snapshot is not None:
-                    write_pointer, payload = unframe(payload)
-                    seen = Visibility.VISIBLE if not write_pointer else snapshot.visibility(write_pointer)
-                    if seen is Visibility.WAIT:
-                        break
-                    if seen is Visibility.SKIP:
-                        continue
-                text = payload.decode(errors="replace")
-                if args.json:
-                    print(json.dumps({"segment": segment_str(segment.id), "lsn": item.lsn, "event": text}))
-                else:
-                    print(f"{segment_str(segment.id)}\t{lsn_str(item.lsn)}\t{text}")
+                payload, key = item.payload, None
+                if config.framed:
+                    write_pointer, key, payload = unframe_keyed(payload)
+                    if write_pointer:
+                        if snapshot is None:
+                            raise CorruptionError(f"{stream.name} segment {segment_str(segment.id)} position "
+                                                  f"{item.lsn}: a transaction's event in a stream that is not "
+                                                  "transactional")
+                        seen = snapshot.visibility(write_pointer)
+                        if seen is Visibility.WAIT:
+                            break
+                        if seen is Visibility.SKIP:
+                            continue
+                print(_event_line(args, segment.id, item.lsn, payload, config.framed, key))
+
+
+def _event_line(args: argparse.Namespace, segment: int, lsn: int, payload: bytes, keyed: bool,
+                key: str | bytes | None) -> str:
+    """One event as printed: ``segment lsn [key] event`` (a key column for streams that store keys,
+    empty for an event without one), or a JSON object with ``key`` null for none. A key given as
+    bytes shows in JSON as ``{"hex": ...}``, in text decoded as UTF-8 where it can be."""
+    text = payload.decode(errors="replace")
+    if args.json:
+        return json.dumps({"segment": segment_str(segment), "lsn": lsn,
+                           "key": {"hex": key.hex()} if isinstance(key, bytes) else key, "event": text})
+    if not keyed:
+        return f"{segment_str(segment)}\t{lsn_str(lsn)}\t{text}"
+    key_text = "" if key is None else key if isinstance(key, str) else key.decode(errors="replace")
+    return f"{segment_str(segment)}\t{lsn_str(lsn)}\t{key_text}\t{text}"
 
 
 def _snapshot(sw: Any) -> Snapshot:
@@ -278,11 +300,11 @@ def run_reader_group(args: argparse.Namespace) -> None:
         else:
             if args.max < 1 or not args.timeout_s > 0:
                 raise InvalidArgumentError("--max must be at least 1 and --timeout-s above 0")
-            with sw.streams.reader_group(args.group).reader(args.reader) as reader:
+            group = sw.streams.reader_group(args.group)
+            keyed = group.stream_handle.config.framed
+            with group.reader(args.reader) as reader:
                 for _ in range(args.max):
                     event = reader.read_next(args.timeout_s)
                     if event is None:
                         break
-                    text = event.payload.decode(errors="replace")
-                    print(json.dumps({"segment": segment_str(event.segment), "lsn": event.lsn, "event": text})
-                          if args.json else f"{segment_str(event.segment)}\t{lsn_str(event.lsn)}\t{text}")
+                    print(_event_line(args, event.segment, event.lsn, event.payload, keyed, event.routing_key))

@@ -49,6 +49,9 @@ class Range(InputPartition):
     hide_open: bool = False
     """A batch read's range: events of transactions the snapshot sees in progress are left out
     (a micro-batch's range never holds one: it ends at the first)."""
+    framed: bool = False
+    """The records carry a header (with their routing keys): a stream created ``transactional`` or
+    ``store_routing_keys``."""
 
     @property
     def events_max(self) -> int:
@@ -76,6 +79,8 @@ class Target:
 
     kind = ""
     transactional = False
+    framed = False
+    """Whether the records carry a header, to take off (see ``StreamConfig.framed``)."""
 
     def __init__(self, client: Any, name: str) -> None:
         self.client = client
@@ -282,7 +287,7 @@ class Target:
             if lsn_from > lsn_until:
                 continue
             found.append(Range(self.part_str(part), self.log_id(part), lsn_from, lsn_until, snapshot,
-                               not fail_on_data_loss, hide_open))
+                               not fail_on_data_loss, hide_open, self.framed))
         return split(found, partitions_min)
 
 
@@ -335,7 +340,7 @@ def split(ranges: list[Range], partitions_min: int) -> list[Range]:
         step = math.ceil(n / pieces)
         for lo in range(r.lsn_from, r.lsn_until + 1, step):
             out.append(Range(r.part, r.log_id, lo, min(lo + step - 1, r.lsn_until), r.snapshot, r.skip_lost,
-                             r.hide_open))
+                             r.hide_open, r.framed))
     return out
 
 
@@ -351,6 +356,7 @@ class StreamTarget(Target):
         super().__init__(client, name)
         self.stream: Stream = client.streams.get(name)
         self.transactional = self.stream.config.transactional
+        self.framed = self.stream.config.framed
         self._records: dict[int, Segment] = {}
         self._decided: dict[int, int] = {}
         """Transactional segments -> the LSN below which every event is known to be decided."""

@@ -1,7 +1,8 @@
 """Reading one range of a log into Arrow record batches, on Spark's executors.
 
 The columns Seaway knows are filled from each event (``routing_key``, ``payload``, ``event_time``,
-``segment``, ``position``); any other column of the schema is decoded from the payload as a JSON
+``segment``, ``position``; the routing key is null unless the stream stores keys, see
+``StreamConfig.store_routing_keys``); any other column of the schema is decoded from the payload as a JSON
 object, by name. What a range holds is fixed by its LSNs (and, on a transactional stream, by a
 snapshot that decides every transaction in it), so reading it again gives the same rows.
 """
@@ -19,7 +20,7 @@ from seaway._errors import CorruptionError, StreamTruncatedError, UnknownLogErro
 from seaway._invariant import invariant
 from seaway.log import Gap, GapType, Record, RecordRun
 from seaway.spark._plan import Range
-from seaway.streams import unframe
+from seaway.streams import unframe_keyed
 from seaway.txn import Snapshot, Visibility
 
 LOG = logging.getLogger("seaway.spark")
@@ -41,13 +42,22 @@ class _Columns:
         self.payloads: list[bytes] = []
         self.times_us: list[int] = []
         self.positions: list[int] = []
+        self.keys: list[str | None] | None = None
+        """Each event's routing key, once an event with one was added (None: all null so far)."""
 
     def add_run(self, first_lsn: int, timestamp_ms: int, payloads: list[bytes]) -> None:
+        if self.keys is not None:
+            self.keys.extend([None] * len(payloads))
         self.payloads.extend(payloads)
         self.times_us.extend([timestamp_ms * 1000] * len(payloads))
         self.positions.extend(range(first_lsn, first_lsn + len(payloads)))
 
-    def add(self, lsn: int, timestamp_ms: int, payload: bytes) -> None:
+    def add(self, lsn: int, timestamp_ms: int, payload: bytes, routing_key: str | bytes | None = None) -> None:
+        if routing_key is not None and self.keys is None:
+            self.keys = [None] * len(self.payloads)
+        if self.keys is not None:
+            # The column is a string: a key given as bytes shows as UTF-8 text, as far as it is.
+            self.keys.append(routing_key.decode(errors="replace") if isinstance(routing_key, bytes) else routing_key)
         self.payloads.append(payload)
         self.times_us.append(timestamp_ms * 1000)
         self.positions.append(lsn)
@@ -75,13 +85,13 @@ def read_range(client: Any, r: Range, schema: pa.Schema) -> Iterator[pa.RecordBa
             for item in items:
                 kind = type(item)
                 if kind is RecordRun:
-                    if snapshot is None:
+                    if not r.framed:
                         columns.add_run(item.first_lsn, item.timestamp_ms, item.payloads)
                     else:
                         for i, payload in enumerate(item.payloads):
                             _add_framed(columns, snapshot, r, item.first_lsn + i, item.timestamp_ms, payload)
                 elif kind is Record:
-                    if snapshot is None:
+                    if not r.framed:
                         columns.add(item.lsn, item.timestamp_ms, item.payload)
                     else:
                         _add_framed(columns, snapshot, r, item.lsn, item.timestamp_ms, item.payload)
@@ -96,15 +106,19 @@ def read_range(client: Any, r: Range, schema: pa.Schema) -> Iterator[pa.RecordBa
         yield to_batch(columns, r.part, schema)
 
 
-def _add_framed(columns: _Columns, snapshot: Snapshot, r: Range, lsn: int, timestamp_ms: int, record: bytes) -> None:
-    write_pointer, payload = unframe(record)
+def _add_framed(columns: _Columns, snapshot: Snapshot | None, r: Range, lsn: int, timestamp_ms: int,
+                record: bytes) -> None:
+    write_pointer, routing_key, payload = unframe_keyed(record)
     if write_pointer:
+        if snapshot is None:
+            raise CorruptionError(f"the seaway source: {r.part} position {lsn} holds a transaction's event, "
+                                  "but the stream is not transactional")
         seen = snapshot.visibility(write_pointer)
         invariant(seen is not Visibility.WAIT or r.hide_open,
                   f"segment {r.part} position {lsn}: a transaction in progress inside a micro-batch's range")
         if seen is not Visibility.VISIBLE:
             return
-    columns.add(lsn, timestamp_ms, payload)
+    columns.add(lsn, timestamp_ms, payload, routing_key)
 
 
 def _gap(r: Range, gap: Gap) -> None:
@@ -145,8 +159,8 @@ def to_batch(columns: _Columns, part: str, schema: pa.Schema) -> pa.RecordBatch:
         elif name == "segment":
             arrays.append(pa.array([part] * n, field.type))
         elif name == "routing_key":
-            # Seaway stores no routing key with an event (the key only chooses its segment).
-            arrays.append(pa.nulls(n, field.type))
+            # Null where no key is stored: a stream without store_routing_keys keeps none.
+            arrays.append(pa.nulls(n, field.type) if columns.keys is None else pa.array(columns.keys, field.type))
         else:
             if decoded is None:
                 decoded = [_json_object(p) for p in columns.payloads]

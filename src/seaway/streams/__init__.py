@@ -19,7 +19,7 @@ from seaway.streams._config import (
     StreamConfig,
 )
 from seaway.streams._cut import StreamCut
-from seaway.streams._framing import unframe
+from seaway.streams._framing import unframe, unframe_keyed
 from seaway.streams._names import parse_segment, segment_str
 from seaway.streams._reader_group import Event, EventReader, ReaderConfig, ReaderGroup, ReaderGroupInfo
 from seaway.streams._records import Delta, Generation, Segment
@@ -55,4 +55,5 @@ __all__ = [
     "parse_segment",
     "segment_str",
     "unframe",
+    "unframe_keyed",
 ]

@@ -128,10 +128,18 @@ class StreamConfig:
     """Whether events may be written in transactions (see :mod:`seaway.streams._framing`). Fixed
     when the stream is created: every record of such a stream's segments carries a small header
     (1 byte, or 9 in a transaction), which a stream without it does not pay for."""
+    store_routing_keys: bool = False
+    """Whether each event is stored with the routing key it was written with, for readers to see
+    (``Event.routing_key``). Fixed when the stream is created: every record then carries a header
+    (1 byte; with a key, 2 more and the key's bytes). A transactional stream stores
+    keys anyway, since its records carry a header already; a stream with neither flag stores
+    events as they are, and its readers see no key."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.transactional, bool):
-            raise InvalidArgumentError(f"transactional is a bool, got {self.transactional!r:.40}")
+        for name in ("transactional", "store_routing_keys"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise InvalidArgumentError(f"{name} is a bool, got {value!r:.40}")
         if not isinstance(self.scaling, FixedSegments | ByEventRate | ByDataRate):
             raise InvalidArgumentError(f"scaling must be FixedSegments, ByEventRate or ByDataRate, got "
                                        f"{self.scaling!r:.80}")
@@ -143,7 +151,14 @@ class StreamConfig:
         return {"scaling": {"type": type(self.scaling).__name__, **vars(self.scaling)},
                 "retention": None if self.retention is None
                 else {"type": type(self.retention).__name__, **vars(self.retention)},
-                "transactional": self.transactional}
+                "transactional": self.transactional,
+                "store_routing_keys": self.store_routing_keys}
+
+    @property
+    def framed(self) -> bool:
+        """Whether the segments' records carry a header (see :mod:`seaway.streams._framing`), which
+        holds the routing key of every event written with one."""
+        return self.transactional or self.store_routing_keys
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StreamConfig:
@@ -153,4 +168,4 @@ class StreamConfig:
         retention = None if data.get("retention") is None else dict(data["retention"])
         return cls(kinds[scaling.pop("type")](**scaling),
                    None if retention is None else kinds[retention.pop("type")](**retention),
-                   bool(data.get("transactional", False)))
+                   bool(data.get("transactional", False)), bool(data.get("store_routing_keys", False)))

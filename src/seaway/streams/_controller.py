@@ -172,8 +172,9 @@ class StreamController:
             raise InvalidArgumentError(f"config must be a StreamConfig, got {config!r:.80}")
         state, version = meta.state()
         self._check_active(meta, state)
-        if config.transactional != state.config.transactional:  # the segments' record format
-            raise InvalidArgumentError(f"stream {meta.name!r}: transactional is fixed when the stream is created")
+        for name in ("transactional", "store_routing_keys"):  # the segments' record format
+            if getattr(config, name) != getattr(state.config, name):
+                raise InvalidArgumentError(f"stream {meta.name!r}: {name} is fixed when the stream is created")
         new = StreamState(config, state.state, state.created_ms, state.uid)
         try:
             self.meta.batch().expect_version(NAMESPACE, meta.key("conf"), version).put(

@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 from seaway._errors import (
     ClosedError,
     ConditionFailedError,
+    CorruptionError,
     InvalidArgumentError,
     InvalidStreamCutError,
     ReaderExistsError,
@@ -81,7 +82,7 @@ from seaway._invariant import invariant
 from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, MetaApi, Record
 from seaway.streams._api import LogsApi
 from seaway.streams._cut import StreamCut
-from seaway.streams._framing import unframe
+from seaway.streams._framing import unframe_keyed
 from seaway.streams._metadata import NAMESPACE
 from seaway.streams._names import check_part, generation_of, segment_str
 from seaway.txn import Visibility
@@ -169,6 +170,10 @@ class Event:
     position: Mapping[int, int]
     """The reader's position just after this event: each segment it holds -> LSN of the next
     event to read there."""
+    routing_key: str | bytes | None = None
+    """The routing key the event was written with, as given (str or bytes), on a stream that
+    stores keys (``StreamConfig.framed``: created ``store_routing_keys`` or ``transactional``);
+    None when it was written without one, or the stream does not store keys."""
 
 
 @dataclass(frozen=True)
@@ -445,7 +450,8 @@ class ReaderGroup:
         member (close it, or declare it offline, first); :class:`InvalidArgumentError` for a
         transactional stream when this store's client has no transaction manager to ask."""
         check_part(reader_id, "reader")
-        transactional = self.stream_handle.config.transactional
+        stream_config = self.stream_handle.config
+        transactional = stream_config.transactional
         if transactional and self._snapshot is None:
             raise InvalidArgumentError(f"stream {self.stream!r} is transactional: reading it needs the transaction "
                                        "manager (sw.txn), which this client does not have")
@@ -460,7 +466,7 @@ class ReaderGroup:
 
         self._change(join)
         return EventReader(self, self._logs, reader_id, self._conf, config or ReaderConfig(),
-                           self._snapshot if transactional else None)
+                           self._snapshot if transactional else None, framed=stream_config.framed)
 
     def reader_offline(self, reader_id: str) -> bool:
         """Remove a reader (one that vanished without closing): its segments go back to the pool at
@@ -490,7 +496,7 @@ class EventReader:
     """One member of a reader group: reads the segments the group gives it. Used by one thread."""
 
     def __init__(self, group: ReaderGroup, logs: LogsApi, reader_id: str, conf: _Conf, config: ReaderConfig,
-                 snapshot: SnapshotSource | None = None) -> None:
+                 snapshot: SnapshotSource | None = None, *, framed: bool = False) -> None:
         self._group = group
         self._logs = logs
         self.reader_id = reader_id
@@ -504,9 +510,11 @@ class EventReader:
         self._scalings: dict[int, _Scaling | None] = {}
         self._group_done = False
         self._closed = False
+        self._framed = framed or snapshot is not None
+        """Whether the stream's records carry a header (with routing keys, write pointers)."""
         self._snapshot_source = snapshot
-        """Set for a transactional stream (its records are framed; transactions' events are
-        delivered as snapshots of the manager say)."""
+        """Set for a transactional stream (transactions' events are delivered as snapshots of the
+        manager say)."""
         self._snapshot: Snapshot | None = None
         self._snapshot_s = -math.inf  # when it was taken (monotonic)
         self._fetched_s = 0.0  # when the items being consumed were known to be stored
@@ -577,8 +585,12 @@ class EventReader:
         bound = self._conf.bound(segment)
         if type(item) is Record:
             payload = item.payload
-            if self._snapshot_source is not None:
-                write_pointer, payload = unframe(payload)
+            routing_key = None
+            if self._framed:
+                write_pointer, routing_key, payload = unframe_keyed(payload)
+                if write_pointer and self._snapshot_source is None:
+                    raise CorruptionError(f"segment {segment_str(segment)} position {item.lsn}: a transaction's "
+                                          f"event in stream {self._conf.stream!r}, which is not transactional")
                 seen = Visibility.VISIBLE if not write_pointer else self._visibility(write_pointer)
                 if seen is Visibility.WAIT:
                     self._wait_at(segment, item.log_id, item.lsn, write_pointer)
@@ -587,7 +599,7 @@ class EventReader:
                     self._advance(segment, item.lsn, bound)
                     return None
             self._advance(segment, item.lsn, bound)
-            return Event(payload, segment, item.lsn, item.timestamp_ms, dict(self._positions))
+            return Event(payload, segment, item.lsn, item.timestamp_ms, dict(self._positions), routing_key)
         gap: Gap = item
         if gap.type is GapType.SEALED:
             self._finished[segment] = (gap.lsn_lo if bound is None else bound, bound is None)

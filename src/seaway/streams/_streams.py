@@ -80,7 +80,7 @@ class Stream:
         old = self.config
         config = StreamConfig(scaling or old.scaling,
                               None if clear_retention else retention if retention is not None else old.retention,
-                              old.transactional)
+                              old.transactional, old.store_routing_keys)
         self._controller.update(self._meta, config)
         return config
 
@@ -222,20 +222,23 @@ class Streams:
         return [f"{scope}/{s}" for s in self._controller.list_streams(scope)]
 
     def create(self, name: str, *, scaling: ScalingPolicy | None = None, retention: RetentionPolicy | None = None,
-               segments: int | None = None, transactional: bool = False) -> Stream:
+               segments: int | None = None, transactional: bool = False,
+               store_routing_keys: bool = False) -> Stream:
         """Create stream ``scope/stream`` (its scope must exist) with ``segments`` segments (default:
         the scaling policy's minimum). ``transactional`` (fixed for the stream's life) lets events
-        be written in transactions; its records then carry a small header."""
+        be written in transactions; ``store_routing_keys`` (fixed too) keeps each event's routing
+        key for readers. With either, records carry a small header, and keys are kept."""
         scope, stream = split_stream_name(name)
         if scaling is None:
             scaling = FixedSegments(segments if isinstance(segments, int) and not isinstance(segments, bool)
                                     and segments >= 1 else 1)
-        self._controller.create_stream(scope, stream, StreamConfig(scaling, retention, transactional), segments)
+        config = StreamConfig(scaling, retention, transactional, store_routing_keys)
+        self._controller.create_stream(scope, stream, config, segments)
         return Stream(self._controller, scope, stream)
 
     def get_or_create(self, name: str, *, scaling: ScalingPolicy | None = None,
                       retention: RetentionPolicy | None = None, segments: int | None = None,
-                      transactional: bool = False) -> Stream:
+                      transactional: bool = False, store_routing_keys: bool = False) -> Stream:
         """The stream with this name, created (as :meth:`create` would) if there is none; an
         existing stream is returned as it is."""
         try:
@@ -244,7 +247,7 @@ class Streams:
             pass
         try:
             return self.create(name, scaling=scaling, retention=retention, segments=segments,
-                               transactional=transactional)
+                               transactional=transactional, store_routing_keys=store_routing_keys)
         except StreamExistsError:
             return self.get(name)  # created meanwhile by another process
 

@@ -39,6 +39,10 @@ first write through the writer, every segment's log the writer routes to, in one
 write is registered with its successor's log before it is sent there. The writer hooks
 each transaction it writes in: its commit first waits until every write the transaction made
 through this writer is stored, and fails (so the transaction aborts) if one of them failed.
+
+Routing keys. On a framed stream (created ``transactional`` or ``store_routing_keys``), every event
+of a write with a routing key is stored with that key in its header, for readers to see; one
+header is made per write and shared by its events.
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ from seaway._errors import (
 from seaway._invariant import invariant
 from seaway.log import BATCH_RECORDS_MAX
 from seaway.streams._api import LogsApi, SegmentLog
-from seaway.streams._framing import PLAIN_OVERHEAD_BYTES, TXN_OVERHEAD_BYTES, frame
+from seaway.streams._framing import header
 from seaway.streams._names import segment_str
 from seaway.streams._records import Segment
 from seaway.streams._routing import Spreader, key_position
@@ -101,7 +105,8 @@ class WriterConfig:
     event_bytes_max: int = 1 << 20
     """The largest event; a larger one fails with :class:`PayloadTooLargeError` before it is
     sent. Segment logs take records up to their ``payload_bytes_max`` (1 MiB by default). On a
-    transactional stream the record's header (1 byte, 9 in a transaction) counts too."""
+    framed stream (transactional, or storing routing keys) the record's header counts too: 1 byte,
+    8 more in a transaction, 2 more and the key's bytes with a routing key."""
     batch_events_max: int = 10_000
     """Events of one ``write_batch`` at most."""
     events_in_flight_max: int = 100_000
@@ -178,7 +183,7 @@ class _Batch:
     """One write: its events go to one segment, all in one append."""
 
     events: tuple[bytes, ...]
-    """As stored: framed on a transactional stream."""
+    """As stored: framed on a framed stream (see :attr:`StreamConfig.framed`)."""
     position: float
     size: int
     future: Future[WriteAck]
@@ -270,8 +275,10 @@ class EventWriter:
         self._txns: dict[int, _TxnWrites] = {}
         """Transactions written in and not yet ended, by id."""
         stream_state = stream.metadata.state()[0]
-        self._framed = stream_state.config.transactional
-        """Whether the stream's records carry a header (fixed when it was created)."""
+        self._framed = stream_state.config.framed
+        """Whether the stream's records carry a header, with the write's routing key (fixed when
+        it was created)."""
+        self._transactional = stream_state.config.transactional
         state = stream_state.state
         if state != "active":
             self._ended = (StreamSealedError(f"stream {stream.name!r} is sealed") if state == "sealed"
@@ -314,7 +321,7 @@ class EventWriter:
         stored. Raises the transaction's :class:`TransactionNotInProgressError` (or
         :class:`TransactionTimedOutError`) once it may no longer write; make every write of a
         transaction before its commit."""
-        if txn is not None and not self._framed:
+        if txn is not None and not self._transactional:
             raise InvalidArgumentError(f"stream {self._stream.name!r} was not created transactional: it takes no "
                                        "writes in a transaction")
         batch = self._make_batch(events, routing_key, txn)
@@ -415,21 +422,21 @@ class EventWriter:
         if len(batch) > limits.events_in_flight_max:
             raise InvalidArgumentError(f"a batch of {len(batch)} events exceeds events_in_flight_max="
                                        f"{limits.events_in_flight_max}")
-        overhead = 0 if not self._framed else PLAIN_OVERHEAD_BYTES if txn is None else TXN_OVERHEAD_BYTES
+        position = self._spreader.next() if routing_key is None else key_position(routing_key)  # checks the key
+        head = header(0 if txn is None else txn.id, routing_key) if self._framed else b""
+        overhead = len(head)
         for event in batch:
             if type(event) is not bytes:
                 raise InvalidArgumentError(f"an event is bytes, got {type(event).__name__}")
             if len(event) + overhead > limits.event_bytes_max:
                 raise PayloadTooLargeError(f"an event of {len(event)} bytes (+{overhead} of header) exceeds "
                                            f"event_bytes_max={limits.event_bytes_max}")
-        if self._framed:
-            write_pointer = 0 if txn is None else txn.id
-            batch = tuple(frame(event, write_pointer) for event in batch)
+        if head:
+            batch = tuple(head + event for event in batch)
         size = sum(map(len, batch))
         if size > limits.bytes_in_flight_max:
             raise PayloadTooLargeError(f"a batch of {size} bytes exceeds bytes_in_flight_max="
                                        f"{limits.bytes_in_flight_max}")
-        position = self._spreader.next() if routing_key is None else key_position(routing_key)
         return _Batch(batch, position, size, Future(), txn)
 
     def _fits(self, batch: _Batch) -> bool:
