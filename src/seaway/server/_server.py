@@ -311,8 +311,8 @@ def local_address(data_dir: str | Path) -> str:
     try:
         url = path.read_text().strip()
     except FileNotFoundError:
-        raise UnavailableError(f"no server is serving {data_dir}: start one with `seaway serve --data-dir "
-                               f"{data_dir}` or give the server's address") from None
+        raise UnavailableError(f"no server is serving {Path(data_dir).resolve()}: start one with `seaway serve "
+                               f"--data-dir {data_dir}` or give the server's address") from None
     except OSError as exc:
         raise UnavailableError(f"cannot read {path}: {exc}") from exc
     if not url.startswith(("seaway://", "seaways://")):
