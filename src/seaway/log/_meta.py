@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from seaway._errors import ConditionFailedError, InvalidArgumentError, PayloadTooLargeError
+from seaway.ledger import Change, encode_change
 from seaway.logsdb import KvCheck, KvDelete, KvDeleteRange, KvOp, KvPut
 
 if TYPE_CHECKING:  # the remote client uses this module and must not load RocksDB
@@ -119,6 +120,8 @@ class MetaBatch:
 
     conditions: list[MetaCondition] = field(default_factory=list)
     ops: list[MetaOp] = field(default_factory=list)
+    ledger: bytes | None = None
+    """The encoded change ledger entry written with the batch (see :meth:`record`), if any."""
     _commit: Callable[[MetaBatch], int] | None = field(default=None, repr=False, compare=False)
     _bytes: int = field(default=0, repr=False, compare=False)
 
@@ -128,6 +131,15 @@ class MetaBatch:
             raise PayloadTooLargeError(f"a metadata batch holds at most {BATCH_OPS_MAX} operations and conditions")
         if self._bytes > BATCH_BYTES_MAX:
             raise PayloadTooLargeError(f"a metadata batch holds at most {BATCH_BYTES_MAX} bytes")
+
+    def record(self, change: Change) -> MetaBatch:
+        """Write ``change``'s ledger entry in the same atomic write as the batch (one per batch:
+        a batch is one control-plane change). Nothing is recorded if a condition fails."""
+        if self.ledger is not None:
+            raise InvalidArgumentError("a metadata batch records one ledger change")
+        self.ledger = encode_change(change)
+        self._grow(self.ledger)
+        return self
 
     def put(self, namespace: str, key: bytes, value: bytes) -> MetaBatch:
         check_namespace(namespace)
@@ -300,7 +312,7 @@ class MetadataStore(MetaApi):
             else:
                 ops.append(KvDeleteRange(encode_key(op.namespace, op.start), _range_end(op.namespace, op.end)))
         try:
-            return self._db.kv_commit(checks, ops, sync=sync)
+            return self._db.kv_commit(checks, ops, sync=sync, ledger=batch.ledger)
         except ConditionFailedError as exc:
             namespace, key = decode_key(exc.key)
             raise ConditionFailedError(f"metadata batch not applied: {namespace}/{key!r}: {exc}",

@@ -79,6 +79,8 @@ _P_FINAL = b"F"  # + log id -> the last LSN of a log sealed for good (no more ap
 _P_KV = b"K"  # + metadata store key -> version + sum + value (see kv_commit)
 _P_KV_REVISION = b"R"  # -> the metadata store's last revision
 _P_FORGOT = b"G"  # + log id -> empty: the log has forgotten a producer (see LogsDBConfig.producers_per_log_max)
+_P_LEDGER = b"L"  # + index -> a change ledger entry (time + change; see seaway.ledger), written with its change
+_P_LEDGER_HEAD = b"H"  # -> the last ledger index written (kept when its entry is pruned)
 
 _EPOCH_ENDS_LOGS_MAX = 16_384
 """Logs whose epoch ends are kept in memory (the most recently read)."""
@@ -261,6 +263,10 @@ class LogsDB:
         self._trim: dict[int, int] = self._load_u64_map(_P_TRIM)
         raw_revision = self._meta.get(_P_KV_REVISION)
         self._kv_revision = fmt.decode_u64(raw_revision) if raw_revision is not None else 0
+        raw_head = self._meta.get(_P_LEDGER_HEAD)
+        self._ledger_head = fmt.decode_u64(raw_head) if raw_head is not None else 0
+        first = next(self._meta_scan(_P_LEDGER), None)
+        self._ledger_tail = fmt.decode_u64(first[0][1:]) if first is not None else self._ledger_head + 1
         self._seal: dict[int, int] = self._load_u64_map(_P_SEAL)
         self._epoch_ends: OrderedDict[int, dict[int, int]] = OrderedDict()  # recently read logs' (LRU)
         self._epoch_ends_generation = 0  # changed by every write of epoch ends
@@ -580,24 +586,95 @@ class LogsDB:
     # --- metadata -------------------------------------------------------------------------------
 
     @_holding_no_handles
-    def trim(self, log_id: int, lsn: int) -> None:
-        """Raise the log's trim point to ``lsn`` (durably). Lowering it is a no-op."""
+    def trim(self, log_id: int, lsn: int, *, ledger: bytes | None = None) -> None:
+        """Raise the log's trim point to ``lsn`` (durably). Lowering it is a no-op (and writes no
+        ``ledger`` entry: see :meth:`ledger_read`)."""
         with self._writing():
             if lsn <= self._trim.get(log_id, 0):
                 return
-            self._meta_put_sync(_P_TRIM + _u64(log_id), _u64(lsn))
+            self._meta_put_sync(_P_TRIM + _u64(log_id), _u64(lsn), ledger)
             with self._lock:
                 self._trim[log_id] = lsn
 
-    def _meta_put_sync(self, key: bytes, value: bytes) -> None:
+    def _meta_put_sync(self, key: bytes, value: bytes | None, ledger: bytes | None = None) -> None:
         # Written unsynced, then synced by a call that lets the GIL go (see _apply): a synced
         # rocksdict write would stall every thread of the process for the fsync. Nothing reads
         # these keys back while the store is open but the store itself, after this returns.
+        # A value of None deletes the key. With a ledger entry, both go in one write batch.
+        if ledger is not None:
+            batch = WriteBatch(raw_mode=True)
+            if value is None:
+                batch.delete(key, self._meta_handle)
+            else:
+                batch.put(key, value, self._meta_handle)
+            head = self._ledger_add(batch, ledger)
+            self._apply(batch, sync=False)
+            self._ledger_head = head
+            self.sync_wal()
+            return
         try:
-            self._meta.put(key, value, self._write_async)
+            if value is None:
+                self._meta.delete(key, self._write_async)
+            else:
+                self._meta.put(key, value, self._write_async)
         except Exception as exc:
             raise self._fail_stop(StorageError(f"RocksDB metadata write failed: {exc}")) from exc
         self.sync_wal()
+
+    # --- the change ledger ------------------------------------------------------------------------
+
+    def _ledger_add(self, batch: WriteBatch, body: bytes) -> int:
+        """Put the next ledger entry into ``batch`` (under the writers' lock); return its index, the
+        new head, to be set once the batch is applied."""
+        index = self._ledger_head + 1
+        batch.put(_P_LEDGER + _u64(index), _u64(self._clock.now_ms()) + body, self._meta_handle)
+        batch.put(_P_LEDGER_HEAD, _u64(index), self._meta_handle)
+        return index
+
+    @_holding_no_handles
+    def ledger_append(self, body: bytes) -> int:
+        """Write a ledger entry on its own (durably); return its index."""
+        with self._writing():
+            batch = WriteBatch(raw_mode=True)
+            head = self._ledger_add(batch, body)
+            self._apply(batch, sync=False)
+            self._ledger_head = head
+        self.sync_wal()
+        return head
+
+    def ledger_bounds(self) -> tuple[int, int]:
+        """``(tail, head)``: the first index still kept and the last written; ``tail == head + 1``
+        when nothing is kept. Indexes go up by one an entry, across restarts and prunings."""
+        with self._lock:
+            return self._ledger_tail, self._ledger_head
+
+    @_holding_no_handles
+    def ledger_read(self, index_from: int, limit: int) -> list[tuple[int, bytes]]:
+        """Up to ``limit`` entries from ``index_from`` on, as ``(index, stored bytes)`` (the time,
+        8 bytes big-endian, then the change), in index order; entries below the tail are gone."""
+        self._check_open()
+        self._kv_settled()
+        out: list[tuple[int, bytes]] = []
+        for key, value in self._meta_scan(_P_LEDGER, _P_LEDGER + _u64(max(index_from, 0))):
+            if len(out) >= limit:
+                break
+            out.append((fmt.decode_u64(key[1:]), value))
+        return out
+
+    @_holding_no_handles
+    def ledger_prune(self, through: int) -> int:
+        """Drop every entry up to index ``through`` (one range delete, durably); return the new tail."""
+        with self._writing():
+            through = min(through, self._ledger_head)
+            if through < self._ledger_tail:
+                return self._ledger_tail
+            batch = WriteBatch(raw_mode=True)
+            batch.delete_range(_P_LEDGER + _u64(self._ledger_tail), _P_LEDGER + _u64(through + 1), self._meta_handle)
+            self._apply(batch, sync=False)
+            with self._lock:
+                self._ledger_tail = through + 1
+        self.sync_wal()
+        return through + 1
 
     def trim_point(self, log_id: int) -> int:
         """The highest trimmed LSN of the log; 0 if none."""
@@ -725,19 +802,15 @@ class LogsDB:
             ]
 
     @_holding_no_handles
-    def put_meta(self, key: bytes, value: bytes) -> None:
-        """Durably store an upper layer's metadata key."""
+    def put_meta(self, key: bytes, value: bytes, *, ledger: bytes | None = None) -> None:
+        """Durably store an upper layer's metadata key (with a ``ledger`` entry, atomically)."""
         with self._writing():
-            self._meta_put_sync(_P_USER + key, value)
+            self._meta_put_sync(_P_USER + key, value, ledger)
 
     @_holding_no_handles
-    def delete_meta(self, key: bytes) -> None:
+    def delete_meta(self, key: bytes, *, ledger: bytes | None = None) -> None:
         with self._writing():
-            try:
-                self._meta.delete(_P_USER + key, self._write_async)
-            except Exception as exc:
-                raise self._fail_stop(StorageError(f"RocksDB metadata delete failed: {exc}")) from exc
-            self.sync_wal()
+            self._meta_put_sync(_P_USER + key, None, ledger)
 
     def get_meta(self, key: bytes) -> bytes | None:
         self._check_open()
@@ -753,7 +826,8 @@ class LogsDB:
     # --- the metadata store ---------------------------------------------------------------------
 
     @_holding_no_handles
-    def kv_commit(self, checks: Sequence[KvCheck], ops: Sequence[KvOp], *, sync: bool = True) -> int:
+    def kv_commit(self, checks: Sequence[KvCheck], ops: Sequence[KvOp], *, sync: bool = True,
+                  ledger: bytes | None = None) -> int:
         """Apply ``ops`` atomically if every check holds; return the batch's revision (the version
         of every key it puts). Durable when it returns (``sync=False``: applied, and durable with
         the next synced write; a process crash keeps it, a power loss may not). Raises
@@ -761,7 +835,7 @@ class LogsDB:
         :class:`StorageError` if the write failed.
 
         Revisions go up by one a batch that changes something, across restarts. Concurrent
-        callers share WAL syncs (group commit)."""
+        callers share WAL syncs (group commit). A ``ledger`` entry is written in the same batch."""
         with self._writing():
             for check in checks:
                 self._kv_check(check)
@@ -776,8 +850,10 @@ class LogsDB:
                 else:
                     batch.delete_range(_P_KV + op.start, _P_KV + op.end, self._meta_handle)
             batch.put(_P_KV_REVISION, _u64(revision), self._meta_handle)
+            head = self._ledger_add(batch, ledger) if ledger is not None else self._ledger_head
             self._apply(batch, sync=False)
             self._kv_revision = revision
+            self._ledger_head = head
             self._kv_applied += 1
             applied = self._kv_applied
         if sync:
