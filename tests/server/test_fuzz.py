@@ -33,6 +33,7 @@ METHODS = {
     "Trim": pb.TrimRequest,
     "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "ReadMany": pb.ReadControls,
     "SealLog": pb.LogRef, "DeleteLog": pb.LogRef, "AppendCounts": pb.AppendCountsRequest,
+    "GetLogBounds": pb.LogBoundsRequest,
     "TxnBegin": pb.TxnBeginRequest, "TxnRegister": pb.TxnRegisterRequest, "TxnCommit": pb.TxnCommitRequest,
     "TxnCommitAll": pb.TxnCommitAllRequest,
     "TxnAbort": pb.TxnRef, "TxnStatus": pb.TxnRef, "TxnSnapshot": pb.Empty, "TxnList": pb.Empty,
@@ -91,6 +92,9 @@ def _valid(method: str, rng: random.Random, known_ids: list[int], txn_ids: Seque
     if method == "AppendCounts":  # 100_001: over the server's limit of logs a call
         count = rng.choice([0, 1, 3, 1000, 100_001])
         return pb.AppendCountsRequest(log_ids=[rng.choice([*known_ids, _u64(rng)]) for _ in range(count)])
+    if method == "GetLogBounds":
+        count = rng.choice([0, 1, 3, 1000, 100_001])
+        return pb.LogBoundsRequest(log_ids=[rng.choice([*known_ids, _u64(rng)]) for _ in range(count)])
     if method.startswith("Txn"):
         return _valid_txn(method, rng, known_ids, txn_ids)
     if method == "ReadMany":  # one message of a stream: a few controls

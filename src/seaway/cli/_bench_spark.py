@@ -1,16 +1,24 @@
-"""``seaway bench spark``: the seaway Spark source against Spark's own Parquet source, in the same run.
+"""``seaway bench spark``: the seaway Spark source and sink against Spark's own Parquet source and
+sink, and their micro-batch latency against Spark's own, in the same run.
 
 Writes ``events`` events of ``event_bytes`` to a stream of ``segments`` segments through a server
 (started for the run, or ``--address``), and the same payloads to a Parquet file. Then, in one local
 Spark session (``local[2]``):
 
-- **throughput**: a batch read of the whole stream into Spark's ``noop`` sink, ``rounds`` times after
-  one warm-up read; the best round counts. The reference is the same with ``spark.read.parquet``.
+- **read throughput**: a batch read of the whole stream into Spark's ``noop`` sink, ``rounds`` times
+  after one warm-up read; the best round counts. The reference is the same with ``spark.read.parquet``.
+- **source to sink**: one ``availableNow`` query reads the whole stream through the seaway source and
+  writes it through the seaway sink into a new transactional stream (exactly once: the events that
+  arrived are counted); events/s from the query's start to its end. The reference is the same
+  events through Spark's Parquet stream source into its Parquet sink.
 - **micro-batch latency**: a streaming query from the stream's tail into the ``noop`` sink while a
   writer adds ``paced_events_per_s`` events a second; the figures are the quantiles of Spark's own
-  ``triggerExecution`` duration over the batches that read something (``query.recentProgress``).
+  ``triggerExecution`` duration over the batches that read something (``query.recentProgress``),
+  with the median of each of its parts (``durationMs``). The references are the same query from a
+  Python source with no store behind it (what Spark itself costs a Python source's micro-batch)
+  and from Spark's built-in ``rate`` source.
 
-The ratio (source over Parquet) is the figure that matters on a shared machine.
+The ratios (seaway over reference) are the figures that matter on a shared machine.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +37,7 @@ from typing import Any
 
 import seaway
 from seaway._errors import InvalidArgumentError
+from seaway._invariant import invariant
 from seaway.cli._bench_log import machine
 from seaway.server import ServerProcess
 
@@ -111,17 +120,41 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _microbatch_ms(spark: Any, sw: Any, address: str, name: str, config: SparkBenchConfig,
-                   checkpoint: Path) -> list[float]:
-    """``triggerExecution`` durations of the batches that read events while a writer adds
-    ``paced_events_per_s`` events a second for ``paced_s``."""
+def _latency_samples(query: Any, config: SparkBenchConfig,
+                     write: Callable[[threading.Event], None] | None = None) -> list[dict[str, Any]]:
+    """The progress of the batches that read rows while the query ran ``paced_s`` (with ``write``
+    adding events in a thread meanwhile), but the first such batch (it starts the Python workers)
+    when there are others."""
+    stop = threading.Event()
+    try:
+        deadline = time.monotonic() + QUERY_WAIT_S
+        while not query.recentProgress and time.monotonic() < deadline:
+            time.sleep(0.1)  # the query's first trigger: not a sample
+        writer = None if write is None else threading.Thread(target=write, args=(stop,), daemon=True)
+        if writer is not None:
+            writer.start()
+        time.sleep(config.paced_s)
+        stop.set()
+        if writer is not None:
+            writer.join(QUERY_WAIT_S)
+            query.processAllAvailable()
+        progress = list(query.recentProgress)
+    finally:
+        query.stop()
+    samples = [p for p in progress if p["numInputRows"] > 0]
+    return samples[1:] if len(samples) > 1 else samples
+
+
+def _seaway_latency(spark: Any, sw: Any, address: str, name: str, config: SparkBenchConfig,
+                    checkpoint: Path) -> list[dict[str, Any]]:
+    """Micro-batches from the stream's tail into the ``noop`` sink while a writer adds
+    ``paced_events_per_s`` events a second."""
     stream = sw.streams.get(name)
     query = (spark.readStream.format("seaway").option("address", address).option("stream", name)
              .option("startingOffsets", "latest").option("sourceId", f"bench-{uuid.uuid4().hex}").load()
              .writeStream.format("noop").option("checkpointLocation", str(checkpoint)).start())
-    stop = threading.Event()
 
-    def write() -> None:
+    def write(stop: threading.Event) -> None:
         interval_s = 1.0 / config.paced_events_per_s
         with stream.writer() as writer:
             due = time.monotonic()
@@ -130,26 +163,86 @@ def _microbatch_ms(spark: Any, sw: Any, address: str, name: str, config: SparkBe
                 due += interval_s
                 time.sleep(max(0.0, due - time.monotonic()))
 
+    return _latency_samples(query, config, write)
+
+
+def _reference_latency(spark: Any, config: SparkBenchConfig, checkpoint: Path) -> list[dict[str, Any]]:
+    """The same micro-batches (rows a second, bytes, partitions) from a Python source with no store
+    behind it (:mod:`seaway.cli._bench_spark_source`): Spark's own cost of a micro-batch."""
+    from seaway.cli._bench_spark_source import PacedSource  # noqa: PLC0415 - pyspark is an extra
+
+    spark.dataSource.register(PacedSource)
+    query = (spark.readStream.format(PacedSource.name()).option("rate", str(config.paced_events_per_s))
+             .option("eventBytes", str(config.event_bytes)).option("partitions", str(config.segments)).load()
+             .writeStream.format("noop").option("checkpointLocation", str(checkpoint)).start())
+    return _latency_samples(query, config)
+
+
+def _rate_latency(spark: Any, config: SparkBenchConfig, checkpoint: Path) -> list[dict[str, Any]]:
+    """The same with Spark's built-in ``rate`` source (the JVM only, no Python source process)."""
+    query = (spark.readStream.format("rate").option("rowsPerSecond", str(config.paced_events_per_s))
+             .option("numPartitions", str(config.segments)).load()
+             .writeStream.format("noop").option("checkpointLocation", str(checkpoint)).start())
+    return _latency_samples(query, config)
+
+
+def _latency_figures(prefix: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """p50 and p99 of ``triggerExecution``, and the median of each of its parts (``durationMs``)."""
+    if not samples:
+        raise InvalidArgumentError("no micro-batch read events in a latency run: give a longer --paced-s")
+    total = [float(p["durationMs"]["triggerExecution"]) for p in samples]
+    parts = sorted({k for p in samples for k in p["durationMs"]} - {"triggerExecution"})
+    return {f"{prefix}_p50_ms": round(statistics.median(total), 1),
+            f"{prefix}_p99_ms": round(_quantile(total, 0.99), 1),
+            f"{prefix}_parts_p50_ms": {k: round(statistics.median(float(p["durationMs"].get(k, 0)) for p in samples))
+                                       for k in parts}}
+
+
+def measure_source_to_sink(spark: Any, sw: Any, address: str, stream: str, config: SparkBenchConfig,
+                           tmp: Path) -> float:
+    """Events/s of one ``availableNow`` query that reads the whole stream through the seaway source
+    and writes it through the seaway sink into a new transactional stream, start to end. The events
+    that arrived are counted: exactly ``events``, or :class:`InvariantViolation`."""
+    target = f"bench/spark-sink-{uuid.uuid4().hex[:8]}"
+    sw.streams.create(target, segments=config.segments, transactional=True)
+    started = time.perf_counter()
+    # Only the payload goes on: the source has no routing key to give (streams do not keep them),
+    # so the sink spreads the events over the key space.
+    query = (spark.readStream.format("seaway").option("address", address).option("stream", stream).load()
+             .select("payload").writeStream.format("seaway").option("address", address).option("stream", target)
+             .option("sinkId", f"bench-{uuid.uuid4().hex}").option("checkpointLocation", str(tmp / "to-sink"))
+             .trigger(availableNow=True).start())
+    _await(query)
+    elapsed_s = time.perf_counter() - started
+    arrived = spark.read.format("seaway").option("address", address).option("stream", target).load().count()
+    invariant(arrived == config.events, f"source to sink: {arrived} events arrived of {config.events} written")
+    sw.streams.get(target).seal()
+    sw.streams.get(target).delete()
+    return config.events / elapsed_s
+
+
+def measure_parquet_to_parquet(spark: Any, parquet_dir: Path, config: SparkBenchConfig, tmp: Path) -> float:
+    """The reference: the same events through Spark's Parquet stream source into its Parquet sink
+    (one ``availableNow`` query, start to end; the rows written are counted)."""
+    out = tmp / "parquet-out"
+    schema = spark.read.parquet(str(parquet_dir)).schema
+    started = time.perf_counter()
+    query = (spark.readStream.schema(schema).parquet(str(parquet_dir))
+             .writeStream.format("parquet").option("path", str(out))
+             .option("checkpointLocation", str(tmp / "parquet-ckpt")).trigger(availableNow=True).start())
+    _await(query)
+    elapsed_s = time.perf_counter() - started
+    arrived = spark.read.parquet(str(out)).count()
+    invariant(arrived == config.events, f"parquet to parquet: {arrived} rows arrived of {config.events} written")
+    return config.events / elapsed_s
+
+
+def _await(query: Any) -> None:
     try:
-        deadline = time.monotonic() + QUERY_WAIT_S
-        while not query.recentProgress and time.monotonic() < deadline:
-            time.sleep(0.1)  # the first (empty) batch starts the Python workers: not a sample
-        writer = threading.Thread(target=write, daemon=True)
-        writer.start()
-        time.sleep(config.paced_s)
-        stop.set()
-        writer.join(QUERY_WAIT_S)
-        query.processAllAvailable()
-        progress = list(query.recentProgress)
+        if not query.awaitTermination(QUERY_WAIT_S):
+            raise InvalidArgumentError(f"the bench's query did not end within {QUERY_WAIT_S:.0f} s: fewer --events")
     finally:
         query.stop()
-    return [float(p["durationMs"]["triggerExecution"]) for p in progress if p["numInputRows"] > 0]
-
-
-def measure_source_to_sink(spark: Any, address: str, stream: str, config: SparkBenchConfig) -> float | None:
-    """Hook: events/s of a streaming query from this stream into a seaway stream sink. Returns
-    None until the sink is built (the figure ``source_to_sink_per_s`` is then added here)."""
-    return None
 
 
 def run_spark_bench(config: SparkBenchConfig) -> dict[str, Any]:
@@ -163,17 +256,22 @@ def run_spark_bench(config: SparkBenchConfig) -> dict[str, Any]:
             started = time.perf_counter()
             payload = _write_stream(sw, name, config)
             write_s = time.perf_counter() - started
-            _write_parquet(tmp / "events.parquet", payload, config)
+            parquet_dir = tmp / "parquet"
+            parquet_dir.mkdir()
+            _write_parquet(parquet_dir / "events.parquet", payload, config)
             spark = session("seaway-bench-spark")
             source_s = _best_read_s(lambda: spark.read.format("seaway").option("address", address)
                                     .option("stream", name).load(), config.rounds)
-            parquet_s = _best_read_s(lambda: spark.read.parquet(str(tmp / "events.parquet")), config.rounds)
-            latencies = _microbatch_ms(spark, sw, address, name, config, tmp / "checkpoint")
-            to_sink = measure_source_to_sink(spark, address, name, config)
+            parquet_s = _best_read_s(lambda: spark.read.parquet(str(parquet_dir)), config.rounds)
+            to_sink_per_s = measure_source_to_sink(spark, sw, address, name, config, tmp)
+            parquet_to_sink_per_s = measure_parquet_to_parquet(spark, parquet_dir, config, tmp)
+            samples = _seaway_latency(spark, sw, address, name, config, tmp / "checkpoint")
+            latency = _latency_figures("microbatch", samples)
+            reference = _latency_figures("microbatch_reference", _reference_latency(spark, config,
+                                                                                    tmp / "reference"))
+            rate = _latency_figures("microbatch_rate_source", _rate_latency(spark, config, tmp / "rate"))
             sw.streams.get(name).seal()
             sw.streams.get(name).delete()
-    if not latencies:
-        raise InvalidArgumentError("no micro-batch read events in the latency run: give a longer --paced-s")
     source_per_s = config.events / source_s
     parquet_per_s = config.events / parquet_s
     return {
@@ -182,10 +280,15 @@ def run_spark_bench(config: SparkBenchConfig) -> dict[str, Any]:
         "source_per_s": round(source_per_s),
         "parquet_source_per_s": round(parquet_per_s),
         "source_ratio_to_parquet": round(source_per_s / parquet_per_s, 3),
-        "microbatches": len(latencies),
-        "microbatch_p50_ms": round(statistics.median(latencies), 1),
-        "microbatch_p99_ms": round(_quantile(latencies, 0.99), 1),
-        "source_to_sink_per_s": None if to_sink is None else round(to_sink),
+        "source_to_sink_per_s": round(to_sink_per_s),
+        "parquet_source_to_sink_per_s": round(parquet_to_sink_per_s),
+        "source_to_sink_ratio_to_parquet": round(to_sink_per_s / parquet_to_sink_per_s, 3),
+        "microbatches": len(samples),
+        **latency,
+        **reference,
+        "microbatch_ratio_to_reference": round(latency["microbatch_p50_ms"]
+                                               / max(reference["microbatch_reference_p50_ms"], 1.0), 2),
+        **rate,
         **machine(),
     }
 

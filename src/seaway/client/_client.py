@@ -43,6 +43,7 @@ from seaway.log import (
     BatchingWriter,
     CoalesceConfig,
     Coalescers,
+    LogBounds,
     LogGroup,
     LogHandle,
     LogInfo,
@@ -354,6 +355,17 @@ class RemoteLogs:
             raise ServerError(f"the server answered {len(reply.records)} counts for {len(ids)} logs")
         return {log_id: AppendCounts(records, size)
                 for log_id, records, size in zip(ids, reply.records, reply.payload_bytes, strict=True)}
+
+    def bounds(self, log_ids: Iterable[int]) -> dict[int, LogBounds]:
+        """As :meth:`seaway.log.Logs.bounds`: one round trip for all the logs."""
+        ids = check_log_ids(log_ids)
+        reply: pb.LogBoundsReply = self._client._call("GetLogBounds", pb.LogBoundsRequest(log_ids=ids))
+        asked = set(ids)
+        found = {item.log_id: LogBounds(item.tail_lsn, item.final_lsn if item.HasField("final_lsn") else None,
+                                        item.trim_point) for item in reply.logs}
+        if not found.keys() <= asked:
+            raise ServerError("the server answered the bounds of logs not asked about")
+        return found
 
     def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False,
                buffered_bytes_max: int = BUFFERED_BYTES_MAX_DEFAULT) -> RemoteReader:

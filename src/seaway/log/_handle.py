@@ -25,7 +25,7 @@ BATCH_RECORDS_MAX = 100_000
 """The most records one append may carry."""
 PRODUCER_ID_BYTES_MAX = 64
 APPEND_COUNTS_LOGS_MAX = 100_000
-"""The most logs one ``append_counts`` call asks about."""
+"""The most logs one ``append_counts`` or ``bounds`` call asks about."""
 
 T = TypeVar("T")
 
@@ -60,8 +60,20 @@ class AppendCounts(NamedTuple):
     payload_bytes: int
 
 
+class LogBounds(NamedTuple):
+    """Where one log stands: what a reader planning a range of it needs, in one answer."""
+
+    tail_lsn: int
+    """The LSN of the last record appended (or trimmed); 0 if the log was never written. For a
+    sealed log, its final LSN."""
+    final_lsn: int | None
+    """The final LSN of a log sealed for good; None while it takes appends."""
+    trim_point: int
+    """The last LSN trimmed away (0 if none)."""
+
+
 def check_log_ids(log_ids: Iterable[int]) -> list[int]:
-    """Log ids given to ``append_counts``, checked: integers in ``[1, LOG_ID_MAX]``, at most
+    """Log ids given to ``append_counts`` or ``bounds``, checked: integers in ``[1, LOG_ID_MAX]``, at most
     ``APPEND_COUNTS_LOGS_MAX`` of them."""
     if isinstance(log_ids, str | bytes) or not isinstance(log_ids, Iterable):
         raise InvalidArgumentError(f"log_ids must be an iterable of log ids, got {log_ids!r:.80}")

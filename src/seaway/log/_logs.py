@@ -23,6 +23,7 @@ from seaway.log._embedded import EmbeddedLogStore
 from seaway.log._handle import (
     UNSET,
     AppendCounts,
+    LogBounds,
     LogHandle,
     attribute_overrides,
     check_log_ids,
@@ -508,6 +509,34 @@ class Logs:
         ids = check_log_ids(log_ids)
         self._check_open()
         return {log_id: AppendCounts(*counts) for log_id, counts in self._store.append_counts(ids).items()}
+
+    def bounds(self, log_ids: Iterable[int]) -> dict[int, LogBounds]:
+        """For each of ``log_ids`` that names a log: its tail LSN, final LSN and trim point, in one
+        call (a Spark driver plans ranges of many logs at every micro-batch). The three are read
+        together for each log: a log sealed meanwhile is either answered sealed, with its final LSN
+        as tail, or not sealed, with a tail no later than its final LSN.
+
+        Unknown and deleted logs are left out of the answer: one log going away does not fail the
+        others. At most ``APPEND_COUNTS_LOGS_MAX`` ids a call; ids that are not log ids raise
+        :class:`InvalidArgumentError`.
+        """
+        ids = check_log_ids(log_ids)
+        self._check_open()
+        found: dict[int, LogBounds] = {}
+        for log_id in ids:
+            if log_id in found:
+                continue
+            try:
+                self._config.get(log_id)
+            except UnknownLogError:  # or deleted (a subclass)
+                continue
+            if self._store.is_deleted(log_id):
+                continue
+            # The final LSN first: once sealed, the tail is the final LSN for good.
+            final = self._store.final_lsn(log_id)
+            tail = self._store.released(log_id) if final is None else final
+            found[log_id] = LogBounds(tail, final, self._store.logsdb.trim_point(log_id))
+        return found
 
     def run_retention(self) -> builtins.list[int]:
         """Drop the partitions none of whose records is retained any more; return their ids."""

@@ -235,6 +235,14 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                                         payload_bytes=[counts[i].payload_bytes for i in request.log_ids])
         return self._unary("AppendCounts", context, run)
 
+    def GetLogBounds(self, request: pb.LogBoundsRequest, context: grpc.ServicerContext) -> pb.LogBoundsReply:
+        def run() -> pb.LogBoundsReply:
+            found = self._store.logs.bounds(request.log_ids)  # checks the ids and their number
+            return pb.LogBoundsReply(logs=[
+                pb.LogBoundsItem(log_id=log_id, tail_lsn=b.tail_lsn, trim_point=b.trim_point, final_lsn=b.final_lsn)
+                for log_id, b in found.items()])
+        return self._unary("GetLogBounds", context, run)
+
     def Append(self, request: pb.AppendRequest, context: grpc.ServicerContext) -> pb.AppendReply:
         def run() -> pb.AppendReply:
             (result,) = self._append(context, (request,), "Append")

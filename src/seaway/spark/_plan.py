@@ -30,6 +30,8 @@ PARTITION_EVENTS_MAX = 250_000
 """A range is split so that no Spark partition reads more than this (memory, and stragglers)."""
 SCAN_ITEMS_MAX = 10_000
 """Items a driver-side scan of a transactional segment asks for at a time."""
+KNOWN_CUTS_MAX = 16
+"""Stream cuts a driver remembers as consistent (its latest offsets: Spark hands them back)."""
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,8 @@ class Range(InputPartition):
 class PartState:
     """What the store says of one part now."""
 
-    log: Any | None
-    """The log's handle; None when the log is gone (a segment truncated away whole)."""
+    exists: bool
+    """False when the log is gone (a segment truncated away whole)."""
     tail: int
     """The last LSN stored (the final LSN of a sealed log)."""
     sealed: bool
@@ -119,6 +121,9 @@ class Target:
         """Positions checked to be of this target (a consistent cut of a stream)."""
         return positions
 
+    def known_consistent(self, positions: Mapping[int, int]) -> None:
+        """Note positions consistent by construction, so that :meth:`check` need not ask the store."""
+
     def snapshot(self) -> bytes:
         """An encoded transaction snapshot for the executors (empty: nothing to decide)."""
         return b""
@@ -160,15 +165,20 @@ class Target:
             log = self._logs[log_id] = self.client.logs.get(log_id)
         return log
 
+    def states(self, parts: list[int]) -> dict[int, PartState]:
+        """What the store says of these parts now, in one round trip (``logs.bounds``): planning
+        runs at every micro-batch, and Spark waits for it."""
+        if not parts:
+            return {}
+        ids = {part: self.log_id(part) for part in parts}
+        found = self.client.logs.bounds(ids.values())
+        gone = PartState(False, 0, True, 0)  # deleted: a segment wholly below a stream's head
+        return {part: gone if (b := found.get(log_id)) is None
+                else PartState(True, b.tail_lsn, b.final_lsn is not None, b.trim_point)
+                for part, log_id in ids.items()}
+
     def state(self, part: int) -> PartState:
-        try:
-            log = self._log(self.log_id(part))
-            final = log.final_lsn()
-            tail = log.tail_lsn() if final is None else final
-            return PartState(log, tail, final is not None, log.trim_point())
-        except UnknownLogError:  # deleted: a segment wholly below a stream's head
-            self._logs.pop(self.log_id(part), None)
-            return PartState(None, 0, True, 0)
+        return self.states([part])[part]
 
     # --- ends of micro-batches -------------------------------------------------------------------
 
@@ -185,7 +195,7 @@ class Target:
         (:class:`StreamTruncatedError`) unless ``fail_on_data_loss`` is false: then it is skipped,
         logged and counted."""
         positions = dict(start)
-        states = {part: self.state(part) for part in positions}
+        states = self.states(list(positions))
         for part, state in states.items():
             lost_until = self.lost_until(part, state)
             if positions[part] <= lost_until:
@@ -195,16 +205,20 @@ class Target:
         followed = self.follow(positions, finished, set(target or ()))
         if followed != positions:
             positions = followed
-            states = {part: states.get(part) or self.state(part) for part in positions}
+            states.update(self.states([p for p in positions if p not in states]))
+            states = {p: states[p] for p in positions}
             finished = {p for p, s in states.items() if s.sealed and positions[p] > s.tail}
         ends = {p: (positions[p] if p in finished else self._stable_end(p, positions[p], states[p].tail + 1))
                 for p in positions}
         if target is not None:
             ends = {p: max(positions[p], min(e, target[p])) if p in target else e for p, e in ends.items()}
-        budget = _budget(events_max, bytes_max, self._event_bytes([p for p in ends if ends[p] > positions[p]]))
+        # The average event size costs a round trip: asked only when a byte limit needs it.
+        event_bytes = 1.0 if bytes_max is None else self._event_bytes([p for p in ends if ends[p] > positions[p]])
+        budget = _budget(events_max, bytes_max, event_bytes)
         if budget is not None:
             counted = {p: self.first_present(p, positions[p], e - 1) for p, e in ends.items() if e > positions[p]}
             ends = _limit(positions, counted, ends, budget)
+        self.known_consistent(ends)  # a cut followed whole from a consistent one
         return ends, skipped
 
     def first_present(self, part: int, lsn_from: int, lsn_until: int) -> int:
@@ -216,7 +230,7 @@ class Target:
             return lsn_from
         reader = self.client.logs.reader(1, runs=True)
         try:
-            reader.start_reading(self.log_id(part), lsn_from, lsn_until)
+            reader.start_reading(self._log(self.log_id(part)), lsn_from, lsn_until)  # a handle: no lookup
             while True:
                 items = reader.read(1, timeout_s=30.0)
                 if not items:
@@ -266,17 +280,14 @@ class Target:
         lacks, to its final LSN. Parts wholly truncated away are skipped or fail as in
         :meth:`advance`; a range whose beginning is truncated meanwhile starts after the trim point."""
         found: list[Range] = []
-        for part in self.between(start, end):
+        parts = self.between(start, end)
+        states = self.states(parts)
+        for part in parts:
             lsn_from = start.get(part, LSN_OLDEST)
-            state: PartState | None = None
-            if part in end:
-                lsn_until = end[part] - 1
-            else:
-                state = self.state(part)
-                lsn_until = state.tail
+            state = states[part]
+            lsn_until = end[part] - 1 if part in end else state.tail
             if lsn_from > lsn_until:
                 continue
-            state = state or self.state(part)
             lost_until = min(self.lost_until(part, state), lsn_until)
             if lsn_from <= lost_until:
                 self._lost(part, lsn_from, lost_until, fail_on_data_loss)
@@ -360,6 +371,9 @@ class StreamTarget(Target):
         self._records: dict[int, Segment] = {}
         self._decided: dict[int, int] = {}
         """Transactional segments -> the LSN below which every event is known to be decided."""
+        self._consistent: dict[frozenset[tuple[int, int]], None] = {}
+        """Cuts known consistent (checked, or made by :meth:`advance`), oldest first: Spark gives
+        each offset back to ``latestOffset`` and ``partitions``, and checking costs round trips."""
 
     def part_str(self, part: int) -> str:
         return segment_str(part)
@@ -380,8 +394,15 @@ class StreamTarget(Target):
         return self.record(part).log_id
 
     def check(self, positions: dict[int, int]) -> dict[int, int]:
-        self.stream.compare(StreamCut(self.name, positions), StreamCut(self.name, positions))  # consistent?
+        if frozenset(positions.items()) not in self._consistent:
+            self.stream.compare(StreamCut(self.name, positions), StreamCut(self.name, positions))  # consistent?
+            self.known_consistent(positions)
         return positions
+
+    def known_consistent(self, positions: Mapping[int, int]) -> None:
+        self._consistent[frozenset(positions.items())] = None
+        while len(self._consistent) > KNOWN_CUTS_MAX:
+            del self._consistent[next(iter(self._consistent))]
 
     def head(self) -> dict[int, int]:
         return dict(self.stream.head().positions)
@@ -403,7 +424,7 @@ class StreamTarget(Target):
         return dict(head.positions)
 
     def lost_until(self, part: int, state: PartState) -> int:
-        if state.log is None:  # wholly below the head: gone up to its final LSN
+        if not state.exists:  # wholly below the head: gone up to its final LSN
             ends = self.stream.metadata.sealed_ends([part])
             return ends.get(part, (0, 0))[1]
         return state.trim_point
@@ -429,6 +450,11 @@ class StreamTarget(Target):
         return result
 
     def between(self, start: dict[int, int], end: dict[int, int]) -> list[int]:
+        if start.keys() == end.keys():
+            # No scaling in between: a segment made by one would follow some segment of ``start``
+            # and precede one of ``end``, which is then in ``start`` too, with its own predecessor:
+            # not a consistent cut.
+            return sorted(start)
         segments = self.stream.segments_between(StreamCut(self.name, start), StreamCut(self.name, end))
         for s in segments:
             self._records[s.id] = s
@@ -453,7 +479,7 @@ class StreamTarget(Target):
         found: list[tuple[int, int]] = []  # (lsn, write pointer) of transactional events, in order
         reader = self.client.logs.reader(SCAN_ITEMS_MAX, runs=True)
         try:
-            reader.start_reading(self.log_id(part), lsn_from, end - 1)
+            reader.start_reading(self._log(self.log_id(part)), lsn_from, end - 1)  # a handle: no lookup
             while True:
                 items = reader.read(SCAN_ITEMS_MAX, timeout_s=30.0)
                 if not items:

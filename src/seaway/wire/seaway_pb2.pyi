@@ -55,6 +55,30 @@ class AppendCountsReply(_message.Message):
     payload_bytes: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, records: _Optional[_Iterable[int]] = ..., payload_bytes: _Optional[_Iterable[int]] = ...) -> None: ...
 
+class LogBoundsRequest(_message.Message):
+    __slots__ = ("log_ids",)
+    LOG_IDS_FIELD_NUMBER: _ClassVar[int]
+    log_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, log_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class LogBoundsReply(_message.Message):
+    __slots__ = ("logs",)
+    LOGS_FIELD_NUMBER: _ClassVar[int]
+    logs: _containers.RepeatedCompositeFieldContainer[LogBoundsItem]
+    def __init__(self, logs: _Optional[_Iterable[_Union[LogBoundsItem, _Mapping]]] = ...) -> None: ...
+
+class LogBoundsItem(_message.Message):
+    __slots__ = ("log_id", "tail_lsn", "trim_point", "final_lsn")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    TAIL_LSN_FIELD_NUMBER: _ClassVar[int]
+    TRIM_POINT_FIELD_NUMBER: _ClassVar[int]
+    FINAL_LSN_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    tail_lsn: int
+    trim_point: int
+    final_lsn: int
+    def __init__(self, log_id: _Optional[int] = ..., tail_lsn: _Optional[int] = ..., trim_point: _Optional[int] = ..., final_lsn: _Optional[int] = ...) -> None: ...
+
 class HealthReply(_message.Message):
     __slots__ = ("status", "version")
     STATUS_FIELD_NUMBER: _ClassVar[int]

@@ -119,6 +119,11 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.AppendCountsRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.AppendCountsReply.FromString,
                 _registered_method=True)
+        self.GetLogBounds = channel.unary_unary(
+                '/seaway.v1.Seaway/GetLogBounds',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.LogBoundsRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.LogBoundsReply.FromString,
+                _registered_method=True)
         self.MetaGet = channel.unary_unary(
                 '/seaway.v1.Seaway/MetaGet',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.MetaKey.SerializeToString,
@@ -299,6 +304,14 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetLogBounds(self, request, context):
+        """The tail LSN, final LSN and trim point of many logs in one call (a reader planning ranges of
+        them); unknown and deleted logs are left out of the reply.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def MetaGet(self, request, context):
         """The metadata store: namespaced keys, each with the version (revision) of the batch that last
         put it. MetaGet and MetaScan see every batch whose MetaCommit returned.
@@ -465,6 +478,11 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.AppendCounts,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.AppendCountsRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.AppendCountsReply.SerializeToString,
+            ),
+            'GetLogBounds': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLogBounds,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.LogBoundsRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.LogBoundsReply.SerializeToString,
             ),
             'MetaGet': grpc.unary_unary_rpc_method_handler(
                     servicer.MetaGet,
@@ -986,6 +1004,33 @@ class Seaway:
             '/seaway.v1.Seaway/AppendCounts',
             seaway_dot_wire_dot_seaway__pb2.AppendCountsRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.AppendCountsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLogBounds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/GetLogBounds',
+            seaway_dot_wire_dot_seaway__pb2.LogBoundsRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.LogBoundsReply.FromString,
             options,
             channel_credentials,
             insecure,
