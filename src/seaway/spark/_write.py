@@ -68,6 +68,12 @@ DRIVER_TXN_TIMEOUT_S = 60.0
 CLEANUP_MAX = 1000
 """Staging notes of lost tasks one commit aborts at most (the rest, by the next commits)."""
 QUEUE_BATCH_ROWS = 500
+STAGE_BATCH_EVENTS = 1000
+"""Rows of one routing key joined into one stream write (one append)."""
+STAGE_BATCH_BYTES = 2 << 20
+"""Payload bytes a task holds before it writes (below the writer's ``append_bytes_max``)."""
+STAGE_PENDING_EVENTS_MAX = 5000
+"""Rows held over all routing keys before every key's rows are written."""
 SINK_ID_BYTES_MAX = 200
 WRITE_OPTIONS = ("sinkId", "routingKeyColumn", "txnTimeoutS", "checkpointLocation")
 """Ours, and Spark's checkpointLocation, which Spark passes on to the sink."""
@@ -251,19 +257,46 @@ class _Sink:
         return SeawayCommitMessage(tx.id, count, nbytes)
 
     def _stage_stream(self, sw: Any, tx: Any, rows: Iterable[Any]) -> tuple[int, int]:
+        """Write the rows as events in ``tx``: those of one routing key joined into batches (one
+        append each, in the rows' order), since a call per row costs more than the append."""
         failures: list[BaseException] = []
         count = nbytes = 0
+        pending: dict[Any, list[bytes]] = {}
+        pending_rows = pending_bytes = 0
+        first_row: dict[Any, int] = {}
+
+        def send(key: Any) -> None:
+            events = pending.pop(key)
+            try:
+                future = writer.write_batch(events, key, txn=tx)
+            except PayloadTooLargeError as exc:
+                largest = max(len(e) for e in events)
+                raise PayloadTooLargeError(f"a row of a task from row {first_row[key]} on: its payload is {largest} "
+                                           f"bytes, over what stream {self._options.target!r} takes ({exc})") from None
+            future.add_done_callback(lambda f: failures.append(e) if (e := f.exception()) else None)
+
         with sw.streams.get(self._options.target).writer() as writer:
             for row in rows:
                 payload = self._plan.payload(row, count)
-                try:
-                    future = writer.write(payload, self._plan.routing_key(row, count), txn=tx)
-                except PayloadTooLargeError as exc:
-                    raise PayloadTooLargeError(f"row {count} of a task: its payload is {len(payload)} bytes, "
-                                               f"over what stream {self._options.target!r} takes ({exc})") from None
-                future.add_done_callback(lambda f: failures.append(e) if (e := f.exception()) else None)
+                key = self._plan.routing_key(row, count)
+                events = pending.setdefault(key, [])
+                if not events:
+                    first_row[key] = count
+                events.append(payload)
                 count += 1
                 nbytes += len(payload)
+                pending_rows += 1
+                pending_bytes += len(payload)
+                if len(events) >= STAGE_BATCH_EVENTS:
+                    pending_bytes -= sum(map(len, events))
+                    pending_rows -= len(events)
+                    send(key)
+                elif pending_bytes >= STAGE_BATCH_BYTES or pending_rows >= STAGE_PENDING_EVENTS_MAX:
+                    for waiting in list(pending):  # many keys with few rows each, or large rows
+                        send(waiting)
+                    pending_rows = pending_bytes = 0
+            for waiting in list(pending):
+                send(waiting)
             writer.flush()
         if failures:
             raise failures[0]
