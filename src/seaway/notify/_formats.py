@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from cloudevents.http import CloudEvent, to_binary, to_structured
+from cloudevents.conversion import to_binary, to_structured
+from cloudevents.http import CloudEvent
 
 from seaway.ledger import LedgerEntry
 

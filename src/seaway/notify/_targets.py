@@ -57,6 +57,7 @@ class WebhookSender:
                 answer.read(ANSWER_BYTES_MAX)
                 status = answer.status
         except urllib.error.HTTPError as exc:
+            exc.close()
             raise DeliveryError(f"webhook {self._target.url} answered {exc.code} {exc.reason}") from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
             # Refused, unreachable, timed out (a receiver that hangs) or not HTTP (garbage).
