@@ -21,7 +21,7 @@ def _drain(plugin: Plugin, clock: Clock, steps_max: int = 10_000) -> None:
     """Step until idle, moving the fake clock over every wait."""
     for _ in range(steps_max):
         wait_s = plugin.step()
-        if wait_s == plugin._idle_s:  # noqa: SLF001 - nothing left to read
+        if wait_s == plugin.idle_s:  # nothing left to read
             return
         clock.now_s += wait_s
     raise AssertionError("the plugin never went idle")
@@ -65,7 +65,7 @@ def test_a_restarted_plugin_resumes_from_its_checkpoint_and_resends_only_what_wa
     second = _plugin(ledger, FlakyTarget(), checkpoints, clock)  # a new process: the checkpoint is all it has
     assert second.position == 5
     _drain(second, clock)
-    assert [m.id for m in second._sender.received] == ["6", "7", "8"]  # type: ignore[attr-defined]  # noqa: SLF001
+    assert [m.id for m in second._sender.received] == ["6", "7", "8"]  # type: ignore[attr-defined]
     assert second.counters["delivered"] == 8
 
 

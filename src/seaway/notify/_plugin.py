@@ -60,7 +60,7 @@ class Plugin:
         self._source = source
         self._checkpoints = checkpoints
         self._clock_s = clock_s
-        self._idle_s = idle_s
+        self.idle_s = idle_s
         self._observer = observer or PluginObserver()
         saved = checkpoints.checkpoint(config.name)
         if saved is None:
@@ -111,7 +111,7 @@ class Plugin:
                     self._observer.delivered(self.name, max(0.0, self._clock_s() - entry.time_ms / 1000))
             self.position = entry.index
         self._save()
-        return 0.0 if len(entries) == self.config.batch_entries_max else self._idle_s
+        return 0.0 if len(entries) == self.config.batch_entries_max else self.idle_s
 
     def _failed(self, index: int, exc: DeliveryError) -> float | None:
         """Count a failed attempt; the wait before the next one, or None if the entry is given up."""
