@@ -15,6 +15,7 @@ from seaway.notify._config import (
     SeawayStream,
     Target,
     Webhook,
+    target_from_dict,
 )
 from seaway.notify._formats import Message, Notice, build_message
 from seaway.notify._plugin import MissedRange, Plugin
@@ -49,4 +50,5 @@ __all__ = [
     "ledger_of",
     "make_sender",
     "sign",
+    "target_from_dict",
 ]
