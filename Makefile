@@ -18,6 +18,16 @@ $(STAMP): pyproject.toml
 				"tests/powerloss will fail" >&2; \
 		fi; \
 	fi
+	@# The notification tests start a real NATS broker (Debian's nats-server).
+	@if ! command -v nats-server >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing nats-server for tests/notify"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null; \
+		else \
+			echo "warning: nats-server is missing and cannot be installed here (needs root and apt-get):" \
+				"tests/notify's NATS tests will fail" >&2; \
+		fi; \
+	fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,spark]'

@@ -294,6 +294,28 @@ class MissingHashKeyError(InvalidArgumentError):
     code = "MISSING_HASH_KEY"
 
 
+class NotifyConfigError(InvalidArgumentError):
+    """A notification configuration is malformed (an unknown target type or format, a bad filter...)."""
+
+    code = "NOTIFY_CONFIG_INVALID"
+
+
+class NotifyConfigOverlapError(NotifyConfigError):
+    """A notification configuration overlaps another one (shared event types, overlapping prefix
+    and suffix filters), which S3 refuses too: an entry would be delivered by both."""
+
+    code = "NOTIFY_CONFIG_OVERLAP"
+
+
+class UnknownNotifyConfigError(ClientError, KeyError):
+    """No notification configuration has that name."""
+
+    code = "UNKNOWN_NOTIFY_CONFIG"
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else self.code
+
+
 # --- The store's side: a condition of the storage, not of the request. ------------------------------
 
 
@@ -369,6 +391,16 @@ class UnavailableError(TransportError):
     """The server could not be reached (not running, restarting, or the network is down)."""
 
     code = "UNAVAILABLE"
+
+
+# --- A notification target's fault: the receiver is down, refused, hung or answered garbage. ---------
+
+
+class DeliveryError(SeawayError):
+    """A notification target did not acknowledge a message; the plugin retries it within its bounds."""
+
+    code = "DELIVERY_FAILED"
+    retriable = True
 
 
 _BY_CODE: dict[str, type[SeawayError]] = {}

@@ -6,8 +6,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
+
 from seaway._clock import Clock, SystemClock
 from seaway.log import CoalesceConfig, DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig, MetadataStore
+from seaway.notify import LogsDBLedger, Notifications, NotifyService, NotifyServiceConfig
 from seaway.queues import Queues
 from seaway.streams import Streams
 from seaway.streams._autoscaling import AutoScaling, AutoScalingConfig
@@ -33,6 +36,9 @@ class SeawayConfig:
     (streams are truncated only by hand)."""
     txn: TxnConfig = field(default_factory=TxnConfig)
     """The transaction manager: default and longest timeouts, bounds, saving and pruning."""
+    notify: NotifyServiceConfig | None = field(default_factory=NotifyServiceConfig)
+    """The notification plugins, run in the process that holds the store (with no configuration,
+    only a watcher that looks for one every few seconds); None: not run in this process."""
 
 
 class Seaway:
@@ -46,6 +52,7 @@ class Seaway:
         self.autoscaling: AutoScaling | None = None
         self.retention: StreamRetention | None = None
         self._txn_manager: TransactionManager | None = None
+        self._notify_service: NotifyService | None = None
         try:
             self.logs = Logs(self._store, self.config.log_defaults, self.config.appends)
             self.meta = MetadataStore(self._store.logsdb)
@@ -63,6 +70,13 @@ class Seaway:
                 self.retention = StreamRetention(self.streams.controller, clock or SystemClock(),
                                                  self.config.retention)
                 self.retention.start()
+            # Read from LogsDB directly; sw.ledger (when it exists) offers the same two calls.
+            ledger = LogsDBLedger(self._store.logsdb)
+            self.notify = Notifications(self.meta, ledger)
+            if self.config.notify is not None:
+                self._notify_service = NotifyService(self.notify, ledger, streams=self.streams,
+                                                     config=self.config.notify)
+                self._notify_service.start()
         except BaseException:
             if self._txn_manager is not None:
                 self._txn_manager.close()
@@ -71,6 +85,8 @@ class Seaway:
 
     def close(self) -> None:
         """Finish accepted appends and close; idempotent."""
+        if self._notify_service is not None:
+            self._notify_service.close()  # first: its plugins read the ledger and write streams
         if self.autoscaling is not None:
             self.autoscaling.close()
         if self.retention is not None:
@@ -79,6 +95,12 @@ class Seaway:
             self._txn_manager.close()
         self.logs.close_appends()  # first: what the coalescers hold goes to the store before it closes
         self._store.close()
+
+    @property
+    def notify_metrics(self) -> CollectorRegistry | None:
+        """The notification plugins' Prometheus metrics (a server serves them), or None if they do
+        not run in this process."""
+        return self._notify_service.registry if self._notify_service is not None else None
 
     def transaction(self, timeout_s: float | None = None) -> Transaction:
         """Begin a transaction (``with sw.transaction() as tx:`` commits on exit, aborts on an

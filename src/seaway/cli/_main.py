@@ -21,6 +21,7 @@ from seaway.cli._bench_txn import TxnBenchConfig, run_txn_bench
 from seaway.cli._demo import add_demo_parser, run_demo_command
 from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
+from seaway.cli._notify import add_notify_parser, run_notify
 from seaway.cli._queues import add_queue_parsers, run_queue
 from seaway.cli._store import open_store, out, where_parser
 from seaway.cli._streams import add_stream_parsers, run_reader_group, run_scope, run_stream
@@ -121,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     add_stream_parsers(commands, common)
     add_queue_parsers(commands, common)
     add_txn_parser(commands, common)
+    add_notify_parser(commands, common)
     return parser
 
 
@@ -279,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_queue(args)
         elif args.command == "txn":
             run_txn(args)
+        elif args.command == "notify":
+            run_notify(args)
     except SeawayError as exc:
         print(f"seaway: error: {exc} [{exc.code}]", file=sys.stderr)
         return 1

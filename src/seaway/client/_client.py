@@ -60,6 +60,7 @@ from seaway.log import (
     scan_bounds,
 )
 from seaway.logsdb import Durability, PartitionInfo, ProducerMark
+from seaway.notify import Notifications
 from seaway.queues import Queues
 from seaway.streams import Streams
 from seaway.txn import Snapshot, Transaction, Transactions, TxnInfo, TxnStatus
@@ -115,6 +116,8 @@ class RemoteSeaway:
         self.txn = Transactions(RemoteTxn(self))
         self.streams = Streams(self.logs, self.meta, txn=self.txn)
         self.queues = Queues(self.logs, self.meta, self.txn)
+        # Configurations live in the metadata store: the same library as embedded. The server runs the plugins.
+        self.notify = Notifications(self.meta, getattr(self, "ledger", None))
 
     def transaction(self, timeout_s: float | None = None) -> Transaction:
         """Begin a transaction on the server's manager (``with sw.transaction() as tx:`` commits on

@@ -22,6 +22,7 @@ from prometheus_client import Counter, start_http_server
 from seaway._alloc import keep_large_buffers_in_heap
 from seaway._errors import InvalidArgumentError, SeawayError, UnavailableError
 from seaway._seaway import Seaway, SeawayConfig
+from seaway.notify import ForwardCollector
 from seaway.server._decoding import RefuseUndecodable
 from seaway.server._metrics import Metrics
 from seaway.server._service import SeawayService, ServiceLimits
@@ -194,6 +195,8 @@ class Server:
         self._log_filters = _grpc_log_filters(self.metrics)
         self._stopping = threading.Event()
         self.store = Seaway(config.data_dir, config.store)
+        if self.store.notify_metrics is not None:
+            self.metrics.registry.register(ForwardCollector(self.store.notify_metrics))
         limits = config.limits
         workers = limits.read_streams_max + 32  # a read stream holds a thread
         undecodable = ThrottledWarning(self.metrics.undecodable_requests,

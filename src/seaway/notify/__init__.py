@@ -1,0 +1,54 @@
+"""Change notifications: plugins that deliver the change ledger's entries to targets (a webhook, a
+JSON-lines file, a Seaway stream, NATS) as CloudEvents or S3-compatible records, each from its own
+persisted checkpoint, at least once, in ledger order. See docs/notifications.md."""
+
+from __future__ import annotations
+
+from seaway.notify._api import Checkpoint, Notifications, PluginStatus
+from seaway.notify._config import (
+    FORMATS,
+    TARGETS,
+    DeliveryRetry,
+    JsonLinesFile,
+    Nats,
+    NotifyConfig,
+    SeawayStream,
+    Target,
+    Webhook,
+    target_from_dict,
+)
+from seaway.notify._formats import Message, Notice, build_message
+from seaway.notify._plugin import MissedRange, Plugin
+from seaway.notify._service import ForwardCollector, NotifyService, NotifyServiceConfig
+from seaway.notify._source import LedgerSource, LogsDBLedger, ledger_of
+from seaway.notify._targets import SIGNATURE_HEADER, make_sender, sign
+
+__all__ = [
+    "FORMATS",
+    "SIGNATURE_HEADER",
+    "TARGETS",
+    "Checkpoint",
+    "DeliveryRetry",
+    "ForwardCollector",
+    "JsonLinesFile",
+    "LedgerSource",
+    "LogsDBLedger",
+    "Message",
+    "MissedRange",
+    "Nats",
+    "Notice",
+    "Notifications",
+    "NotifyConfig",
+    "NotifyService",
+    "NotifyServiceConfig",
+    "Plugin",
+    "PluginStatus",
+    "SeawayStream",
+    "Target",
+    "Webhook",
+    "build_message",
+    "ledger_of",
+    "make_sender",
+    "sign",
+    "target_from_dict",
+]

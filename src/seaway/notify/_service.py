@@ -1,0 +1,156 @@
+"""The plugins of a store, run in the process that holds it (an embedded store, or a server for its
+clients): a thread per configured plugin, and a watcher that starts, replaces and stops them as
+configurations change (wherever they were changed: here, or through the server). With no
+configuration, only the watcher runs: one small metadata scan every ``config_poll_s``."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.registry import Collector
+
+from seaway._errors import SeawayError
+from seaway.notify._api import Notifications
+from seaway.notify._plugin import Plugin, PluginObserver
+from seaway.notify._source import LedgerSource
+from seaway.notify._targets import make_sender
+
+_log = logging.getLogger("seaway.notify")
+
+
+@dataclass(frozen=True)
+class NotifyServiceConfig:
+    config_poll_s: float = 2.0
+    """How often configurations are looked at (a change made elsewhere is seen within this)."""
+    idle_s: float = 0.5
+    """How often an idle plugin looks for new entries."""
+
+
+class _Metrics(PluginObserver):
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.position = Gauge("seaway_notify_position", "The last ledger index each plugin is done with.",
+                              ["plugin"], registry=r)
+        self.missed_total = Counter("seaway_notify_missed_total",
+                                    "Ledger entries pruned before the plugin delivered them.", ["plugin"], registry=r)
+        self.latency = Histogram("seaway_notify_delivery_seconds",
+                                 "From an entry's write to its target's acknowledgement.", ["plugin"], registry=r,
+                                 buckets=(0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0))
+        self.delivered_total = Counter("seaway_notify_delivered_total", "Messages acknowledged by targets.",
+                                       ["plugin"], registry=r)
+
+    def delivered(self, name: str, latency_s: float) -> None:
+        self.latency.labels(name).observe(latency_s)
+        self.delivered_total.labels(name).inc()
+
+    def missed(self, name: str, count: int) -> None:
+        self.missed_total.labels(name).inc(count)
+
+
+class ForwardCollector(Collector):
+    """Puts the notify metrics into another registry (the server's /metrics)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterator[Any]:
+        yield from self._registry.collect()
+
+
+class _Running:
+    def __init__(self, version: int, plugin: Plugin, metrics: _Metrics) -> None:
+        self.version = version
+        self.plugin = plugin
+        self.stop = threading.Event()
+        self._metrics = metrics
+        self.thread = threading.Thread(target=self._run, name=f"seaway-notify-{plugin.name}", daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                wait_s = self.plugin.step()
+            except SeawayError:  # the store (not the target) failed: try again later
+                _log.exception("notification plugin step failed", extra={"plugin": self.plugin.name})
+                wait_s = 1.0
+            self._metrics.position.labels(self.plugin.name).set(self.plugin.position)
+            if wait_s > 0:
+                self.stop.wait(wait_s)
+        self.plugin.close()
+
+
+class NotifyService:
+    """Runs the plugins of ``notifications``' configurations over ``source``."""
+
+    def __init__(self, notifications: Notifications, source: LedgerSource, *, streams: Any = None,
+                 clock_s: Callable[[], float] = time.time, config: NotifyServiceConfig | None = None) -> None:
+        self._notifications = notifications
+        self._source = source
+        self._streams = streams
+        self._clock_s = clock_s
+        self.config = config or NotifyServiceConfig()
+        self._metrics = _Metrics()
+        self.registry = self._metrics.registry
+        self._running: dict[str, _Running] = {}
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._watcher: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._watcher = threading.Thread(target=self._watch, name="seaway-notify", daemon=True)
+        self._watcher.start()
+
+    def plugins(self) -> dict[str, Plugin]:
+        with self._lock:
+            return {name: r.plugin for name, r in self._running.items()}
+
+    def refresh(self) -> None:
+        """Start, replace and stop plugins to match the configurations now."""
+        configs = self._notifications.versions()
+        with self._lock:
+            if self._stop.is_set():
+                return
+            for name in [n for n, r in self._running.items() if configs.get(n, (None,))[0] != r.version]:
+                self._stop_plugin(name)
+            for name, (version, config) in configs.items():
+                if name in self._running:
+                    continue
+                try:
+                    plugin = Plugin(config, make_sender(config.target, self._streams), self._source,
+                                    self._notifications, self._clock_s, idle_s=self.config.idle_s,
+                                    observer=self._metrics)
+                except SeawayError:
+                    _log.exception("notification plugin not started", extra={"plugin": name})
+                    continue
+                running = _Running(version, plugin, self._metrics)
+                self._running[name] = running
+                running.thread.start()
+                _log.info("notification plugin started", extra={"plugin": name, "position": plugin.position})
+
+    def _stop_plugin(self, name: str) -> None:
+        running = self._running.pop(name)
+        running.stop.set()
+        running.thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.refresh()
+            except SeawayError:
+                _log.exception("notification configurations not read; trying again")
+            self._stop.wait(self.config.config_poll_s)
+
+    def close(self) -> None:
+        """Stop every plugin (each finishes the delivery it is in) and the watcher; idempotent."""
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join()
+        with self._lock:
+            for name in list(self._running):
+                self._stop_plugin(name)

@@ -1,0 +1,47 @@
+"""``seaway notify``: configurations from the shell (with a data directory and through a server),
+the ledger's entries, and the plugins' status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.conftest import Cli, Where
+
+
+def test_config_set_list_delete_and_clear_errors(cli: Cli, where: Where, tmp_path: Path) -> None:
+    name, scope = f"cfg-{where.ns}", f"scope-{where.ns}"
+    target = json.dumps({"type": "webhook", "url": "http://127.0.0.1:9/hook", "secret": "hush"})
+    ran = cli("notify", "config", "set", name, "--target", target, "--scope", scope, "--prefix", "a",
+              "--events", "stream.*,scope.created", *where.args)
+    assert ran.status == 0, ran.err
+    listed = cli("notify", "config", "list", "--json", *where.args)
+    mine = [c for c in json.loads(listed.out) if c["name"] == name]
+    assert mine and mine[0]["target"]["secret"] == "***" and mine[0]["events"] == ["stream.*", "scope.created"]
+    overlap = cli("notify", "config", "set", f"{name}-b", "--target", target, "--scope", scope, "--prefix", "ab",
+                  *where.args)
+    assert overlap.status != 0 and "overlaps" in overlap.err and name in overlap.err
+    unknown = cli("notify", "config", "set", f"{name}-c", "--target", '{"type": "kafka"}', *where.args)
+    assert unknown.status != 0 and "unknown target type 'kafka'" in unknown.err
+    malformed = cli("notify", "config", "set", f"{name}-d", "--target", "{nope", *where.args)
+    assert malformed.status != 0 and "--target is JSON" in malformed.err
+    status = cli("notify", "status", "--json", *where.args)
+    rows = [r for r in json.loads(status.out) if r["name"] == name]
+    assert rows and rows[0]["target"] == "webhook" and rows[0]["delivered"] == 0
+    assert cli("notify", "config", "delete", name, *where.args).status == 0
+    gone = cli("notify", "config", "delete", name, *where.args)
+    assert gone.status != 0 and "no notification configuration" in gone.err
+
+
+def test_tail_prints_the_configuration_entries(cli: Cli, tmp_path: Path) -> None:
+    data = ("--data-dir", str(tmp_path / "data"))
+    target = json.dumps({"type": "file", "path": str(tmp_path / "x.jsonl")})
+    assert cli("notify", "config", "set", "one", "--target", target, "--scope", "web", *data).status == 0
+    assert cli("notify", "config", "delete", "one", *data).status == 0
+    ran = cli("notify", "tail", "--json", *data)
+    rows = [json.loads(line) for line in ran.out.splitlines()]
+    assert [(r["operation"], r["resource"]) for r in rows] == [("notify.configured", "notify/one"),
+                                                               ("notify.config_deleted", "notify/one")]
+    assert rows[1]["index"] == rows[0]["index"] + 1
+    limited = cli("notify", "tail", "--from", str(rows[1]["index"]), *data)
+    assert limited.out.split()[0] == str(rows[1]["index"]) and "notify.config_deleted" in limited.out

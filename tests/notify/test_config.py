@@ -1,0 +1,82 @@
+"""Configurations: parsing and its errors, matching, and S3's overlap rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from seaway._errors import NotifyConfigError
+from seaway.ledger import LedgerEntry, LogCreated, QueueCreated, ScopeCreated, StreamCreated, StreamScaled
+from seaway.notify import DeliveryRetry, JsonLinesFile, Nats, NotifyConfig, Webhook
+
+FILE = JsonLinesFile("/tmp/x.jsonl")
+
+
+def _entry(change: object) -> LedgerEntry:
+    return LedgerEntry(1, 0, change)  # type: ignore[arg-type]
+
+
+def test_json_round_trip_keeps_every_field() -> None:
+    config = NotifyConfig("hooks", Webhook("http://127.0.0.1:9/x", secret="s", timeout_s=2.0),
+                          format="cloudevents-binary", events=("stream.*", "log.created"), scope="web",
+                          prefix="acc", suffix="-v1", retry=DeliveryRetry(attempts_max=3, ttl_s=60.0),
+                          batch_entries_max=7)
+    assert NotifyConfig.from_json(config.to_json()) == config
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("not json", "a JSON object"),
+    ("[1]", "a JSON object"),
+    ('{"name": "a"}', "needs a name and a target"),
+    ('{"name": "a", "target": {"type": "kafka", "brokers": "x"}}', "unknown target type 'kafka'"),
+    ('{"name": "a", "target": {"type": "webhook"}}', "webhook target"),
+    ('{"name": "a", "target": {"type": "webhook", "url": "ftp://x"}}', "url starts with http://"),
+    ('{"name": "a", "target": {"type": "file", "path": "/x", "color": 1}}', "unknown field(s)"),
+    ('{"name": "a", "target": {"type": "file", "path": "/x"}, "format": "xml"}', "unknown format 'xml'"),
+    ('{"name": "a", "target": {"type": "file", "path": "/x"}, "format": "cloudevents-binary"}', "binary mode"),
+    ('{"name": "a", "target": {"type": "file", "path": "/x"}, "events": ["stream.exploded"]}', "unknown event type"),
+    ('{"name": "a b", "target": {"type": "file", "path": "/x"}}', "name is 1-64"),
+    ('{"name": "a", "target": {"type": "file", "path": "/x"}, "stream": "web/a", "prefix": "p"}', "no prefix"),
+    ('{"name": "a", "target": {"type": "file", "path": "/x"}, "retry": {"attempts_max": 0}}', "attempts_max"),
+    ('{"name": "a", "target": {"type": "nats", "url": "nats://x", "subject": "a.*"}}', "without wildcards"),
+])
+def test_malformed_configurations_are_clear_errors(text: str, says: str) -> None:
+    with pytest.raises(NotifyConfigError, match=None) as raised:
+        NotifyConfig.from_json(text)
+    assert says in str(raised.value)
+    assert raised.value.code.startswith("NOTIFY_CONFIG") and not raised.value.retriable
+
+
+def test_selection_and_filters() -> None:
+    scoped = NotifyConfig("s", FILE, events=("stream.*",), scope="web", prefix="acc", suffix="s")
+    assert scoped.matches(_entry(StreamCreated("web/access", (), "{}")))
+    assert scoped.matches(_entry(StreamScaled("web/accounts", 2, (), ())))
+    assert not scoped.matches(_entry(StreamCreated("web/clicks", (), "{}")))
+    assert not scoped.matches(_entry(StreamCreated("shop/access", (), "{}")))
+    assert not scoped.matches(_entry(ScopeCreated("web")))  # scope.* is not among its events
+    everything = NotifyConfig("all", FILE, prefix="log/")
+    assert everything.matches(_entry(LogCreated(1, "clicks", None)))
+    assert not everything.matches(_entry(QueueCreated("orders")))
+    one = NotifyConfig("one", FILE, stream="web/access")
+    assert one.matches(_entry(StreamCreated("web/access", (), "{}")))
+    assert not one.matches(_entry(StreamCreated("web/accessible", (), "{}")))
+
+
+@pytest.mark.parametrize(("a", "b", "overlap"), [
+    (dict(scope="web"), dict(scope="web"), True),
+    (dict(scope="web"), dict(scope="shop"), False),
+    (dict(scope="web", prefix="a"), dict(scope="web", prefix="ab"), True),
+    (dict(scope="web", prefix="a"), dict(scope="web", prefix="b"), False),
+    (dict(scope="web", suffix=".x"), dict(scope="web", suffix=".y"), False),
+    (dict(scope="web", prefix="a", suffix=".x"), dict(scope="web", prefix="a", suffix="b.x"), True),
+    (dict(scope="web", events=("stream.created",)), dict(scope="web", events=("stream.deleted",)), False),
+    (dict(scope="web", events=("stream.*",)), dict(scope="web", events=("stream.deleted",)), True),
+    (dict(scope="web", events=("*",)), dict(scope="web", events=("queue.created",)), True),
+    (dict(), dict(scope="web"), True),
+    (dict(prefix="log/"), dict(scope="web"), False),
+    (dict(stream="web/access"), dict(scope="web", prefix="acc"), True),
+    (dict(stream="web/access"), dict(scope="web", prefix="b"), False),
+])
+def test_overlap_rule(a: dict[str, object], b: dict[str, object], overlap: bool) -> None:
+    first = NotifyConfig("a", FILE, **a)  # type: ignore[arg-type]
+    second = NotifyConfig("b", Nats("nats://127.0.0.1:4222"), **b)  # type: ignore[arg-type]
+    assert first.overlaps(second) is overlap and second.overlaps(first) is overlap
