@@ -159,5 +159,5 @@ class LifecycleMachine(RuleBasedStateMachine):
                 pass
 
 
-LifecycleMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
+LifecycleMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=25, deadline=None)
 TestLifecycle = LifecycleMachine.TestCase

@@ -130,7 +130,7 @@ class MetaModel(RuleBasedStateMachine):
 
 
 TestMetaModel = MetaModel.TestCase
-TestMetaModel.settings = settings(max_examples=60, stateful_step_count=25, deadline=None)
+TestMetaModel.settings = settings(max_examples=35, stateful_step_count=25, deadline=None)
 
 
 def test_prefix_end() -> None:

@@ -15,7 +15,7 @@ import seaway
 from seaway.testing._meta_crash import KEYS_PER_BATCH, NAMESPACE, THREADS, batch_value
 from tests.log.helpers import run_until_killed
 
-KILLS = int(os.environ.get("SEAWAY_CRASH_KILLS", "50"))
+KILLS = int(os.environ.get("SEAWAY_CRASH_KILLS", "35"))
 _BATCH_KEY = re.compile(rb"r(\d+)/t(\d)/b(\d+)/(\d+)")
 
 

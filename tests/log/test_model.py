@@ -117,7 +117,7 @@ class LogMachine(RuleBasedStateMachine):
                 assert normalize(list(log.read())) == model.read(log.id, 1, model.tail)
 
 
-LogMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+LogMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=30, deadline=None)
 TestLogModel = LogMachine.TestCase
 
 
@@ -129,7 +129,7 @@ class EntryByEntryLogMachine(LogMachine):
                                   tail_cache_bytes_max=600)
 
 
-EntryByEntryLogMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+EntryByEntryLogMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=30, deadline=None)
 TestLogModelEntryByEntry = EntryByEntryLogMachine.TestCase
 
 
@@ -141,5 +141,5 @@ class SegmentLogMachine(LogMachine):
                                   tail_cache_bytes_max=0)
 
 
-SegmentLogMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+SegmentLogMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=30, deadline=None)
 TestLogModelSegments = SegmentLogMachine.TestCase
