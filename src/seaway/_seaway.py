@@ -7,7 +7,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seaway._clock import Clock, SystemClock
-from seaway.log import CoalesceConfig, DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig, MetadataStore
+from seaway._errors import InvalidArgumentError
+from seaway._passes import PeriodicPasses
+from seaway.log import (
+    CoalesceConfig,
+    DiskFault,
+    EmbeddedLogStore,
+    LedgerConfig,
+    LedgerStore,
+    LogAttributes,
+    Logs,
+    LogStoreConfig,
+    MetadataStore,
+)
 from seaway.queues import Queues
 from seaway.streams import Streams
 from seaway.streams._autoscaling import AutoScaling, AutoScalingConfig
@@ -33,6 +45,15 @@ class SeawayConfig:
     (streams are truncated only by hand)."""
     txn: TxnConfig = field(default_factory=TxnConfig)
     """The transaction manager: default and longest timeouts, bounds, saving and pruning."""
+    ledger: LedgerConfig = field(default_factory=LedgerConfig)
+    """The change ledger's soft bound and how often it is applied (its hard bound is
+    ``logs.logsdb.ledger_hard_entries_max``)."""
+
+    def __post_init__(self) -> None:
+        if self.ledger.soft_entries_max > self.logs.logsdb.ledger_hard_entries_max:
+            raise InvalidArgumentError(
+                f"the ledger's soft bound ({self.ledger.soft_entries_max} entries) is above its hard bound "
+                f"({self.logs.logsdb.ledger_hard_entries_max})")
 
 
 class Seaway:
@@ -46,9 +67,14 @@ class Seaway:
         self.autoscaling: AutoScaling | None = None
         self.retention: StreamRetention | None = None
         self._txn_manager: TransactionManager | None = None
+        self._ledger_pruning: PeriodicPasses | None = None
         try:
             self.logs = Logs(self._store, self.config.log_defaults, self.config.appends)
             self.meta = MetadataStore(self._store.logsdb)
+            self.ledger = LedgerStore(self._store.logsdb, self.meta, self.config.ledger)
+            self._ledger_pruning = PeriodicPasses("ledger-pruning", self.ledger.enforce_bounds,
+                                                  self.config.ledger.prune_interval_s)
+            self._ledger_pruning.start()
             self._txn_manager = TransactionManager(self.logs, self.meta, clock, self.config.txn)
             self._txn_manager.start()
             self.txn = Transactions(self._txn_manager)
@@ -64,6 +90,8 @@ class Seaway:
                                                  self.config.retention)
                 self.retention.start()
         except BaseException:
+            if self._ledger_pruning is not None:
+                self._ledger_pruning.close()
             if self._txn_manager is not None:
                 self._txn_manager.close()
             self._store.close()
@@ -75,6 +103,8 @@ class Seaway:
             self.autoscaling.close()
         if self.retention is not None:
             self.retention.close()
+        if self._ledger_pruning is not None:
+            self._ledger_pruning.close()
         if self._txn_manager is not None:
             self._txn_manager.close()
         self.logs.close_appends()  # first: what the coalescers hold goes to the store before it closes
