@@ -36,7 +36,8 @@ from seaway.log._ledger import (
     LedgerConfig,
     LedgerStore,
     check_floor_name,
-    check_read,
+    check_ledger_index,
+    check_ledger_read,
 )
 from seaway.log._lsn import (
     EPOCH_MAX,
@@ -200,10 +201,11 @@ __all__ = [
     "bump_epoch",
     "check_buffer_bounds",
     "check_floor_name",
+    "check_ledger_index",
+    "check_ledger_read",
     "check_log_ids",
     "check_lsn",
     "check_meta_key",
-    "check_read",
     "epoch_of",
     "esn_of",
     "get_or_create_log",

@@ -60,15 +60,15 @@ class LedgerConfig:
             raise InvalidArgumentError(f"prune_interval_s must be in (0, 86400] or None, got {self.prune_interval_s!r}")
 
 
-def check_index(index: object, what: str = "a ledger index") -> int:
+def check_ledger_index(index: object, what: str = "a ledger index") -> int:
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= INDEX_MAX:
         raise InvalidArgumentError(f"{what} is an integer in [0, 2**63), got {index!r:.80}")
     return index
 
 
-def check_read(index_from: object, limit: object) -> tuple[int, int]:
+def check_ledger_read(index_from: object, limit: object) -> tuple[int, int]:
     """A read's arguments, checked (for both implementations)."""
-    index = check_index(index_from, "index_from")
+    index = check_ledger_index(index_from, "index_from")
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= READ_LIMIT_MAX:
         raise InvalidArgumentError(f"a ledger read's limit is in [1, {READ_LIMIT_MAX}], got {limit!r:.80}")
     return index, limit
@@ -113,7 +113,7 @@ class LedgerApi:
         """The indexes after ``checkpoint`` (the last a reader processed) that were pruned before
         it read them: empty unless the reader was outrun."""
         tail, _ = self.bounds()
-        return range(check_index(checkpoint, "a checkpoint") + 1, max(tail, checkpoint + 1))
+        return range(check_ledger_index(checkpoint, "a checkpoint") + 1, max(tail, checkpoint + 1))
 
     # --- floors: what the soft bound waits for ------------------------------------------------------
 
@@ -122,7 +122,7 @@ class LedgerApi:
         ``index``. Set it to what the reader has durably processed, after saving that: a floor
         behind the reader's checkpoint only keeps more. Raises :class:`InvalidArgumentError` for
         a new reader past ``FLOORS_MAX``."""
-        check_index(index, "a floor")
+        check_ledger_index(index, "a floor")
         key = check_floor_name(name).encode()
         if self._meta.get(FLOORS_NAMESPACE, key) is None and len(self.floors()) >= FLOORS_MAX:
             raise InvalidArgumentError(f"at most {FLOORS_MAX} ledger readers have a floor")
@@ -132,7 +132,7 @@ class LedgerApi:
     def put_floor(batch: MetaBatch, name: str, index: int) -> MetaBatch:
         """Move reader ``name``'s floor in ``batch`` (the batch that saves its checkpoint, so that
         both move together). Does not count floors: register a new reader with :meth:`set_floor`."""
-        return batch.put(FLOORS_NAMESPACE, check_floor_name(name).encode(), b"%d" % check_index(index, "a floor"))
+        return batch.put(FLOORS_NAMESPACE, check_floor_name(name).encode(), b"%d" % check_ledger_index(index, "a floor"))
 
     def remove_floor(self, name: str) -> None:
         """Forget reader ``name``'s floor (a removed reader); nothing if it has none."""
@@ -160,7 +160,7 @@ class LedgerStore(LedgerApi):
         return self._db.ledger_bounds()
 
     def read(self, index_from: int, limit: int = 1000) -> list[LedgerEntry]:
-        check_read(index_from, limit)
+        check_ledger_read(index_from, limit)
         out: list[LedgerEntry] = []
         size = 0
         for index, stored in self._db.ledger_read(index_from, limit):
@@ -174,7 +174,7 @@ class LedgerStore(LedgerApi):
         return self._db.ledger_append(encode_change(change))
 
     def prune(self, through: int) -> int:
-        return self._db.ledger_prune(check_index(through, "through"))
+        return self._db.ledger_prune(check_ledger_index(through, "through"))
 
     def enforce_bounds(self) -> int:
         """Apply the soft bound now: keep the newest ``soft_entries_max`` entries, and every entry

@@ -194,6 +194,7 @@ class Server:
         self._log_filters = _grpc_log_filters(self.metrics)
         self._stopping = threading.Event()
         self.store = Seaway(config.data_dir, config.store)
+        self.metrics.watch_ledger(self.store.ledger.bounds)
         limits = config.limits
         workers = limits.read_streams_max + 32  # a read stream holds a thread
         undecodable = ThrottledWarning(self.metrics.undecodable_requests,
