@@ -132,7 +132,8 @@ class LedgerApi:
     def put_floor(batch: MetaBatch, name: str, index: int) -> MetaBatch:
         """Move reader ``name``'s floor in ``batch`` (the batch that saves its checkpoint, so that
         both move together). Does not count floors: register a new reader with :meth:`set_floor`."""
-        return batch.put(FLOORS_NAMESPACE, check_floor_name(name).encode(), b"%d" % check_ledger_index(index, "a floor"))
+        floor = check_ledger_index(index, "a floor")
+        return batch.put(FLOORS_NAMESPACE, check_floor_name(name).encode(), b"%d" % floor)
 
     def remove_floor(self, name: str) -> None:
         """Forget reader ``name``'s floor (a removed reader); nothing if it has none."""
