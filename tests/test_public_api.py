@@ -45,8 +45,8 @@ def test_every_exported_name_exists_and_modules_are_private() -> None:
             assert hasattr(module, name), f"{module.__name__}.{name}"
         public_modules = [n for n in dir(module)
                           if not n.startswith("_") and isinstance(getattr(module, n), types.ModuleType)]
-        allowed = {"ledger", "log", "logsdb", "cli", "client", "demo", "queues", "server", "spark", "streams", "testing", "txn",
-                   "wire"}
+        allowed = {"ledger", "log", "logsdb", "cli", "client", "demo", "queues", "server", "spark", "streams",
+                   "testing", "txn", "wire"}
         assert set(public_modules) <= allowed, public_modules
 
 
