@@ -211,7 +211,8 @@ def _prunes_far(method: str, raw: bytes) -> bool:
     if method != "LedgerPrune":
         return False
     try:
-        return pb.LedgerPruneRequest.FromString(raw).through > 2
+        through: int = pb.LedgerPruneRequest.FromString(raw).through
+        return through > 2
     except Exception:
         return True
 
