@@ -19,7 +19,8 @@ def _examples(path: Path) -> list[str]:
     return [block for block in _BLOCK.findall(path.read_text()) if "seaway.open(" in block]
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/streams.md", "docs/transactions.md", "docs/queues.md"])
+@pytest.mark.parametrize("doc", ["README.md", "docs/streams.md", "docs/transactions.md", "docs/queues.md",
+                                 "docs/notifications.md"])
 def test_the_examples_run_twice(doc: str, tmp_path: Path) -> None:
     examples = _examples(ROOT / doc)
     assert examples, f"{doc} has no runnable example"

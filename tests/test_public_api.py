@@ -5,6 +5,7 @@ from __future__ import annotations
 import types
 
 import seaway
+import seaway.ledger
 import seaway.log
 import seaway.logsdb
 import seaway.queues
@@ -18,7 +19,7 @@ def test_exported_names_are_pinned() -> None:
         "ClientError", "Clock",
         "ClosedError", "ConditionFailedError", "CorruptionError", "DataDirLockedError", "Durability", "Gap", "GapType",
         "InvalidArgumentError", "Log", "LogAttributes", "LogDeletedError", "LogExistsError", "LogGroup",
-        "LogSealedError", "LogStoreConfig",
+        "LedgerConfig", "LogSealedError", "LogStoreConfig",
         "LogsDBConfig", "LsnOutOfRangeError", "MetaBatch", "OverloadedError", "PayloadTooLargeError", "PreemptedError",
         "Reader", "Record", "RecordRun", "RemoteSeaway", "RetryPolicy", "Seaway",
         "SequenceTooOldError", "SeawayConfig", "SeawayError", "ServerError",
@@ -39,7 +40,7 @@ def test_exported_names_are_pinned() -> None:
 
 
 def test_every_exported_name_exists_and_modules_are_private() -> None:
-    for module in (seaway, seaway.log, seaway.logsdb, seaway.queues, seaway.streams, seaway.txn):
+    for module in (seaway, seaway.ledger, seaway.log, seaway.logsdb, seaway.queues, seaway.streams, seaway.txn):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
         public_modules = [n for n in dir(module)

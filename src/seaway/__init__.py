@@ -105,11 +105,11 @@ from seaway.txn import Snapshot, Transaction, TxnConfig, TxnStatus
 
 if TYPE_CHECKING:
     from seaway._seaway import Seaway, SeawayConfig, open  # noqa: A004
-    from seaway.log import Log, LogStoreConfig, Reader
+    from seaway.log import LedgerConfig, Log, LogStoreConfig, Reader
 
 _LAZY = {
     **dict.fromkeys(("Seaway", "SeawayConfig", "open"), "seaway._seaway"),
-    **dict.fromkeys(("Log", "LogStoreConfig", "Reader"), "seaway.log"),
+    **dict.fromkeys(("LedgerConfig", "Log", "LogStoreConfig", "Reader"), "seaway.log"),
 }
 """The names backed by the embedded store, and where they live (PEP 562 loads them on first use)."""
 
@@ -145,6 +145,7 @@ __all__ = [
     "GapType",
     "InvalidArgumentError",
     "InvalidStreamCutError",
+    "LedgerConfig",
     "Log",
     "LogAttributes",
     "LogDeletedError",

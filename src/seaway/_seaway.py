@@ -9,8 +9,20 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from seaway._clock import Clock, SystemClock
-from seaway.log import CoalesceConfig, DiskFault, EmbeddedLogStore, LogAttributes, Logs, LogStoreConfig, MetadataStore
-from seaway.notify import LogsDBLedger, Notifications, NotifyService, NotifyServiceConfig
+from seaway._errors import InvalidArgumentError
+from seaway._passes import PeriodicPasses
+from seaway.log import (
+    CoalesceConfig,
+    DiskFault,
+    EmbeddedLogStore,
+    LedgerConfig,
+    LedgerStore,
+    LogAttributes,
+    Logs,
+    LogStoreConfig,
+    MetadataStore,
+)
+from seaway.notify import Notifications, NotifyService, NotifyServiceConfig
 from seaway.queues import Queues
 from seaway.streams import Streams
 from seaway.streams._autoscaling import AutoScaling, AutoScalingConfig
@@ -39,6 +51,15 @@ class SeawayConfig:
     notify: NotifyServiceConfig | None = field(default_factory=NotifyServiceConfig)
     """The notification plugins, run in the process that holds the store (with no configuration,
     only a watcher that looks for one every few seconds); None: not run in this process."""
+    ledger: LedgerConfig = field(default_factory=LedgerConfig)
+    """The change ledger's soft bound and how often it is applied (its hard bound is
+    ``logs.logsdb.ledger_hard_entries_max``)."""
+
+    def __post_init__(self) -> None:
+        if self.ledger.soft_entries_max > self.logs.logsdb.ledger_hard_entries_max:
+            raise InvalidArgumentError(
+                f"the ledger's soft bound ({self.ledger.soft_entries_max} entries) is above its hard bound "
+                f"({self.logs.logsdb.ledger_hard_entries_max})")
 
 
 class Seaway:
@@ -53,9 +74,14 @@ class Seaway:
         self.retention: StreamRetention | None = None
         self._txn_manager: TransactionManager | None = None
         self._notify_service: NotifyService | None = None
+        self._ledger_pruning: PeriodicPasses | None = None
         try:
             self.logs = Logs(self._store, self.config.log_defaults, self.config.appends)
             self.meta = MetadataStore(self._store.logsdb)
+            self.ledger = LedgerStore(self._store.logsdb, self.meta, self.config.ledger)
+            self._ledger_pruning = PeriodicPasses("ledger-pruning", self.ledger.enforce_bounds,
+                                                  self.config.ledger.prune_interval_s)
+            self._ledger_pruning.start()
             self._txn_manager = TransactionManager(self.logs, self.meta, clock, self.config.txn)
             self._txn_manager.start()
             self.txn = Transactions(self._txn_manager)
@@ -70,14 +96,16 @@ class Seaway:
                 self.retention = StreamRetention(self.streams.controller, clock or SystemClock(),
                                                  self.config.retention)
                 self.retention.start()
-            # Read from LogsDB directly; sw.ledger (when it exists) offers the same two calls.
-            ledger = LogsDBLedger(self._store.logsdb)
-            self.notify = Notifications(self.meta, ledger)
+            self.notify = Notifications(self.meta, self.ledger)
             if self.config.notify is not None:
-                self._notify_service = NotifyService(self.notify, ledger, streams=self.streams,
+                self._notify_service = NotifyService(self.notify, self.ledger, streams=self.streams,
                                                      config=self.config.notify)
                 self._notify_service.start()
         except BaseException:
+            if self._notify_service is not None:
+                self._notify_service.close()
+            if self._ledger_pruning is not None:
+                self._ledger_pruning.close()
             if self._txn_manager is not None:
                 self._txn_manager.close()
             self._store.close()
@@ -91,6 +119,8 @@ class Seaway:
             self.autoscaling.close()
         if self.retention is not None:
             self.retention.close()
+        if self._ledger_pruning is not None:
+            self._ledger_pruning.close()
         if self._txn_manager is not None:
             self._txn_manager.close()
         self.logs.close_appends()  # first: what the coalescers hold goes to the store before it closes

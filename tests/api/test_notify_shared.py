@@ -48,8 +48,6 @@ def test_configurations_are_set_listed_and_deleted_and_overlaps_refused(api: Api
 
 
 def test_the_store_runs_the_plugin_and_changes_reach_the_file_in_order(api: Api, tmp_path: Path) -> None:
-    if api.kind == "remote" and not hasattr(api.sw, "ledger"):
-        pytest.skip("a remote batch's ledger entry crosses the wire with sw.ledger (helper ledger-core)")
     tag = api.name("feed")
     out = tmp_path / "changes.jsonl"
     # The configurations' own entries are the feed (other changes record entries with ledger-emit):
@@ -75,12 +73,7 @@ def test_the_store_runs_the_plugin_and_changes_reach_the_file_in_order(api: Api,
 
 
 def test_a_configuration_change_is_itself_a_ledger_entry(api: Api, tmp_path: Path) -> None:
-    if api.kind == "remote":
-        pytest.skip("the ledger is read through the server once sw.ledger exists (helper ledger-core)")
-    from seaway.notify import ledger_of  # noqa: PLC0415
-
-    ledger = ledger_of(api.sw)
-    assert ledger is not None
+    ledger = api.sw.ledger
     before = ledger.bounds()[1]
     config = NotifyConfig(api.name("cfg"), JsonLinesFile(str(tmp_path / "x.jsonl")), scope=api.name("nscope"))
     api.sw.notify.set(config)

@@ -19,6 +19,7 @@ import pytest
 
 import seaway
 from seaway import Record, SeawayError, TxnStatus
+from seaway.ledger import ScopeCreated, decode_change, encode_change
 from seaway.server import ServerProcess
 from seaway.txn import Snapshot
 from seaway.wire import error_from_status, seaway_pb2
@@ -37,7 +38,12 @@ METHODS = {
     "TxnBegin": pb.TxnBeginRequest, "TxnRegister": pb.TxnRegisterRequest, "TxnCommit": pb.TxnCommitRequest,
     "TxnCommitAll": pb.TxnCommitAllRequest,
     "TxnAbort": pb.TxnRef, "TxnStatus": pb.TxnRef, "TxnSnapshot": pb.Empty, "TxnList": pb.Empty,
+    "LedgerBounds": pb.Empty, "LedgerRead": pb.LedgerReadRequest, "LedgerAppend": pb.LedgerAppendRequest,
+    "LedgerPrune": pb.LedgerPruneRequest, "MetaCommit": pb.MetaBatch,
 }
+CHANGES = [encode_change(ScopeCreated("fuzz")), b"", b"junk", b'{"op":"scope.created","f":{"scope":1}}',
+           b'{"op":"stream.renamed","f":{}}', b"[" * 70_000, b'{"op":"scope.created","f":{"scope":"a","x":1}}']
+"""Changes the fuzzer sends: one valid, the others not decodable by the server."""
 TXN_NAMESPACE = "fuzz-txn"
 """Where the checked transactions stage their metadata writes (fuzzed commits write elsewhere)."""
 
@@ -97,6 +103,8 @@ def _valid(method: str, rng: random.Random, known_ids: list[int], txn_ids: Seque
         return pb.LogBoundsRequest(log_ids=[rng.choice([*known_ids, _u64(rng)]) for _ in range(count)])
     if method.startswith("Txn"):
         return _valid_txn(method, rng, known_ids, txn_ids)
+    if method.startswith("Ledger") or method == "MetaCommit":
+        return _valid_ledger(method, rng)
     if method == "ReadMany":  # one message of a stream: a few controls
         return pb.ReadControls(controls=[_control(rng, known_ids) for _ in range(rng.choice([0, 1, 1, 3]))])
     return pb.Empty()
@@ -131,6 +139,21 @@ def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: S
     return pb.Empty()
 
 
+def _valid_ledger(method: str, rng: random.Random) -> Any:
+    if method == "LedgerRead":
+        return pb.LedgerReadRequest(index_from=_u64(rng), limit=rng.choice([0, 1, 10, 10_000, 10_001, 2**32 - 1]))
+    if method == "LedgerAppend":
+        return pb.LedgerAppendRequest(change=rng.choice(CHANGES))
+    if method == "LedgerPrune":  # keeps the ledger, mostly: pruning is legitimate, losing entries is not
+        return pb.LedgerPruneRequest(through=rng.choice([0, 1, 2]))
+    if method == "MetaCommit":  # a batch with a ledger change, into a namespace of the fuzzer's own
+        msg = pb.MetaBatch(ops=[pb.MetaOp(put=pb.MetaPutOp(namespace="fuzz-meta", key=rng.randbytes(8), value=b"v"))])
+        if rng.random() < 0.8:
+            msg.ledger = rng.choice(CHANGES)
+        return msg
+    return pb.Empty()
+
+
 def _control(rng: random.Random, known_ids: list[int]) -> pb.ReadControl:
     log_id = rng.choice([*known_ids, _u64(rng)])
     kind = rng.randrange(4)
@@ -153,6 +176,11 @@ def _check_txn_reply(method: str, reply: bytes, txn_ids: list[int]) -> None:
         Snapshot.decode(pb.TxnSnapshotReply.FromString(reply).snapshot)
     elif method == "TxnList":
         assert all(t.id > 0 for t in pb.TxnListReply.FromString(reply).transactions)
+    elif method == "LedgerRead":  # every entry the server answers with is one this version decodes
+        entries = pb.LedgerReadReply.FromString(reply).entries
+        assert [e.index for e in entries] == sorted(e.index for e in entries)
+        for e in entries:
+            decode_change(e.change)
 
 
 def _mutate(raw: bytes, rng: random.Random) -> bytes:
@@ -179,6 +207,18 @@ def _touches(method: str, raw: bytes, protected: int) -> bool:
         return METHODS[method].FromString(raw).log_id == protected  # type: ignore[no-any-return]
     except Exception:
         return False
+
+
+def _prunes_far(method: str, raw: bytes) -> bool:
+    """Would this request prune the ledger past index 2 (legitimately: kept out, to check that
+    nothing else drops entries)?"""
+    if method != "LedgerPrune":
+        return False
+    try:
+        through: int = pb.LedgerPruneRequest.FromString(raw).through
+        return through > 2
+    except Exception:
+        return True
 
 
 @pytest.mark.slow
@@ -242,7 +282,7 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
                     raw = _mutate(raw, rng)
                 if rng.random() < 0.05:  # a message of another type
                     raw = _valid(rng.choice(list(METHODS)), rng, [small.id]).SerializeToString()
-                if _touches(method, raw, kept.id):
+                if _touches(method, raw, kept.id) or _prunes_far(method, raw):
                     continue
                 try:
                     if method == "ReadMany":  # a stream of several controls, each fuzzed alike
@@ -300,11 +340,18 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
                 assert sw.meta.get(TXN_NAMESPACE, b"%d" % txn_id) == (value, mock.ANY), (
                     f"seed {seed}: the write of transaction {txn_id} lost")
             assert sw.health() == "SERVING"
+            tail, head = sw.ledger.bounds()
+            assert head > 2 and tail <= 3, (tail, head)  # entries were written; fuzzed prunes go no further than 2
+            # Every entry is there, and decodes (a read decodes each: no undecodable change got in).
+            assert [e.index for e in sw.ledger.read(0, 10_000)] == list(range(tail, min(head, tail + 9_999) + 1))
         log = server.log_text()
         assert log.count("refused undecodable requests") <= 2, "undecodable requests flood the log"
         assert "Traceback" not in log, f"seed {seed}: the server logged a traceback"
         with urllib.request.urlopen(f"http://{server.metrics_address}/metrics", timeout=10) as response:
             metrics = response.read().decode()
+        gauges = {line.split()[0]: float(line.split()[1]) for line in metrics.splitlines()
+                  if line.startswith("seaway_ledger_")}
+        assert gauges["seaway_ledger_head_index"] == head and gauges["seaway_ledger_tail_index"] == tail
         undecodable = [line for line in metrics.splitlines() if line.startswith("seaway_undecodable_requests_total")]
         assert undecodable and float(undecodable[0].split()[1]) > 0, "undecodable requests went uncounted"
     except BaseException:

@@ -19,7 +19,7 @@ from typing import Any
 from seaway._errors import InvalidArgumentError, NotifyConfigError
 from seaway.cli._store import open_store, out
 from seaway.ledger import LedgerEntry
-from seaway.notify import FORMATS, NotifyConfig, ledger_of, target_from_dict
+from seaway.notify import FORMATS, NotifyConfig, target_from_dict
 
 TAIL_BATCH_ENTRIES = 500
 TAIL_POLL_S = 0.5
@@ -107,9 +107,7 @@ def _run_tail(args: argparse.Namespace) -> None:
     if args.limit is not None and args.limit < 1:
         raise InvalidArgumentError(f"--limit is at least 1, got {args.limit}")
     with open_store(args, writes=False) as sw:
-        ledger = ledger_of(sw)
-        if ledger is None:
-            raise InvalidArgumentError("this server does not serve the change ledger (it is older than the client)")
+        ledger = sw.ledger
         tail, head = ledger.bounds()
         index = args.index_from if args.index_from is not None else (head + 1 if args.follow else tail)
         printed = 0

@@ -34,6 +34,7 @@ from seaway._errors import (
 )
 from seaway.client._append import AppendQueue, AppendQueueConfig
 from seaway.client._reader import RemoteReader, translate
+from seaway.ledger import Change, LedgerEntry, encode_change
 from seaway.log import (
     BUFFERED_BYTES_MAX_DEFAULT,
     LSN_OLDEST,
@@ -43,6 +44,7 @@ from seaway.log import (
     BatchingWriter,
     CoalesceConfig,
     Coalescers,
+    LedgerApi,
     LogBounds,
     LogGroup,
     LogHandle,
@@ -53,6 +55,8 @@ from seaway.log import (
     RetryPolicy,
     Versioned,
     attribute_overrides,
+    check_ledger_index,
+    check_ledger_read,
     check_log_ids,
     check_lsn,
     check_meta_key,
@@ -66,6 +70,7 @@ from seaway.streams import Streams
 from seaway.txn import Snapshot, Transaction, Transactions, TxnInfo, TxnStatus
 from seaway.wire import (
     TOKEN_KEY,
+    ledger_entry_from_msg,
     log_info_from_msg,
     meta_batch_to_msg,
     overrides_from_msg,
@@ -113,11 +118,12 @@ class RemoteSeaway:
         self._sequences_lock = threading.Lock()
         self.logs = RemoteLogs(self)
         self.meta = RemoteMetadataStore(self)
+        self.ledger = RemoteLedger(self)
         self.txn = Transactions(RemoteTxn(self))
         self.streams = Streams(self.logs, self.meta, txn=self.txn)
         self.queues = Queues(self.logs, self.meta, self.txn)
         # Configurations live in the metadata store: the same library as embedded. The server runs the plugins.
-        self.notify = Notifications(self.meta, getattr(self, "ledger", None))
+        self.notify = Notifications(self.meta, self.ledger)
 
     def transaction(self, timeout_s: float | None = None) -> Transaction:
         """Begin a transaction on the server's manager (``with sw.transaction() as tx:`` commits on
@@ -422,6 +428,36 @@ class RemoteMetadataStore(MetaApi):
     def revision(self) -> int:
         reply: pb.MetaRevisionReply = self._client._call("MetaRevision", pb.Empty())
         return reply.revision
+
+
+class RemoteLedger(LedgerApi):
+    """The change ledger of a server; the same methods as :class:`seaway.log.LedgerStore` (its soft
+    bound is applied by the server). Reads and prunes are retried on transport failures; an append
+    is not (its outcome is then unknown)."""
+
+    def __init__(self, client: RemoteSeaway) -> None:
+        super().__init__(client.meta)
+        self._client = client
+
+    def bounds(self) -> tuple[int, int]:
+        reply: pb.LedgerBoundsReply = self._client._call("LedgerBounds", pb.Empty())
+        return reply.tail, reply.head
+
+    def read(self, index_from: int, limit: int = 1000) -> list[LedgerEntry]:
+        check_ledger_read(index_from, limit)
+        reply: pb.LedgerReadReply = self._client._call(
+            "LedgerRead", pb.LedgerReadRequest(index_from=index_from, limit=limit))
+        return [ledger_entry_from_msg(e) for e in reply.entries]
+
+    def append(self, change: Change) -> int:
+        reply: pb.LedgerAppendReply = self._client._call(
+            "LedgerAppend", pb.LedgerAppendRequest(change=encode_change(change)), idempotent=False)
+        return reply.index
+
+    def prune(self, through: int) -> int:
+        reply: pb.LedgerBoundsReply = self._client._call(
+            "LedgerPrune", pb.LedgerPruneRequest(through=check_ledger_index(through, "through")))
+        return reply.tail
 
 
 class RemoteTxn:

@@ -11,6 +11,7 @@ notification plugins and their readers share one schema.
 from __future__ import annotations
 
 from seaway.ledger._changes import (
+    CHANGE_BYTES_MAX,
     CHANGES,
     Change,
     ConsumerGroupCreated,
@@ -45,6 +46,7 @@ from seaway.ledger._entry import LedgerEntry
 
 __all__ = [
     "CHANGES",
+    "CHANGE_BYTES_MAX",
     "Change",
     "ConsumerGroupCreated",
     "ConsumerGroupDeleted",

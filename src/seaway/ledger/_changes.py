@@ -19,10 +19,13 @@ import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from seaway._errors import CorruptionError, InvalidArgumentError
+from seaway._errors import CorruptionError, InvalidArgumentError, PayloadTooLargeError
 
 CHANGES: dict[str, type[Change]] = {}
 """Operation name -> its dataclass."""
+CHANGE_BYTES_MAX = 64 << 10
+"""The most bytes one encoded change takes: a change describes a control-plane operation, never
+data, and a bounded entry keeps every read of the ledger bounded."""
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,16 @@ def _register(cls: type[Change]) -> type[Change]:
 
 
 def encode_change(change: Change) -> bytes:
+    """``change`` encoded; :class:`PayloadTooLargeError` past ``CHANGE_BYTES_MAX`` bytes,
+    :class:`InvalidArgumentError` for what is not a change."""
+    if not isinstance(change, Change) or type(change).OPERATION not in CHANGES:
+        raise InvalidArgumentError(f"not a ledger change: {change!r:.80}")
     fields = {f.name: getattr(change, f.name) for f in dataclasses.fields(change)}
-    return json.dumps({"op": change.OPERATION, "f": fields}, separators=(",", ":")).encode()
+    body = json.dumps({"op": change.OPERATION, "f": fields}, separators=(",", ":")).encode()
+    if len(body) > CHANGE_BYTES_MAX:
+        raise PayloadTooLargeError(f"a ledger change is at most {CHANGE_BYTES_MAX} bytes encoded, "
+                                   f"{change.OPERATION} takes {len(body)}")
+    return body
 
 
 def decode_change(body: bytes) -> Change:
@@ -82,7 +93,7 @@ def decode_change(body: bytes) -> Change:
                 value = tuple(value)  # JSON has lists only
             values[f.name] = value
         return cls(**values)
-    except (ValueError, KeyError, TypeError, InvalidArgumentError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError, InvalidArgumentError) as exc:
         raise CorruptionError(f"not a ledger change this version knows: {body[:120]!r} ({exc})") from None
 
 

@@ -1,7 +1,7 @@
 """Log names and log groups: named ranges of log ids whose logs inherit the group's attributes.
 
 The configuration is kept as JSON values under the log store's metadata keys ``cfg/group/<name>``
-and ``cfg/log/<name>``; each change is one durable metadata write. A deleted log leaves
+and ``cfg/log/<name>``; each change is one durable metadata write, with its change ledger entry. A deleted log leaves
 ``cfg/deleted/<id>`` for good, written before anything else of the deletion: its id is never given
 again, and a deletion a crash interrupted is finished when the store opens.
 """
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from seaway._errors import InvalidArgumentError, LogDeletedError, LogExistsError, UnknownLogError
 from seaway._invariant import invariant
+from seaway.ledger import LogCreated, LogGroupCreated, LogRemoved, encode_change
 from seaway.log._types import LogAttributes, overrides_from_json, overrides_to_json
 
 if TYPE_CHECKING:  # the remote client uses this module and must not load RocksDB
@@ -119,7 +120,8 @@ class LogsConfig:
             group = LogGroup(name, first_id, last_id, overrides)
             self._db.put_meta(_GROUP_PREFIX + name.encode(), json.dumps(
                 {"name": name, "first_id": first_id, "last_id": last_id,
-                 "overrides": overrides_to_json(overrides)}).encode())
+                 "overrides": overrides_to_json(overrides)}).encode(),
+                ledger=encode_change(LogGroupCreated(name, first_id, last_id)))
             self._groups[name] = group
             return group
 
@@ -135,7 +137,8 @@ class LogsConfig:
             log_id = self._choose_id(log_id, group)
             self._db.put_meta(_LOG_PREFIX + name.encode(), json.dumps(
                 {"name": name, "log_id": log_id, "group": group,
-                 "overrides": overrides_to_json(overrides)}).encode())
+                 "overrides": overrides_to_json(overrides)}).encode(),
+                ledger=encode_change(LogCreated(log_id, name, group)))
             info = self._add(name, log_id, group, overrides)
             invariant(info.attributes == attrs, "a log's attributes resolve the same way twice")
             return info
@@ -184,7 +187,8 @@ class LogsConfig:
                 return
             info = self._by_id[log_id]
             self._db.put_meta(_deleted_key(log_id), json.dumps(
-                {"name": info.name, "log_id": log_id, "group": info.group}).encode())
+                {"name": info.name, "log_id": log_id, "group": info.group}).encode(),
+                ledger=encode_change(LogRemoved(log_id, info.name)))
             self._deleted[log_id] = info.name
             del self._by_id[log_id]
             if self._logs.get(info.name) is info:

@@ -251,11 +251,13 @@ class EmbeddedLogStore:
         self._enqueue(log_id, _EndAppends(why), future)
         return future.result(timeout_s)
 
-    def seal_log(self, log_id: int) -> int:
+    def seal_log(self, log_id: int, ledger: Callable[[int], bytes] | None = None) -> int:
         """Seal the log for good and return its final LSN: no append is taken after this call, and
-        those accepted before it are decided first. Durable when it returns; idempotent."""
+        those accepted before it are decided first. Durable when it returns; idempotent.
+        ``ledger(final_lsn)``: the change ledger entry written with the seal (none if sealed already)."""
         if self.logsdb.final_lsn(log_id) is None:
-            self.logsdb.seal_log(log_id, self.end_appends(log_id, "sealed"))
+            last = self.end_appends(log_id, "sealed")
+            self.logsdb.seal_log(log_id, last, ledger=None if ledger is None else ledger(last))
         final = self.logsdb.final_lsn(log_id)
         if final is None:
             raise StorageError(f"log {log_id} was sealed but has no final LSN")  # never: seal_log is durable

@@ -17,6 +17,7 @@ from seaway._errors import (
     TrimPastTailError,
     UnknownLogError,
 )
+from seaway.ledger import LogSealed, LogTrimmed, encode_change
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LogGroup, LogInfo, LogsConfig
 from seaway.log._embedded import EmbeddedLogStore
@@ -94,7 +95,8 @@ class Log(LogHandle):
         """
         self._logs._check_open()
         self._store.check_not_deleted(self.id)
-        return self._store.seal_log(self.id)
+        return self._store.seal_log(
+            self.id, lambda final: encode_change(LogSealed(self.id, self.name, final)))
 
     def final_lsn(self) -> int | None:
         """The final LSN of a log sealed for good; None while it takes appends."""
@@ -136,7 +138,7 @@ class Log(LogHandle):
         if lsn > tail:
             raise TrimPastTailError(
                 f"log {self.name!r}: cannot trim to {lsn_str(lsn)}, the tail is {lsn_str(tail)}")
-        self._store.logsdb.trim(self.id, lsn)
+        self._store.logsdb.trim(self.id, lsn, ledger=encode_change(LogTrimmed(self.id, self.name, lsn)))
 
     def find_time(self, timestamp_ms: int) -> int:
         """The LSN of the first record (or hole plug) above the trim point stamped at or after

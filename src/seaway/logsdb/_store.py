@@ -607,9 +607,9 @@ class LogsDB:
                 batch.delete(key, self._meta_handle)
             else:
                 batch.put(key, value, self._meta_handle)
-            head = self._ledger_add(batch, ledger)
+            kept = self._ledger_add(batch, ledger)
             self._apply(batch, sync=False)
-            self._ledger_head = head
+            self._ledger_kept(kept)
             self.sync_wal()
             return
         try:
@@ -623,24 +623,35 @@ class LogsDB:
 
     # --- the change ledger ------------------------------------------------------------------------
 
-    def _ledger_add(self, batch: WriteBatch, body: bytes) -> int:
-        """Put the next ledger entry into ``batch`` (under the writers' lock); return its index, the
-        new head, to be set once the batch is applied."""
+    def _ledger_add(self, batch: WriteBatch, body: bytes) -> tuple[int, int]:
+        """Put the next ledger entry into ``batch`` (under the writers' lock), and, if it would
+        pass the hard bound, a range delete of the oldest tenth; return ``(tail, head)`` as they
+        are once the batch is applied (see :meth:`_ledger_kept`)."""
         index = self._ledger_head + 1
         batch.put(_P_LEDGER + _u64(index), _u64(self._clock.now_ms()) + body, self._meta_handle)
         batch.put(_P_LEDGER_HEAD, _u64(index), self._meta_handle)
-        return index
+        tail, hard = self._ledger_tail, self._config.ledger_hard_entries_max
+        if index - tail + 1 > hard:
+            # A range, not the one oldest entry: the next hard prune is a tenth of the bound away.
+            kept = hard - hard // 10
+            batch.delete_range(_P_LEDGER + _u64(tail), _P_LEDGER + _u64(index - kept + 1), self._meta_handle)
+            tail = index - kept + 1
+        return tail, index
+
+    def _ledger_kept(self, bounds: tuple[int, int]) -> None:
+        with self._lock:
+            self._ledger_tail, self._ledger_head = bounds
 
     @_holding_no_handles
     def ledger_append(self, body: bytes) -> int:
         """Write a ledger entry on its own (durably); return its index."""
         with self._writing():
             batch = WriteBatch(raw_mode=True)
-            head = self._ledger_add(batch, body)
+            kept = self._ledger_add(batch, body)
             self._apply(batch, sync=False)
-            self._ledger_head = head
+            self._ledger_kept(kept)
         self.sync_wal()
-        return head
+        return kept[1]
 
     def ledger_bounds(self) -> tuple[int, int]:
         """``(tail, head)``: the first index still kept and the last written; ``tail == head + 1``
@@ -727,13 +738,14 @@ class LogsDB:
             self._epoch_ends.pop(log_id, None)
 
     @_holding_no_handles
-    def seal_log(self, log_id: int, last_lsn: int) -> None:
-        """Record, durably, that the log takes no more appends and ends at ``last_lsn``. The caller
-        (the log's only sequencer) seals only once every append below is decided."""
+    def seal_log(self, log_id: int, last_lsn: int, *, ledger: bytes | None = None) -> None:
+        """Record, durably, that the log takes no more appends and ends at ``last_lsn`` (with a
+        ``ledger`` entry, atomically; a log sealed already writes neither). The caller (the log's
+        only sequencer) seals only once every append below is decided."""
         with self._writing():
             if log_id in self._final:
                 return
-            self._meta_put_sync(_P_FINAL + _u64(log_id), _u64(last_lsn))
+            self._meta_put_sync(_P_FINAL + _u64(log_id), _u64(last_lsn), ledger)
             with self._lock:
                 self._final[log_id] = last_lsn
 
@@ -850,10 +862,11 @@ class LogsDB:
                 else:
                     batch.delete_range(_P_KV + op.start, _P_KV + op.end, self._meta_handle)
             batch.put(_P_KV_REVISION, _u64(revision), self._meta_handle)
-            head = self._ledger_add(batch, ledger) if ledger is not None else self._ledger_head
+            kept = self._ledger_add(batch, ledger) if ledger is not None else None
             self._apply(batch, sync=False)
             self._kv_revision = revision
-            self._ledger_head = head
+            if kept is not None:
+                self._ledger_kept(kept)
             self._kv_applied += 1
             applied = self._kv_applied
         if sync:

@@ -52,6 +52,10 @@ class LogsDBConfig:
     producer_idle_s_min: float = 3600.0
     """How long a producer must have been silent on a log before it may be forgotten: a retry sent
     within this time of the producer's last append is always recognized."""
+    ledger_hard_entries_max: int = 1_000_000
+    """The most change ledger entries kept, whatever their readers have read: a write whose entry
+    would pass it drops the oldest tenth of them (one range) in the same batch. It protects the
+    disk; the soft bound (``seaway.LedgerConfig``) is what waits for slow readers."""
 
     def __post_init__(self) -> None:
         if self.partition_duration_s <= 0:
@@ -70,6 +74,8 @@ class LogsDBConfig:
             raise InvalidArgumentError("producers_per_log_max must be in [1, 2**20]")
         if self.compression not in ("none", "snappy", "lz4", "zstd"):
             raise InvalidArgumentError(f"unknown compression {self.compression!r}")
+        if not isinstance(self.ledger_hard_entries_max, int) or not 1 <= self.ledger_hard_entries_max <= 2**40:
+            raise InvalidArgumentError("ledger_hard_entries_max must be in [1, 2**40]")
 
 
 # --- Write operations ------------------------------------------------------------------------------

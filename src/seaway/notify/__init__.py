@@ -20,7 +20,7 @@ from seaway.notify._config import (
 from seaway.notify._formats import Message, Notice, build_message
 from seaway.notify._plugin import MissedRange, Plugin
 from seaway.notify._service import ForwardCollector, NotifyService, NotifyServiceConfig
-from seaway.notify._source import LedgerSource, LogsDBLedger, ledger_of
+from seaway.notify._source import LedgerSource
 from seaway.notify._targets import SIGNATURE_HEADER, make_sender, sign
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "ForwardCollector",
     "JsonLinesFile",
     "LedgerSource",
-    "LogsDBLedger",
     "Message",
     "MissedRange",
     "Nats",
@@ -47,7 +46,6 @@ __all__ = [
     "Target",
     "Webhook",
     "build_message",
-    "ledger_of",
     "make_sender",
     "sign",
     "target_from_dict",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from seaway._errors import ConditionFailedError, NotifyConfigOverlapError, UnknownNotifyConfigError
 from seaway.ledger import NotifyConfigDeleted, NotifyConfigured
-from seaway.log import MetaApi
+from seaway.log import LedgerApi, MetaApi
 from seaway.notify._config import NotifyConfig
 from seaway.notify._source import LedgerSource
 
@@ -32,6 +32,11 @@ def config_key(name: str) -> bytes:
 
 def checkpoint_key(name: str) -> bytes:
     return b"checkpoint/" + name.encode()
+
+
+def floor_name(name: str) -> str:
+    """The ledger floor of a configuration's plugin: the soft bound prunes nothing it has not delivered."""
+    return f"notify/{name}"
 
 
 COUNTERS = ("triggered", "delivered", "failed", "dropped", "missed")
@@ -104,6 +109,7 @@ class Notifications:
                 start = self._ledger.bounds()[1]
                 batch.expect_absent(NAMESPACE, checkpoint_key(config.name))
                 batch.put(NAMESPACE, checkpoint_key(config.name), Checkpoint(start).to_bytes())
+                LedgerApi.put_floor(batch, floor_name(config.name), start)
             batch.record(NotifyConfigured(config.name, config.to_json()))
             try:
                 batch.commit()
@@ -131,8 +137,9 @@ class Notifications:
         found = self._meta.get(NAMESPACE, config_key(name))
         if found is None:
             raise UnknownNotifyConfigError(f"no notification configuration named {name!r}")
-        self._meta.batch().put(NAMESPACE, CONFIGS_KEY, b"").delete(NAMESPACE, config_key(name)) \
-            .delete(NAMESPACE, checkpoint_key(name)).record(NotifyConfigDeleted(name)).commit()
+        batch = self._meta.batch().put(NAMESPACE, CONFIGS_KEY, b"").delete(NAMESPACE, config_key(name)) \
+            .delete(NAMESPACE, checkpoint_key(name)).record(NotifyConfigDeleted(name))
+        LedgerApi.drop_floor(batch, floor_name(name)).commit()
 
     def checkpoint(self, name: str) -> Checkpoint | None:
         found = self._meta.get(NAMESPACE, checkpoint_key(name))
@@ -146,8 +153,9 @@ class Notifications:
             return
         # Deleted or replaced meanwhile: nothing to save (a replaced plugin saves its own).
         with contextlib.suppress(ConditionFailedError):
-            self._meta.batch().expect_version(NAMESPACE, config_key(name), found.version) \
-                .put(NAMESPACE, checkpoint_key(name), checkpoint.to_bytes()).commit()
+            batch = self._meta.batch().expect_version(NAMESPACE, config_key(name), found.version) \
+                .put(NAMESPACE, checkpoint_key(name), checkpoint.to_bytes())
+            LedgerApi.put_floor(batch, floor_name(name), checkpoint.index).commit()
 
     def min_checkpoint(self) -> int | None:
         """The lowest position of any configured plugin (the ledger may prune up to it without

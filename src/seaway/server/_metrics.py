@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 
@@ -27,3 +29,12 @@ class Metrics:
         self.unauthenticated_requests = Counter(
             "seaway_unauthenticated_requests_total", "Requests refused for a missing or wrong token.", registry=r)
         self.open_readers = Gauge("seaway_open_readers", "Streaming reads in progress.", registry=r)
+        self.ledger_head_index = Gauge("seaway_ledger_head_index",
+                                       "The change ledger's last index written (0: none ever).", registry=r)
+        self.ledger_tail_index = Gauge("seaway_ledger_tail_index",
+                                       "The change ledger's first index kept (head + 1 when none is).", registry=r)
+
+    def watch_ledger(self, bounds: Callable[[], tuple[int, int]]) -> None:
+        """Read the ledger's gauges from ``bounds`` (``(tail, head)``, read from memory) when scraped."""
+        self.ledger_tail_index.set_function(lambda: bounds()[0])
+        self.ledger_head_index.set_function(lambda: bounds()[1])

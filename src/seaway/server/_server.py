@@ -197,6 +197,7 @@ class Server:
         self.store = Seaway(config.data_dir, config.store)
         if self.store.notify_metrics is not None:
             self.metrics.registry.register(ForwardCollector(self.store.notify_metrics))
+        self.metrics.watch_ledger(self.store.ledger.bounds)
         limits = config.limits
         workers = limits.read_streams_max + 32  # a read stream holds a thread
         undecodable = ThrottledWarning(self.metrics.undecodable_requests,

@@ -35,8 +35,10 @@ from seaway.server._read_many import ReadSession, ReadStreamBounds
 from seaway.server._throttle import ThrottledWarning
 from seaway.wire import (
     TOKEN_KEY,
+    change_from_msg,
     error_metadata,
     error_to_msg,
+    ledger_entry_to_msg,
     log_info_to_msg,
     meta_batch_from_msg,
     overrides_from_msg,
@@ -364,6 +366,38 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def MetaRevision(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.MetaRevisionReply:
         return self._unary("MetaRevision", context,
                            lambda: pb.MetaRevisionReply(revision=self._store.meta.revision))
+
+    # --- the change ledger ------------------------------------------------------------------------
+
+    def _ledger_bounds(self) -> pb.LedgerBoundsReply:
+        tail, head = self._store.ledger.bounds()
+        return pb.LedgerBoundsReply(tail=tail, head=head)
+
+    def LedgerBounds(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.LedgerBoundsReply:
+        return self._unary("LedgerBounds", context, self._ledger_bounds)
+
+    def LedgerRead(self, request: pb.LedgerReadRequest, context: grpc.ServicerContext) -> pb.LedgerReadReply:
+        def run() -> pb.LedgerReadReply:
+            reply = pb.LedgerReadReply()
+            size = 0
+            for entry in self._store.ledger.read(request.index_from, request.limit or 1000):
+                msg = ledger_entry_to_msg(entry)
+                size += msg.ByteSize() + 4  # and its tag and length
+                if reply.entries and size > self._limits.read_message_bytes_max:
+                    break  # the client reads on from the last index it got (one entry always fits)
+                reply.entries.append(msg)
+            return reply
+        return self._unary("LedgerRead", context, run)
+
+    def LedgerAppend(self, request: pb.LedgerAppendRequest, context: grpc.ServicerContext) -> pb.LedgerAppendReply:
+        return self._unary("LedgerAppend", context, lambda: pb.LedgerAppendReply(
+            index=self._store.ledger.append(change_from_msg(request.change))))
+
+    def LedgerPrune(self, request: pb.LedgerPruneRequest, context: grpc.ServicerContext) -> pb.LedgerBoundsReply:
+        def run() -> pb.LedgerBoundsReply:
+            self._store.ledger.prune(request.through)
+            return self._ledger_bounds()
+        return self._unary("LedgerPrune", context, run)
 
     # --- the transaction manager ---------------------------------------------------------------
     # Each call blocks its server thread until the manager's edit is durable (an append to its log,

@@ -2,11 +2,13 @@
 
 from seaway.testing._clock import FakeClock
 from seaway.testing._epochs import MemoryEpochStore
-from seaway.testing._faults import failing_rocksdb, failing_wal_syncs
+from seaway.testing._faults import WRITE_CALLS, CallBudget, failing_rocksdb, failing_rocksdb_after, failing_wal_syncs
 from seaway.testing._powerloss import CutReport, PowerLossFS, PowerLossUnavailableError, powerloss_unavailable
 from seaway.testing._sim import SimConfig, SimReport, Simulation, simulate
 
 __all__ = [
+    "WRITE_CALLS",
+    "CallBudget",
     "CutReport",
     "FakeClock",
     "MemoryEpochStore",
@@ -16,6 +18,7 @@ __all__ = [
     "SimReport",
     "Simulation",
     "failing_rocksdb",
+    "failing_rocksdb_after",
     "failing_wal_syncs",
     "powerloss_unavailable",
     "simulate",

@@ -17,6 +17,7 @@ from seaway._errors import (
     AuthenticationError,
     ClientError,
     ClosedError,
+    CorruptionError,
     InvalidArgumentError,
     LogExistsError,
     LogSealedError,
@@ -30,6 +31,7 @@ from seaway._errors import (
     UnknownLogError,
     error_class,
 )
+from seaway.ledger import CHANGE_BYTES_MAX, Change, LedgerEntry, decode_change, encode_change
 from seaway.log import (
     LSN_MAX,
     Gap,
@@ -229,6 +231,8 @@ def meta_batch_to_msg(batch: MetaBatch) -> pb.MetaBatch:
             msg.ops.add().delete.CopyFrom(pb.MetaKey(namespace=op.namespace, key=op.key))
         else:
             msg.ops.add().delete_range.CopyFrom(pb.MetaRange(namespace=op.namespace, start=op.start, end=op.end))
+    if batch.ledger is not None:
+        msg.ledger = batch.ledger
     return msg
 
 
@@ -252,4 +256,25 @@ def meta_batch_from_msg(msg: pb.MetaBatch) -> MetaBatch:
             batch.delete_range(op.delete_range.namespace, op.delete_range.start, op.delete_range.end)
         else:
             raise InvalidArgumentError("an operation of a metadata batch is empty")
+    if msg.HasField("ledger"):
+        batch.record(change_from_msg(msg.ledger))  # encoded again by this version: what it stores it knows
     return batch
+
+
+def change_from_msg(body: bytes) -> Change:
+    """The ledger change a client sent; :class:`InvalidArgumentError` if this server cannot decode it."""
+    if len(body) > CHANGE_BYTES_MAX:
+        raise PayloadTooLargeError(f"a ledger change is at most {CHANGE_BYTES_MAX} bytes, got {len(body)}")
+    try:
+        return decode_change(body)
+    except CorruptionError as exc:  # the client's bytes, not the store's: the client's mistake
+        raise InvalidArgumentError(str(exc)) from None
+
+
+def ledger_entry_to_msg(entry: LedgerEntry) -> pb.LedgerEntry:
+    return pb.LedgerEntry(index=entry.index, time_ms=entry.time_ms, change=encode_change(entry.change))
+
+
+def ledger_entry_from_msg(msg: pb.LedgerEntry) -> LedgerEntry:
+    """An entry the server sent (a change it cannot have written is :class:`CorruptionError`)."""
+    return LedgerEntry(msg.index, msg.time_ms, decode_change(msg.change))

@@ -24,23 +24,35 @@ _sym_db = _symbol_database.Default()
 
 
 
+<<<<<<< HEAD
 DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18seaway/wire/seaway.proto\x12\tseaway.v1\"\x07\n\x05\x45mpty\"&\n\x13\x41ppendCountsRequest\x12\x0f\n\x07log_ids\x18\x01 \x03(\x04\";\n\x11\x41ppendCountsReply\x12\x0f\n\x07records\x18\x01 \x03(\x04\x12\x15\n\rpayload_bytes\x18\x02 \x03(\x04\"#\n\x10LogBoundsRequest\x12\x0f\n\x07log_ids\x18\x01 \x03(\x04\"8\n\x0eLogBoundsReply\x12&\n\x04logs\x18\x01 \x03(\x0b\x32\x18.seaway.v1.LogBoundsItem\"k\n\rLogBoundsItem\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08tail_lsn\x18\x02 \x01(\x04\x12\x12\n\ntrim_point\x18\x03 \x01(\x04\x12\x16\n\tfinal_lsn\x18\x04 \x01(\x04H\x00\x88\x01\x01\x42\x0c\n\n_final_lsn\".\n\x0bHealthReply\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x90\x01\n\nAttributes\x12\x16\n\tbacklog_s\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x1e\n\x11payload_bytes_max\x18\x02 \x01(\rH\x01\x88\x01\x01\x12\x17\n\ndurability\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_backlog_sB\x14\n\x12_payload_bytes_maxB\r\n\x0b_durability\"\x89\x01\n\x10\x43reateLogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06log_id\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05group\x18\x03 \x01(\tH\x01\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\t\n\x07_log_idB\x08\n\x06_group\"p\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"g\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"1\n\tGroupList\x12$\n\x06groups\x18\x01 \x03(\x0b\x32\x14.seaway.v1.GroupInfo\"^\n\rPartitionInfo\x12\x14\n\x0cpartition_id\x18\x01 \x01(\x04\x12\x12\n\ncreated_ms\x18\x02 \x01(\x03\x12\x12\n\nsize_bytes\x18\x03 \x01(\x04\x12\x0f\n\x07log_ids\x18\x04 \x03(\x04\"=\n\rPartitionList\x12,\n\npartitions\x18\x01 \x03(\x0b\x32\x18.seaway.v1.PartitionInfo\"%\n\x0cPartitionIds\x12\x15\n\rpartition_ids\x18\x01 \x03(\x04\"1\n\x06LogRef\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x10\n\x06log_id\x18\x02 \x01(\x04H\x00\x42\x05\n\x03ref\"p\n\x07LogInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06log_id\x18\x02 \x01(\x04\x12\x12\n\x05group\x18\x03 \x01(\tH\x00\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\x08\n\x06_group\"+\n\x07LogList\x12 \n\x04logs\x18\x01 \x03(\x0b\x32\x12.seaway.v1.LogInfo\"z\n\rAppendRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08payloads\x18\x02 \x03(\x0c\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x0c\x12\x10\n\x08sequence\x18\x04 \x01(\x04\x12\x14\n\x07if_tail\x18\x05 \x01(\x04H\x00\x88\x01\x01\x42\n\n\x08_if_tail\"/\n\x0b\x41ppendReply\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\r\n\x05\x63ount\x18\x02 \x01(\r\">\n\x11\x41ppendManyRequest\x12)\n\x07\x62\x61tches\x18\x01 \x03(\x0b\x32\x18.seaway.v1.AppendRequest\"9\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretriable\x18\x03 \x01(\x08\"g\n\x0c\x41ppendResult\x12*\n\x08\x61ppended\x18\x01 \x01(\x0b\x32\x16.seaway.v1.AppendReplyH\x00\x12!\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x10.seaway.v1.ErrorH\x00\x42\x08\n\x06result\";\n\x0f\x41ppendManyReply\x12(\n\x07results\x18\x01 \x03(\x0b\x32\x17.seaway.v1.AppendResult\"*\n\x0bTrimRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x0b\n\x03lsn\x18\x02 \x01(\x04\"{\n\x08LogState\x12\x10\n\x08tail_lsn\x18\x01 \x01(\x04\x12\x12\n\ntrim_point\x18\x02 \x01(\x04\x12\x10\n\x08is_empty\x18\x03 \x01(\x08\x12\x11\n\tdata_size\x18\x04 \x01(\x04\x12\x16\n\tfinal_lsn\x18\x05 \x01(\x04H\x00\x88\x01\x01\x42\x0c\n\n_final_lsn\"7\n\x0f\x46indTimeRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\"\x17\n\x08LsnReply\x12\x0b\n\x03lsn\x18\x01 \x01(\x04\"F\n\tRecordRun\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x10\n\x08payloads\x18\x03 \x03(\x0c\"G\n\x03Gap\x12 \n\x04type\x18\x01 \x01(\x0e\x32\x12.seaway.v1.GapType\x12\x0e\n\x06lsn_lo\x18\x02 \x01(\x04\x12\x0e\n\x06lsn_hi\x18\x03 \x01(\x04\"T\n\x03Run\x12\'\n\x07records\x18\x01 \x01(\x0b\x32\x14.seaway.v1.RecordRunH\x00\x12\x1d\n\x03gap\x18\x02 \x01(\x0b\x32\x0e.seaway.v1.GapH\x00\x42\x05\n\x03run\"8\n\x0cReadControls\x12(\n\x08\x63ontrols\x18\x01 \x03(\x0b\x32\x16.seaway.v1.ReadControl\"\x8b\x01\n\x0bReadControl\x12%\n\x05start\x18\x01 \x01(\x0b\x32\x14.seaway.v1.ReadStartH\x00\x12#\n\x04stop\x18\x02 \x01(\x0b\x32\x13.seaway.v1.ReadStopH\x00\x12%\n\x05grant\x18\x03 \x01(\x0b\x32\x14.seaway.v1.ReadGrantH\x00\x42\t\n\x07\x63ontrol\"M\n\tReadStart\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08lsn_from\x18\x02 \x01(\x04\x12\x11\n\tlsn_until\x18\x03 \x01(\x04\x12\x0b\n\x03tag\x18\x04 \x01(\x04\"\x1a\n\x08ReadStop\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\")\n\tReadGrant\x12\r\n\x05items\x18\x01 \x01(\x04\x12\r\n\x05\x62ytes\x18\x02 \x01(\x04\"v\n\tReadItems\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x1c\n\x04runs\x18\x02 \x03(\x0b\x32\x0e.seaway.v1.Run\x12\x0b\n\x03tag\x18\x03 \x01(\x04\x12\r\n\x05\x65nded\x18\x04 \x01(\x08\x12\x1f\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x10.seaway.v1.Error\"/\n\tReadReply\x12\"\n\x04logs\x18\x01 \x03(\x0b\x32\x14.seaway.v1.ReadItems\")\n\x07MetaKey\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\"=\n\x0cMetaGetReply\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\"{\n\x0fMetaScanRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06prefix\x18\x02 \x01(\x0c\x12\x12\n\x05start\x18\x03 \x01(\x0cH\x00\x88\x01\x01\x12\x10\n\x03\x65nd\x18\x04 \x01(\x0cH\x01\x88\x01\x01\x12\r\n\x05limit\x18\x05 \x01(\rB\x08\n\x06_startB\x06\n\x04_end\"8\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\x0c\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\"6\n\rMetaScanReply\x12%\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x14.seaway.v1.MetaEntry\":\n\tMetaPutOp\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\r\n\x05value\x18\x03 \x01(\x0c\":\n\tMetaRange\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x0c\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x0c\"\x87\x01\n\x06MetaOp\x12#\n\x03put\x18\x01 \x01(\x0b\x32\x14.seaway.v1.MetaPutOpH\x00\x12$\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x12.seaway.v1.MetaKeyH\x00\x12,\n\x0c\x64\x65lete_range\x18\x03 \x01(\x0b\x32\x14.seaway.v1.MetaRangeH\x00\x42\x04\n\x02op\"o\n\rMetaCondition\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x14\n\x07version\x18\x03 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05value\x18\x04 \x01(\x0cH\x01\x88\x01\x01\x42\n\n\x08_versionB\x08\n\x06_value\"Y\n\tMetaBatch\x12,\n\nconditions\x18\x01 \x03(\x0b\x32\x18.seaway.v1.MetaCondition\x12\x1e\n\x03ops\x18\x02 \x03(\x0b\x32\x11.seaway.v1.MetaOp\"W\n\x13MetaConditionFailed\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12\x0f\n\x07message\x18\x04 \x01(\t\"S\n\x0fMetaCommitReply\x12\x10\n\x08revision\x18\x01 \x01(\x04\x12.\n\x06\x66\x61iled\x18\x02 \x01(\x0b\x32\x1e.seaway.v1.MetaConditionFailed\"%\n\x11MetaRevisionReply\x12\x10\n\x08revision\x18\x01 \x01(\x04\"7\n\x0fTxnBeginRequest\x12\x16\n\ttimeout_s\x18\x01 \x01(\x01H\x00\x88\x01\x01\x42\x0c\n\n_timeout_s\"<\n\rTxnBeginReply\x12\x10\n\x08snapshot\x18\x01 \x01(\x0c\x12\x19\n\x11\x64\x65\x66\x61ult_timeout_s\x18\x02 \x01(\x01\"\x14\n\x06TxnRef\x12\n\n\x02id\x18\x01 \x01(\x04\"1\n\x12TxnRegisterRequest\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0f\n\x07log_ids\x18\x02 \x03(\x04\"H\n\x08TxnWrite\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x12\n\x05value\x18\x03 \x01(\x0cH\x00\x88\x01\x01\x42\x08\n\x06_value\"V\n\x10TxnCommitRequest\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x11\n\tconflicts\x18\x02 \x03(\x0c\x12#\n\x06writes\x18\x03 \x03(\x0b\x32\x13.seaway.v1.TxnWrite\"Z\n\x13TxnCommitAllRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x04\x12\x11\n\tconflicts\x18\x02 \x03(\x0c\x12#\n\x06writes\x18\x03 \x03(\x0b\x32\x13.seaway.v1.TxnWrite\"7\n\x0eTxnStatusReply\x12%\n\x06status\x18\x01 \x01(\x0e\x32\x15.seaway.v1.TxnOutcome\"?\n\x10TxnSnapshotReply\x12\x10\n\x08snapshot\x18\x01 \x01(\x0c\x12\x19\n\x11\x64\x65\x66\x61ult_timeout_s\x18\x02 \x01(\x01\"\x97\x01\n\x07TxnInfo\x12\n\n\x02id\x18\x01 \x01(\x04\x12%\n\x06status\x18\x02 \x01(\x0e\x32\x15.seaway.v1.TxnOutcome\x12\x15\n\x08\x62\x65gan_ms\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x16\n\texpiry_ms\x18\x04 \x01(\x03H\x01\x88\x01\x01\x12\x0f\n\x07log_ids\x18\x05 \x03(\x04\x42\x0b\n\t_began_msB\x0c\n\n_expiry_ms\"8\n\x0cTxnListReply\x12(\n\x0ctransactions\x18\x01 \x03(\x0b\x32\x12.seaway.v1.TxnInfo*X\n\x07GapType\x12\x13\n\x0fGAP_UNSPECIFIED\x10\x00\x12\n\n\x06\x42RIDGE\x10\x01\x12\x08\n\x04HOLE\x10\x02\x12\x08\n\x04TRIM\x10\x03\x12\x0c\n\x08\x44\x41TALOSS\x10\x04\x12\n\n\x06SEALED\x10\x05*\x86\x01\n\nTxnOutcome\x12\x1b\n\x17TXN_OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n\x0fTXN_IN_PROGRESS\x10\x01\x12\x11\n\rTXN_COMMITTED\x10\x02\x12\x0f\n\x0bTXN_ABORTED\x10\x03\x12\x11\n\rTXN_TIMED_OUT\x10\x04\x12\x0f\n\x0bTXN_UNKNOWN\x10\x05\x32\x8e\x0e\n\x06Seaway\x12\x32\n\x06Health\x12\x10.seaway.v1.Empty\x1a\x16.seaway.v1.HealthReply\x12<\n\tCreateLog\x12\x1b.seaway.v1.CreateLogRequest\x1a\x12.seaway.v1.LogInfo\x12\x42\n\x0b\x43reateGroup\x12\x1d.seaway.v1.CreateGroupRequest\x1a\x14.seaway.v1.GroupInfo\x12/\n\x06GetLog\x12\x11.seaway.v1.LogRef\x1a\x12.seaway.v1.LogInfo\x12\x30\n\x08ListLogs\x12\x10.seaway.v1.Empty\x1a\x12.seaway.v1.LogList\x12\x34\n\nListGroups\x12\x10.seaway.v1.Empty\x1a\x14.seaway.v1.GroupList\x12<\n\x0eListPartitions\x12\x10.seaway.v1.Empty\x1a\x18.seaway.v1.PartitionList\x12\x39\n\x0cRunRetention\x12\x10.seaway.v1.Empty\x1a\x17.seaway.v1.PartitionIds\x12:\n\x06\x41ppend\x12\x18.seaway.v1.AppendRequest\x1a\x16.seaway.v1.AppendReply\x12\x46\n\nAppendMany\x12\x1c.seaway.v1.AppendManyRequest\x1a\x1a.seaway.v1.AppendManyReply\x12\x30\n\x04Trim\x12\x16.seaway.v1.TrimRequest\x1a\x10.seaway.v1.Empty\x12\x35\n\x0bGetLogState\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LogState\x12;\n\x08\x46indTime\x12\x1a.seaway.v1.FindTimeRequest\x1a\x13.seaway.v1.LsnReply\x12\x31\n\x07SealLog\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LsnReply\x12\x30\n\tDeleteLog\x12\x11.seaway.v1.LogRef\x1a\x10.seaway.v1.Empty\x12=\n\x08ReadMany\x12\x17.seaway.v1.ReadControls\x1a\x14.seaway.v1.ReadReply(\x01\x30\x01\x12L\n\x0c\x41ppendCounts\x12\x1e.seaway.v1.AppendCountsRequest\x1a\x1c.seaway.v1.AppendCountsReply\x12\x46\n\x0cGetLogBounds\x12\x1b.seaway.v1.LogBoundsRequest\x1a\x19.seaway.v1.LogBoundsReply\x12\x36\n\x07MetaGet\x12\x12.seaway.v1.MetaKey\x1a\x17.seaway.v1.MetaGetReply\x12@\n\x08MetaScan\x12\x1a.seaway.v1.MetaScanRequest\x1a\x18.seaway.v1.MetaScanReply\x12>\n\nMetaCommit\x12\x14.seaway.v1.MetaBatch\x1a\x1a.seaway.v1.MetaCommitReply\x12>\n\x0cMetaRevision\x12\x10.seaway.v1.Empty\x1a\x1c.seaway.v1.MetaRevisionReply\x12@\n\x08TxnBegin\x12\x1a.seaway.v1.TxnBeginRequest\x1a\x18.seaway.v1.TxnBeginReply\x12>\n\x0bTxnRegister\x12\x1d.seaway.v1.TxnRegisterRequest\x1a\x10.seaway.v1.Empty\x12:\n\tTxnCommit\x12\x1b.seaway.v1.TxnCommitRequest\x1a\x10.seaway.v1.Empty\x12@\n\x0cTxnCommitAll\x12\x1e.seaway.v1.TxnCommitAllRequest\x1a\x10.seaway.v1.Empty\x12/\n\x08TxnAbort\x12\x11.seaway.v1.TxnRef\x1a\x10.seaway.v1.Empty\x12\x39\n\tTxnStatus\x12\x11.seaway.v1.TxnRef\x1a\x19.seaway.v1.TxnStatusReply\x12<\n\x0bTxnSnapshot\x12\x10.seaway.v1.Empty\x1a\x1b.seaway.v1.TxnSnapshotReply\x12\x34\n\x07TxnList\x12\x10.seaway.v1.Empty\x1a\x17.seaway.v1.TxnListReplyb\x06proto3')
+=======
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18seaway/wire/seaway.proto\x12\tseaway.v1\"\x07\n\x05\x45mpty\"&\n\x13\x41ppendCountsRequest\x12\x0f\n\x07log_ids\x18\x01 \x03(\x04\";\n\x11\x41ppendCountsReply\x12\x0f\n\x07records\x18\x01 \x03(\x04\x12\x15\n\rpayload_bytes\x18\x02 \x03(\x04\".\n\x0bHealthReply\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x90\x01\n\nAttributes\x12\x16\n\tbacklog_s\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x1e\n\x11payload_bytes_max\x18\x02 \x01(\rH\x01\x88\x01\x01\x12\x17\n\ndurability\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_backlog_sB\x14\n\x12_payload_bytes_maxB\r\n\x0b_durability\"\x89\x01\n\x10\x43reateLogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06log_id\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05group\x18\x03 \x01(\tH\x01\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\t\n\x07_log_idB\x08\n\x06_group\"p\n\x12\x43reateGroupRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"g\n\tGroupInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08\x66irst_id\x18\x02 \x01(\x04\x12\x0f\n\x07last_id\x18\x03 \x01(\x04\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.Attributes\"1\n\tGroupList\x12$\n\x06groups\x18\x01 \x03(\x0b\x32\x14.seaway.v1.GroupInfo\"^\n\rPartitionInfo\x12\x14\n\x0cpartition_id\x18\x01 \x01(\x04\x12\x12\n\ncreated_ms\x18\x02 \x01(\x03\x12\x12\n\nsize_bytes\x18\x03 \x01(\x04\x12\x0f\n\x07log_ids\x18\x04 \x03(\x04\"=\n\rPartitionList\x12,\n\npartitions\x18\x01 \x03(\x0b\x32\x18.seaway.v1.PartitionInfo\"%\n\x0cPartitionIds\x12\x15\n\rpartition_ids\x18\x01 \x03(\x04\"1\n\x06LogRef\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12\x10\n\x06log_id\x18\x02 \x01(\x04H\x00\x42\x05\n\x03ref\"p\n\x07LogInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06log_id\x18\x02 \x01(\x04\x12\x12\n\x05group\x18\x03 \x01(\tH\x00\x88\x01\x01\x12)\n\nattributes\x18\x04 \x01(\x0b\x32\x15.seaway.v1.AttributesB\x08\n\x06_group\"+\n\x07LogList\x12 \n\x04logs\x18\x01 \x03(\x0b\x32\x12.seaway.v1.LogInfo\"z\n\rAppendRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08payloads\x18\x02 \x03(\x0c\x12\x13\n\x0bproducer_id\x18\x03 \x01(\x0c\x12\x10\n\x08sequence\x18\x04 \x01(\x04\x12\x14\n\x07if_tail\x18\x05 \x01(\x04H\x00\x88\x01\x01\x42\n\n\x08_if_tail\"/\n\x0b\x41ppendReply\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\r\n\x05\x63ount\x18\x02 \x01(\r\">\n\x11\x41ppendManyRequest\x12)\n\x07\x62\x61tches\x18\x01 \x03(\x0b\x32\x18.seaway.v1.AppendRequest\"9\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretriable\x18\x03 \x01(\x08\"g\n\x0c\x41ppendResult\x12*\n\x08\x61ppended\x18\x01 \x01(\x0b\x32\x16.seaway.v1.AppendReplyH\x00\x12!\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x10.seaway.v1.ErrorH\x00\x42\x08\n\x06result\";\n\x0f\x41ppendManyReply\x12(\n\x07results\x18\x01 \x03(\x0b\x32\x17.seaway.v1.AppendResult\"*\n\x0bTrimRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x0b\n\x03lsn\x18\x02 \x01(\x04\"{\n\x08LogState\x12\x10\n\x08tail_lsn\x18\x01 \x01(\x04\x12\x12\n\ntrim_point\x18\x02 \x01(\x04\x12\x10\n\x08is_empty\x18\x03 \x01(\x08\x12\x11\n\tdata_size\x18\x04 \x01(\x04\x12\x16\n\tfinal_lsn\x18\x05 \x01(\x04H\x00\x88\x01\x01\x42\x0c\n\n_final_lsn\"7\n\x0f\x46indTimeRequest\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\"\x17\n\x08LsnReply\x12\x0b\n\x03lsn\x18\x01 \x01(\x04\"F\n\tRecordRun\x12\x11\n\tfirst_lsn\x18\x01 \x01(\x04\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x10\n\x08payloads\x18\x03 \x03(\x0c\"G\n\x03Gap\x12 \n\x04type\x18\x01 \x01(\x0e\x32\x12.seaway.v1.GapType\x12\x0e\n\x06lsn_lo\x18\x02 \x01(\x04\x12\x0e\n\x06lsn_hi\x18\x03 \x01(\x04\"T\n\x03Run\x12\'\n\x07records\x18\x01 \x01(\x0b\x32\x14.seaway.v1.RecordRunH\x00\x12\x1d\n\x03gap\x18\x02 \x01(\x0b\x32\x0e.seaway.v1.GapH\x00\x42\x05\n\x03run\"8\n\x0cReadControls\x12(\n\x08\x63ontrols\x18\x01 \x03(\x0b\x32\x16.seaway.v1.ReadControl\"\x8b\x01\n\x0bReadControl\x12%\n\x05start\x18\x01 \x01(\x0b\x32\x14.seaway.v1.ReadStartH\x00\x12#\n\x04stop\x18\x02 \x01(\x0b\x32\x13.seaway.v1.ReadStopH\x00\x12%\n\x05grant\x18\x03 \x01(\x0b\x32\x14.seaway.v1.ReadGrantH\x00\x42\t\n\x07\x63ontrol\"M\n\tReadStart\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x10\n\x08lsn_from\x18\x02 \x01(\x04\x12\x11\n\tlsn_until\x18\x03 \x01(\x04\x12\x0b\n\x03tag\x18\x04 \x01(\x04\"\x1a\n\x08ReadStop\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\")\n\tReadGrant\x12\r\n\x05items\x18\x01 \x01(\x04\x12\r\n\x05\x62ytes\x18\x02 \x01(\x04\"v\n\tReadItems\x12\x0e\n\x06log_id\x18\x01 \x01(\x04\x12\x1c\n\x04runs\x18\x02 \x03(\x0b\x32\x0e.seaway.v1.Run\x12\x0b\n\x03tag\x18\x03 \x01(\x04\x12\r\n\x05\x65nded\x18\x04 \x01(\x08\x12\x1f\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x10.seaway.v1.Error\"/\n\tReadReply\x12\"\n\x04logs\x18\x01 \x03(\x0b\x32\x14.seaway.v1.ReadItems\")\n\x07MetaKey\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\"=\n\x0cMetaGetReply\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\"{\n\x0fMetaScanRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06prefix\x18\x02 \x01(\x0c\x12\x12\n\x05start\x18\x03 \x01(\x0cH\x00\x88\x01\x01\x12\x10\n\x03\x65nd\x18\x04 \x01(\x0cH\x01\x88\x01\x01\x12\r\n\x05limit\x18\x05 \x01(\rB\x08\n\x06_startB\x06\n\x04_end\"8\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\x0c\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\"6\n\rMetaScanReply\x12%\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x14.seaway.v1.MetaEntry\":\n\tMetaPutOp\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\r\n\x05value\x18\x03 \x01(\x0c\":\n\tMetaRange\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05start\x18\x02 \x01(\x0c\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x0c\"\x87\x01\n\x06MetaOp\x12#\n\x03put\x18\x01 \x01(\x0b\x32\x14.seaway.v1.MetaPutOpH\x00\x12$\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x12.seaway.v1.MetaKeyH\x00\x12,\n\x0c\x64\x65lete_range\x18\x03 \x01(\x0b\x32\x14.seaway.v1.MetaRangeH\x00\x42\x04\n\x02op\"o\n\rMetaCondition\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x14\n\x07version\x18\x03 \x01(\x04H\x00\x88\x01\x01\x12\x12\n\x05value\x18\x04 \x01(\x0cH\x01\x88\x01\x01\x42\n\n\x08_versionB\x08\n\x06_value\"y\n\tMetaBatch\x12,\n\nconditions\x18\x01 \x03(\x0b\x32\x18.seaway.v1.MetaCondition\x12\x1e\n\x03ops\x18\x02 \x03(\x0b\x32\x11.seaway.v1.MetaOp\x12\x13\n\x06ledger\x18\x03 \x01(\x0cH\x00\x88\x01\x01\x42\t\n\x07_ledger\"W\n\x13MetaConditionFailed\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12\x0f\n\x07message\x18\x04 \x01(\t\"S\n\x0fMetaCommitReply\x12\x10\n\x08revision\x18\x01 \x01(\x04\x12.\n\x06\x66\x61iled\x18\x02 \x01(\x0b\x32\x1e.seaway.v1.MetaConditionFailed\"%\n\x11MetaRevisionReply\x12\x10\n\x08revision\x18\x01 \x01(\x04\"/\n\x11LedgerBoundsReply\x12\x0c\n\x04tail\x18\x01 \x01(\x04\x12\x0c\n\x04head\x18\x02 \x01(\x04\"6\n\x11LedgerReadRequest\x12\x12\n\nindex_from\x18\x01 \x01(\x04\x12\r\n\x05limit\x18\x02 \x01(\r\"=\n\x0bLedgerEntry\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x0f\n\x07time_ms\x18\x02 \x01(\x04\x12\x0e\n\x06\x63hange\x18\x03 \x01(\x0c\":\n\x0fLedgerReadReply\x12\'\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x16.seaway.v1.LedgerEntry\"%\n\x13LedgerAppendRequest\x12\x0e\n\x06\x63hange\x18\x01 \x01(\x0c\"\"\n\x11LedgerAppendReply\x12\r\n\x05index\x18\x01 \x01(\x04\"%\n\x12LedgerPruneRequest\x12\x0f\n\x07through\x18\x01 \x01(\x04\"7\n\x0fTxnBeginRequest\x12\x16\n\ttimeout_s\x18\x01 \x01(\x01H\x00\x88\x01\x01\x42\x0c\n\n_timeout_s\"<\n\rTxnBeginReply\x12\x10\n\x08snapshot\x18\x01 \x01(\x0c\x12\x19\n\x11\x64\x65\x66\x61ult_timeout_s\x18\x02 \x01(\x01\"\x14\n\x06TxnRef\x12\n\n\x02id\x18\x01 \x01(\x04\"1\n\x12TxnRegisterRequest\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0f\n\x07log_ids\x18\x02 \x03(\x04\"H\n\x08TxnWrite\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\x0c\x12\x12\n\x05value\x18\x03 \x01(\x0cH\x00\x88\x01\x01\x42\x08\n\x06_value\"V\n\x10TxnCommitRequest\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x11\n\tconflicts\x18\x02 \x03(\x0c\x12#\n\x06writes\x18\x03 \x03(\x0b\x32\x13.seaway.v1.TxnWrite\"Z\n\x13TxnCommitAllRequest\x12\x0b\n\x03ids\x18\x01 \x03(\x04\x12\x11\n\tconflicts\x18\x02 \x03(\x0c\x12#\n\x06writes\x18\x03 \x03(\x0b\x32\x13.seaway.v1.TxnWrite\"7\n\x0eTxnStatusReply\x12%\n\x06status\x18\x01 \x01(\x0e\x32\x15.seaway.v1.TxnOutcome\"?\n\x10TxnSnapshotReply\x12\x10\n\x08snapshot\x18\x01 \x01(\x0c\x12\x19\n\x11\x64\x65\x66\x61ult_timeout_s\x18\x02 \x01(\x01\"\x97\x01\n\x07TxnInfo\x12\n\n\x02id\x18\x01 \x01(\x04\x12%\n\x06status\x18\x02 \x01(\x0e\x32\x15.seaway.v1.TxnOutcome\x12\x15\n\x08\x62\x65gan_ms\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x16\n\texpiry_ms\x18\x04 \x01(\x03H\x01\x88\x01\x01\x12\x0f\n\x07log_ids\x18\x05 \x03(\x04\x42\x0b\n\t_began_msB\x0c\n\n_expiry_ms\"8\n\x0cTxnListReply\x12(\n\x0ctransactions\x18\x01 \x03(\x0b\x32\x12.seaway.v1.TxnInfo*X\n\x07GapType\x12\x13\n\x0fGAP_UNSPECIFIED\x10\x00\x12\n\n\x06\x42RIDGE\x10\x01\x12\x08\n\x04HOLE\x10\x02\x12\x08\n\x04TRIM\x10\x03\x12\x0c\n\x08\x44\x41TALOSS\x10\x04\x12\n\n\x06SEALED\x10\x05*\x86\x01\n\nTxnOutcome\x12\x1b\n\x17TXN_OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n\x0fTXN_IN_PROGRESS\x10\x01\x12\x11\n\rTXN_COMMITTED\x10\x02\x12\x0f\n\x0bTXN_ABORTED\x10\x03\x12\x11\n\rTXN_TIMED_OUT\x10\x04\x12\x0f\n\x0bTXN_UNKNOWN\x10\x05\x32\xe8\x0f\n\x06Seaway\x12\x32\n\x06Health\x12\x10.seaway.v1.Empty\x1a\x16.seaway.v1.HealthReply\x12<\n\tCreateLog\x12\x1b.seaway.v1.CreateLogRequest\x1a\x12.seaway.v1.LogInfo\x12\x42\n\x0b\x43reateGroup\x12\x1d.seaway.v1.CreateGroupRequest\x1a\x14.seaway.v1.GroupInfo\x12/\n\x06GetLog\x12\x11.seaway.v1.LogRef\x1a\x12.seaway.v1.LogInfo\x12\x30\n\x08ListLogs\x12\x10.seaway.v1.Empty\x1a\x12.seaway.v1.LogList\x12\x34\n\nListGroups\x12\x10.seaway.v1.Empty\x1a\x14.seaway.v1.GroupList\x12<\n\x0eListPartitions\x12\x10.seaway.v1.Empty\x1a\x18.seaway.v1.PartitionList\x12\x39\n\x0cRunRetention\x12\x10.seaway.v1.Empty\x1a\x17.seaway.v1.PartitionIds\x12:\n\x06\x41ppend\x12\x18.seaway.v1.AppendRequest\x1a\x16.seaway.v1.AppendReply\x12\x46\n\nAppendMany\x12\x1c.seaway.v1.AppendManyRequest\x1a\x1a.seaway.v1.AppendManyReply\x12\x30\n\x04Trim\x12\x16.seaway.v1.TrimRequest\x1a\x10.seaway.v1.Empty\x12\x35\n\x0bGetLogState\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LogState\x12;\n\x08\x46indTime\x12\x1a.seaway.v1.FindTimeRequest\x1a\x13.seaway.v1.LsnReply\x12\x31\n\x07SealLog\x12\x11.seaway.v1.LogRef\x1a\x13.seaway.v1.LsnReply\x12\x30\n\tDeleteLog\x12\x11.seaway.v1.LogRef\x1a\x10.seaway.v1.Empty\x12=\n\x08ReadMany\x12\x17.seaway.v1.ReadControls\x1a\x14.seaway.v1.ReadReply(\x01\x30\x01\x12L\n\x0c\x41ppendCounts\x12\x1e.seaway.v1.AppendCountsRequest\x1a\x1c.seaway.v1.AppendCountsReply\x12\x36\n\x07MetaGet\x12\x12.seaway.v1.MetaKey\x1a\x17.seaway.v1.MetaGetReply\x12@\n\x08MetaScan\x12\x1a.seaway.v1.MetaScanRequest\x1a\x18.seaway.v1.MetaScanReply\x12>\n\nMetaCommit\x12\x14.seaway.v1.MetaBatch\x1a\x1a.seaway.v1.MetaCommitReply\x12>\n\x0cMetaRevision\x12\x10.seaway.v1.Empty\x1a\x1c.seaway.v1.MetaRevisionReply\x12>\n\x0cLedgerBounds\x12\x10.seaway.v1.Empty\x1a\x1c.seaway.v1.LedgerBoundsReply\x12\x46\n\nLedgerRead\x12\x1c.seaway.v1.LedgerReadRequest\x1a\x1a.seaway.v1.LedgerReadReply\x12L\n\x0cLedgerAppend\x12\x1e.seaway.v1.LedgerAppendRequest\x1a\x1c.seaway.v1.LedgerAppendReply\x12J\n\x0bLedgerPrune\x12\x1d.seaway.v1.LedgerPruneRequest\x1a\x1c.seaway.v1.LedgerBoundsReply\x12@\n\x08TxnBegin\x12\x1a.seaway.v1.TxnBeginRequest\x1a\x18.seaway.v1.TxnBeginReply\x12>\n\x0bTxnRegister\x12\x1d.seaway.v1.TxnRegisterRequest\x1a\x10.seaway.v1.Empty\x12:\n\tTxnCommit\x12\x1b.seaway.v1.TxnCommitRequest\x1a\x10.seaway.v1.Empty\x12@\n\x0cTxnCommitAll\x12\x1e.seaway.v1.TxnCommitAllRequest\x1a\x10.seaway.v1.Empty\x12/\n\x08TxnAbort\x12\x11.seaway.v1.TxnRef\x1a\x10.seaway.v1.Empty\x12\x39\n\tTxnStatus\x12\x11.seaway.v1.TxnRef\x1a\x19.seaway.v1.TxnStatusReply\x12<\n\x0bTxnSnapshot\x12\x10.seaway.v1.Empty\x1a\x1b.seaway.v1.TxnSnapshotReply\x12\x34\n\x07TxnList\x12\x10.seaway.v1.Empty\x1a\x17.seaway.v1.TxnListReplyb\x06proto3')
+>>>>>>> lcore
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'seaway.wire.seaway_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+<<<<<<< HEAD
   _globals['_GAPTYPE']._serialized_start=4629
   _globals['_GAPTYPE']._serialized_end=4717
   _globals['_TXNOUTCOME']._serialized_start=4720
   _globals['_TXNOUTCOME']._serialized_end=4854
+=======
+  _globals['_GAPTYPE']._serialized_start=4799
+  _globals['_GAPTYPE']._serialized_end=4887
+  _globals['_TXNOUTCOME']._serialized_start=4890
+  _globals['_TXNOUTCOME']._serialized_end=5024
+>>>>>>> lcore
   _globals['_EMPTY']._serialized_start=39
   _globals['_EMPTY']._serialized_end=46
   _globals['_APPENDCOUNTSREQUEST']._serialized_start=48
   _globals['_APPENDCOUNTSREQUEST']._serialized_end=86
   _globals['_APPENDCOUNTSREPLY']._serialized_start=88
   _globals['_APPENDCOUNTSREPLY']._serialized_end=147
+<<<<<<< HEAD
   _globals['_LOGBOUNDSREQUEST']._serialized_start=149
   _globals['_LOGBOUNDSREQUEST']._serialized_end=184
   _globals['_LOGBOUNDSREPLY']._serialized_start=186
@@ -161,4 +173,134 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TXNLISTREPLY']._serialized_end=4627
   _globals['_SEAWAY']._serialized_start=4857
   _globals['_SEAWAY']._serialized_end=6663
+=======
+  _globals['_HEALTHREPLY']._serialized_start=149
+  _globals['_HEALTHREPLY']._serialized_end=195
+  _globals['_ATTRIBUTES']._serialized_start=198
+  _globals['_ATTRIBUTES']._serialized_end=342
+  _globals['_CREATELOGREQUEST']._serialized_start=345
+  _globals['_CREATELOGREQUEST']._serialized_end=482
+  _globals['_CREATEGROUPREQUEST']._serialized_start=484
+  _globals['_CREATEGROUPREQUEST']._serialized_end=596
+  _globals['_GROUPINFO']._serialized_start=598
+  _globals['_GROUPINFO']._serialized_end=701
+  _globals['_GROUPLIST']._serialized_start=703
+  _globals['_GROUPLIST']._serialized_end=752
+  _globals['_PARTITIONINFO']._serialized_start=754
+  _globals['_PARTITIONINFO']._serialized_end=848
+  _globals['_PARTITIONLIST']._serialized_start=850
+  _globals['_PARTITIONLIST']._serialized_end=911
+  _globals['_PARTITIONIDS']._serialized_start=913
+  _globals['_PARTITIONIDS']._serialized_end=950
+  _globals['_LOGREF']._serialized_start=952
+  _globals['_LOGREF']._serialized_end=1001
+  _globals['_LOGINFO']._serialized_start=1003
+  _globals['_LOGINFO']._serialized_end=1115
+  _globals['_LOGLIST']._serialized_start=1117
+  _globals['_LOGLIST']._serialized_end=1160
+  _globals['_APPENDREQUEST']._serialized_start=1162
+  _globals['_APPENDREQUEST']._serialized_end=1284
+  _globals['_APPENDREPLY']._serialized_start=1286
+  _globals['_APPENDREPLY']._serialized_end=1333
+  _globals['_APPENDMANYREQUEST']._serialized_start=1335
+  _globals['_APPENDMANYREQUEST']._serialized_end=1397
+  _globals['_ERROR']._serialized_start=1399
+  _globals['_ERROR']._serialized_end=1456
+  _globals['_APPENDRESULT']._serialized_start=1458
+  _globals['_APPENDRESULT']._serialized_end=1561
+  _globals['_APPENDMANYREPLY']._serialized_start=1563
+  _globals['_APPENDMANYREPLY']._serialized_end=1622
+  _globals['_TRIMREQUEST']._serialized_start=1624
+  _globals['_TRIMREQUEST']._serialized_end=1666
+  _globals['_LOGSTATE']._serialized_start=1668
+  _globals['_LOGSTATE']._serialized_end=1791
+  _globals['_FINDTIMEREQUEST']._serialized_start=1793
+  _globals['_FINDTIMEREQUEST']._serialized_end=1848
+  _globals['_LSNREPLY']._serialized_start=1850
+  _globals['_LSNREPLY']._serialized_end=1873
+  _globals['_RECORDRUN']._serialized_start=1875
+  _globals['_RECORDRUN']._serialized_end=1945
+  _globals['_GAP']._serialized_start=1947
+  _globals['_GAP']._serialized_end=2018
+  _globals['_RUN']._serialized_start=2020
+  _globals['_RUN']._serialized_end=2104
+  _globals['_READCONTROLS']._serialized_start=2106
+  _globals['_READCONTROLS']._serialized_end=2162
+  _globals['_READCONTROL']._serialized_start=2165
+  _globals['_READCONTROL']._serialized_end=2304
+  _globals['_READSTART']._serialized_start=2306
+  _globals['_READSTART']._serialized_end=2383
+  _globals['_READSTOP']._serialized_start=2385
+  _globals['_READSTOP']._serialized_end=2411
+  _globals['_READGRANT']._serialized_start=2413
+  _globals['_READGRANT']._serialized_end=2454
+  _globals['_READITEMS']._serialized_start=2456
+  _globals['_READITEMS']._serialized_end=2574
+  _globals['_READREPLY']._serialized_start=2576
+  _globals['_READREPLY']._serialized_end=2623
+  _globals['_METAKEY']._serialized_start=2625
+  _globals['_METAKEY']._serialized_end=2666
+  _globals['_METAGETREPLY']._serialized_start=2668
+  _globals['_METAGETREPLY']._serialized_end=2729
+  _globals['_METASCANREQUEST']._serialized_start=2731
+  _globals['_METASCANREQUEST']._serialized_end=2854
+  _globals['_METAENTRY']._serialized_start=2856
+  _globals['_METAENTRY']._serialized_end=2912
+  _globals['_METASCANREPLY']._serialized_start=2914
+  _globals['_METASCANREPLY']._serialized_end=2968
+  _globals['_METAPUTOP']._serialized_start=2970
+  _globals['_METAPUTOP']._serialized_end=3028
+  _globals['_METARANGE']._serialized_start=3030
+  _globals['_METARANGE']._serialized_end=3088
+  _globals['_METAOP']._serialized_start=3091
+  _globals['_METAOP']._serialized_end=3226
+  _globals['_METACONDITION']._serialized_start=3228
+  _globals['_METACONDITION']._serialized_end=3339
+  _globals['_METABATCH']._serialized_start=3341
+  _globals['_METABATCH']._serialized_end=3462
+  _globals['_METACONDITIONFAILED']._serialized_start=3464
+  _globals['_METACONDITIONFAILED']._serialized_end=3551
+  _globals['_METACOMMITREPLY']._serialized_start=3553
+  _globals['_METACOMMITREPLY']._serialized_end=3636
+  _globals['_METAREVISIONREPLY']._serialized_start=3638
+  _globals['_METAREVISIONREPLY']._serialized_end=3675
+  _globals['_LEDGERBOUNDSREPLY']._serialized_start=3677
+  _globals['_LEDGERBOUNDSREPLY']._serialized_end=3724
+  _globals['_LEDGERREADREQUEST']._serialized_start=3726
+  _globals['_LEDGERREADREQUEST']._serialized_end=3780
+  _globals['_LEDGERENTRY']._serialized_start=3782
+  _globals['_LEDGERENTRY']._serialized_end=3843
+  _globals['_LEDGERREADREPLY']._serialized_start=3845
+  _globals['_LEDGERREADREPLY']._serialized_end=3903
+  _globals['_LEDGERAPPENDREQUEST']._serialized_start=3905
+  _globals['_LEDGERAPPENDREQUEST']._serialized_end=3942
+  _globals['_LEDGERAPPENDREPLY']._serialized_start=3944
+  _globals['_LEDGERAPPENDREPLY']._serialized_end=3978
+  _globals['_LEDGERPRUNEREQUEST']._serialized_start=3980
+  _globals['_LEDGERPRUNEREQUEST']._serialized_end=4017
+  _globals['_TXNBEGINREQUEST']._serialized_start=4019
+  _globals['_TXNBEGINREQUEST']._serialized_end=4074
+  _globals['_TXNBEGINREPLY']._serialized_start=4076
+  _globals['_TXNBEGINREPLY']._serialized_end=4136
+  _globals['_TXNREF']._serialized_start=4138
+  _globals['_TXNREF']._serialized_end=4158
+  _globals['_TXNREGISTERREQUEST']._serialized_start=4160
+  _globals['_TXNREGISTERREQUEST']._serialized_end=4209
+  _globals['_TXNWRITE']._serialized_start=4211
+  _globals['_TXNWRITE']._serialized_end=4283
+  _globals['_TXNCOMMITREQUEST']._serialized_start=4285
+  _globals['_TXNCOMMITREQUEST']._serialized_end=4371
+  _globals['_TXNCOMMITALLREQUEST']._serialized_start=4373
+  _globals['_TXNCOMMITALLREQUEST']._serialized_end=4463
+  _globals['_TXNSTATUSREPLY']._serialized_start=4465
+  _globals['_TXNSTATUSREPLY']._serialized_end=4520
+  _globals['_TXNSNAPSHOTREPLY']._serialized_start=4522
+  _globals['_TXNSNAPSHOTREPLY']._serialized_end=4585
+  _globals['_TXNINFO']._serialized_start=4588
+  _globals['_TXNINFO']._serialized_end=4739
+  _globals['_TXNLISTREPLY']._serialized_start=4741
+  _globals['_TXNLISTREPLY']._serialized_end=4797
+  _globals['_SEAWAY']._serialized_start=5027
+  _globals['_SEAWAY']._serialized_end=7051
+>>>>>>> lcore
 # @@protoc_insertion_point(module_scope)

@@ -458,12 +458,14 @@ class MetaCondition(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., key: _Optional[bytes] = ..., version: _Optional[int] = ..., value: _Optional[bytes] = ...) -> None: ...
 
 class MetaBatch(_message.Message):
-    __slots__ = ("conditions", "ops")
+    __slots__ = ("conditions", "ops", "ledger")
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     OPS_FIELD_NUMBER: _ClassVar[int]
+    LEDGER_FIELD_NUMBER: _ClassVar[int]
     conditions: _containers.RepeatedCompositeFieldContainer[MetaCondition]
     ops: _containers.RepeatedCompositeFieldContainer[MetaOp]
-    def __init__(self, conditions: _Optional[_Iterable[_Union[MetaCondition, _Mapping]]] = ..., ops: _Optional[_Iterable[_Union[MetaOp, _Mapping]]] = ...) -> None: ...
+    ledger: bytes
+    def __init__(self, conditions: _Optional[_Iterable[_Union[MetaCondition, _Mapping]]] = ..., ops: _Optional[_Iterable[_Union[MetaOp, _Mapping]]] = ..., ledger: _Optional[bytes] = ...) -> None: ...
 
 class MetaConditionFailed(_message.Message):
     __slots__ = ("namespace", "key", "version", "message")
@@ -490,6 +492,56 @@ class MetaRevisionReply(_message.Message):
     REVISION_FIELD_NUMBER: _ClassVar[int]
     revision: int
     def __init__(self, revision: _Optional[int] = ...) -> None: ...
+
+class LedgerBoundsReply(_message.Message):
+    __slots__ = ("tail", "head")
+    TAIL_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
+    tail: int
+    head: int
+    def __init__(self, tail: _Optional[int] = ..., head: _Optional[int] = ...) -> None: ...
+
+class LedgerReadRequest(_message.Message):
+    __slots__ = ("index_from", "limit")
+    INDEX_FROM_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    index_from: int
+    limit: int
+    def __init__(self, index_from: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class LedgerEntry(_message.Message):
+    __slots__ = ("index", "time_ms", "change")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    time_ms: int
+    change: bytes
+    def __init__(self, index: _Optional[int] = ..., time_ms: _Optional[int] = ..., change: _Optional[bytes] = ...) -> None: ...
+
+class LedgerReadReply(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[LedgerEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[LedgerEntry, _Mapping]]] = ...) -> None: ...
+
+class LedgerAppendRequest(_message.Message):
+    __slots__ = ("change",)
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    change: bytes
+    def __init__(self, change: _Optional[bytes] = ...) -> None: ...
+
+class LedgerAppendReply(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    def __init__(self, index: _Optional[int] = ...) -> None: ...
+
+class LedgerPruneRequest(_message.Message):
+    __slots__ = ("through",)
+    THROUGH_FIELD_NUMBER: _ClassVar[int]
+    through: int
+    def __init__(self, through: _Optional[int] = ...) -> None: ...
 
 class TxnBeginRequest(_message.Message):
     __slots__ = ("timeout_s",)

@@ -144,6 +144,26 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaRevisionReply.FromString,
                 _registered_method=True)
+        self.LedgerBounds = channel.unary_unary(
+                '/seaway.v1.Seaway/LedgerBounds',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.LedgerBoundsReply.FromString,
+                _registered_method=True)
+        self.LedgerRead = channel.unary_unary(
+                '/seaway.v1.Seaway/LedgerRead',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.LedgerReadRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.LedgerReadReply.FromString,
+                _registered_method=True)
+        self.LedgerAppend = channel.unary_unary(
+                '/seaway.v1.Seaway/LedgerAppend',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.LedgerAppendRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.LedgerAppendReply.FromString,
+                _registered_method=True)
+        self.LedgerPrune = channel.unary_unary(
+                '/seaway.v1.Seaway/LedgerPrune',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.LedgerPruneRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.LedgerBoundsReply.FromString,
+                _registered_method=True)
         self.TxnBegin = channel.unary_unary(
                 '/seaway.v1.Seaway/TxnBegin',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginRequest.SerializeToString,
@@ -341,6 +361,33 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LedgerBounds(self, request, context):
+        """The change ledger: an entry for every committed control-plane change, written with it (see
+        the ledger section below). LedgerBounds and LedgerRead may be sent again after any failure;
+        LedgerPrune too (pruning again drops nothing more); LedgerAppend is not idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LedgerRead(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LedgerAppend(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LedgerPrune(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def TxnBegin(self, request, context):
         """The transaction manager (see the transactions section below). TxnBegin and TxnCommit are not
         idempotent: after a transport failure of a commit, ask TxnStatus for its outcome.
@@ -503,6 +550,26 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.MetaRevision,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.MetaRevisionReply.SerializeToString,
+            ),
+            'LedgerBounds': grpc.unary_unary_rpc_method_handler(
+                    servicer.LedgerBounds,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.LedgerBoundsReply.SerializeToString,
+            ),
+            'LedgerRead': grpc.unary_unary_rpc_method_handler(
+                    servicer.LedgerRead,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.LedgerReadRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.LedgerReadReply.SerializeToString,
+            ),
+            'LedgerAppend': grpc.unary_unary_rpc_method_handler(
+                    servicer.LedgerAppend,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.LedgerAppendRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.LedgerAppendReply.SerializeToString,
+            ),
+            'LedgerPrune': grpc.unary_unary_rpc_method_handler(
+                    servicer.LedgerPrune,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.LedgerPruneRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.LedgerBoundsReply.SerializeToString,
             ),
             'TxnBegin': grpc.unary_unary_rpc_method_handler(
                     servicer.TxnBegin,
@@ -1139,6 +1206,114 @@ class Seaway:
             '/seaway.v1.Seaway/MetaRevision',
             seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.MetaRevisionReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LedgerBounds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/LedgerBounds',
+            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.LedgerBoundsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LedgerRead(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/LedgerRead',
+            seaway_dot_wire_dot_seaway__pb2.LedgerReadRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.LedgerReadReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LedgerAppend(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/LedgerAppend',
+            seaway_dot_wire_dot_seaway__pb2.LedgerAppendRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.LedgerAppendReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LedgerPrune(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/LedgerPrune',
+            seaway_dot_wire_dot_seaway__pb2.LedgerPruneRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.LedgerBoundsReply.FromString,
             options,
             channel_credentials,
             insecure,
