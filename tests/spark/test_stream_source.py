@@ -108,6 +108,35 @@ def test_available_now_across_a_scaling_reads_each_event_once_in_key_order(spark
     assert max(predecessor_batches) < min(successor_batches)
 
 
+def test_a_stream_scaled_while_the_query_runs_is_followed(spark: Any, server: ServerProcess, sw: Any,
+                                                         tmp_path: Path) -> None:
+    stream = sw.streams.create("t/live", segments=1)
+    keys = [f"k{i}" for i in range(4)]
+    batches: list[tuple[int, list[Any]]] = []
+    query = (spark.readStream.format("seaway").option("address", server.url).option("stream", "t/live").load()
+             .writeStream.foreachBatch(lambda df, batch_id: batches.append((batch_id, df.collect())))
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(processingTime="100 milliseconds")
+             .start())
+    try:
+        _write(stream, keys, 0, 20)
+        query.processAllAvailable()
+        stream.split(stream.current_segments()[0].id, 2)  # under the running query
+        _write(stream, keys, 20, 20)
+        query.processAllAvailable()
+        stream.merge([s.id for s in stream.current_segments()])
+        _write(stream, keys, 40, 20)
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    rows = [(batch_id, r) for batch_id, batch in batches for r in batch]
+    assert sorted(json.loads(r.payload)["n"] for _, r in rows) == list(range(60))  # each event once
+    for key in keys:  # per-key order across both scalings
+        ordered = sorted((b, r.segment.split(".")[0], r.position, json.loads(r.payload)["n"]) for b, r in rows
+                         if json.loads(r.payload)["k"] == key)
+        assert [n for *_, n in ordered] == sorted(n for *_, n in ordered)
+    assert {r.segment.split(".")[0] for _, r in rows} == {"0", "1", "2"}  # three generations read
+
+
 def test_starting_offsets_latest_is_kept_across_a_restart(spark: Any, server: ServerProcess, sw: Any,
                                                           tmp_path: Path) -> None:
     stream = sw.streams.create("t/s", segments=2)
