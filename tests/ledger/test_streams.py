@@ -74,6 +74,7 @@ def test_a_stream_created_records_its_segments_and_configuration(sw: seaway.Seaw
     mark = head(sw)
     stream = sw.streams.create("s/x", segments=3, retention=RetentionByTime(min_s=60))
     (created,) = changes(sw, mark)
+    assert isinstance(created, StreamCreated)
     assert created == StreamCreated("s/x", ("0.0", "0.1", "0.2"), created.config)
     assert created.resource() == "stream/s/x"
     config = json.loads(created.config)
@@ -146,6 +147,7 @@ def test_a_manual_truncation_records_its_cut_and_a_retention_pass_records_its_po
     done = sw.retention.run_once()
     assert len(done) == 1
     (applied,) = changes(sw, mark)
+    assert isinstance(applied, RetentionApplied)
     assert applied == RetentionApplied("s/x", done[0].cut.to_json(), applied.policy)
     assert json.loads(applied.policy) == {"type": "RetentionByTime", "min_s": 60, "max_s": None}
     mark = head(sw)
