@@ -322,17 +322,17 @@ def test_a_commit_being_logged_conflicts_with_transactions_begun_meanwhile(store
     it conflicts on the same key, while the commit is pending and after it is visible."""
     manager = manager_of(store)
     entered, release = threading.Event(), threading.Event()
-    apply_writes = manager._apply_writes
+    apply_edit = manager._apply_edit
 
     def held(*args: Any) -> None:
         entered.set()
         assert release.wait(10)
-        apply_writes(*args)
+        apply_edit(*args)
 
     first = store.txn.begin()
     first.add_conflicts(b"row")
     first.stage_put("m", b"row", b"first")
-    manager._apply_writes = held  # type: ignore[method-assign,assignment]
+    manager._apply_edit = held  # type: ignore[method-assign,assignment]
     committing = threading.Thread(target=first.commit)
     committing.start()
     try:

@@ -38,12 +38,24 @@ class Change:
         raise NotImplementedError
 
     def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self))
+        hints = _hints(type(self))
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if not _fits(value, hints[f.name]):
                 raise InvalidArgumentError(f"{self.OPERATION}: field {f.name} must be {hints[f.name]}, got "
                                            f"{value!r:.80}")
+
+
+_HINTS: dict[type[Change], dict[str, Any]] = {}
+
+
+def _hints(cls: type[Change]) -> dict[str, Any]:
+    """The class's field types, resolved once: resolving them (``get_type_hints``) costs ten times
+    what the checks do, and every transaction's commit builds a change."""
+    found = _HINTS.get(cls)
+    if found is None:
+        found = _HINTS[cls] = typing.get_type_hints(cls)
+    return found
 
 
 def _fits(value: object, kind: Any) -> bool:
@@ -85,7 +97,7 @@ def decode_change(body: bytes) -> Change:
     try:
         data = json.loads(body)
         cls = CHANGES[data["op"]]
-        hints = typing.get_type_hints(cls)
+        hints = _hints(cls)
         values = {}
         for f in dataclasses.fields(cls):
             value = data["f"][f.name]
@@ -364,6 +376,9 @@ class TxnCommitted(Change):
     """How many logs the transaction registered."""
     writes: int
     """How many metadata writes its commit applied."""
+    transactions: int = 1
+    """How many transactions this commit committed as one (``commit_all``): ``txn_id`` is the
+    first of them, ``logs`` counts the logs of them all."""
 
     def resource(self) -> str:
         return f"txn/{self.txn_id}"

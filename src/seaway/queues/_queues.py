@@ -30,6 +30,13 @@ from seaway._errors import (
     UnknownLogError,
     UnknownQueueError,
 )
+from seaway.ledger import (
+    ConsumerGroupCreated,
+    ConsumerGroupDeleted,
+    ConsumerGroupResized,
+    QueueCreated,
+    QueueDeleted,
+)
 from seaway.log import MetaApi
 from seaway.queues._consumer import Consumer
 from seaway.queues._producer import Producer
@@ -142,7 +149,8 @@ class Queues:
         check_name(queue, "queue")
         try:
             self.meta.batch().expect_absent(NAMESPACE, queue_key(queue)).put(
-                NAMESPACE, queue_key(queue), json.dumps({"created_ms": self.clock.now_ms()}).encode()).commit()
+                NAMESPACE, queue_key(queue), json.dumps({"created_ms": self.clock.now_ms()}).encode()).record(
+                QueueCreated(queue)).commit()
         except ConditionFailedError:
             if not exist_ok:
                 raise QueueExistsError(f"queue {queue!r} exists") from None
@@ -156,10 +164,16 @@ class Queues:
 
     def delete(self, queue: str) -> None:
         """Delete a queue, its groups, their logs and positions."""
-        self.check_queue(queue)
+        found = self.meta.get(NAMESPACE, queue_key(check_name(queue, "queue")))
+        if found is None:
+            raise UnknownQueueError(f"queue {queue!r} does not exist")
         for record, _ in self._records(queue):
             self.delete_group(queue, record.name)
-        self.meta.batch().delete(NAMESPACE, queue_key(queue)).commit()
+        try:  # of two deletes, one applies and is recorded
+            self.meta.batch().expect_version(NAMESPACE, queue_key(queue), found.version).delete(
+                NAMESPACE, queue_key(queue)).record(QueueDeleted(queue)).commit()
+        except ConditionFailedError:
+            raise UnknownQueueError(f"queue {queue!r} was deleted meanwhile") from None
 
     # --- groups -----------------------------------------------------------------------------------
 
@@ -188,7 +202,8 @@ class Queues:
         layout = Layout(1, size, chosen, key, self._make_logs(queue, group, 1, chosen, size))
         try:
             self.meta.batch().expect_absent(NAMESPACE, group_key(queue, group)).put(
-                NAMESPACE, group_key(queue, group), GroupRecord(group, layout).encode()).commit()
+                NAMESPACE, group_key(queue, group), GroupRecord(group, layout).encode()).record(
+                ConsumerGroupCreated(queue, group, size, chosen.value, key)).commit()
         except ConditionFailedError:
             raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}") from None
 
@@ -234,10 +249,13 @@ class Queues:
         generation = current.generation + 1
         layout = Layout(generation, new_size, chosen, new_key,
                         self._make_logs(queue, group, generation, chosen, new_size))
+        # Recorded with the new layout, which producers and consumers go by from this batch on;
+        # draining the old one afterwards (the barrier) is not a change of the group's layout.
+        resized = ConsumerGroupResized(queue, group, new_size, chosen.value, new_key, generation)
         try:
             self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).put(
                 NAMESPACE, group_key(queue, group),
-                GroupRecord(group, layout, current, self.clock.now_ms()).encode()).commit()
+                GroupRecord(group, layout, current, self.clock.now_ms()).encode()).record(resized).commit()
         except ConditionFailedError:
             raise InvalidArgumentError(f"group {group!r} changed during the resize; try again") from None
         self._seal(current)
@@ -325,7 +343,7 @@ class Queues:
                 NAMESPACE, f"p/{queue}/{group}/".encode()).delete_prefix(
                 NAMESPACE, f"s/{queue}/{group}/".encode()).delete_prefix(
                 NAMESPACE, f"c/{queue}/{group}/".encode()).delete_prefix(
-                NAMESPACE, f"cl/{queue}/{group}/".encode()).commit()
+                NAMESPACE, f"cl/{queue}/{group}/".encode()).record(ConsumerGroupDeleted(queue, group)).commit()
         except ConditionFailedError:
             raise InvalidArgumentError(f"group {group!r} changed while being deleted; try again") from None
         for layout in (record.current, record.previous):

@@ -42,6 +42,17 @@ from seaway._errors import (
     UnknownScopeError,
     UnknownStreamError,
 )
+from seaway.ledger import (
+    RetentionApplied,
+    ScopeCreated,
+    ScopeDeleted,
+    StreamCreated,
+    StreamDeleted,
+    StreamScaled,
+    StreamSealed,
+    StreamTruncated,
+    StreamUpdated,
+)
 from seaway.log import LSN_OLDEST, MetaApi
 from seaway.streams._api import LogsApi
 from seaway.streams._config import SEGMENTS_MAX, StreamConfig
@@ -54,6 +65,7 @@ from seaway.streams._metadata import (
     StreamState,
     Truncation,
     as_json,
+    config_json,
     cut_order,
     index_key,
     scope_key,
@@ -89,7 +101,7 @@ class StreamController:
         check_part(scope, "scope")
         try:
             self.meta.batch().expect_absent(NAMESPACE, scope_key(scope)).put(
-                NAMESPACE, scope_key(scope), str(self.clock.now_ms()).encode()).commit()
+                NAMESPACE, scope_key(scope), str(self.clock.now_ms()).encode()).record(ScopeCreated(scope)).commit()
         except ConditionFailedError:
             raise ScopeExistsError(f"scope {scope!r} exists") from None
 
@@ -117,7 +129,7 @@ class StreamController:
             # the batch below checks that no index key appeared by checking the scope key only, so a
             # racing create (which checks the scope's version) and this delete cannot both apply.
             self.meta.batch().expect_version(NAMESPACE, scope_key(scope), version).delete(
-                NAMESPACE, scope_key(scope)).commit()
+                NAMESPACE, scope_key(scope)).record(ScopeDeleted(scope)).commit()
         except ConditionFailedError:
             raise ScopeNotEmptyError(f"scope {scope!r} changed while being deleted: try again") from None
 
@@ -156,7 +168,8 @@ class StreamController:
         made = tuple(Segment(s.number, 0, now, s.key_lo, s.key_hi, self._make_log(meta, state.uid, s))
                      for s in planned)
         try:
-            meta.create_batch(self.meta.batch(), state, Generation(0, now, made), scope_version).commit()
+            meta.create_batch(self.meta.batch(), state, Generation(0, now, made), scope_version).record(
+                StreamCreated(meta.name, tuple(segment_str(s.id) for s in made), config_json(config))).commit()
         except ConditionFailedError:
             for segment in made:  # the logs made for nothing: nobody else knows their names
                 self._drop_log(segment.log_id)
@@ -178,7 +191,8 @@ class StreamController:
         new = StreamState(config, state.state, state.created_ms, state.uid)
         try:
             self.meta.batch().expect_version(NAMESPACE, meta.key("conf"), version).put(
-                NAMESPACE, meta.key("conf"), new.encode()).commit()
+                NAMESPACE, meta.key("conf"), new.encode()).record(
+                StreamUpdated(meta.name, config_json(config))).commit()
         except ConditionFailedError:
             raise ScaleConflictError(f"stream {meta.name!r} changed meanwhile: read it and try again") from None
 
@@ -290,7 +304,8 @@ class StreamController:
             sealed = StreamState(state.config, "sealed", state.created_ms, state.uid)
             try:  # the transition record must stay absent: a scaling begun meanwhile is finished first
                 self.meta.batch().expect_version(NAMESPACE, meta.key("conf"), version).expect_absent(
-                    NAMESPACE, meta.key("trans")).put(NAMESPACE, meta.key("conf"), sealed.encode()).commit()
+                    NAMESPACE, meta.key("trans")).put(NAMESPACE, meta.key("conf"), sealed.encode()).record(
+                    StreamSealed(meta.name)).commit()
             except ConditionFailedError:
                 return self.seal(meta)
         elif state.state != "sealed":
@@ -321,13 +336,18 @@ class StreamController:
 
     def _finish_delete(self, meta: StreamMetadata) -> None:
         try:
+            _, version = meta.state()
             current, _, _ = meta.current()
         except UnknownStreamError:
             return
         for segment in self._every_segment(meta, current.generation):
             self._drop_log(segment.log_id)
-        self.meta.batch().delete_prefix(NAMESPACE, meta.key("")).delete(
-            NAMESPACE, index_key(meta.scope, meta.stream)).commit()
+        # Conditional on the "deleting" record as read: of processes finishing the same deletion,
+        # one removes the records (and records the change), the others find it done.
+        with contextlib.suppress(ConditionFailedError):
+            self.meta.batch().expect_version(NAMESPACE, meta.key("conf"), version).delete_prefix(
+                NAMESPACE, meta.key("")).delete(NAMESPACE, index_key(meta.scope, meta.stream)).record(
+                StreamDeleted(meta.name)).commit()
 
     def _every_segment(self, meta: StreamMetadata, last: int) -> list[Segment]:
         """Every segment the stream ever had: the first generation's and each delta's."""
@@ -336,10 +356,12 @@ class StreamController:
             segments.extend(delta.created)
         return segments
 
-    def truncate(self, meta: StreamMetadata, cut: StreamCut) -> None:
+    def truncate(self, meta: StreamMetadata, cut: StreamCut, *, policy: str | None = None) -> None:
         """Remove every event below ``cut``: segments wholly below it are deleted (their logs
         removed), the others trimmed below their position. A cut below the current head is
-        refused (:class:`InvalidStreamCutError`); the same cut again is a no-op."""
+        refused (:class:`InvalidStreamCutError`); the same cut again is a no-op. ``policy`` (the
+        retention policy as JSON) marks a truncation made by retention: the ledger records it as
+        :class:`RetentionApplied` rather than :class:`StreamTruncated`."""
         self.recover_stream(meta)
         old, version = meta.truncation_versioned()
         head = old.positions if old is not None else {s.id: LSN_OLDEST for s in meta.generation(0).segments}
@@ -357,6 +379,11 @@ class StreamController:
         record = Truncation(tuple(pairs), meta.size_until(pairs, span), gone, trims)
         batch = self.meta.batch()
         batch.expect_version(NAMESPACE, meta.key("trunc"), version)
+        # The head moves in this batch (readers see the new head from now on): the change is
+        # recorded here, not when the logs are trimmed after it (a truncation with nothing left to
+        # trim or delete has no later step).
+        batch.record(StreamTruncated(meta.name, cut.to_json()) if policy is None
+                     else RetentionApplied(meta.name, cut.to_json(), policy))
         try:
             batch.put(NAMESPACE, meta.key("trunc"), record.encode()).commit()
         except ConditionFailedError:
@@ -452,9 +479,13 @@ class StreamController:
             if record is not None:
                 ends[segment] = self._seal_log(record.log_id)
         self._stepped(4)
+        # Step 5 completes the scaling (the transition record goes, the sealed segments are sealed):
+        # it is where the change is recorded, once, by whichever process gets there.
+        scaled = StreamScaled(meta.name, delta.generation, tuple(segment_str(s) for s in delta.sealed),
+                              tuple(segment_str(s.id) for s in delta.created))
         try:  # step 5
             meta.sizes_batch(self.meta.batch().expect_version(NAMESPACE, meta.key("trans"), version),
-                             delta.generation, ends).delete(NAMESPACE, meta.key("trans")).commit()
+                             delta.generation, ends).delete(NAMESPACE, meta.key("trans")).record(scaled).commit()
         except ConditionFailedError:
             return
         self._stepped(5)

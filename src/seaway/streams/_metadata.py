@@ -515,6 +515,11 @@ def as_json(data: Any) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
+def config_json(config: StreamConfig) -> str:
+    """A stream's configuration as compact JSON (as the ledger records it)."""
+    return as_json(config.to_json()).decode()
+
+
 def wholly_before(segment: Segment, cut: Sequence[Segment]) -> bool:
     """Every segment of the cut over this one's range came after it (a segment over another's
     range made in a later generation replaced it, or replaced a successor of it)."""

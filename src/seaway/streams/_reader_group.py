@@ -79,6 +79,7 @@ from seaway._errors import (
     UnknownReaderGroupError,
 )
 from seaway._invariant import invariant
+from seaway.ledger import ReaderGroupCreated, ReaderGroupDeleted
 from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, MetaApi, Record
 from seaway.streams._api import LogsApi
 from seaway.streams._cut import StreamCut
@@ -350,6 +351,7 @@ class ReaderGroups:
             NAMESPACE, prefix + b"conf", conf.encode()).put(NAMESPACE, prefix + b"state", state.encode())
         if retention_subscribed:
             batch.put(NAMESPACE, subscription_prefix(handle.name) + name.encode(), b"")
+        batch.record(ReaderGroupCreated(name, handle.name))
         try:
             batch.commit()
         except ConditionFailedError:
@@ -367,11 +369,20 @@ class ReaderGroups:
 
     def delete(self, name: str) -> None:
         """Delete a group and its state; its readers get :class:`UnknownReaderGroupError`."""
-        group = self.get(name)
+        check_part(name, "reader group")
+        found = self._meta.get(NAMESPACE, group_prefix(name) + b"conf")
+        if found is None:
+            raise UnknownReaderGroupError(f"reader group {name!r} does not exist")
+        stream = _Conf.decode(found.value).stream
         # The subscription key goes with the group, in the same batch: retention never sees one
-        # without the other.
-        self._meta.batch().delete_prefix(NAMESPACE, group_prefix(name)).delete(
-            NAMESPACE, subscription_prefix(group.stream) + name.encode()).commit()
+        # without the other. Conditional on the group's record as read, so that of two deletes one
+        # applies (and is recorded) and the other finds no group.
+        try:
+            self._meta.batch().expect_version(NAMESPACE, group_prefix(name) + b"conf", found.version).delete_prefix(
+                NAMESPACE, group_prefix(name)).delete(NAMESPACE, subscription_prefix(stream) + name.encode()).record(
+                ReaderGroupDeleted(name)).commit()
+        except ConditionFailedError:
+            raise UnknownReaderGroupError(f"reader group {name!r} was deleted meanwhile") from None
 
 
 def _check_not_truncated(stream: Stream, start: StreamCut) -> None:

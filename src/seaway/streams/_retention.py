@@ -37,6 +37,7 @@ from seaway._passes import PeriodicPasses
 from seaway.streams._config import RetentionByTime
 from seaway.streams._controller import StreamController
 from seaway.streams._cut import StreamCut
+from seaway.streams._metadata import as_json
 from seaway.streams._reader_group import subscribed_checkpoints
 from seaway.streams._streams import Stream
 
@@ -144,8 +145,8 @@ class StreamRetention:
                 return None  # the head is there or past it already: it never moves back
         except InvalidStreamCutError:
             return None  # truncated by hand past part of it: wait for a later cut
-        try:
-            stream.truncate(cut)
+        try:  # recorded in the ledger as retention applied, with the policy, not as a manual truncation
+            self._controller.truncate(meta, cut, policy=as_json(state.config.to_json()["retention"]).decode())
         except (ScaleConflictError, InvalidStreamCutError):
             return None  # truncated meanwhile by someone else: look again on the next pass
         log.info("retention truncated a stream", extra={"stream": stream.name, "reason": reason})

@@ -15,6 +15,10 @@ is durable, its metadata writes (a consumer's position, say) are applied. Only t
 the in-progress set that snapshots carry: no reader sees its data before the commit is durable and
 its metadata writes are in place. Recovery applies a logged commit's metadata writes again (they
 are plain puts and deletes, so applying twice changes nothing).
+
+Each commit and each time-out writes one change-ledger entry (summary fields only), in the batch
+that applies the commit's writes, with the marker that says it was applied: after a crash between
+the log edit and that batch, recovery writes it, and never twice.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from seaway._errors import (
     UnknownTransactionError,
 )
 from seaway._passes import PeriodicPasses
+from seaway.ledger import TxnAbortedByTimeout, TxnCommitted
 from seaway.log import LSN_OLDEST, Gap, GapType, MetaApi, Record, check_meta_key
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import (
@@ -75,9 +80,11 @@ NAMESPACE = "txn"
 _STATE_HEAD = b"state"
 _STATE_CHUNK = b"state/"
 _APPLIED = b"applied/"
-"""``applied/<LSN>``: the metadata writes of the commit logged at LSN are in place (put with them, so
-that recovery applies only those of commits cut off before; applying the others again would put
-back values written since, outside the transaction). Those at or below a saved state are deleted."""
+"""``applied/<LSN>``: the metadata writes of the commit logged at LSN are in place, with its ledger
+entry (put with them, so that recovery applies only those of commits cut off before; applying the
+others again would put back values written since, outside the transaction, and record the commit
+twice). The same for a time-out logged at LSN and its ledger entry. Those at or below a saved state
+are deleted."""
 _CHUNK_BYTES = 512 << 10
 CONFLICT_KEYS_MAX = 100_000
 WRITES_MAX = 1_000
@@ -144,6 +151,22 @@ def _applied_key(lsn: int) -> bytes:
     return _APPLIED + b"%020d" % lsn
 
 
+def _commit_change(state: TxnState, edit: Commit) -> TxnCommitted:
+    """A commit's ledger change, from the state before it (which still holds its logs)."""
+    logs = sum(len(txn.logs) for wp in edit.write_pointers if (txn := state.in_progress.get(wp)) is not None)
+    return TxnCommitted(edit.write_pointer, logs, len(edit.writes), len(edit.write_pointers))
+
+
+def _ledger_change(state: TxnState, edit: Edit) -> TxnCommitted | TxnAbortedByTimeout | None:
+    """The ledger change an edit makes, from the state before it: a commit, or a time-out of a
+    transaction in progress (one the state no longer holds ends nothing); None for other edits."""
+    if isinstance(edit, Commit):
+        return _commit_change(state, edit)
+    if isinstance(edit, TimeOut) and (txn := state.in_progress.get(edit.write_pointer)) is not None:
+        return TxnAbortedByTimeout(edit.write_pointer, len(txn.logs))
+    return None
+
+
 def check_write_pointer(write_pointer: object) -> int:
     if not isinstance(write_pointer, int) or isinstance(write_pointer, bool) or not 0 < write_pointer < 2**64:
         raise InvalidArgumentError(f"a transaction id is an integer in (0, 2**64), got {write_pointer!r}")
@@ -194,6 +217,9 @@ class TransactionManager:
         self._clock = clock or SystemClock()
         self._cond = threading.Condition()
         self._committing: dict[int, tuple[int, frozenset[bytes]]] = {}
+        self._unrecorded = 0
+        """Time-outs logged whose ledger entry is not written yet: a save waits for them, as for
+        commits (the log below it is trimmed, and recovery could not write them any more)."""
         self._saving = False
         self._save_lock = threading.Lock()
         self._stopped: StorageError | None = None
@@ -244,9 +270,10 @@ class TransactionManager:
             if not isinstance(item, Record):  # pragma: no cover - plain reads yield records and gaps
                 continue
             edit = decode_edit(item.payload)
+            change = _ledger_change(state, edit)  # from the state before the edit: its logs
             state.apply(edit)
-            if isinstance(edit, Commit) and edit.writes and self._meta.get(NAMESPACE, _applied_key(item.lsn)) is None:
-                self._apply_writes(edit.writes, item.lsn)
+            if change is not None and self._meta.get(NAMESPACE, _applied_key(item.lsn)) is None:
+                self._apply_edit(edit.writes if isinstance(edit, Commit) else (), item.lsn, change)
         for write_pointer, txn in state.in_progress.items():
             heapq.heappush(self._expiries, (txn.expiry_ms, write_pointer))
         # Begins are not waited for (see begin): write pointers issued before a crash may be
@@ -265,7 +292,7 @@ class TransactionManager:
         with self._cond:
             self._saving = True
             try:
-                while self._committing and self._stopped is None:
+                while (self._committing or self._unrecorded) and self._stopped is None:
                     self._cond.wait()
                 self._check_running()
                 raw = self.state.encode()
@@ -276,7 +303,8 @@ class TransactionManager:
                 self._cond.notify_all()
         lsn = marker.result()
         chunks = [raw[i:i + _CHUNK_BYTES] for i in range(0, len(raw), _CHUNK_BYTES)] or [b""]
-        # Every commit logged before the checkpoint has applied its writes (saving waited for them).
+        # Every commit logged before the checkpoint has applied its writes, and every edit its
+        # ledger entry (saving waited for them).
         batch = (self._meta.batch().delete_prefix(NAMESPACE, _STATE_CHUNK)
                  .delete_range(NAMESPACE, _APPLIED, _applied_key(lsn + 1)))
         for i, chunk in enumerate(chunks):
@@ -293,17 +321,66 @@ class TransactionManager:
             self._wal = self._logs.get_or_create(WAL_LOG)
         return self._wal.append_async(encode_edit(edit))
 
-    def _apply_writes(self, writes: Iterable[tuple[str, bytes, bytes | None]], lsn: int) -> None:
-        batch = self._meta.batch().put(NAMESPACE, _applied_key(lsn), b"")
+    def _apply_edit(self, writes: Iterable[tuple[str, bytes, bytes | None]], lsn: int,
+                    change: TxnCommitted | TxnAbortedByTimeout) -> None:
+        """Apply the metadata writes of the edit logged at ``lsn`` (a commit's) and write its ledger
+        entry, with its applied marker, in one batch."""
+        batch = self._meta.batch().put(NAMESPACE, _applied_key(lsn), b"").record(change)
         for namespace, key, value in writes:
             if value is None:
                 batch.delete(namespace, key)
             else:
                 batch.put(namespace, key, value)
-        # Not synced: the commit's log record is, and recovery applies again every commit whose
-        # marker (written in this same batch) is missing; a save's synced batch makes it durable
-        # before the log below it is trimmed.
+        # Not synced: the edit's log record is, and recovery applies again every edit whose marker
+        # (written in this same batch) is missing; a save's synced batch makes it durable before
+        # the log below it is trimmed.
         self._meta.commit(batch, sync=False)
+
+    def _stop(self, what: str, exc: SeawayError) -> StorageError:
+        """Stop the manager (rather than let saves wait for ever for an edit logged but not
+        applied): a restart applies it from the log."""
+        with self._cond:
+            self._stopped = StorageError(f"the transaction manager stopped: {what} ({exc}); reopen the store")
+            self._cond.notify_all()
+        return self._stopped
+
+    def _end_all(self, ends: Iterable[Abort | TimeOut]) -> list[tuple[Future[int], TxnAbortedByTimeout | None]]:
+        """Apply and log ``ends`` (called under the lock); each time-out with its ledger entry, to
+        write once it is logged (:meth:`_record_timeout`)."""
+        ended = []
+        for edit in ends:
+            change = _ledger_change(self.state, edit)
+            timed_out = change if isinstance(change, TxnAbortedByTimeout) else None
+            ended.append((self._end(edit), timed_out))
+            self._unrecorded += timed_out is not None
+        return ended
+
+    def _finish_ends(self, ended: Iterable[tuple[Future[int], TxnAbortedByTimeout | None]]) -> None:
+        """Wait for ends logged by :meth:`_end_all`; write the time-outs' ledger entries."""
+        failure: BaseException | None = None
+        for future, change in ended:
+            try:
+                if change is None:
+                    future.result()
+                else:
+                    self._record_timeout(future, change)
+            except BaseException as exc:  # the others are recorded all the same
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def _record_timeout(self, future: Future[int], change: TxnAbortedByTimeout) -> None:
+        try:
+            lsn = future.result()  # if it fails, the time-out may be logged or not: recovery records it if it is
+            try:
+                self._apply_edit((), lsn, change)
+            except SeawayError as exc:
+                raise self._stop(f"transaction {change.txn_id} is logged as timed out but its ledger entry "
+                                 "failed", exc) from exc
+        finally:
+            with self._cond:
+                self._unrecorded -= 1
+                self._cond.notify_all()
 
     # --- the API ----------------------------------------------------------------------------------
 
@@ -391,6 +468,7 @@ class TransactionManager:
             if failure is None:
                 edit = Commit(pointers[0], self.state.last_write_pointer, tuple(sorted(keys)), checked,
                               pointers[1:])
+                committed = _commit_change(self.state, edit)
                 # Appended first: an append refused at once (an edit over the log's payload bound)
                 # leaves the transactions in progress, not "being committed" for ever.
                 durable = self._append(edit)
@@ -399,10 +477,9 @@ class TransactionManager:
                 for i, write_pointer in enumerate(pointers):
                     self._committing[write_pointer] = (_PENDING, keys if i == 0 else frozenset())
             else:
-                pending = [self._end(end) for end in ends]
+                pending = self._end_all(ends)
         if failure is not None:
-            for future in pending:
-                future.result()
+            self._finish_ends(pending)
             raise failure
         try:
             lsn = durable.result()
@@ -412,18 +489,12 @@ class TransactionManager:
                     del self._committing[write_pointer]
                 self._cond.notify_all()
             raise
-        if checked:
-            try:
-                self._apply_writes(checked, lsn)
-            except SeawayError as exc:
-                # Logged but not applied: a restart applies it from the log. Until then the manager
-                # stops (rather than let saves wait for this commit forever).
-                with self._cond:
-                    self._stopped = StorageError(f"the transaction manager stopped: transaction {pointers[0]} "
-                                                 f"is logged as committed but its writes failed ({exc}); reopen "
-                                                 "the store")
-                    self._cond.notify_all()
-                raise self._stopped from exc
+        try:  # every commit has a ledger entry: a batch even when it has no metadata writes
+            self._apply_edit(checked, lsn, committed)
+        except SeawayError as exc:
+            # Logged but not applied: a restart applies it from the log. Until then the manager
+            # stops (rather than let saves wait for this commit forever).
+            raise self._stop(f"transaction {pointers[0]} is logged as committed but its writes failed", exc) from exc
         with self._cond:
             # Its conflict keys date from now, when it becomes visible: a transaction that began
             # while it was being logged did not see it either.
@@ -520,7 +591,7 @@ class TransactionManager:
         return whether saving the state is due. Public for tests that drive the manager with a
         fake clock and no background passes."""
         now_ms = self._clock.now_ms()
-        pending: list[Future[int]] = []
+        pending: list[tuple[Future[int], TxnAbortedByTimeout | None]] = []
         with self._cond:
             while self._expiries and self._expiries[0][0] <= now_ms:
                 _, write_pointer = heapq.heappop(self._expiries)
@@ -530,12 +601,11 @@ class TransactionManager:
                 if write_pointer in self._committing or txn.expiry_ms > now_ms:
                     heapq.heappush(self._expiries, (max(txn.expiry_ms, now_ms + 1), write_pointer))
                     break
-                pending.append(self._end(TimeOut(write_pointer, now_ms)))
+                pending.extend(self._end_all([TimeOut(write_pointer, now_ms)]))
             due = self._edits_since_save > 0 and (
                 self._edits_since_save >= self.config.save_edits
                 or self._clock.monotonic_s() - self._saved_at_s >= self.config.save_interval_s)
-        for future in pending:
-            future.result()
+        self._finish_ends(pending)
         return due
 
     def run_pruning(self) -> int:
