@@ -1,7 +1,4 @@
-"""Reading the change ledger of an embedded store in tests.
-
-Reads go through the store's LogsDB until ``sw.ledger.read`` exists; this is the one place that
-knows how, so that switching to the public API is a one-line change."""
+"""Reading the change ledger of an embedded store in tests, through ``sw.ledger``."""
 
 from __future__ import annotations
 
@@ -16,19 +13,18 @@ _LOG_LAYER = ("log.", "log_group.")
 
 def entries(sw: seaway.Seaway, index_from: int = 0) -> list[LedgerEntry]:
     """Every entry the store's ledger holds from ``index_from`` on, in index order."""
-    db = sw._store.logsdb
     found: list[LedgerEntry] = []
     while True:
-        page = db.ledger_read(index_from, 1000)
-        found.extend(LedgerEntry.decode(index, stored) for index, stored in page)
-        if len(page) < 1000:
+        page = sw.ledger.read(index_from, 1000)
+        found.extend(page)
+        if not page or page[-1].index >= sw.ledger.bounds()[1]:
             return found
-        index_from = page[-1][0] + 1
+        index_from = page[-1].index + 1
 
 
 def head(sw: seaway.Seaway) -> int:
     """The index of the last entry written (0 before the first)."""
-    return sw._store.logsdb.ledger_bounds()[1]
+    return sw.ledger.bounds()[1]
 
 
 def changes(sw: seaway.Seaway, after: int = 0) -> list[Change]:
