@@ -94,8 +94,6 @@ class _Receipts:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._got: list[tuple[float, int, int]] = []
-        self._max_index = 0
-        self._changed = threading.Condition(self._lock)
 
     def add(self, body: bytes) -> None:
         now = time.time()
@@ -103,17 +101,11 @@ class _Receipts:
         with self._lock:
             if len(self._got) < RECEIPTS_MAX:
                 self._got.append((now, int(data["index"]), int(data["time_ms"])))
-            self._max_index = max(self._max_index, int(data["index"]))
-            self._changed.notify_all()
 
     def take(self) -> list[tuple[float, int, int]]:
         with self._lock:
             got, self._got = self._got, []
             return got
-
-    def max_index(self) -> int:
-        with self._lock:
-            return self._max_index
 
 
 class _WebhookServer:
@@ -124,7 +116,7 @@ class _WebhookServer:
         receipts = self.receipts
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
                 receipts.add(body)
                 self.send_response(204)
@@ -180,7 +172,7 @@ class _NatsSubscriber:
     """A subscription to ``NATS_SUBJECT.>`` on an event loop of its own thread."""
 
     def __init__(self, url: str) -> None:
-        import nats  # only this benchmark needs the client
+        import nats  # noqa: PLC0415 - loaded only when this benchmark runs
 
         self.receipts = _Receipts()
         self._loop = asyncio.new_event_loop()
