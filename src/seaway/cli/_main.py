@@ -13,6 +13,7 @@ from typing import Any
 from seaway._errors import InvalidArgumentError, SeawayError
 from seaway.cli._bench_log import LogBenchConfig, run_log_bench
 from seaway.cli._bench_logs import LogsBenchConfig, run_logs_bench
+from seaway.cli._bench_notify import add_notify_bench_parser, run_notify_bench_command
 from seaway.cli._bench_queue import QueueBenchConfig, run_queue_bench
 from seaway.cli._bench_remote import RemoteBenchConfig, run_remote_bench
 from seaway.cli._bench_spark import add_spark_bench_parser, run_spark_bench_command
@@ -67,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     log.add_argument("--paced-events-per-s", type=int, default=20_000, help="with --remote: the paced run's rate")
     add_stream_bench_parsers(kinds)
     add_spark_bench_parser(kinds)
+    add_notify_bench_parser(kinds)
     queue = kinds.add_parser("queue", help="the headline workload: 3 producers, 2 consumer groups (2 and 3 "
                                            "consumers), 1 KB entries in transactions of 500, exactly-once checked")
     queue.add_argument("--transactions", type=int, default=60,
@@ -247,6 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(figures)) if args.json else _print_figures(figures)
         elif args.command == "bench" and args.bench == "spark":
             figures = run_spark_bench_command(args)
+            print(json.dumps(figures)) if args.json else _print_figures(figures)
+        elif args.command == "bench" and args.bench == "notify":
+            figures = run_notify_bench_command(args)
             print(json.dumps(figures)) if args.json else _print_figures(figures)
         elif args.command == "bench" and args.bench == "queue":
             if min(args.transactions, args.paced_events_per_s, args.reference_batches) < 1 or not args.paced_s > 0:
