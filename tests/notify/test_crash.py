@@ -117,6 +117,7 @@ def _wait_caught_up(url: str, seed: int) -> tuple[list[Any], Any]:
         while batch := sw.ledger.read(index, 1000):
             entries += [e for e in batch if e.resource.startswith(PREFIX)]
             index = batch[-1].index + 1
+        assert entries, f"seed {seed}: no change reached the ledger"
         assert sw.ledger.bounds()[0] == 1, f"seed {seed}: the ledger was pruned during the test"
         deadline = time.monotonic() + 30
         while True:
