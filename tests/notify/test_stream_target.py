@@ -17,26 +17,58 @@ from seaway.notify import NotifyConfig, NotifyServiceConfig, SeawayStream
 from seaway.server import ServerProcess
 
 
+class Store:
+    """An embedded store or a server's client (``sw``), closed and opened again by :meth:`reopen`."""
+
+    def __init__(self, kind: str, path: Path) -> None:
+        self._kind = kind
+        self._path = path
+        self._server: ServerProcess | None = None
+        self.sw: Any = None
+        self._open()
+
+    def _open(self) -> None:
+        if self._kind == "embedded":
+            config = seaway.SeawayConfig(notify=NotifyServiceConfig(config_poll_s=0.1, idle_s=0.05))
+            self.sw = seaway.Seaway(self._path, config)
+            return
+        if self._server is None:
+            self._server = ServerProcess(self._path)
+        else:
+            self._server.restart()
+        self.sw = seaway.connect(self._server.url)
+
+    def close(self) -> None:
+        self.sw.close()
+        if self._server is not None:
+            assert self._server.stop() == 0, self._server.log_text()[-3000:]
+
+    def forget_log(self) -> None:
+        if self._server is not None:
+            self._server.log_path.unlink(missing_ok=True)
+
+    def reopen(self) -> None:
+        self.close()
+        self._open()
+
+
 @pytest.fixture(params=["embedded", "server"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "embedded":
-        config = seaway.SeawayConfig(notify=NotifyServiceConfig(config_poll_s=0.1, idle_s=0.05))
-        with seaway.Seaway(tmp_path / "data", config) as sw:
-            yield sw
-    else:
-        with ServerProcess(tmp_path / "data") as server, seaway.connect(server.url) as sw:
-            yield sw
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    opened = Store(request.param, tmp_path / "data")
+    yield opened
+    opened.close()
+    opened.forget_log()  # kept when something went wrong, for the report
 
 
-def _changes(sw: Any, n: int) -> None:
+def _changes(sw: Any, first: int, n: int) -> None:
     """Log-layer changes: on ``app.*`` logs (what the configuration selects) and on others."""
-    for i in range(n):
+    for i in range(first, first + n):
         log = sw.logs.get_or_create(f"app.l{i}")
         sw.logs.get_or_create(f"other.l{i}")  # not selected: must not reach the feed
         log.append(b"x")
         log.append(b"y")
         log.trim(1)
-    last = sw.logs.get(f"app.l{n - 1}")
+    last = sw.logs.get(f"app.l{first + n - 1}")
     last.seal()
     sw.logs.delete(last)
 
@@ -65,12 +97,16 @@ def _wait_caught_up(sw: Any, index: int, timeout_s: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_stream_target_feeds_the_selected_entries_in_ledger_order_with_stable_ids(store: Any) -> None:
-    sw = store
+def _selected(sw: Any, after: int) -> list[Any]:
+    return [e for e in sw.ledger.read(after + 1, 1000) if e.resource.startswith("log/app.")]
+
+
+def test_a_stream_target_feeds_the_selected_entries_in_ledger_order_with_stable_ids(store: Store) -> None:
+    sw = store.sw
     sw.notify.set(NotifyConfig("feed", SeawayStream("feed/changes"), prefix="log/app."))
     start = sw.ledger.bounds()[1]
-    _changes(sw, 4)
-    expected = [e for e in sw.ledger.read(start + 1, 1000) if e.resource.startswith("log/app.")]
+    _changes(sw, 0, 4)
+    expected = _selected(sw, start)
     assert len(expected) == 4 * 2 + 2  # four creations and trims, a seal, a removal
     _wait_caught_up(sw, expected[-1].index)
     events = _read_feed(sw, "check", len(expected))
@@ -83,3 +119,15 @@ def test_a_stream_target_feeds_the_selected_entries_in_ledger_order_with_stable_
     (status,) = sw.notify.status()
     assert status.name == "feed" and status.position is not None and status.position >= expected[-1].index
     assert status.counters["delivered"] == len(expected)
+
+    # Closed and opened again, the plugin goes on from its checkpoint: the feed holds each selected
+    # entry once (a clean close leaves nothing in flight), the ids still the ledger's indexes.
+    store.reopen()
+    sw = store.sw
+    _changes(sw, 10, 2)
+    expected = _selected(sw, start)
+    assert len(expected) == 4 * 2 + 2 + 2 * 2 + 2
+    _wait_caught_up(sw, expected[-1].index)
+    events = _read_feed(sw, "all", len(expected))
+    assert [e["id"] for e in events] == [str(e.index) for e in expected]
+    assert sw.notify.status()[0].counters["delivered"] == len(expected)
