@@ -119,7 +119,7 @@ def test_a_consumer_takes_each_records_latency_from_its_own_stamp() -> None:
     assert result["records"] == 5
     latencies = sorted(result["latencies_ms"])
     # Each is its own stamp's age plus the time this test took to get here (under 30 ms even loaded).
-    assert all(0 <= got - want < 30 for got, want in zip(latencies, sorted(ago_ms))), latencies
+    assert all(0 <= got - want < 30 for got, want in zip(latencies, sorted(ago_ms), strict=True)), latencies
     assert unpack_latencies(pack_latencies(result["latencies_ms"])) == result["latencies_ms"]  # to the parent
 
 

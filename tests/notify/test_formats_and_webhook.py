@@ -8,6 +8,7 @@ import hmac
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -114,3 +115,40 @@ def test_a_webhook_nobody_listens_on_is_a_delivery_error() -> None:
         port = s.getsockname()[1]
     with pytest.raises(DeliveryError, match="refused"):
         make_sender(Webhook(f"http://127.0.0.1:{port}/")).send(build_message(Notice.of_entry(_entry()), "s3", "c"))
+
+
+class _KeptAlive(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keeps the connection open between requests
+    timeout = 0.3  # and closes it after this long idle
+    got: list[tuple[tuple[str, int], bytes]] = []
+
+    def do_POST(self) -> None:
+        self.got.append((self.client_address, self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_webhook_connection_is_kept_alive_and_renewed_when_the_receiver_closed_it() -> None:
+    handler = type("Handler", (_KeptAlive,), {"got": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = False
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        sender = make_sender(Webhook(f"http://127.0.0.1:{server.server_port}/hook"))
+        messages = [build_message(Notice.of_entry(LedgerEntry(i, 0, TxnCommitted(i, 1, 2))), "s3", "c")
+                    for i in range(1, 5)]
+        for message in messages[:3]:
+            sender.send(message)
+        time.sleep(0.6)  # the receiver closes the idle connection: the next send finds it closed
+        sender.send(messages[3])
+        sender.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [body for _, body in handler.got] == [m.body for m in messages]  # each once, in order
+    clients = [client for client, _ in handler.got]
+    assert clients[0] == clients[1] == clients[2] != clients[3]  # one connection for three, then a new one

@@ -69,7 +69,7 @@ RECEIPTS_MAX = 1_000_000
 class NotifyBenchConfig:
     cycles: int = 150
     """Cycles of the mix (4 operations each) per round."""
-    rounds: int = 2
+    rounds: int = 3
     """Rounds of each side (off, on), alternating; the best counts."""
     latency_entries: int = 300
     """Entries each target must receive in the paced latency run (at least)."""
@@ -116,6 +116,8 @@ class _WebhookServer:
         receipts = self.receipts
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # kept-alive connections, as a web server's
+
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
                 receipts.add(body)
@@ -385,7 +387,7 @@ def add_notify_bench_parser(kinds: Any) -> None:
                                              "latency from commit to webhook and NATS receipt")
     parser.add_argument("--cycles", type=int, default=150,
                         help="cycles of create, split, truncate, resize per round (default 150)")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of each side; the best counts (default 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each side; the best counts (default 3)")
     parser.add_argument("--latency-entries", type=int, default=300,
                         help="entries each target receives in the latency run, at least (default 300)")
     parser.add_argument("--paced-ops-per-s", type=float, default=20.0, help="the latency run's rate (default 20)")

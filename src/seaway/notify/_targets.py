@@ -11,8 +11,7 @@ import http.client
 import json
 import os
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -42,31 +41,55 @@ def sign(secret: str, timestamp_s: int, body: bytes) -> str:
 
 
 class WebhookSender:
+    """One kept-alive HTTP connection per plugin (a receiver that closes it after each answer gets
+    a new one each time); a request on a kept-alive connection the receiver closed meanwhile is
+    made once more on a new connection."""
+
     def __init__(self, target: Webhook, clock_s: Callable[[], float] = time.time) -> None:
         self._target = target
         self._clock_s = clock_s
+        parts = urllib.parse.urlsplit(target.url)
+        self._connection_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        self._netloc = parts.netloc
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._connection: http.client.HTTPConnection | None = None
 
     def send(self, message: Message) -> None:
         headers = dict(message.headers)
         headers[ID_HEADER] = message.id
         if self._target.secret is not None:
             headers[SIGNATURE_HEADER] = sign(self._target.secret, int(self._clock_s()), message.body)
-        request = urllib.request.Request(self._target.url, message.body, headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self._target.timeout_s) as answer:
-                answer.read(ANSWER_BYTES_MAX)
-                status = answer.status
-        except urllib.error.HTTPError as exc:
-            exc.close()
-            raise DeliveryError(f"webhook {self._target.url} answered {exc.code} {exc.reason}") from None
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            # Refused, unreachable, timed out (a receiver that hangs) or not HTTP (garbage).
-            raise DeliveryError(f"webhook {self._target.url}: {type(exc).__name__}: {exc}") from None
+        while True:
+            reused = self._connection is not None
+            try:
+                status, reason = self._post(message.body, headers)
+                break
+            except (OSError, http.client.HTTPException, ValueError) as exc:
+                self._close_connection()
+                if reused and isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+                    continue  # closed by the receiver while kept alive: once more, on a new connection
+                # Refused, unreachable, timed out (a receiver that hangs) or not HTTP (garbage).
+                raise DeliveryError(f"webhook {self._target.url}: {type(exc).__name__}: {exc}") from None
         if not 200 <= status < 300:
-            raise DeliveryError(f"webhook {self._target.url} answered {status}")
+            raise DeliveryError(f"webhook {self._target.url} answered {status} {reason}".rstrip())
+
+    def _post(self, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+        if self._connection is None:
+            self._connection = self._connection_type(self._netloc, timeout=self._target.timeout_s)
+        self._connection.request("POST", self._path, body, headers)
+        answer = self._connection.getresponse()
+        answer.read(ANSWER_BYTES_MAX)
+        if answer.will_close or not answer.isclosed():  # closed by the receiver, or an answer too long to read
+            self._close_connection()
+        return answer.status, answer.reason
+
+    def _close_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
 
     def close(self) -> None:
-        pass
+        self._close_connection()
 
 
 class FileSender:
