@@ -123,3 +123,20 @@ def test_entries_the_configuration_leaves_out_advance_the_checkpoint_without_a_m
     _drain(plugin, clock)
     assert [m.resource for m in target.received] == ["stream/web/a"]
     assert plugin.position == 3 and plugin.counters["triggered"] == 1
+
+
+def test_checkpoints_are_saved_at_most_every_save_interval_and_at_close() -> None:
+    ledger, target, checkpoints, clock = FakeLedger(), FlakyTarget(), Checkpoints(), Clock()
+    checkpoints.saved["p"] = Checkpoint(0)
+    plugin = Plugin(NotifyConfig("p", FILE), target, ledger, checkpoints, clock, save_interval_s=3600.0)
+    ledger.append(QueueCreated("q0"))
+    assert plugin.step() == plugin.idle_s  # the first save is at once
+    assert checkpoints.saved["p"].index == 1 and checkpoints.saves == 1
+    for n in range(1, 4):  # each delivered at once; the checkpoint waits for its interval
+        ledger.append(QueueCreated(f"q{n}"))
+        assert 0 < plugin.step() <= plugin.idle_s
+    assert [m.id for m in target.received] == ["1", "2", "3", "4"]
+    assert checkpoints.saved["p"].index == 1 and checkpoints.saves == 1 and plugin.position == 4
+    plugin.close()  # a stop saves what was delivered
+    assert checkpoints.saved["p"].index == 4 and checkpoints.saved["p"].counters["delivered"] == 4
+    assert checkpoints.saves == 2

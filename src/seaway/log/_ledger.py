@@ -19,6 +19,7 @@ drops the oldest range, so what is gone after its checkpoint is ``range(checkpoi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -178,6 +179,13 @@ class LedgerStore(LedgerApi):
 
     def append(self, change: Change) -> int:
         return self._db.ledger_append(encode_change(change))
+
+    def watch(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Call ``wake()`` whenever entries are written (a reader in this process, such as a
+        notification plugin, reads at once instead of polling); return what stops it. ``wake``
+        runs in the writer's thread: it must only signal (set an event), never read or block."""
+        self._db.add_ledger_listener(wake)
+        return lambda: self._db.remove_ledger_listener(wake)
 
     def prune(self, through: int) -> int:
         return self._db.ledger_prune(check_ledger_index(through, "through"))

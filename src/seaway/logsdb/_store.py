@@ -153,6 +153,7 @@ class LogsDB:
         self._kv_synced = 0  # of which durable
         self._closed = False
         self._failed: str | None = None  # why writes stopped (not the exception: its frames hold RocksDB)
+        self._ledger_listeners: tuple[Callable[[], None], ...] = ()
         self._make_dir(self._path)
         self._lock_fd = self._acquire_dir_lock()
         self._segments: dict[int, Segment] = {}
@@ -611,6 +612,7 @@ class LogsDB:
             self._apply(batch, sync=False)
             self._ledger_kept(kept)
             self.sync_wal()
+            self._wake_ledger_readers()
             return
         try:
             if value is None:
@@ -642,6 +644,20 @@ class LogsDB:
         with self._lock:
             self._ledger_tail, self._ledger_head = bounds
 
+    def _wake_ledger_readers(self) -> None:
+        for listener in self._ledger_listeners:
+            listener()
+
+    def add_ledger_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after each write that adds ledger entries, once it is durable (from
+        the writer's thread: it must only wake a reader, never read or block)."""
+        with self._lock:
+            self._ledger_listeners = (*self._ledger_listeners, listener)
+
+    def remove_ledger_listener(self, listener: Callable[[], None]) -> None:
+        with self._lock:
+            self._ledger_listeners = tuple(x for x in self._ledger_listeners if x is not listener)
+
     @_holding_no_handles
     def ledger_append(self, body: bytes) -> int:
         """Write a ledger entry on its own (durably); return its index."""
@@ -651,6 +667,7 @@ class LogsDB:
             self._apply(batch, sync=False)
             self._ledger_kept(kept)
         self.sync_wal()
+        self._wake_ledger_readers()
         return kept[1]
 
     def ledger_bounds(self) -> tuple[int, int]:
@@ -871,6 +888,8 @@ class LogsDB:
             applied = self._kv_applied
         if sync:
             self._kv_sync(applied)
+        if ledger is not None:  # unsynced (sync=False): a woken reader's read syncs it
+            self._wake_ledger_readers()
         return revision
 
     def _kv_check(self, check: KvCheck) -> None:

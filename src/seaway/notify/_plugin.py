@@ -11,11 +11,12 @@ with its index as a stable id. Entries pruned before the plugin reached them are
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from seaway._errors import DeliveryError
+from seaway._errors import DeliveryError, SeawayError
 from seaway.notify._api import COUNTERS, Checkpoint
 from seaway.notify._config import NotifyConfig
 from seaway.notify._formats import Notice, build_message
@@ -53,7 +54,7 @@ class Plugin:
     """Delivers the entries ``config`` selects from ``source`` through ``sender``."""
 
     def __init__(self, config: NotifyConfig, sender: Sender, source: LedgerSource, checkpoints: CheckpointStore,
-                 clock_s: Callable[[], float], *, idle_s: float = 0.5,
+                 clock_s: Callable[[], float], *, idle_s: float = 0.5, save_interval_s: float = 0.0,
                  observer: PluginObserver | None = None) -> None:
         self.config = config
         self._sender = sender
@@ -61,6 +62,10 @@ class Plugin:
         self._checkpoints = checkpoints
         self._clock_s = clock_s
         self.idle_s = idle_s
+        self.save_interval_s = save_interval_s
+        """The least time between two checkpoint saves (each a synced write): a plugin woken by
+        every change saves at most this often, and a crash re-sends at most this much."""
+        self._saved_at_s = float("-inf")
         self._observer = observer or PluginObserver()
         saved = checkpoints.checkpoint(config.name)
         if saved is None:
@@ -103,7 +108,7 @@ class Plugin:
                 except DeliveryError as exc:
                     wait_s = self._failed(entry.index, exc)
                     if wait_s is not None:
-                        self._save()
+                        self._save(now=True)  # the failure's counters: a retry waits longer than a save
                         return wait_s
                 else:
                     self._attempts = 0
@@ -111,7 +116,11 @@ class Plugin:
                     self._observer.delivered(self.name, max(0.0, self._clock_s() - entry.time_ms / 1000))
             self.position = entry.index
         self._save()
-        return 0.0 if len(entries) == self.config.batch_entries_max else self.idle_s
+        if len(entries) == self.config.batch_entries_max:
+            return 0.0
+        if self._unsaved():  # saved later: come back when it is due, even with nothing new
+            return min(self.idle_s, max(0.001, self._saved_at_s + self.save_interval_s - time.monotonic()))
+        return self.idle_s
 
     def _failed(self, index: int, exc: DeliveryError) -> float | None:
         """Count a failed attempt; the wait before the next one, or None if the entry is given up."""
@@ -152,13 +161,28 @@ class Plugin:
         self.position = last
         self._triggered_through = max(self._triggered_through, last)
         self._attempts = 0
-        self._save()
+        self._save(now=True)
 
-    def _save(self) -> None:
+    def _unsaved(self) -> bool:
+        return (self.position, self.counters) != (self._saved.index, self._saved.counters)
+
+    def _save(self, *, now: bool = False) -> None:
+        """Save the checkpoint if it moved, at most every ``save_interval_s`` unless ``now``."""
+        if not self._unsaved():
+            return
+        if not now and time.monotonic() - self._saved_at_s < self.save_interval_s:
+            return
         checkpoint = Checkpoint(self.position, dict(self.counters), int(self._clock_s() * 1000))
-        if (checkpoint.index, checkpoint.counters) != (self._saved.index, self._saved.counters):
-            self._checkpoints.save_checkpoint(self.name, checkpoint)
-            self._saved = checkpoint
+        self._checkpoints.save_checkpoint(self.name, checkpoint)
+        self._saved = checkpoint
+        self._saved_at_s = time.monotonic()
 
     def close(self) -> None:
-        self._sender.close()
+        """Save what was delivered (a stopped plugin resends nothing when it starts again), then
+        close the target."""
+        try:
+            self._save(now=True)
+        except SeawayError:  # the store is failing: the next start resends from the last save
+            _log.warning("notification checkpoint not saved at stop", extra={"plugin": self.name})
+        finally:
+            self._sender.close()

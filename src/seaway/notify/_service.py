@@ -29,7 +29,17 @@ class NotifyServiceConfig:
     config_poll_s: float = 2.0
     """How often configurations are looked at (a change made elsewhere is seen within this)."""
     idle_s: float = 0.5
-    """How often an idle plugin looks for new entries."""
+    """How often an idle plugin looks for new entries (where the ledger cannot wake it)."""
+    save_interval_s: float = 0.2
+    """The least time between two saves of a plugin's checkpoint (a synced write each): after a
+    crash, a plugin re-sends at most what it delivered in this time."""
+    wake_delay_s: float = 0.005
+    """After a ledger write wakes an idle plugin, how long it waits for more before it reads (the
+    entries of a burst go in one read)."""
+    wake_interval_s: float = 0.05
+    """The least time between two reads of a plugin woken by writes: under a stream of changes
+    a plugin reads in batches (at most 20 times a second) rather than once per change, so that
+    delivering costs the control plane little; an isolated change is read after wake_delay_s."""
 
 
 class _Metrics(PluginObserver):
@@ -65,24 +75,43 @@ class ForwardCollector(Collector):
 
 
 class _Running:
-    def __init__(self, version: int, plugin: Plugin, metrics: _Metrics) -> None:
+    """A plugin's thread. Between steps it waits on ``wake``: set by a ledger write (where the
+    source can be watched), by a stop, or never, in which case the step's own wait runs out."""
+
+    def __init__(self, version: int, plugin: Plugin, metrics: _Metrics, source: LedgerSource,
+                 config: NotifyServiceConfig) -> None:
         self.version = version
         self.plugin = plugin
-        self.stop = threading.Event()
+        self.stopped = False
+        self.wake = threading.Event()
         self._metrics = metrics
+        self._config = config
+        watch = getattr(source, "watch", None)  # an embedded ledger can wake its readers; a remote one cannot
+        self._unwatch = watch(self.wake.set) if callable(watch) else None
         self.thread = threading.Thread(target=self._run, name=f"seaway-notify-{plugin.name}", daemon=True)
 
+    def stop(self) -> None:
+        self.stopped = True
+        self.wake.set()
+
     def _run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                wait_s = self.plugin.step()
-            except SeawayError:  # the store (not the target) failed: try again later
-                _log.exception("notification plugin step failed", extra={"plugin": self.plugin.name})
-                wait_s = 1.0
-            self._metrics.position.labels(self.plugin.name).set(self.plugin.position)
-            if wait_s > 0:
-                self.stop.wait(wait_s)
-        self.plugin.close()
+        try:
+            while not self.stopped:
+                self.wake.clear()  # before the step: a write during it wakes the next wait
+                stepped_s = time.monotonic()
+                try:
+                    wait_s = self.plugin.step()
+                except SeawayError:  # the store (not the target) failed: try again later
+                    _log.exception("notification plugin step failed", extra={"plugin": self.plugin.name})
+                    wait_s = 1.0
+                self._metrics.position.labels(self.plugin.name).set(self.plugin.position)
+                if wait_s > 0 and self.wake.wait(wait_s) and not self.stopped:
+                    due_s = max(time.monotonic() + self._config.wake_delay_s, stepped_s + self._config.wake_interval_s)
+                    time.sleep(max(0.0, due_s - time.monotonic()))
+        finally:
+            if self._unwatch is not None:
+                self._unwatch()
+            self.plugin.close()
 
 
 class NotifyService:
@@ -124,18 +153,19 @@ class NotifyService:
                 try:
                     plugin = Plugin(config, make_sender(config.target, self._streams), self._source,
                                     self._notifications, self._clock_s, idle_s=self.config.idle_s,
+                                    save_interval_s=self.config.save_interval_s,
                                     observer=self._metrics)
                 except SeawayError:
                     _log.exception("notification plugin not started", extra={"plugin": name})
                     continue
-                running = _Running(version, plugin, self._metrics)
+                running = _Running(version, plugin, self._metrics, self._source, self.config)
                 self._running[name] = running
                 running.thread.start()
                 _log.info("notification plugin started", extra={"plugin": name, "position": plugin.position})
 
     def _stop_plugin(self, name: str) -> None:
         running = self._running.pop(name)
-        running.stop.set()
+        running.stop()
         running.thread.join()
 
     def _watch(self) -> None:
