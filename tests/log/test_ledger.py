@@ -144,3 +144,17 @@ def test_a_change_of_a_log_and_its_entry_are_both_there_or_both_absent(tmp_path:
             break
         ok_calls += 1
     assert ok_calls >= 1, f"{op} made no write"
+
+
+def test_watch_wakes_a_reader_after_each_write_of_entries_and_stops_when_asked(tmp_path: Path) -> None:
+    with seaway.open(tmp_path, SeawayConfig(notify=None)) as sw:
+        seen: list[int] = []
+        unwatch = sw.ledger.watch(lambda: seen.append(sw.ledger.bounds()[1]))  # the head is written when woken
+        head = sw.ledger.bounds()[1]
+        sw.logs.create("watched.a")  # an entry in a log-layer write
+        sw.ledger.append(ScopeCreated("watched"))  # an entry on its own
+        sw.meta.batch().put("app", b"k", b"v").commit()  # no entry: no wake-up
+        assert seen == [head + 1, head + 2]
+        unwatch()
+        sw.logs.create("watched.b")
+        assert seen == [head + 1, head + 2] and sw.ledger.bounds()[1] == head + 3
