@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,33 @@ def test_write_pointers_increase_when_the_clock_steps_back(tmp_path: Path) -> No
             clock.now -= 5_000
             issued.append(sw.txn.begin().id)
     assert issued == sorted(issued) and len(set(issued)) == len(issued), issued
+
+
+def test_a_pointer_issued_by_a_begin_lost_in_a_crash_is_never_issued_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Begins are not waited onto the disk: a crash may lose one. The pointers it used must stay
+    used even when they run ahead of the clock and the run made no other edit (the clock stands
+    still here, so each recovery's floor comes from the log alone)."""
+    clock = SteppingClock(1_700_000_000_000)
+    with seaway.open(tmp_path, _config(), clock=clock) as sw:
+        sw.txn.commit(sw.txn.begin().id)
+    issued = []
+    for _ in range(3):
+        with seaway.open(tmp_path, _config(), clock=clock) as sw:
+            manager = manager_of(sw)
+            real = manager._append
+
+            def lose_begins(edit: Any, real: Any = real) -> Any:
+                if type(edit).__name__ != "Begin":
+                    return real(edit)
+                lost: Future[int] = Future()  # as if the process died before the append
+                lost.set_result(0)
+                return lost
+
+            monkeypatch.setattr(manager, "_append", lose_begins)
+            issued.append(sw.txn.begin().id)
+            monkeypatch.undo()
+    assert len(set(issued)) == len(issued), issued
 
 
 def test_outcomes_are_bounded(tmp_path: Path, clock: FakeClock) -> None:

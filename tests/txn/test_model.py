@@ -374,6 +374,7 @@ class TxnModel(RuleBasedStateMachine):
         # Begins are not waited onto the disk: the next write pointers start a gap above the last.
         if self.logged:  # the manager has a log (it issued a write pointer, or saved)
             self.last_wp = max(self.began_wp, self.clock.now_ms() * POINTERS_PER_MS) + RECOVERY_GAP_POINTERS
+            self.began_wp = self.last_wp  # that floor is logged: the next recovery starts above it
         for txn in self.txns:
             txn.handle = None
 

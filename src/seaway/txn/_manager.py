@@ -60,6 +60,7 @@ from seaway.txn._state import (
     InProgress,
     Prune,
     Register,
+    Reserve,
     SaveMark,
     Settle,
     TimeOut,
@@ -232,6 +233,8 @@ class TransactionManager:
         with contextlib.suppress(UnknownLogError):  # made by the first edit: a store that never
             self._wal = logs.get(WAL_LOG)           # uses transactions has no log of theirs
         self.state = self._recover()
+        if self._wal is not None:  # the floor recovery raised, durable before any pointer above it is issued
+            self._append(Reserve(self.state.last_write_pointer)).result()
         self._ticks = PeriodicPasses("txn-timeouts", self._tick, self.config.tick_s)
         self._prunes = PeriodicPasses("txn-pruning", self.run_pruning, self.config.prune_interval_s)
 
@@ -277,7 +280,8 @@ class TransactionManager:
         for write_pointer, txn in state.in_progress.items():
             heapq.heappush(self._expiries, (txn.expiry_ms, write_pointer))
         # Begins are not waited for (see begin): write pointers issued before a crash may be
-        # missing from the log. Issue the next ones a second of pointers above any of them.
+        # missing from the log. Issue the next ones a second of pointers above any of them (the
+        # caller logs that floor, so that the next recovery starts above what this run issues).
         if self._wal is not None:  # made by the first edit, before any write pointer was issued
             state.last_write_pointer = max(state.last_write_pointer,
                                            self._clock.now_ms() * POINTERS_PER_MS) + RECOVERY_GAP_POINTERS

@@ -118,10 +118,18 @@ class SaveMark:
     """Marks where a saved state ends in the log; changes nothing."""
 
 
-Edit = Begin | Register | Commit | Abort | TimeOut | Settle | Prune | SaveMark
+@dataclass(frozen=True)
+class Reserve:
+    """Write pointers up to ``write_pointer`` are used: logged (and waited for) when recovery
+    raises its floor, so that a begin lost in the next crash cannot have its pointer issued again."""
+
+    write_pointer: int
+
+
+Edit = Begin | Register | Commit | Abort | TimeOut | Settle | Prune | SaveMark | Reserve
 
 _KINDS: dict[str, type[Any]] = {cls.__name__: cls for cls in (Begin, Register, Commit, Abort, TimeOut, Settle,
-                                                              Prune, SaveMark)}
+                                                              Prune, SaveMark, Reserve)}
 
 
 def encode_edit(edit: Edit) -> bytes:
@@ -211,6 +219,8 @@ class TxnState:
         elif isinstance(edit, Prune):
             for write_pointer in edit.write_pointers:
                 self.invalid.pop(write_pointer, None)
+        elif isinstance(edit, Reserve):
+            self.last_write_pointer = max(self.last_write_pointer, edit.write_pointer)
 
     def _finish(self, write_pointer: int, status: TxnStatus) -> None:
         self.outcomes[write_pointer] = status
