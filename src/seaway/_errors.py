@@ -78,6 +78,26 @@ class SequenceTooOldError(ClientError):
     code = "SEQUENCE_TOO_OLD"
 
 
+class SequenceGapError(ClientError):
+    """A producer's batch came before an earlier batch of the same producer was stored: the log
+    takes a producer's batches only in the order of their sequence numbers (Kafka's rule for an
+    idempotent producer), so that a batch refused and sent again never lands after one sent later.
+    Nothing was stored. Send the missing batches first, then this one again (Seaway's writers and
+    the client do so by themselves)."""
+
+    code = "SEQUENCE_GAP"
+    retriable = True
+
+
+class SequenceOrderError(ClientError):
+    """A producer's batch can no longer be stored in order: a batch the producer sent after it is
+    stored already (it was in flight when this one failed). Nothing was stored, and sending it
+    again cannot succeed. A producer that gets this continues under a new producer id; its caller
+    decides what to do with the failed batch."""
+
+    code = "SEQUENCE_ORDER"
+
+
 class ConditionFailedError(ClientError):
     """A condition of a metadata batch did not hold, so none of the batch was applied. ``key`` names
     the first condition that failed (its namespace and key), ``version`` is that key's version now

@@ -30,8 +30,8 @@ def test_only_appends_stored_count(api: Api) -> None:
     logs = api.sw.logs
     log = logs.create(api.name())
     producer = f"producer-{api.number()}".encode()
-    log.append_batch([b"ab", b"cd"], producer_id=producer, sequence=1)
-    log.append_batch([b"ab", b"cd"], producer_id=producer, sequence=1)  # a retry: stored once
+    log.append_batch([b"ab", b"cd"], producer_id=producer, sequence=0)
+    log.append_batch([b"ab", b"cd"], producer_id=producer, sequence=0)  # a retry: stored once
     tail = log.tail_lsn()
     with pytest.raises(TailMismatchError):
         log.append_batch([b"nope"], if_tail=tail - 1)

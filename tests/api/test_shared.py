@@ -169,10 +169,10 @@ def test_large_batch_in_one_call(api: Api) -> None:
 def test_idempotent_appends_are_stored_once(api: Api) -> None:
     log = api.sw.logs.create(api.name())
     producer = f"producer-{api.number()}".encode()
-    first = log.append_batch([b"a", b"b"], producer_id=producer, sequence=1)
-    again = log.append_batch([b"a", b"b"], producer_id=producer, sequence=1)
+    first = log.append_batch([b"a", b"b"], producer_id=producer, sequence=0)
+    again = log.append_batch([b"a", b"b"], producer_id=producer, sequence=0)
     assert again == first
-    log.append_batch([b"c"], producer_id=producer, sequence=2)
+    log.append_batch([b"c"], producer_id=producer, sequence=1)
     assert payloads(list(log.read())) == [b"a", b"b", b"c"]
 
 
@@ -181,10 +181,10 @@ def test_a_producer_sequence_reused_for_a_batch_of_another_size_is_refused(api: 
     a producer's mistake, refused with a typed error rather than answered with the other's LSNs."""
     log = api.sw.logs.create(api.name())
     producer = f"producer-{api.number()}".encode()
-    first = log.append_batch([b"a", b"b"], producer_id=producer, sequence=1)
-    with pytest.raises(InvalidArgumentError, match="sequence 1"):
-        log.append_batch([b"a", b"b", b"c"], producer_id=producer, sequence=1)
-    racing = [log.append_batch_async([b"x"] * n, producer_id=producer, sequence=2) for n in (1, 3, 1)]
+    first = log.append_batch([b"a", b"b"], producer_id=producer, sequence=0)
+    with pytest.raises(InvalidArgumentError, match="sequence 0"):
+        log.append_batch([b"a", b"b", b"c"], producer_id=producer, sequence=0)
+    racing = [log.append_batch_async([b"x"] * n, producer_id=producer, sequence=1) for n in (1, 3, 1)]
     outcomes = []
     for future in racing:
         try:
@@ -192,7 +192,7 @@ def test_a_producer_sequence_reused_for_a_batch_of_another_size_is_refused(api: 
         except InvalidArgumentError:
             outcomes.append("refused")
     assert outcomes == [1, "refused", 1]
-    assert log.append_batch([b"a", b"b"], producer_id=producer, sequence=1) == first  # the true retry still is one
+    assert log.append_batch([b"a", b"b"], producer_id=producer, sequence=0) == first  # the true retry still is one
     assert payloads(list(log.read())) == [b"a", b"b", b"x"]
 
 

@@ -290,8 +290,8 @@ def test_append_many_answers_each_batch_on_its_own(tmp_path: Path) -> None:
                        pb.AppendRequest(log_id=small.id, payloads=[b"x" * 100]),
                        pb.AppendRequest(log_id=log.id, payloads=[b"3"]),
                        pb.AppendRequest(log_id=log.id, payloads=[]),
-                       pb.AppendRequest(log_id=log.id, payloads=[b"4"], producer_id=b"p", sequence=5),
-                       pb.AppendRequest(log_id=log.id, payloads=[b"4"], producer_id=b"p", sequence=5)]
+                       pb.AppendRequest(log_id=log.id, payloads=[b"4"], producer_id=b"p", sequence=0),
+                       pb.AppendRequest(log_id=log.id, payloads=[b"4"], producer_id=b"p", sequence=0)]
             reply = stub.AppendMany(pb.AppendManyRequest(batches=batches), timeout=30)
             outcome = [r.error.code if r.HasField("error") else (r.appended.first_lsn, r.appended.count)
                        for r in reply.results]

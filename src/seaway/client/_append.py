@@ -77,8 +77,10 @@ class AppendQueue:
     """Batches waiting to be sent, per log, and the number of calls carrying others."""
 
     def __init__(self, call: Callable[[pb.AppendManyRequest], Future[Any]], retry: RetryPolicy,
-                 config: AppendQueueConfig, later: Callable[[float, Callable[[], None]], None] | None = None) -> None:
+                 config: AppendQueueConfig, later: Callable[[float, Callable[[], None]], None] | None = None,
+                 failed: Callable[[int, ProducerMark], None] | None = None) -> None:
         self._call = call
+        self._failed = failed or (lambda log_id, mark: None)
         self._retry = retry
         self._later = later or _later
         self._config = config
@@ -184,33 +186,49 @@ class AppendQueue:
 
     def _finished(self, batch: list[_Queued], error: BaseException | None, call: Future[Any] | None) -> None:
         """A call ended. Per log, in order: the stored are answered, the retriable are retried (the
-        log stays busy until then), and one that fails for good with a retriable error fails the
-        log's batches behind it, in the call and waiting (see the module docstring)."""
+        log stays busy until then), and one that fails for good fails its producer's batches
+        behind it, in the call and waiting (see the module docstring): the store would refuse them
+        anyway, since it takes a producer's batches only in order."""
         outcomes = self._outcomes(batch, error, call)
         settle: list[tuple[_Queued, range | BaseException]] = []
         retries: dict[int, list[_Queued]] = {}
-        doomed: dict[int, BaseException] = {}  # log -> the error its later batches fail with
+        doomed: dict[tuple[int, bytes], BaseException] = {}  # producer -> the error its later batches fail with
         with self._lock:
             self._calls -= 1
             for item, outcome in zip(batch, outcomes, strict=True):
+                producer = (item.log_id, item.mark.producer_id)
                 if isinstance(outcome, range):
                     settle.append((item, outcome))
-                elif item.log_id in doomed:
-                    settle.append((item, doomed[item.log_id]))
+                elif producer in doomed:
+                    settle.append((item, doomed[producer]))
                 elif (isinstance(outcome, SeawayError) and outcome.retriable and not self._closed
                       and item.attempt < self._retry.attempts_max):
                     retries.setdefault(item.log_id, []).append(replace(item, attempt=item.attempt + 1))
                 else:
                     settle.append((item, outcome))
-                    if isinstance(outcome, SeawayError) and outcome.retriable:
-                        doomed[item.log_id] = outcome
-                        settle.extend((behind, outcome) for behind in retries.pop(item.log_id, []))
+                    doomed[producer] = outcome
+                    log_retries = retries.get(item.log_id, [])
+                    settle.extend((behind, outcome) for behind in log_retries
+                                  if behind.mark.producer_id == item.mark.producer_id)
+                    if log_retries:
+                        retries[item.log_id] = [b for b in log_retries if b.mark.producer_id != item.mark.producer_id]
+                        if not retries[item.log_id]:
+                            del retries[item.log_id]
+            for (log_id, producer_id), failure in doomed.items():
+                queue = self._waiting.get(log_id)
+                if queue:
+                    behind = [item for item in queue if item.mark.producer_id == producer_id]
+                    if behind:
+                        kept = deque(item for item in queue if item.mark.producer_id != producer_id)
+                        if kept:
+                            self._waiting[log_id] = kept
+                        else:
+                            del self._waiting[log_id]
+                            self._ready = deque(i for i in self._ready if i != log_id)
+                        self._waiting_bytes -= sum(item.size for item in behind)
+                        settle.extend((item, failure) for item in behind)
+                        self._room.notify_all()
             for log_id in {item.log_id for item in batch}:
-                if log_id in doomed:
-                    behind = self._waiting.pop(log_id, ())
-                    self._waiting_bytes -= sum(item.size for item in behind)
-                    settle.extend((item, doomed[log_id]) for item in behind)
-                    self._room.notify_all()
                 if log_id not in retries:
                     self._busy.discard(log_id)
                     if log_id in self._waiting:
@@ -221,6 +239,8 @@ class AppendQueue:
         for log_id, items in retries.items():
             delay_s = self._retry.delay_s(max(item.attempt for item in items) - 1)
             self._later(delay_s, lambda log_id=log_id, items=items: self._retry_now(log_id, items))  # type: ignore[misc]
+        for log_id, producer_id in doomed:
+            self._failed(log_id, ProducerMark(producer_id, 0))
         for item, outcome in settle:
             if isinstance(outcome, range):
                 item.outer.set_result(outcome)

@@ -111,10 +111,13 @@ class RemoteSeaway:
         self._retry = retry or RetryPolicy()
         self._closed = False
         self._appends = AppendQueue(lambda request: self._call_async("AppendMany", request), self._retry,
-                                    appends or AppendQueueConfig())
+                                    appends or AppendQueueConfig(), failed=self._producer_failed)
         self._coalescers = Coalescers(coalesce)
         self.producer_id = uuid.uuid4().bytes
-        self._sequences: dict[int, itertools.count[int]] = {}
+        # Per log: the producer id of this connection's plain appends and its next sequence. A new
+        # id once a batch failed for good: the log takes a producer's batches only in order, so
+        # the old id's next batch would wait for ever for the one that failed.
+        self._sequences: dict[int, tuple[bytes, itertools.count[int]]] = {}
         self._sequences_lock = threading.Lock()
         self.logs = RemoteLogs(self)
         self.meta = RemoteMetadataStore(self)
@@ -132,8 +135,16 @@ class RemoteSeaway:
 
     def _next_mark(self, log_id: int) -> ProducerMark:
         with self._sequences_lock:
-            counter = self._sequences.setdefault(log_id, itertools.count())
-            return ProducerMark(self.producer_id, next(counter))
+            producer_id, counter = self._sequences.setdefault(log_id, (self.producer_id, itertools.count()))
+            return ProducerMark(producer_id, next(counter))
+
+    def _producer_failed(self, log_id: int, mark: ProducerMark) -> None:
+        """A batch of ``mark``'s producer failed for good: this connection's plain appends to the
+        log go on under a new producer id (batches of a caller's own producer id are its own)."""
+        with self._sequences_lock:
+            current = self._sequences.get(log_id)
+            if current is not None and current[0] == mark.producer_id:
+                self._sequences[log_id] = (uuid.uuid4().bytes, itertools.count())
 
     # --- calls ----------------------------------------------------------------------------------
 
@@ -228,15 +239,18 @@ class RemoteLog(LogHandle):
                retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
         # A producer of its own, as embedded: a batch the writer sends again (after the client's
         # own retries gave up) keeps its sequence number, so it is stored once.
-        producer_id = os.urandom(16)
+        producer = [os.urandom(16)]  # one producer per writer: its retries are stored once
 
         def append(payloads: list[bytes], sequence: int) -> Future[range]:
-            return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence)
+            return self.append_batch_async(payloads, producer_id=producer[0], sequence=sequence)
+
+        def new_producer() -> None:
+            producer[0] = os.urandom(16)
 
         return BatchingWriter(append, flush_records_max=flush_records_max,
                               flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
                               ordered=ordered, retry=retry, in_flight_batches_max=in_flight_batches_max,
-                              payload_bytes_max=self.attributes.payload_bytes_max)
+                              payload_bytes_max=self.attributes.payload_bytes_max, new_producer=new_producer)
 
     def _state(self) -> pb.LogState:
         state: pb.LogState = self._client._call("GetLogState", pb.LogRef(log_id=self.id))

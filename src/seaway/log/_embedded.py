@@ -32,6 +32,7 @@ from seaway._errors import (
 from seaway._invariant import invariant
 from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
 from seaway.log._lsn import epoch_of, lsn_str
+from seaway.log._order import ProducerOrder
 from seaway.log._protocol import (
     AppendAcked,
     AppendFailed,
@@ -189,6 +190,8 @@ class EmbeddedLogStore:
         # (log id, producer id, sequence) of producers' batches in flight -> their record count and
         # the retries waiting on them
         self._producing: dict[tuple[int, bytes, int], tuple[int, list[Future[range]]]] = {}
+        # The order of each producer's batches with some in flight (see seaway.log._order).
+        self._order = ProducerOrder()
         self._next_request_id = 0
         self._inbox: deque[tuple[int, AppendRequest, Future[range]] | tuple[int, _EndAppends, Future[int]]] = deque()
         # Logs that take no more appends (writer thread only), and callers waiting for their tails.
@@ -414,17 +417,24 @@ class EmbeddedLogStore:
                     "batches wait until one has been idle for producer_idle_s_min")))
                 return
         refusal = self._refusal(log_id)
+        if refusal is None and mark is not None:
+            logsdb, producer_id = self.logsdb, mark.producer_id
+            refusal = self._order.check(log_id, producer_id, mark.sequence,
+                                        lambda: logsdb.next_sequence(log_id, producer_id))
         if refusal is not None:
             self._completions.append((future, refusal))
             return
-        if key is not None:
-            self._producing[key] = (len(request.payloads), [])
+        if mark is not None:
+            self._order.taken(log_id, mark.producer_id, mark.sequence)
+            self._producing[(log_id, mark.producer_id, mark.sequence)] = (len(request.payloads), [])
         self._pending[request.request_id] = _Pending(future, log_id, key, sum(map(len, request.payloads)))
         self._events.append((log_id, request))
 
     def _settle(self, pending: _Pending, result: range | SeawayError) -> None:
         self._completions.append((pending.future, result))
         if pending.producer_key is not None:
+            log_id, producer_id, sequence = pending.producer_key
+            self._order.decided(log_id, producer_id, sequence, isinstance(result, range))
             for future in self._producing.pop(pending.producer_key, (0, []))[1]:
                 self._completions.append((future, result))
 

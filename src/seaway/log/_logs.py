@@ -68,15 +68,18 @@ class Log(LogHandle):
                flush_interval_s: float = 0.05, ordered: bool = True,
                retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
         """A writer that gathers single records into batches (see :class:`BatchingWriter`)."""
-        producer_id = os.urandom(16)  # one producer per writer: its retries are stored once
+        producer = [os.urandom(16)]  # one producer per writer: its retries are stored once
 
         def append(payloads: list[bytes], sequence: int) -> Future[range]:
-            return self.append_batch_async(payloads, producer_id=producer_id, sequence=sequence)
+            return self.append_batch_async(payloads, producer_id=producer[0], sequence=sequence)
+
+        def new_producer() -> None:
+            producer[0] = os.urandom(16)
 
         return BatchingWriter(append, flush_records_max=flush_records_max,
                               flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
                               ordered=ordered, retry=retry, in_flight_batches_max=in_flight_batches_max,
-                              payload_bytes_max=self.attributes.payload_bytes_max)
+                              payload_bytes_max=self.attributes.payload_bytes_max, new_producer=new_producer)
 
     # --- the log's state ------------------------------------------------------------------------
 

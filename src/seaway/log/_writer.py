@@ -9,10 +9,11 @@ function stores a retried batch once.
 
 In ``ordered`` mode (the default) a batch that failed is stored before every batch written after it:
 once one fails, no new batch is sent until every failed batch has been stored (or given up), and
-failed batches are sent again in the order they were written. This relies on what every Seaway
-append path guarantees (see :class:`~seaway.log.AppendCoalescer`): appends of a log are stored in
-the order they were sent, and a batch that fails fails the batches sent after it. Otherwise a
-retried batch may land after later ones.
+failed batches are sent again in the order they were written. The store keeps this order too: it
+takes a producer's batches only in the order of their sequence numbers (see
+:mod:`seaway.log._order`), so a batch sent after one that failed is refused until that one is
+stored. A batch that fails for good ends its producer: the batches in flight behind it fail, and
+the next ones go out under a new producer id (``new_producer``), numbered from 0.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class _Batch:
     started_s: float = 0.0
     attempts: int = 0
     sequence: int = 0
+    producer: int = 0
+    """Which of the writer's producers (a new one after each batch that failed for good) numbered it."""
     retry_at_s: float | None = None
     sent: bool = False
     failed: bool = False
@@ -86,12 +89,13 @@ class BatchingWriter:
                  flush_bytes_max: int = 1 << 20, flush_interval_s: float = 0.05, ordered: bool = True,
                  retry: RetryPolicy | None = None, in_flight_batches_max: int = 8,
                  payload_bytes_max: int = 1 << 20, buffered_bytes_max: int = 64 << 20,
-                 room_wait_s: float = 30.0) -> None:
+                 room_wait_s: float = 30.0, new_producer: Callable[[], None] | None = None) -> None:
         if flush_records_max < 1 or flush_bytes_max < 1 or flush_interval_s <= 0 or in_flight_batches_max < 1:
             raise InvalidArgumentError("flush limits, interval and in-flight batches must be positive")
         if not room_wait_s >= 0:
             raise InvalidArgumentError(f"room_wait_s must be >= 0, got {room_wait_s!r}")
         self._append_batch = append_batch
+        self._new_producer = new_producer
         self._records_max = flush_records_max
         self._bytes_max = flush_bytes_max
         self._interval_s = flush_interval_s
@@ -108,6 +112,7 @@ class BatchingWriter:
         self._in_flight: list[_Batch] = []  # in sequence order
         self._failed = 0  # batches in flight that failed and are not yet stored (ordered mode waits)
         self._next_sequence = 0
+        self._producer = 0
         self._sending = False  # a thread is sending batches; the others leave it to that one
         self._idle_forever = False  # the sending thread waits with no deadline: a new batch must wake it
         self._closing = False
@@ -157,8 +162,6 @@ class BatchingWriter:
 
     def _seal_current(self) -> None:
         if self._current.payloads:
-            self._current.sequence = self._next_sequence
-            self._next_sequence += 1
             self._ready.append(self._current)
             self._current = _Batch()
 
@@ -243,6 +246,11 @@ class BatchingWriter:
             due = [b for b in self._in_flight if not b.sent and b.retry_at_s is not None and b.retry_at_s <= now]
             while self._ready and len(self._in_flight) < self._in_flight_max:
                 batch = self._join(self._ready.popleft())
+                # Numbered as it goes out, joined or not: the store takes a producer's batches only
+                # in the order of their numbers, with none missing.
+                batch.sequence = self._next_sequence
+                batch.producer = self._producer
+                self._next_sequence += 1
                 self._in_flight.append(batch)
                 due.append(batch)
         for batch in due:
@@ -254,8 +262,8 @@ class BatchingWriter:
     def _join(self, batch: _Batch) -> _Batch:
         """Under the lock: ``batch`` with the batches ready behind it joined to it, up to a bound.
         They queued because the batches in flight were at their bound: sent one by one they would
-        each pay a batch's cost; together they cost one. The joined batch keeps the first one's
-        sequence number (the others' are never used), and is retried whole."""
+        each pay a batch's cost; together they cost one. The joined batch gets one sequence number,
+        and is retried whole."""
         while (self._ready and len(batch.payloads) + len(self._ready[0].payloads) <= JOINED_RECORDS_MAX
                and batch.size_bytes + self._ready[0].size_bytes <= JOINED_BYTES_MAX):
             behind = self._ready.popleft()
@@ -288,7 +296,7 @@ class BatchingWriter:
         with self._cv:
             batch.sent = False
             if (isinstance(error, SeawayError) and error.retriable and batch.attempts < self._retry.attempts_max
-                    and not self._closing):
+                    and not self._closing and batch.producer == self._producer):
                 batch.retry_at_s = time.monotonic() + self._retry.delay_s(batch.attempts)
                 if not batch.failed:
                     batch.failed = True
@@ -297,6 +305,13 @@ class BatchingWriter:
                 return
             if batch.failed:
                 self._failed -= 1
+            if error is not None and self._new_producer is not None and batch.producer == self._producer:
+                # Failed for good: the store would take none of this producer's later batches
+                # (they must follow this one). Those in flight fail rather than retry; the batches
+                # sent from now on are a new producer's, numbered from 0.
+                self._new_producer()
+                self._producer += 1
+                self._next_sequence = 0
             self._in_flight.remove(batch)
             self._buffered_bytes -= batch.size_bytes
             self._cv.notify_all()

@@ -498,6 +498,13 @@ class LogsDB:
             oldest_ms = next(iter(known.values()))
         return self._clock.now_ms() - oldest_ms >= int(self._config.producer_idle_s_min * 1000)
 
+    def next_sequence(self, log_id: int, producer_id: bytes) -> int | None:
+        """The sequence number after the newest batch of a producer that the log remembers (None:
+        it remembers none)."""
+        with self._lock:
+            window = self._produced.get((log_id, producer_id))
+            return max(window) + 1 if window else None
+
     def produced(self, log_id: int, producer_id: bytes, sequence: int) -> range | bool | None:
         """What became of a producer's batch: its LSNs if it is stored; ``None`` if it is not;
         ``False`` if nobody can tell: the sequence is older than every remembered one, or the log

@@ -17,8 +17,9 @@ low rates nothing waits; at high rates each append carries what arrived during t
 so that the per-append work (sequencing, a disk sync, a round trip, an entry to read back) is
 shared by many writes. Each write's future gives its own slice of the append's LSNs.
 
-When an append fails, the appends sent after it to the same segment fail too (the log layer
-stores nothing after a refused append), and new writes for that segment are held behind them. Once
+When an append fails, the appends sent after it to the same segment fail too (the log takes a
+producer's appends only in the order of their sequence numbers: see :mod:`seaway.log._order`), and
+new writes for that segment are held behind them. Once
 every append of the segment is answered, the writer's thread repairs the segment:
 
 - sealed (a scaling happened): the stream's current segments are read, the sealed segment's routes
@@ -219,6 +220,9 @@ class _Queue:
 
     segment: Segment
     log: SegmentLog
+    producer_id: bytes
+    """The producer the queue's appends are numbered for: the writer's, or a new one after an
+    append failed for good (the log would take none of the old one's later appends)."""
     next_sequence: int = 0
     appends: deque[_Append] = field(default_factory=deque)
     waiting: deque[_Batch] = field(default_factory=deque)
@@ -284,7 +288,7 @@ class EventWriter:
             self._ended = (StreamSealedError(f"stream {stream.name!r} is sealed") if state == "sealed"
                            else UnknownStreamError(f"stream {stream.name!r} is being deleted"))
         for segment in stream.current_segments():
-            self._queues[segment.id] = _Queue(segment, logs.get(segment.log_id))
+            self._queues[segment.id] = _Queue(segment, logs.get(segment.log_id), self._producer_id)
             self._routes.append((segment.key_lo, segment.key_hi, segment.id))
         self._routes.sort()
         self._thread = threading.Thread(target=self._run, name=f"seaway-writer-{writer_id}", daemon=True)
@@ -485,7 +489,7 @@ class EventWriter:
         append.sent = True
         target.unanswered += 1
         try:
-            answer = target.log.append_batch_async(append.events, producer_id=self._producer_id,
+            answer = target.log.append_batch_async(append.events, producer_id=target.producer_id,
                                                    sequence=append.sequence)
         except SeawayError as exc:
             answer = Future()
@@ -574,6 +578,8 @@ class EventWriter:
                 target.clear()
                 target.failure = None
                 target.retries = 0
+                target.producer_id = f"{self.writer_id}/{secrets.token_hex(8)}".encode()
+                target.next_sequence = 0
             self._fail(failed, failure)
 
     def _reroute(self, target: _Queue, failure: SeawayError) -> None:
@@ -619,7 +625,7 @@ class EventWriter:
         """Under the lock: route the sealed segment's range to its successors and move its writes
         there, in order; the writes of ``refused`` transactions are returned instead, to fail."""
         for successor, log in found:
-            self._queues.setdefault(successor.id, _Queue(successor, log))
+            self._queues.setdefault(successor.id, _Queue(successor, log, self._producer_id))
         routes: list[tuple[float, float, int]] = []
         for lo, hi, segment in self._routes:
             if segment != target.segment.id:

@@ -1,5 +1,6 @@
 """Fakes, a clock, a seeded simulator, crash helpers and a power-loss filesystem shared by Seaway's tests."""
 
+from seaway.testing._append_faults import AppendFaults, InjectedFault
 from seaway.testing._clock import FakeClock
 from seaway.testing._epochs import MemoryEpochStore
 from seaway.testing._faults import WRITE_CALLS, CallBudget, failing_rocksdb, failing_rocksdb_after, failing_wal_syncs
@@ -8,9 +9,11 @@ from seaway.testing._sim import SimConfig, SimReport, Simulation, simulate
 
 __all__ = [
     "WRITE_CALLS",
+    "AppendFaults",
     "CallBudget",
     "CutReport",
     "FakeClock",
+    "InjectedFault",
     "MemoryEpochStore",
     "PowerLossFS",
     "PowerLossUnavailableError",
