@@ -74,6 +74,7 @@ from seaway.log import (
     LSN_MAX,
     LSN_OLDEST,
     BatchingWriter,
+    Durability,
     Gap,
     GapType,
     LogAttributes,
@@ -88,7 +89,6 @@ from seaway.log import (
     lsn_str,
     make_lsn,
 )
-from seaway.logsdb import Durability, LogsDBConfig
 from seaway.queues import Strategy
 from seaway.streams import (
     ByDataRate,
@@ -106,10 +106,12 @@ from seaway.txn import Snapshot, Transaction, TxnConfig, TxnStatus
 if TYPE_CHECKING:
     from seaway._seaway import Seaway, SeawayConfig, open  # noqa: A004
     from seaway.log import LedgerConfig, Log, LogStoreConfig, Reader
+    from seaway.logsdb import LogsDBConfig
 
 _LAZY = {
     **dict.fromkeys(("Seaway", "SeawayConfig", "open"), "seaway._seaway"),
     **dict.fromkeys(("LedgerConfig", "Log", "LogStoreConfig", "Reader"), "seaway.log"),
+    "LogsDBConfig": "seaway.logsdb",
 }
 """The names backed by the embedded store, and where they live (PEP 562 loads them on first use)."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from seaway._lazy import lazy_names
+from seaway._values import Durability, PartitionInfo, ProducerMark
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._handle import (
@@ -149,6 +150,7 @@ __all__ = [
     "DiskFault",
     "DiskWrite",
     "DiskWriteDone",
+    "Durability",
     "EmbeddedLogStore",
     "EpochFailed",
     "EpochGranted",
@@ -175,7 +177,9 @@ __all__ = [
     "MetaOp",
     "MetaPut",
     "MetadataStore",
+    "PartitionInfo",
     "PlugMsg",
+    "ProducerMark",
     "ReadChunk",
     "ReadItem",
     "ReadWant",
