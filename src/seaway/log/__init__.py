@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from seaway._lazy import lazy_names
 from seaway._values import Durability, PartitionInfo, ProducerMark
+from seaway.log._api import LogsApi, SegmentLog
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._handle import (
@@ -169,6 +170,7 @@ __all__ = [
     "LogReadState",
     "LogStoreConfig",
     "Logs",
+    "LogsApi",
     "MetaApi",
     "MetaBatch",
     "MetaCondition",
@@ -194,6 +196,7 @@ __all__ = [
     "RunItem",
     "SealMsg",
     "SealReply",
+    "SegmentLog",
     "Sequencer",
     "SequencerConfig",
     "SequencerState",
