@@ -70,12 +70,12 @@ from seaway._errors import (
     error_class,
 )
 from seaway._lazy import lazy_names
-from seaway.client import RemoteSeaway, connect
 from seaway.log import (
     LSN_INVALID,
     LSN_MAX,
     LSN_OLDEST,
     BatchingWriter,
+    Durability,
     Gap,
     GapType,
     LogAttributes,
@@ -90,7 +90,6 @@ from seaway.log import (
     lsn_str,
     make_lsn,
 )
-from seaway.logsdb import Durability, LogsDBConfig
 from seaway.queues import Strategy
 from seaway.streams import (
     ByDataRate,
@@ -107,13 +106,18 @@ from seaway.txn import Snapshot, Transaction, TxnConfig, TxnStatus
 
 if TYPE_CHECKING:
     from seaway._seaway import Seaway, SeawayConfig, open  # noqa: A004
+    from seaway.client import RemoteSeaway, connect
     from seaway.log import LedgerConfig, Log, LogStoreConfig, Reader
+    from seaway.logsdb import LogsDBConfig
 
 _LAZY = {
     **dict.fromkeys(("Seaway", "SeawayConfig", "open"), "seaway._seaway"),
+    **dict.fromkeys(("RemoteSeaway", "connect"), "seaway.client"),
     **dict.fromkeys(("LedgerConfig", "Log", "LogStoreConfig", "Reader"), "seaway.log"),
+    "LogsDBConfig": "seaway.logsdb",
 }
-"""The names backed by the embedded store, and where they live (PEP 562 loads them on first use)."""
+"""The names backed by the embedded store or the client's transport (gRPC), and where they live (PEP 562 loads
+them on first use)."""
 
 if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name imported from here
     __getattr__, __dir__ = lazy_names(globals(), _LAZY)

@@ -336,6 +336,12 @@ class UnknownNotifyConfigError(ClientError, KeyError):
         return str(self.args[0]) if self.args else self.code
 
 
+class ServerRunningError(ClientError):
+    """A server process that is still running was asked to start again: stop or kill it first."""
+
+    code = "SERVER_RUNNING"
+
+
 # --- The store's side: a condition of the storage, not of the request. ------------------------------
 
 
@@ -394,6 +400,14 @@ class StoreFailedError(StorageError):
     store (restart the server)."""
 
     code = "STORE_FAILED"
+    retriable = False
+
+
+class InternalError(ServerError):
+    """A bug in Seaway: something its code guarantees did not hold (an invariant check failed). The
+    operation failed; retrying it is in vain until the bug is fixed. Please report it."""
+
+    code = "INTERNAL_ERROR"
     retriable = False
 
 

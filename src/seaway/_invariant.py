@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from seaway._errors import InternalError
 
-class InvariantViolation(AssertionError):
-    """A bug in Seaway: a condition that the code guarantees did not hold."""
+
+class InvariantViolation(InternalError):
+    """A bug in Seaway: a condition that the code guarantees did not hold.
+
+    An :class:`InternalError`, so that it reaches callers (through append futures, say) inside the
+    one hierarchy, with its stable code, rather than as a bare ``AssertionError``."""
 
 
 def invariant(condition: bool, message: str) -> None:

@@ -24,9 +24,7 @@ from seaway.log import (
 )
 from seaway.notify import Notifications, NotifyService, NotifyServiceConfig
 from seaway.queues import Queues
-from seaway.streams import Streams
-from seaway.streams._autoscaling import AutoScaling, AutoScalingConfig
-from seaway.streams._retention import RetentionConfig, StreamRetention
+from seaway.streams import AutoScaling, AutoScalingConfig, RetentionConfig, StreamRetention, Streams
 from seaway.txn import Transaction, TransactionManager, Transactions, TxnConfig
 
 

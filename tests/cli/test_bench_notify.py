@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from seaway.cli._bench_notify import _split_events
+from seaway.bench._notify import _split_events
 from seaway.cli._main import main
 from seaway.ledger import CHANGES
 from seaway.notify import Nats, NotifyConfig, Webhook

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seaway.cli._bench_single import SingleBenchConfig, run_single_bench
+from seaway.bench._single import SingleBenchConfig, run_single_bench
 
 
 def test_single_event_bench_reports_rates_and_ratios(tmp_path: Path) -> None:

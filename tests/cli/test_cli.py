@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from seaway.cli._bench_log import cpu_jiffies, steal_pct
-from seaway.cli._bench_remote import consume, pack_latencies, produce, unpack_latencies
-from seaway.cli._progress import Progress
+from seaway._progress import Progress
+from seaway.bench._log import cpu_jiffies, steal_pct
+from seaway.bench._remote import consume, pack_latencies, produce, unpack_latencies
 from seaway.log import RecordRun, lsn_str
 from tests.cli.conftest import Cli, Where
 
@@ -255,7 +255,7 @@ def test_log_commands_seal_delete_and_append_conditionally(cli: Cli, where: Wher
 
 
 def test_short_lived_logs_leave_little_on_disk_beside_a_permanent_one() -> None:
-    from seaway.cli._bench_disk import DiskBenchConfig, run_disk_bench  # noqa: PLC0415
+    from seaway.bench._disk import DiskBenchConfig, run_disk_bench  # noqa: PLC0415
 
     figures = run_disk_bench(DiskBenchConfig(partitions=3, short_lived_per_partition=10))
     extra = figures["disk_bytes_with_short_lived"] - figures["disk_bytes_permanent_alone"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import seaway
-from seaway.cli._bench_metadata import HistoryBuilder, HistoryClock, Step, plan_history, real_log, real_seal
+from seaway.bench._metadata import HistoryBuilder, HistoryClock, Step, plan_history, real_log, real_seal
 from seaway.streams import Segment, Stream, _metadata
 from seaway.streams._metadata import NAMESPACE, stream_prefix
 

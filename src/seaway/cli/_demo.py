@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from seaway._errors import InvalidArgumentError
-from seaway.cli._progress import Progress
+from seaway._progress import Progress
 
 _SHORT = {"parse": "parse", "dead-letters": "dead", "page-counts": "pages", "unique-users": "users"}
 

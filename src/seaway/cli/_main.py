@@ -10,15 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from seaway._errors import InvalidArgumentError, SeawayError
-from seaway.cli._bench_log import LogBenchConfig, run_log_bench
-from seaway.cli._bench_logs import LogsBenchConfig, run_logs_bench
-from seaway.cli._bench_notify import add_notify_bench_parser, run_notify_bench_command
-from seaway.cli._bench_queue import QueueBenchConfig, run_queue_bench
-from seaway.cli._bench_remote import RemoteBenchConfig, run_remote_bench
-from seaway.cli._bench_spark import add_spark_bench_parser, run_spark_bench_command
-from seaway.cli._bench_stream import add_stream_bench_parsers, run_stream_bench_command
-from seaway.cli._bench_txn import TxnBenchConfig, run_txn_bench
+from seaway._errors import SeawayError
 from seaway.cli._demo import add_demo_parser, run_demo_command
 from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
@@ -28,7 +20,6 @@ from seaway.cli._store import open_store, out, where_parser
 from seaway.cli._streams import add_stream_parsers, run_reader_group, run_scope, run_stream
 from seaway.cli._txn import add_txn_parser, run_txn
 from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
-from seaway.server import ServerConfig, serve
 
 _LSN_HELP = "e<epoch>n<esn> as printed, a decimal integer, or 0x hex"
 _LSN_ARGUMENTS = ("lsn_from", "lsn", "if_tail")
@@ -37,7 +28,7 @@ _READ_ONLY_OPS = ("tail", "find-time", "info")
 """``log`` operations that only read: they refuse a data directory that is not a store."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(*, with_benchmarks: bool) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seaway", description="Durable, ordered event storage.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -52,39 +43,10 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--token-file", type=Path, help="file holding the shared secret (or set SEAWAY_TOKEN)")
 
     bench = commands.add_parser("bench", help="measure throughput against a reference in the same run")
-    kinds = bench.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
-    many = kinds.add_parser("logs", help="appends with 1, 1,000 and 10,000 logs; metadata batches, embedded and remote")
-    many.add_argument("--rounds", type=int, default=2, help="runs of each log count; the best counts (default 2)")
-    many.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    many.add_argument("--only", choices=["mux"],
-                      help="run one part alone: mux, one remote reader over 1,000 logs against one over 1 log")
-    log = kinds.add_parser("log", help="embedded log appends and catch-up reads against raw RocksDB")
-    log.add_argument("--batches", type=int, default=200, help="batches of 500 1 KB records (default 200)")
-    log.add_argument("--rounds", type=int, default=3, help="runs of each side; the best counts (default 3)")
-    log.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    log.add_argument("--remote", action="store_true",
-                     help="3 producer and 3 consumer processes against a server, beside the embedded figures")
-    log.add_argument("--address", help="with --remote: use this server (seaway://host:port) instead of starting one")
-    log.add_argument("--paced-events-per-s", type=int, default=20_000, help="with --remote: the paced run's rate")
-    add_stream_bench_parsers(kinds)
-    add_spark_bench_parser(kinds)
-    add_notify_bench_parser(kinds)
-    queue = kinds.add_parser("queue", help="the headline workload: 3 producers, 2 consumer groups (2 and 3 "
-                                           "consumers), 1 KB entries in transactions of 500, exactly-once checked")
-    queue.add_argument("--transactions", type=int, default=60,
-                       help="transactions each producer commits at full speed (default 60)")
-    queue.add_argument("--paced-events-per-s", type=int, default=20_000, help="the paced round's total rate")
-    queue.add_argument("--paced-s", type=float, default=5.0, help="the paced round's length")
-    queue.add_argument("--reference-batches", type=int, default=60,
-                       help="batches of 500 per producer in the bench log --remote reference round")
-    queue.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    txn = kinds.add_parser("txn", help="transaction begin+commit pairs against metadata puts, 3 clients, "
-                                       "remote and embedded")
-    txn.add_argument("--pairs", type=int, default=1_000, help="pairs (and puts) each client makes (default 1,000)")
-    txn.add_argument("--clients", type=int, default=3, help="client processes, and threads embedded (default 3)")
-    txn.add_argument("--rounds", type=int, default=2, help="runs of each side; the best counts (default 2)")
-    txn.add_argument("--address", help="use this server (seaway://host:port) instead of starting one")
-    txn.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    if with_benchmarks:  # their modules load only for `seaway bench`: every other command starts without them
+        from seaway.bench import add_bench_parsers  # noqa: PLC0415
+
+        add_bench_parsers(bench)
 
     logs = commands.add_parser("log", help="append, tail, trim, find-time, info, create, create-group, seal, delete",
                                description=f"LSNs are given as {_LSN_HELP}, and printed as e<epoch>n<esn>.")
@@ -134,21 +96,9 @@ def _print_figures(figures: dict[str, Any]) -> None:
         print(f"{key:<{width}}  {value}")
 
 
-def _bench_log(args: argparse.Namespace) -> None:
-    if args.batches < 1 or args.rounds < 1 or args.paced_events_per_s < 1:
-        raise InvalidArgumentError("--batches, --rounds and --paced-events-per-s must be at least 1")
-    if args.remote:
-        figures = run_remote_bench(RemoteBenchConfig(batches=args.batches, address=args.address,
-                                                     paced_events_per_s=args.paced_events_per_s))
-    else:
-        figures = run_log_bench(LogBenchConfig(batches=args.batches, rounds=args.rounds))
-    if args.json:
-        print(json.dumps(figures))
-    else:
-        _print_figures(figures)
-
-
 def _serve(args: argparse.Namespace) -> None:
+    from seaway.server import ServerConfig, serve  # noqa: PLC0415 - gRPC and the store load only to serve
+
     token = os.environ.get("SEAWAY_TOKEN") or None
     if args.token_file is not None:
         token = args.token_file.read_text().strip() or None
@@ -236,41 +186,17 @@ def _info_row(log: Any) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser(with_benchmarks=argv[:1] == ["bench"]).parse_args(argv)
     try:
         if args.command == "demo":
             run_demo_command(args)
         elif args.command == "serve":
             _serve(args)
-        elif args.command == "bench" and args.bench == "log":
-            _bench_log(args)
-        elif args.command == "bench" and args.bench in ("metadata", "stream"):
-            figures = run_stream_bench_command(args)
-            print(json.dumps(figures)) if args.json else _print_figures(figures)
-        elif args.command == "bench" and args.bench == "spark":
-            figures = run_spark_bench_command(args)
-            print(json.dumps(figures)) if args.json else _print_figures(figures)
-        elif args.command == "bench" and args.bench == "notify":
-            figures = run_notify_bench_command(args)
-            print(json.dumps(figures)) if args.json else _print_figures(figures)
-        elif args.command == "bench" and args.bench == "queue":
-            if min(args.transactions, args.paced_events_per_s, args.reference_batches) < 1 or not args.paced_s > 0:
-                raise InvalidArgumentError("--transactions, --paced-events-per-s, --paced-s and --reference-batches "
-                                           "must be positive")
-            figures = run_queue_bench(QueueBenchConfig(transactions=args.transactions,
-                                                       paced_events_per_s=args.paced_events_per_s,
-                                                       paced_s=args.paced_s, reference_batches=args.reference_batches))
-            print(json.dumps(figures)) if args.json else _print_figures(figures)
-        elif args.command == "bench" and args.bench == "txn":
-            if args.pairs < 1 or args.clients < 1 or args.rounds < 1:
-                raise InvalidArgumentError("--pairs, --clients and --rounds must be at least 1")
-            figures = run_txn_bench(TxnBenchConfig(clients=args.clients, pairs=args.pairs, rounds=args.rounds,
-                                                   address=args.address))
-            print(json.dumps(figures)) if args.json else _print_figures(figures)
-        elif args.command == "bench" and args.bench == "logs":
-            if args.rounds < 1:
-                raise InvalidArgumentError("--rounds must be at least 1")
-            figures = run_logs_bench(LogsBenchConfig(rounds=args.rounds, only=args.only))
+        elif args.command == "bench":
+            from seaway.bench import run_bench  # noqa: PLC0415 - loaded only for `seaway bench`
+
+            figures = run_bench(args)
             print(json.dumps(figures)) if args.json else _print_figures(figures)
         elif args.command == "log":
             _log_command(args)

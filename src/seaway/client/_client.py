@@ -44,6 +44,7 @@ from seaway.log import (
     BatchingWriter,
     CoalesceConfig,
     Coalescers,
+    Durability,
     LedgerApi,
     LogBounds,
     LogGroup,
@@ -51,6 +52,8 @@ from seaway.log import (
     LogInfo,
     MetaApi,
     MetaBatch,
+    PartitionInfo,
+    ProducerMark,
     ReadItem,
     RetryPolicy,
     Versioned,
@@ -63,7 +66,6 @@ from seaway.log import (
     get_or_create_log,
     scan_bounds,
 )
-from seaway.logsdb import Durability, PartitionInfo, ProducerMark
 from seaway.notify import Notifications
 from seaway.queues import Queues
 from seaway.streams import Streams

@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from seaway._lazy import lazy_names
+from seaway._values import Durability, PartitionInfo, ProducerMark
+from seaway.log._api import LogsApi, SegmentLog
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._handle import (
@@ -149,6 +151,7 @@ __all__ = [
     "DiskFault",
     "DiskWrite",
     "DiskWriteDone",
+    "Durability",
     "EmbeddedLogStore",
     "EpochFailed",
     "EpochGranted",
@@ -167,6 +170,7 @@ __all__ = [
     "LogReadState",
     "LogStoreConfig",
     "Logs",
+    "LogsApi",
     "MetaApi",
     "MetaBatch",
     "MetaCondition",
@@ -175,7 +179,9 @@ __all__ = [
     "MetaOp",
     "MetaPut",
     "MetadataStore",
+    "PartitionInfo",
     "PlugMsg",
+    "ProducerMark",
     "ReadChunk",
     "ReadItem",
     "ReadWant",
@@ -190,6 +196,7 @@ __all__ = [
     "RunItem",
     "SealMsg",
     "SealReply",
+    "SegmentLog",
     "Sequencer",
     "SequencerConfig",
     "SequencerState",

@@ -15,11 +15,11 @@ from seaway._errors import (
     TimedOutError,
     UnknownLogError,
 )
+from seaway._values import Durability, ProducerMark
 from seaway.log._coalesce import AppendCoalescer
 from seaway.log._config import LOG_ID_MAX, LogInfo
 from seaway.log._lsn import check_lsn
 from seaway.log._types import LogAttributes
-from seaway.logsdb import Durability, ProducerMark
 
 BATCH_RECORDS_MAX = 100_000
 """The most records one append may carry."""

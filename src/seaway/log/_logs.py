@@ -17,6 +17,7 @@ from seaway._errors import (
     TrimPastTailError,
     UnknownLogError,
 )
+from seaway._values import Durability, PartitionInfo, ProducerMark
 from seaway.ledger import LogSealed, LogTrimmed, encode_change
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LogGroup, LogInfo, LogsConfig
@@ -43,7 +44,6 @@ from seaway.log._types import (
     weight,
 )
 from seaway.log._writer import BatchingWriter, RetryPolicy
-from seaway.logsdb import Durability, PartitionInfo, ProducerMark
 
 
 class Log(LogHandle):

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from seaway._errors import ConditionFailedError, InvalidArgumentError, PayloadTooLargeError
+from seaway._values import KvCheck, KvDelete, KvDeleteRange, KvOp, KvPut
 from seaway.ledger import Change, encode_change
-from seaway.logsdb import KvCheck, KvDelete, KvDeleteRange, KvOp, KvPut
 
 if TYPE_CHECKING:  # the remote client uses this module and must not load RocksDB
     from seaway.logsdb import LogsDB

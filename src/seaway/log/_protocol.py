@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from seaway._errors import SeawayError
-from seaway.logsdb import ProducerMark, WriteOp
+from seaway._values import ProducerMark, WriteOp
 
 # --- Sequencer inputs ------------------------------------------------------------------------------
 

@@ -21,9 +21,9 @@ from functools import partial
 from itertools import accumulate, repeat
 
 from seaway._invariant import invariant
+from seaway._values import CorruptEntry, Entry, HolePlugEntry, RecordsEntry
 from seaway.log._lsn import ESN_FIRST, ESN_MAX, LSN_MAX, epoch_of
 from seaway.log._types import Gap, GapType, ReadItem, Record, RecordRun
-from seaway.logsdb import CorruptEntry, Entry, HolePlugEntry, RecordsEntry
 
 # Record(*fields) without the Python-level __new__ of a named tuple: the read path makes one per record.
 _new_record = partial(tuple.__new__, Record)

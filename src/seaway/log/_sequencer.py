@@ -24,6 +24,7 @@ from seaway._errors import (
     TimedOutError,
 )
 from seaway._invariant import invariant
+from seaway._values import ProducerMark
 from seaway.log._lsn import EPOCH_MAX, ESN_FIRST, ESN_MAX, lsn_str, make_lsn
 from seaway.log._protocol import (
     AppendAcked,
@@ -42,7 +43,6 @@ from seaway.log._protocol import (
     StoreReply,
     Tick,
 )
-from seaway.logsdb import ProducerMark
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from seaway._errors import PreemptedError, SeawayError, StorageError
+from seaway._values import PutHolePlug, PutRecords, PutSeal, WriteOp
 from seaway.log._lsn import epoch_of
 from seaway.log._protocol import (
     DiskWrite,
@@ -27,7 +28,6 @@ from seaway.log._protocol import (
     StoreMsg,
     StoreReply,
 )
-from seaway.logsdb import PutHolePlug, PutRecords, PutSeal, WriteOp
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from seaway.logsdb import Entry, RecordsEntry
+from seaway._values import Entry, RecordsEntry
 
 ENTRY_OVERHEAD_BYTES = 64
 """Counted for each entry besides its payloads, so many tiny entries cannot escape the bound."""

@@ -8,7 +8,7 @@ from enum import Enum
 from typing import Any, NamedTuple
 
 from seaway._errors import InvalidArgumentError
-from seaway.logsdb import Durability
+from seaway._values import Durability
 
 
 class GapType(Enum):

@@ -4,7 +4,9 @@ Time-ordered partitions as column families, keys ``(log id, LSN)``, a metadata f
 partition directory, trim points, seals and epoch ends; retention by dropping whole partitions.
 
 :class:`LogsDB` is loaded on first use: the value types below are shared with the remote client,
-which must not load RocksDB (``rocksdict``) just to name a :class:`Durability`.
+which must not load RocksDB (``rocksdict``) just to name a :class:`Durability`. They live in a module below
+this package and ``seaway.log`` (``seaway.log`` re-exports the ones its users name); this package re-exports
+them for its own callers.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from seaway._lazy import lazy_names
-from seaway.logsdb._types import (
+from seaway._values import (
     CorruptEntry,
     Durability,
     Entry,
@@ -22,7 +24,6 @@ from seaway.logsdb._types import (
     KvDeleteRange,
     KvOp,
     KvPut,
-    LogsDBConfig,
     PartitionInfo,
     ProducerMark,
     PutHolePlug,
@@ -33,10 +34,13 @@ from seaway.logsdb._types import (
 )
 
 if TYPE_CHECKING:
+    from seaway.logsdb._config import LogsDBConfig
     from seaway.logsdb._store import LogsDB
 else:  # hidden from mypy, which would otherwise accept any name imported from here
-    # Only the store itself needs RocksDB, so only naming it loads it.
-    __getattr__, __dir__ = lazy_names(globals(), {"LogsDB": "seaway.logsdb._store"})
+    # Only the store itself needs RocksDB, and only it and its configuration the on-disk format, so only
+    # naming them loads them.
+    __getattr__, __dir__ = lazy_names(globals(), {"LogsDB": "seaway.logsdb._store",
+                                                  "LogsDBConfig": "seaway.logsdb._config"})
 
 
 __all__ = [

@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 from rocksdict import ReadOptions
 
 from seaway._errors import StorageError
+from seaway._values import CorruptEntry, Entry, HolePlugEntry, RecordsEntry
 from seaway.logsdb import _format as fmt
-from seaway.logsdb._types import CorruptEntry, Entry, HolePlugEntry, RecordsEntry
 
 _T = TypeVar("_T")
 

@@ -43,22 +43,22 @@ from seaway._errors import (
     StoreFailedError,
 )
 from seaway._invariant import invariant
-from seaway.logsdb import _format as fmt
-from seaway.logsdb._read import Unreadable, check, first_key_from, read_partition
-from seaway.logsdb._segment import Segment
-from seaway.logsdb._types import (
+from seaway._values import (
     Entry,
     KvCheck,
     KvDelete,
     KvOp,
     KvPut,
-    LogsDBConfig,
     PartitionInfo,
     ProducerMark,
     PutRecords,
     PutSeal,
     WriteOp,
 )
+from seaway.logsdb import _format as fmt
+from seaway.logsdb._config import LogsDBConfig
+from seaway.logsdb._read import Unreadable, check, first_key_from, read_partition
+from seaway.logsdb._segment import Segment
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")

@@ -66,7 +66,7 @@ from seaway.queues._records import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from seaway.streams._api import LogsApi
+    from seaway.log import LogsApi
     from seaway.txn import Snapshot, Transactions
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from seaway._errors import UnavailableError
+from seaway._errors import ServerRunningError, UnavailableError
 
 
 class ServerProcess:
@@ -82,7 +82,7 @@ class ServerProcess:
     def restart(self) -> None:
         """Start again on the same port, after :meth:`stop` or :meth:`kill`."""
         if self._proc is not None:
-            raise RuntimeError("the server is still running")
+            raise ServerRunningError("the server is still running: stop or kill it before restarting it")
         self.start()
 
     def kill(self) -> None:

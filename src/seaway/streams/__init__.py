@@ -8,6 +8,7 @@ embedded store and over a server.
 
 from __future__ import annotations
 
+from seaway.streams._autoscaling import AutoScaling, AutoScalingConfig
 from seaway.streams._config import (
     ByDataRate,
     ByEventRate,
@@ -18,16 +19,22 @@ from seaway.streams._config import (
     ScalingPolicy,
     StreamConfig,
 )
+from seaway.streams._controller import SEGMENT_LOG_IDS
 from seaway.streams._cut import StreamCut
 from seaway.streams._framing import unframe, unframe_keyed
-from seaway.streams._names import parse_segment, segment_str
+from seaway.streams._metadata import StreamMetadata
+from seaway.streams._names import parse_segment, segment_id, segment_str
 from seaway.streams._reader_group import Event, EventReader, ReaderConfig, ReaderGroup, ReaderGroupInfo
 from seaway.streams._records import Delta, Generation, Segment
+from seaway.streams._retention import RetentionConfig, StreamRetention
 from seaway.streams._routing import key_position
 from seaway.streams._streams import Stream, StreamInfo, Streams
 from seaway.streams._writer import EventWriter, WriteAck, WriterConfig
 
 __all__ = [
+    "SEGMENT_LOG_IDS",
+    "AutoScaling",
+    "AutoScalingConfig",
     "ByDataRate",
     "ByEventRate",
     "Delta",
@@ -41,6 +48,7 @@ __all__ = [
     "ReaderGroupInfo",
     "RetentionBySize",
     "RetentionByTime",
+    "RetentionConfig",
     "RetentionPolicy",
     "ScalingPolicy",
     "Segment",
@@ -48,11 +56,14 @@ __all__ = [
     "StreamConfig",
     "StreamCut",
     "StreamInfo",
+    "StreamMetadata",
+    "StreamRetention",
     "Streams",
     "WriteAck",
     "WriterConfig",
     "key_position",
     "parse_segment",
+    "segment_id",
     "segment_str",
     "unframe",
     "unframe_keyed",

@@ -53,8 +53,7 @@ from seaway.ledger import (
     StreamTruncated,
     StreamUpdated,
 )
-from seaway.log import LSN_OLDEST, MetaApi
-from seaway.streams._api import LogsApi
+from seaway.log import LSN_OLDEST, LogsApi, MetaApi
 from seaway.streams._config import SEGMENTS_MAX, StreamConfig
 from seaway.streams._cut import StreamCut, check_consistent
 from seaway.streams._metadata import (

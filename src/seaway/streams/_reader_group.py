@@ -80,8 +80,7 @@ from seaway._errors import (
 )
 from seaway._invariant import invariant
 from seaway.ledger import ReaderGroupCreated, ReaderGroupDeleted
-from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, MetaApi, Record
-from seaway.streams._api import LogsApi
+from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, LogsApi, MetaApi, Record
 from seaway.streams._cut import StreamCut
 from seaway.streams._framing import unframe_keyed
 from seaway.streams._metadata import NAMESPACE

@@ -18,8 +18,7 @@ from seaway._errors import (
     UnknownReaderGroupError,
     UnknownStreamError,
 )
-from seaway.log import LSN_OLDEST, MetaApi
-from seaway.streams._api import LogsApi
+from seaway.log import LSN_OLDEST, LogsApi, MetaApi
 from seaway.streams._config import FixedSegments, RetentionPolicy, ScalingPolicy, StreamConfig
 from seaway.streams._controller import StreamController
 from seaway.streams._cut import StreamCut

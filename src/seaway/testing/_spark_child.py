@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-from seaway.spark import session
-from seaway.spark._write import FAULT_ENV
+from seaway.spark import FAULT_ENV, session
 
 QUERY_WAIT_S = 120
 

@@ -34,6 +34,7 @@ from seaway._errors import (
 from seaway.ledger import CHANGE_BYTES_MAX, Change, LedgerEntry, decode_change, encode_change
 from seaway.log import (
     LSN_MAX,
+    Durability,
     Gap,
     GapType,
     LogAttributes,
@@ -46,7 +47,6 @@ from seaway.log import (
     RecordRun,
     RunItem,
 )
-from seaway.logsdb import Durability
 from seaway.wire import seaway_pb2 as pb
 
 # Record(*fields) without the Python-level __new__ of a named tuple: one is made per record received.

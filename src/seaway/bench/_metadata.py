@@ -28,13 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import seaway
-from seaway.cli._bench_log import machine
-from seaway.cli._progress import Progress
+from seaway._progress import Progress
+from seaway.bench._log import machine
 from seaway.log import LSN_OLDEST, MetaApi, MetaBatch, MetaPut, Versioned
-from seaway.streams import Delta, Generation, Segment, Stream, StreamCut
-from seaway.streams._controller import SEGMENT_LOG_IDS
-from seaway.streams._metadata import StreamMetadata
-from seaway.streams._names import segment_id
+from seaway.streams import SEGMENT_LOG_IDS, Delta, Generation, Segment, Stream, StreamCut, StreamMetadata, segment_id
 
 STAGED_OPS_MAX = 4_000
 """Puts a staged batch holds before it is committed (the store takes 10,000 at most)."""

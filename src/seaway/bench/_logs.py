@@ -5,11 +5,11 @@ in the same process.
   10,000 logs exist and have been appended to, against the same with 1 log.
 - Metadata batches per second: single-key puts and 10-key conditional batches, from several threads.
 - Reads of many logs: one remote reader over 1,000 logs against one over one log with the same bytes,
-  catching up and tailing (see ``_bench_mux``).
+  catching up and tailing (see ``_mux``).
 - Disk use after retention with one log kept forever and many short-lived ones, against the
-  permanent log alone (see ``_bench_disk``).
+  permanent log alone (see ``_disk``).
 - One event per call (``append_async`` and the batching writer) against batches of 500: see
-  ``_bench_single.py``.
+  ``_single.py``.
 
 The figures that matter are the ratios: this machine is shared and noisy.
 """
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import seaway
-from seaway.cli._bench_disk import run_disk_bench
-from seaway.cli._bench_log import machine
-from seaway.cli._bench_mux import MuxBenchConfig, run_mux_bench
-from seaway.cli._bench_single import SingleBenchConfig, run_single_bench
-from seaway.cli._progress import Progress
+from seaway._progress import Progress
+from seaway.bench._disk import run_disk_bench
+from seaway.bench._log import machine
+from seaway.bench._mux import MuxBenchConfig, run_mux_bench
+from seaway.bench._single import SingleBenchConfig, run_single_bench
 from seaway.server import ServerProcess
 
 

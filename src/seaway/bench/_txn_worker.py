@@ -1,7 +1,7 @@
 """A client process of ``seaway bench txn``: connects, warms up, prints ``ready``, waits for a line on
 its standard input, makes its calls, and prints one JSON line of what it measured.
 
-``python -m seaway.cli._bench_txn_worker KIND URL COUNT NAMESPACE`` (KIND: ``txn`` or ``meta``)
+``python -m seaway.bench._txn_worker KIND URL COUNT NAMESPACE`` (KIND: ``txn`` or ``meta``)
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import sys
 
 import seaway
-from seaway.cli._bench_txn import KINDS, run_ops, warm_up
+from seaway.bench._txn import KINDS, run_ops, warm_up
 
 
 def _worker(argv: list[str]) -> None:

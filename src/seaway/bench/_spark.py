@@ -38,7 +38,7 @@ from typing import Any
 import seaway
 from seaway._errors import InvalidArgumentError
 from seaway._invariant import invariant
-from seaway.cli._bench_log import machine
+from seaway.bench._log import machine
 from seaway.server import ServerProcess
 
 WRITE_BATCH_EVENTS = 500
@@ -168,8 +168,8 @@ def _seaway_latency(spark: Any, sw: Any, address: str, name: str, config: SparkB
 
 def _reference_latency(spark: Any, config: SparkBenchConfig, checkpoint: Path) -> list[dict[str, Any]]:
     """The same micro-batches (rows a second, bytes, partitions) from a Python source with no store
-    behind it (:mod:`seaway.cli._bench_spark_source`): Spark's own cost of a micro-batch."""
-    from seaway.cli._bench_spark_source import PacedSource  # noqa: PLC0415 - pyspark is an extra
+    behind it (:mod:`seaway.bench._spark_source`): Spark's own cost of a micro-batch."""
+    from seaway.bench._spark_source import PacedSource  # noqa: PLC0415 - pyspark is an extra
 
     spark.dataSource.register(PacedSource)
     query = (spark.readStream.format(PacedSource.name()).option("rate", str(config.paced_events_per_s))

@@ -34,9 +34,9 @@ from typing import Any
 
 import seaway
 from seaway._errors import InvalidArgumentError
-from seaway.cli._bench_log import machine
-from seaway.cli._bench_metadata import BETWEEN_GENERATIONS, MetadataBenchConfig, run_metadata_bench
-from seaway.cli._progress import Progress
+from seaway._progress import Progress
+from seaway.bench._log import machine
+from seaway.bench._metadata import BETWEEN_GENERATIONS, MetadataBenchConfig, run_metadata_bench
 from seaway.log import LSN_OLDEST, Record
 from seaway.server import ServerProcess
 from seaway.streams import Stream, WriterConfig

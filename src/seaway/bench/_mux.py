@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import seaway
-from seaway.log import LSN_MAX, RecordRun
-from seaway.logsdb import Durability
+from seaway.log import LSN_MAX, Durability, RecordRun
 from seaway.server import ServerProcess
 
 

@@ -9,7 +9,7 @@ such calls, so about 0.5 means the manager costs no more than the metadata store
 The same runs embedded, from three threads of one process. Each side runs ``rounds`` times,
 alternating which goes first; the best of each counts.
 
-Worker processes run ``python -m seaway.cli._bench_txn_worker KIND URL COUNT NAMESPACE``; each
+Worker processes run ``python -m seaway.bench._txn_worker KIND URL COUNT NAMESPACE``; each
 connects, makes one call of its kind as a warm-up, prints ``ready``, waits for a line on its
 standard input, then prints one JSON line with what it measured.
 """
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import seaway
-from seaway.cli import _workers as workers
-from seaway.cli._bench_log import cpu_jiffies, machine, steal_pct
-from seaway.cli._progress import Progress
+from seaway._progress import Progress
+from seaway.bench import _workers as workers
+from seaway.bench._log import cpu_jiffies, machine, steal_pct
 from seaway.server import ServerProcess
 
 KINDS = ("txn", "meta")
@@ -72,7 +72,7 @@ def _rate(results: list[dict[str, float]]) -> float:
 def _remote_round(url: str, kind: str, config: TxnBenchConfig) -> tuple[float, float | None]:
     """Ops per second of ``kind`` from ``config.clients`` processes, and the CPU share stolen (%)."""
     namespace = f"bench-txn-{time.time_ns()}"
-    python = [sys.executable, "-m", "seaway.cli._bench_txn_worker"]
+    python = [sys.executable, "-m", "seaway.bench._txn_worker"]
     procs = [workers.start([*python, kind, url, str(config.pairs), namespace]) for _ in range(config.clients)]
     with workers.killed_at_exit(procs):
         workers.await_ready(procs)  # every worker connected and warm before the clock starts

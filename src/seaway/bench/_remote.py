@@ -6,7 +6,7 @@ payload starts with its send time, so consumers measure end-to-end latency. The 
 runs embedded (threads in one process, no network) as the reference from the same run, and once more
 remotely with the producers paced to a fixed total rate, for the latency at a moderate load.
 
-Worker processes run ``python -m seaway.cli._bench_worker ROLE ...``; each prints one JSON line with
+Worker processes run ``python -m seaway.bench._worker ROLE ...``; each prints one JSON line with
 what it measured. The clock starts once every worker is running (consumers tailing, producers
 connected), so the start of Python processes is not measured. Consumers read record runs, as bulk
 consumers do. Paced producers send at evenly spread phases: together, one evenly paced stream.
@@ -31,9 +31,9 @@ from typing import Any
 
 import seaway
 from seaway._alloc import keep_large_buffers_in_heap
-from seaway.cli import _workers as workers
-from seaway.cli._bench_log import cpu_jiffies, machine, steal_pct
-from seaway.cli._progress import Progress
+from seaway._progress import Progress
+from seaway.bench import _workers as workers
+from seaway.bench._log import cpu_jiffies, machine, steal_pct
 from seaway.log import LSN_MAX, RecordRun
 from seaway.server import ServerProcess
 
@@ -149,7 +149,7 @@ def _remote_round(url: str, config: RemoteBenchConfig, tag: str, batches: int,
         for name in names:
             sw.logs.create(name)
     records = batches * config.batch_records
-    python = [sys.executable, "-m", "seaway.cli._bench_worker"]
+    python = [sys.executable, "-m", "seaway.bench._worker"]
     consumers = [workers.start([*python, "consume", url, name, str(records)], waits_for_go=False) for name in names]
     producers = [workers.start([*python, "produce", url, name, str(batches), str(config.batch_records),
                                 str(config.record_bytes), str(config.in_flight_batches), str(rate_per_producer),

@@ -45,8 +45,8 @@ from typing import Any
 
 import seaway
 from seaway._errors import InvalidArgumentError, SeawayError
-from seaway.cli._bench_log import machine
-from seaway.cli._progress import Progress
+from seaway._progress import Progress
+from seaway.bench._log import machine
 from seaway.ledger import CHANGES
 from seaway.notify import Nats, NotifyConfig, Webhook
 from seaway.server import ServerProcess

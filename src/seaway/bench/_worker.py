@@ -4,8 +4,8 @@
 Each prints ``ready`` once connected (a consumer: once tailing); a producer then waits for a line on
 its standard input before it sends anything.
 
-``python -m seaway.cli._bench_worker produce URL LOG BATCHES BATCH_RECORDS RECORD_BYTES IN_FLIGHT RATE PHASE``
-``python -m seaway.cli._bench_worker consume URL LOG RECORDS``
+``python -m seaway.bench._worker produce URL LOG BATCHES BATCH_RECORDS RECORD_BYTES IN_FLIGHT RATE PHASE``
+``python -m seaway.bench._worker consume URL LOG RECORDS``
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import seaway
 from seaway._alloc import keep_large_buffers_in_heap
-from seaway.cli._bench_remote import consume, pack_latencies, produce
+from seaway.bench._remote import consume, pack_latencies, produce
 
 
 def _ready() -> None:

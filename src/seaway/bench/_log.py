@@ -19,7 +19,7 @@ from typing import Any
 from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 import seaway
-from seaway.cli._progress import Progress
+from seaway._progress import Progress
 from seaway.log import Record
 
 

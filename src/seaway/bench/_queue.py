@@ -10,7 +10,7 @@ again with producers paced to a fixed total rate for the latency, and embedded (
 reference, ``seaway bench log --remote``'s full-speed round, runs against the same server in the
 same run.
 
-Workers run ``python -m seaway.cli._bench_queue produce|consume URL ...`` and print one JSON line.
+Workers run ``python -m seaway.bench._queue produce|consume URL ...`` and print one JSON line.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from typing import Any
 
 import seaway
 from seaway._alloc import keep_large_buffers_in_heap
-from seaway.cli import _workers as workers
-from seaway.cli._bench_log import machine
-from seaway.cli._bench_remote import RemoteBenchConfig, _percentile, pack_latencies, unpack_latencies
-from seaway.cli._bench_remote import _remote_round as _log_round
-from seaway.cli._progress import Progress
+from seaway._progress import Progress
+from seaway.bench import _workers as workers
+from seaway.bench._log import machine
+from seaway.bench._remote import RemoteBenchConfig, _percentile, pack_latencies, unpack_latencies
+from seaway.bench._remote import _remote_round as _log_round
 from seaway.server import ServerProcess
 
 _HEAD = struct.Struct(">QIQ")
@@ -201,7 +201,7 @@ def _remote_round(url: str, config: QueueBenchConfig, transactions: int, rate: f
     queue = f"bench-{os.getpid()}-{time.time_ns()}"
     with seaway.connect(url) as sw:
         _setup(sw, queue)
-    python = [sys.executable, "-m", "seaway.cli._bench_queue"]
+    python = [sys.executable, "-m", "seaway.bench._queue"]
     consumers = [workers.start([*python, "consume", url, queue, group, str(c)], waits_for_go=False)
                  for group, size, _ in GROUPS for c in range(size)]
     producers = [workers.start([*python, "produce", url, queue, str(p), str(transactions), str(config.batch_entries),
