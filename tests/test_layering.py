@@ -14,8 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import seaway
 import seaway.errors
 from seaway import _errors as private
@@ -108,9 +106,6 @@ def test_the_client_loads_neither_the_storage_engine_nor_its_format() -> None:
         assert [m for m in loaded if m != "seaway.logsdb"] == [], statement
 
 
-@pytest.mark.xfail(strict=True, reason="two modules being rewritten still import ProducerMark from seaway.logsdb: "
-                                       "log/_coalesce.py:31 (to become `from seaway._values import ProducerMark`) and "
-                                       "client/_append.py:30 (to become `from seaway.log import ProducerMark`)")
 def test_the_client_loads_no_logsdb_module_at_all() -> None:
     assert _loaded_after("import seaway.client", "seaway.logsdb") == []
 

@@ -22,7 +22,7 @@ def test_exported_names_are_pinned() -> None:
         "LedgerConfig", "LogSealedError", "LogStoreConfig",
         "LogsDBConfig", "LsnOutOfRangeError", "MetaBatch", "OverloadedError", "PayloadTooLargeError", "PreemptedError",
         "Reader", "Record", "RecordRun", "RemoteSeaway", "RetryPolicy", "Seaway",
-        "SequenceTooOldError", "SeawayConfig", "SeawayError", "ServerError",
+        "SequenceGapError", "SequenceOrderError", "SequenceTooOldError", "SeawayConfig", "SeawayError", "ServerError",
         "StorageError", "StoreFailedError", "SystemClock", "TailMismatchError", "TimedOutError", "TransportError",
         "TrimPastTailError",
         "UnavailableError", "UnknownLogError", "Versioned",

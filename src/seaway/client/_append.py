@@ -26,8 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from seaway._errors import BufferFullError, ClosedError, InvalidArgumentError, SeawayError, ServerError
-from seaway.log import RetryPolicy
-from seaway.logsdb import ProducerMark
+from seaway.log import ProducerMark, RetryPolicy
 from seaway.wire import error_from_msg, seaway_pb2
 
 pb = seaway_pb2

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 from seaway._errors import BufferFullError, ClosedError, InvalidArgumentError
 from seaway._invariant import InvariantViolation
+from seaway._values import ProducerMark
 from seaway.log._futures import BatchFutures
-from seaway.logsdb import ProducerMark
 
 Send = Callable[[tuple[bytes, ...], ProducerMark | None, int | None], "Future[range]"]
 """Sends one batch to the store (or the server), with its producer mark and tail condition (if_tail);

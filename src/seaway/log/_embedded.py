@@ -30,6 +30,7 @@ from seaway._errors import (
     StoreFailedError,
 )
 from seaway._invariant import invariant
+from seaway._values import ProducerMark, PutHolePlug, PutRecords
 from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
 from seaway.log._lsn import epoch_of, lsn_str
 from seaway.log._order import ProducerOrder
@@ -54,7 +55,7 @@ from seaway.log._reader import LogReadState, ReadChunk, ReadWant
 from seaway.log._sequencer import Sequencer, SequencerConfig
 from seaway.log._storage import StorageConfig, StorageNode
 from seaway.log._tail import TailCache
-from seaway.logsdb import LogsDB, LogsDBConfig, ProducerMark, PutHolePlug, PutRecords
+from seaway.logsdb import LogsDB, LogsDBConfig
 
 DiskFault = Callable[[DiskWrite], SeawayError | None]
 """A test hook: return an error to make a disk write fail without writing anything."""

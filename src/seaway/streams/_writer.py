@@ -76,8 +76,7 @@ from seaway._errors import (
     UnknownStreamError,
 )
 from seaway._invariant import invariant
-from seaway.log import BATCH_RECORDS_MAX
-from seaway.streams._api import LogsApi, SegmentLog
+from seaway.log import BATCH_RECORDS_MAX, LogsApi, SegmentLog
 from seaway.streams._framing import header
 from seaway.streams._names import segment_str
 from seaway.streams._records import Segment
