@@ -88,13 +88,15 @@ class AppendQueueMachine(RuleBasedStateMachine):
         self.futures[n] = self.queue.put(log_id, [b"x" * size], ProducerMark(b"p", n), timeout_s=5)
 
     def _doom(self, log: int, error: type[SeawayError], retried: list[int]) -> None:
-        """A batch of ``log`` failed for good retriably: those behind it fail with it, unsent."""
+        """A batch of ``log`` failed for good: its producer's batches behind it fail with it, unsent
+        (the store would refuse them: it takes a producer's batches only in order)."""
         for n in [*retried, *self.pending[log]]:
             self.expected[n] = error
         retried.clear()
         self.pending[log].clear()
 
-    def _answer(self, ids: list[int], outcomes: list[str], error: type[SeawayError]) -> None:
+    def _answer(self, ids: list[int], outcomes: list[str], error: type[SeawayError],
+                refused: type[SeawayError] = InvalidArgumentError) -> None:
         """The model's side of a call's end: ``outcomes`` per batch, "ok", "retriable" or "refused"."""
         retried: dict[int, list[int]] = {}
         doomed: set[int] = set()
@@ -109,10 +111,10 @@ class AppendQueueMachine(RuleBasedStateMachine):
                 self.attempts[n] += 1
                 retried.setdefault(log, []).append(n)
             else:
-                self.expected[n] = error if kind == "retriable" else InvalidArgumentError
-                if kind == "retriable":
-                    doomed.add(log)
-                    self._doom(log, error, retried.get(log, []))
+                final = error if kind == "retriable" else refused
+                self.expected[n] = final
+                doomed.add(log)
+                self._doom(log, final, retried.get(log, []))
         for log in dict.fromkeys(self.log_of[n] for n in ids):  # in call order, as the queue schedules them
             if retried.get(log):
                 self.retrying.append((log, retried[log]))
@@ -142,12 +144,11 @@ class AppendQueueMachine(RuleBasedStateMachine):
             self._answer(ids, ["retriable"] * len(ids), UnavailableError)
             future.set_exception(UnavailableError("down"))
         else:
-            self._answer(ids, ["refused"] * len(ids), InvalidArgumentError)
             if how == "short reply":  # a server that answers fewer results than batches
-                for n in ids:
-                    self.expected[n] = ServerError
+                self._answer(ids, ["refused"] * len(ids), InvalidArgumentError, refused=ServerError)
                 future.set_result(pb.AppendManyReply(results=[]))
             else:
+                self._answer(ids, ["refused"] * len(ids), InvalidArgumentError)
                 future.set_exception(InvalidArgumentError("bad"))
 
     @precondition(lambda self: self.retries)
