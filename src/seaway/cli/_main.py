@@ -46,7 +46,10 @@ def _parser() -> argparse.ArgumentParser:
     srv = commands.add_parser("serve", help="serve a data directory over gRPC until SIGTERM")
     srv.add_argument("--data-dir", type=Path, required=True)
     srv.add_argument("--listen", default="127.0.0.1:7070", help="host:port (default 127.0.0.1:7070; port 0: any)")
-    srv.add_argument("--metrics-listen", help="host:port for Prometheus /metrics (default: off)")
+    srv.add_argument("--metrics-listen",
+                     help="port, or host:port, for Prometheus /metrics (default: off; a port alone: on 127.0.0.1)")
+    srv.add_argument("--metrics-beyond-loopback", action="store_true",
+                     help="let /metrics (which has no token) listen beyond loopback")
     srv.add_argument("--tls-cert", type=Path)
     srv.add_argument("--tls-key", type=Path)
     srv.add_argument("--token-file", type=Path, help="file holding the shared secret (or set SEAWAY_TOKEN)")
@@ -153,7 +156,8 @@ def _serve(args: argparse.Namespace) -> None:
     if args.token_file is not None:
         token = args.token_file.read_text().strip() or None
     serve(ServerConfig(data_dir=args.data_dir, listen=args.listen, token=token, tls_cert=args.tls_cert,
-                       tls_key=args.tls_key, metrics_listen=args.metrics_listen))
+                       tls_key=args.tls_key, metrics_listen=args.metrics_listen,
+                       metrics_beyond_loopback=args.metrics_beyond_loopback))
 
 
 def _item_json(item: ReadItem) -> dict[str, Any]:

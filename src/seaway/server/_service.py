@@ -6,7 +6,6 @@ hold no state of their own beyond per-connection counters.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import threading
 import time
@@ -19,7 +18,6 @@ from typing import TypeVar
 import grpc
 
 from seaway._errors import (
-    AuthenticationError,
     BufferFullError,
     ConditionFailedError,
     InvalidArgumentError,
@@ -32,9 +30,7 @@ from seaway._seaway import Seaway
 from seaway.log import Log
 from seaway.server._metrics import Metrics
 from seaway.server._read_many import ReadSession, ReadStreamBounds
-from seaway.server._throttle import ThrottledWarning
 from seaway.wire import (
-    TOKEN_KEY,
     change_from_msg,
     error_metadata,
     error_to_msg,
@@ -65,6 +61,16 @@ class ServiceLimits:
     """What one connection may hold at once, and how much one message may carry."""
 
     request_bytes_max: int = 64 << 20
+    calls_max: int = 256
+    """Calls in progress at once over all connections (read streams and health watchers included);
+    one more is refused (RESOURCE_EXHAUSTED) before its body is decoded."""
+    calls_per_connection_max: int = 128
+    """Calls in progress at once on one connection (HTTP/2 streams)."""
+    handshake_s: float = 10.0
+    """How long a new connection may take to finish its (TLS and HTTP/2) handshake."""
+    connection_idle_s: float = 300.0
+    """A connection with no call in progress for this long is closed (a client reconnects on its
+    next call): a connection that never authenticates holds nothing for longer."""
     appends_in_flight_per_connection_max: int = 64
     """Batches being appended for one connection at once (an ``AppendMany`` call counts each)."""
     append_batches_per_call_max: int = 64
@@ -121,30 +127,16 @@ class _PeerSlots:
 
 
 class SeawayService(seaway_pb2_grpc.SeawayServicer):
-    def __init__(self, store: Seaway, limits: ServiceLimits, metrics: Metrics, token: str | None,
-                 stopping: threading.Event) -> None:
+    def __init__(self, store: Seaway, limits: ServiceLimits, metrics: Metrics, stopping: threading.Event) -> None:
         self._store = store
         self._limits = limits
         self._metrics = metrics
-        self._token = token
         self._stopping = stopping
         self._slots = _PeerSlots()
-        self._bad_token = ThrottledWarning(
-            metrics.unauthenticated_requests,
-            "refused requests without the right token (counted in seaway_unauthenticated_requests_total)")
         self._sessions: set[ReadSession] = set()
         self._sessions_lock = threading.Lock()
 
     # --- plumbing -------------------------------------------------------------------------------
-
-    def _check_token(self, context: grpc.ServicerContext) -> None:
-        if self._token is None:
-            return
-        supplied = dict(context.invocation_metadata()).get(TOKEN_KEY, "")
-        expected = f"Bearer {self._token}"
-        if not (isinstance(supplied, str) and hmac.compare_digest(supplied.encode(), expected.encode())):
-            self._bad_token.note(peer=context.peer())
-            raise AuthenticationError("missing or wrong token")
 
     def _fail(self, method: str, context: grpc.ServicerContext, exc: BaseException) -> None:
         error = self._typed(method, exc)
@@ -450,8 +442,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def _unary(self, method: str, context: grpc.ServicerContext, run: Callable[[], _T]) -> _T:
         self._metrics.requests.labels(method=method).inc()
-        try:
-            self._check_token(context)
+        try:  # the token was checked before the request was decoded (see _decoding.py)
             return run()
         except Exception as exc:  # every failure becomes a typed status; see _fail
             self._fail(method, context, exc)
@@ -465,7 +456,6 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         peer = context.peer()
         limits = self._limits
         try:
-            self._check_token(context)
             self._slots.acquire(peer, "read streams", limits.read_streams_per_connection_max, limits.read_streams_max)
         except Exception as exc:
             self._fail("ReadMany", context, exc)
