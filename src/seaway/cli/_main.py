@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from seaway import SeawayConfig
 from seaway._errors import InvalidArgumentError, SeawayError
 from seaway.cli._bench_log import LogBenchConfig, run_log_bench
 from seaway.cli._bench_logs import LogsBenchConfig, run_logs_bench
@@ -28,6 +29,7 @@ from seaway.cli._store import open_store, out, where_parser
 from seaway.cli._streams import add_stream_parsers, run_reader_group, run_scope, run_stream
 from seaway.cli._txn import add_txn_parser, run_txn
 from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
+from seaway.notify import NotifyServiceConfig, TargetPolicy
 from seaway.server import ServerConfig, serve
 
 _LSN_HELP = "e<epoch>n<esn> as printed, a decimal integer, or 0x hex"
@@ -53,6 +55,10 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--tls-cert", type=Path)
     srv.add_argument("--tls-key", type=Path)
     srv.add_argument("--token-file", type=Path, help="file holding the shared secret (or set SEAWAY_TOKEN)")
+    srv.add_argument("--notify-file-dir", type=Path,
+                     help="the directory notification file targets write under (default: file targets refused)")
+    srv.add_argument("--notify-private-addresses", action="store_true",
+                     help="let webhooks reach loopback, private and link-local addresses (default: refused)")
 
     bench = commands.add_parser("bench", help="measure throughput against a reference in the same run")
     kinds = bench.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
@@ -155,9 +161,11 @@ def _serve(args: argparse.Namespace) -> None:
     token = os.environ.get("SEAWAY_TOKEN") or None
     if args.token_file is not None:
         token = args.token_file.read_text().strip() or None
+    targets = TargetPolicy(file_dir=args.notify_file_dir, private_addresses_ok=args.notify_private_addresses)
     serve(ServerConfig(data_dir=args.data_dir, listen=args.listen, token=token, tls_cert=args.tls_cert,
                        tls_key=args.tls_key, metrics_listen=args.metrics_listen,
-                       metrics_beyond_loopback=args.metrics_beyond_loopback))
+                       metrics_beyond_loopback=args.metrics_beyond_loopback,
+                       store=SeawayConfig(notify=NotifyServiceConfig(targets=targets))))
 
 
 def _item_json(item: ReadItem) -> dict[str, Any]:

@@ -22,16 +22,18 @@ from seaway._errors import (
     ConditionFailedError,
     InvalidArgumentError,
     OverloadedError,
+    PermissionDeniedError,
     SeawayError,
     ServerError,
     UnavailableError,
 )
 from seaway._seaway import Seaway
-from seaway.log import Log
+from seaway.ledger import decode_change
+from seaway.log import Log, MetaBatch
+from seaway.notify import NotifyConfig
 from seaway.server._metrics import Metrics
 from seaway.server._read_many import ReadSession, ReadStreamBounds
 from seaway.wire import (
-    change_from_msg,
     error_metadata,
     error_to_msg,
     ledger_entry_to_msg,
@@ -53,7 +55,16 @@ _T = TypeVar("_T")
 RESERVED_PREFIX = "seaway."
 """Logs named so are the store's own (the transaction manager's write-ahead log): clients may read
 them, never create, append to, trim, seal or delete one (a sealed manager log would fail every
-transaction)."""
+transaction). Metadata namespaces named so (the ledger's floors) are the store's too."""
+STORE_NAMESPACES = ("notify", "txn")
+"""The store's own metadata namespaces (besides ``seaway.*``): clients change them only through
+the calls of the API that owns them (Notify*, Txn*), which keep their invariants."""
+SECRET_NAMESPACES = ("notify",)
+"""Namespaces clients may not even read: they hold the targets' secrets (NotifyList shows them
+redacted)."""
+STORE_CHANGE_KINDS = ("log", "log_group", "txn", "notify")
+"""Kinds of ledger change only the server writes (with the change itself): a client's batch may
+not record one, nor may it append or prune the ledger."""
 
 
 @dataclass(frozen=True)
@@ -329,8 +340,30 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     # --- the metadata store -----------------------------------------------------------------------
 
+    @staticmethod
+    def _readable(namespace: str) -> str:
+        if namespace in SECRET_NAMESPACES:
+            raise PermissionDeniedError(f"namespace {namespace!r} is the store's own and holds secrets: "
+                                        "read it through sw.notify")
+        return namespace
+
+    @staticmethod
+    def _clients_batch(batch: MetaBatch) -> MetaBatch:
+        """A client's batch, refused if it writes into the store's own namespaces or records a
+        change only the store makes."""
+        for op in batch.ops:
+            if op.namespace in STORE_NAMESPACES or op.namespace.startswith(RESERVED_PREFIX):
+                raise PermissionDeniedError(f"namespace {op.namespace!r} is the store's own: it changes only "
+                                            "through its API (sw.notify, sw.ledger.set_floor, transactions)")
+        if batch.ledger is not None:
+            kind = decode_change(batch.ledger).OPERATION.partition(".")[0]
+            if kind in STORE_CHANGE_KINDS:
+                raise PermissionDeniedError(f"only the store records {kind}.* changes, with the change itself")
+        return batch
+
     def MetaGet(self, request: pb.MetaKey, context: grpc.ServicerContext) -> pb.MetaGetReply:
         def run() -> pb.MetaGetReply:
+            self._readable(request.namespace)
             found = self._store.meta.get(request.namespace, request.key)
             if found is None:
                 return pb.MetaGetReply(found=False)
@@ -340,7 +373,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def MetaScan(self, request: pb.MetaScanRequest, context: grpc.ServicerContext) -> pb.MetaScanReply:
         def run() -> pb.MetaScanReply:
             rows = self._store.meta.scan(
-                request.namespace, prefix=request.prefix,
+                self._readable(request.namespace), prefix=request.prefix,
                 start=request.start if request.HasField("start") else None,
                 end=request.end if request.HasField("end") else None, limit=request.limit or 1000)
             return pb.MetaScanReply(entries=[pb.MetaEntry(key=k, value=v.value, version=v.version) for k, v in rows])
@@ -349,7 +382,8 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def MetaCommit(self, request: pb.MetaBatch, context: grpc.ServicerContext) -> pb.MetaCommitReply:
         def run() -> pb.MetaCommitReply:
             try:
-                return pb.MetaCommitReply(revision=self._store.meta.commit(meta_batch_from_msg(request)))
+                batch = self._clients_batch(meta_batch_from_msg(request))
+                return pb.MetaCommitReply(revision=self._store.meta.commit(batch))
             except ConditionFailedError as exc:  # an answer, not a failure of the call
                 return pb.MetaCommitReply(failed=pb.MetaConditionFailed(
                     namespace=exc.namespace, key=exc.key, version=exc.version, message=str(exc)))
@@ -382,14 +416,51 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         return self._unary("LedgerRead", context, run)
 
     def LedgerAppend(self, request: pb.LedgerAppendRequest, context: grpc.ServicerContext) -> pb.LedgerAppendReply:
-        return self._unary("LedgerAppend", context, lambda: pb.LedgerAppendReply(
-            index=self._store.ledger.append(change_from_msg(request.change))))
+        def run() -> pb.LedgerAppendReply:
+            raise PermissionDeniedError("the ledger is written by the store's own changes, not by clients")
+        return self._unary("LedgerAppend", context, run)
 
     def LedgerPrune(self, request: pb.LedgerPruneRequest, context: grpc.ServicerContext) -> pb.LedgerBoundsReply:
         def run() -> pb.LedgerBoundsReply:
-            self._store.ledger.prune(request.through)
-            return self._ledger_bounds()
+            raise PermissionDeniedError("the ledger is pruned by the server's bounds, not by clients "
+                                        "(register a floor to hold it back: sw.ledger.set_floor)")
         return self._unary("LedgerPrune", context, run)
+
+    def LedgerSetFloor(self, request: pb.LedgerFloorRequest, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            if request.name.startswith("notify/"):
+                raise PermissionDeniedError(f"floor {request.name!r} is a notification plugin's own")
+            if request.HasField("index"):
+                self._store.ledger.set_floor(request.name, request.index)
+            else:
+                self._store.ledger.remove_floor(request.name)
+            return pb.Empty()
+        return self._unary("LedgerSetFloor", context, run)
+
+    # --- notification configurations ---------------------------------------------------------------
+
+    def NotifySet(self, request: pb.NotifySetRequest, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._store.notify.set(NotifyConfig.from_json(request.config_json))  # checked against the policy
+            return pb.Empty()
+        return self._unary("NotifySet", context, run)
+
+    def NotifyDelete(self, request: pb.NotifyName, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._store.notify.delete(request.name)
+            return pb.Empty()
+        return self._unary("NotifyDelete", context, run)
+
+    def NotifyList(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.NotifyListReply:
+        def run() -> pb.NotifyListReply:
+            reply = pb.NotifyListReply()
+            for name, (version, config) in self._store.notify.versions().items():
+                info = reply.configs.add(config_json=config.redacted().to_json(), version=version)
+                checkpoint = self._store.notify.checkpoint(name)
+                if checkpoint is not None:
+                    info.checkpoint = checkpoint.to_bytes()
+            return reply
+        return self._unary("NotifyList", context, run)
 
     # --- the transaction manager ---------------------------------------------------------------
     # Each call blocks its server thread until the manager's edit is durable (an append to its log,
