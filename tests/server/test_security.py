@@ -19,7 +19,7 @@ import grpc
 import pytest
 
 import seaway
-from seaway import InvalidArgumentError, PermissionDeniedError
+from seaway import InvalidArgumentError, OverloadedError, PermissionDeniedError
 from seaway._errors import NotifyConfigError
 from seaway.ledger import LogCreated, NotifyConfigured, ScopeCreated, TxnCommitted
 from seaway.notify import (
@@ -92,6 +92,9 @@ def test_calls_in_progress_are_bounded(tmp_path: Path) -> None:
             with grpc.insecure_channel(server.address) as channel, pytest.raises(grpc.RpcError) as refused:
                 channel.unary_unary("/seaway.v1.Seaway/ListLogs")(b"", timeout=10)
             assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            with pytest.raises(OverloadedError) as overloaded:  # the client says so, and that it may retry
+                sw.logs.list()
+            assert overloaded.value.retriable
             for r in readers:
                 r.close()
     finally:

@@ -72,9 +72,10 @@ class ServiceLimits:
     """What one connection may hold at once, and how much one message may carry."""
 
     request_bytes_max: int = 64 << 20
-    calls_max: int = 256
+    calls_max: int = 512
     """Calls in progress at once over all connections (read streams and health watchers included);
-    one more is refused (RESOURCE_EXHAUSTED) before its body is decoded."""
+    one more is refused at once (RESOURCE_EXHAUSTED, which the client raises as the retriable
+    :class:`OverloadedError`) before its body is decoded."""
     calls_per_connection_max: int = 128
     """Calls in progress at once on one connection (HTTP/2 streams)."""
     handshake_s: float = 10.0

@@ -101,6 +101,9 @@ def error_from_status(status: grpc.StatusCode | None, details: str | None,
         return AuthenticationError(message)
     if status == grpc.StatusCode.DEADLINE_EXCEEDED:
         return TimedOutError(message)
+    if status == grpc.StatusCode.RESOURCE_EXHAUSTED and "Concurrent RPC limit" in message:
+        # grpc's own refusal of a call over the server's bound of calls in progress (calls_max).
+        return OverloadedError(f"the server has as many calls in progress as it takes: {message}")
     if status == grpc.StatusCode.RESOURCE_EXHAUSTED:
         return PayloadTooLargeError(f"the message exceeds a size limit: {message}")
     if status == grpc.StatusCode.UNAVAILABLE:
