@@ -197,7 +197,8 @@ def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: S
         msg = pb.TxnCommitRequest(id=txn_id, conflicts=[rng.randbytes(rng.choice([0, 1, 16, 1024, 1025]))
                                                         for _ in range(rng.choice([0, 1, 3]))])
         for _ in range(rng.choice([0, 1, 2, 1001])):  # 1001: over the limit of writes a commit
-            write = msg.writes.add(namespace=rng.choice(["fuzz", "", "bad ns", "x" * 65, "\u2603"]),
+            write = msg.writes.add(namespace=rng.choice(["fuzz", "", "bad ns", "x" * 65, "\u2603", "notify", "txn",
+                                                         "seaway.ledger-floors"]),
                                    key=rng.randbytes(rng.choice([0, 8, 1025])))
             if rng.random() < 0.7:  # now and then one over the bound of a value
                 sizes = [0, 10, 1000, (1 << 20) + 1] if rng.random() < 0.01 else [0, 10]

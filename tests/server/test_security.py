@@ -301,6 +301,9 @@ def test_the_stores_namespaces_change_only_through_their_apis(tmp_path: Path) ->
             with pytest.raises(PermissionDeniedError):
                 sw.meta.batch().put("mine", b"k", b"v").record(change).commit()
         assert sw.meta.get("mine", b"k") is None  # refused whole
+        for namespace in ["notify", "txn", "seaway.ledger-floors"]:  # nor through a transaction's writes
+            with pytest.raises(PermissionDeniedError), sw.transaction() as tx:
+                tx.stage_put(namespace, b"config/x", b"garbage")
         with pytest.raises(PermissionDeniedError):
             sw.ledger.append(ScopeCreated("forged"))
         with pytest.raises(PermissionDeniedError):

@@ -349,13 +349,24 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         return namespace
 
     @staticmethod
-    def _clients_batch(batch: MetaBatch) -> MetaBatch:
+    def _clients_namespace(namespace: str) -> str:
+        """A namespace a client may write into: not one of the store's own."""
+        if namespace in STORE_NAMESPACES or namespace.startswith(RESERVED_PREFIX):
+            raise PermissionDeniedError(f"namespace {namespace!r} is the store's own: it changes only "
+                                        "through its API (sw.notify, sw.ledger.set_floor, transactions)")
+        return namespace
+
+    def _clients_writes(self, writes: list[tuple[str, bytes, bytes | None]]) -> list[tuple[str, bytes, bytes | None]]:
+        """A transaction's staged writes, which its commit applies: the same rule as a batch."""
+        for namespace, _, _ in writes:
+            self._clients_namespace(namespace)
+        return writes
+
+    def _clients_batch(self, batch: MetaBatch) -> MetaBatch:
         """A client's batch, refused if it writes into the store's own namespaces or records a
         change only the store makes."""
         for op in batch.ops:
-            if op.namespace in STORE_NAMESPACES or op.namespace.startswith(RESERVED_PREFIX):
-                raise PermissionDeniedError(f"namespace {op.namespace!r} is the store's own: it changes only "
-                                            "through its API (sw.notify, sw.ledger.set_floor, transactions)")
+            self._clients_namespace(op.namespace)
         if batch.ledger is not None:
             kind = decode_change(batch.ledger).OPERATION.partition(".")[0]
             if kind in STORE_CHANGE_KINDS:
@@ -482,13 +493,15 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def TxnCommit(self, request: pb.TxnCommitRequest, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:
-            self._store.txn.api.commit(request.id, request.conflicts, txn_writes_from_msg(request.writes))
+            self._store.txn.api.commit(request.id, request.conflicts,
+                                       self._clients_writes(txn_writes_from_msg(request.writes)))
             return pb.Empty()
         return self._unary("TxnCommit", context, run)
 
     def TxnCommitAll(self, request: pb.TxnCommitAllRequest, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:
-            self._store.txn.api.commit_all(request.ids, request.conflicts, txn_writes_from_msg(request.writes))
+            self._store.txn.api.commit_all(request.ids, request.conflicts,
+                                           self._clients_writes(txn_writes_from_msg(request.writes)))
             return pb.Empty()
         return self._unary("TxnCommitAll", context, run)
 
