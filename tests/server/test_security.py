@@ -217,6 +217,8 @@ def test_secrets_never_leave_the_server(tmp_path: Path, receiver: tuple[int, typ
             sw.meta.get("notify", b"config/leak")
         with pytest.raises(PermissionDeniedError):
             sw.meta.scan("notify")
+        with pytest.raises(PermissionDeniedError):  # a condition on its value would be a read of it
+            sw.meta.batch().expect_value("notify", b"config/leak", b"{}").put("mine", b"k", b"v").commit()
         # Read back, changed and set again: the secrets it shows redacted are kept.
         sw.notify.set(dataclasses.replace(shown, events=("notify.configured",)))
         recorded = [e.change for e in sw.ledger.read(head + 1)]

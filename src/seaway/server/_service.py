@@ -367,6 +367,8 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         change only the store makes."""
         for op in batch.ops:
             self._clients_namespace(op.namespace)
+        for condition in batch.conditions:  # a condition on a value is a read of it
+            self._readable(condition.namespace)
         if batch.ledger is not None:
             kind = decode_change(batch.ledger).OPERATION.partition(".")[0]
             if kind in STORE_CHANGE_KINDS:
