@@ -91,8 +91,9 @@ class WebhookSender:
             headers[SIGNATURE_HEADER] = sign(self._target.secret, int(self._clock_s()), headers[ID_HEADER],
                                              headers[TYPE_HEADER], headers[SUBJECT_HEADER], headers[TIME_HEADER],
                                              message.body)
-        self._interrupted = False
         while True:
+            if self._interrupted:
+                raise DeliveryError(f"webhook {self._shown_url}: the plugin is stopping")
             reused = self._connection is not None
             try:
                 status, reason = self._post(message.body, headers)
@@ -111,7 +112,8 @@ class WebhookSender:
             raise DeliveryError(f"webhook {self._shown_url} answered {status} {reason}".rstrip())
 
     def interrupt(self) -> None:
-        """End the request in progress, from another thread (the plugin is stopping)."""
+        """End the request in progress, from another thread, and fail any later one: the plugin is
+        stopping (a request still connecting ends when connected, or after ``timeout_s``)."""
         self._interrupted = True
         connection = self._connection
         sock = getattr(connection, "sock", None)
@@ -121,7 +123,11 @@ class WebhookSender:
 
     def _connect(self, address: tuple[str, int], timeout: float, _source: object = None) -> socket.socket:
         """Connect to an address of the host the policy allows (each one it resolves to is checked)."""
-        return connect_checked(address[0], address[1], self._target.timeout_s, self._policy)
+        sock = connect_checked(address[0], address[1], self._target.timeout_s, self._policy)
+        if self._interrupted:  # interrupted while connecting: there was no socket to shut then
+            sock.close()
+            raise OSError("the plugin is stopping")
+        return sock
 
     def _post(self, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
         if self._connection is None:
