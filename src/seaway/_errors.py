@@ -71,6 +71,13 @@ class AuthenticationError(ClientError):
     code = "UNAUTHENTICATED"
 
 
+class PermissionDeniedError(ClientError):
+    """The client asked to change what only the store changes: its own namespaces (``notify``,
+    ``txn``, ``seaway.*``), logs (``seaway.*``), or the change ledger. Use the API that owns them."""
+
+    code = "PERMISSION_DENIED"
+
+
 class SequenceTooOldError(ClientError):
     """A producer's sequence number is older than every batch the log remembers of it: whether that
     batch was stored cannot be told any more. The producer had too many batches in flight."""
@@ -435,6 +442,14 @@ class DeliveryError(SeawayError):
 
     code = "DELIVERY_FAILED"
     retriable = True
+
+
+class DeliveryRefusedError(DeliveryError):
+    """A notification target refused a message for good (a webhook's 4xx other than 408 and 429):
+    the plugin gives the entry up at once (counted as dropped, logged with its index)."""
+
+    code = "DELIVERY_REFUSED"
+    retriable = False
 
 
 _BY_CODE: dict[str, type[SeawayError]] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from seaway.log import (
     LogStoreConfig,
     MetadataStore,
 )
-from seaway.notify import Notifications, NotifyService, NotifyServiceConfig
+from seaway.notify import Notifications, NotifyService, NotifyServiceConfig, check_file_dir
 from seaway.queues import Queues
 from seaway.streams import AutoScaling, AutoScalingConfig, RetentionConfig, StreamRetention, Streams
 from seaway.txn import Transaction, TransactionManager, Transactions, TxnConfig
@@ -48,7 +49,9 @@ class SeawayConfig:
     """The transaction manager: default and longest timeouts, bounds, saving and pruning."""
     notify: NotifyServiceConfig | None = field(default_factory=NotifyServiceConfig)
     """The notification plugins, run in the process that holds the store (with no configuration,
-    only a watcher that looks for one every few seconds); None: not run in this process."""
+    only a watcher that looks for one every few seconds); None: not run in this process. Its
+    ``targets`` say where they may deliver: by default no file target (name a directory,
+    ``TargetPolicy(file_dir=...)``) and no webhook to a private address (docs/security.md)."""
     ledger: LedgerConfig = field(default_factory=LedgerConfig)
     """The change ledger's soft bound and how often it is applied (its hard bound is
     ``logs.logsdb.ledger_hard_entries_max``)."""
@@ -66,7 +69,13 @@ class Seaway:
     def __init__(self, path: str | os.PathLike[str], config: SeawayConfig | None = None,
                  clock: Clock | None = None, disk_fault: DiskFault | None = None) -> None:
         self.path = Path(path)
-        self.config = config or SeawayConfig()
+        config = config or SeawayConfig()
+        if config.notify is not None:  # the plugins never write into the store's own directory
+            if config.notify.targets.file_dir is not None:
+                check_file_dir(config.notify.targets.file_dir, self.path)
+            config = dataclasses.replace(config, notify=dataclasses.replace(
+                config.notify, targets=dataclasses.replace(config.notify.targets, store_dir=self.path)))
+        self.config = config
         self._store = EmbeddedLogStore(self.path, self.config.logs, clock, disk_fault=disk_fault)
         self.autoscaling: AutoScaling | None = None
         self.retention: StreamRetention | None = None
@@ -94,7 +103,8 @@ class Seaway:
                 self.retention = StreamRetention(self.streams.controller, clock or SystemClock(),
                                                  self.config.retention)
                 self.retention.start()
-            self.notify = Notifications(self.meta, self.ledger)
+            self.notify = Notifications(self.meta, self.ledger,
+                                        self.config.notify.targets if self.config.notify is not None else None)
             if self.config.notify is not None:
                 self._notify_service = NotifyService(self.notify, self.ledger, streams=self.streams,
                                                      config=self.config.notify)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import seaway
+from seaway.notify import NotifyServiceConfig, TargetPolicy
 from seaway.server import ServerProcess
 
 _names = itertools.count()
@@ -31,9 +32,16 @@ class Api:
         return next(_names)
 
 
+def file_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where notification file targets may write, embedded and in the server: every test's
+    ``tmp_path`` is under it."""
+    return tmp_path_factory.getbasetemp()
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("server") / "data")
+    proc = ServerProcess(tmp_path_factory.mktemp("server") / "data",
+                         extra_args=("--notify-file-dir", str(file_dir(tmp_path_factory))))
     yield proc
     code = proc.stop()
     assert code == 0, f"the server exited with {code}:\n{proc.log_text()[-4000:]}"
@@ -42,7 +50,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 @pytest.fixture(params=["embedded", "remote"])
 def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
     if request.param == "embedded":
-        with seaway.open(tmp_path / "data") as sw:
+        targets = TargetPolicy(file_dir=file_dir(request.getfixturevalue("tmp_path_factory")))
+        with seaway.open(tmp_path / "data", seaway.SeawayConfig(notify=NotifyServiceConfig(targets=targets))) as sw:
             yield Api(sw, "embedded")
     else:
         server: ServerProcess = request.getfixturevalue("server")

@@ -11,13 +11,15 @@ from tests.cli.conftest import Cli, Where
 
 def test_config_set_list_delete_and_clear_errors(cli: Cli, where: Where, tmp_path: Path) -> None:
     name, scope = f"cfg-{where.ns}", f"scope-{where.ns}"
-    target = json.dumps({"type": "webhook", "url": "http://127.0.0.1:9/hook", "secret": "hush"})
+    target = json.dumps({"type": "webhook", "url": "http://hooks.example.com/hook?key=k3y", "secret": "hush"})
     ran = cli("notify", "config", "set", name, "--target", target, "--scope", scope, "--prefix", "a",
               "--events", "stream.*,scope.created", *where.args)
     assert ran.status == 0, ran.err
     listed = cli("notify", "config", "list", "--json", *where.args)
     mine = [c for c in json.loads(listed.out) if c["name"] == name]
-    assert mine and mine[0]["target"]["secret"] == "***" and mine[0]["events"] == ["stream.*", "scope.created"]
+    assert mine and mine[0]["target"]["secret"] == "(redacted)" and mine[0]["events"] == ["stream.*", "scope.created"]
+    assert mine[0]["target"]["url"] == "http://hooks.example.com/hook?(redacted)"
+    assert "hush" not in listed.out and "k3y" not in listed.out
     overlap = cli("notify", "config", "set", f"{name}-b", "--target", target, "--scope", scope, "--prefix", "ab",
                   *where.args)
     assert overlap.status != 0 and "overlaps" in overlap.err and name in overlap.err
@@ -33,9 +35,9 @@ def test_config_set_list_delete_and_clear_errors(cli: Cli, where: Where, tmp_pat
     assert gone.status != 0 and "no notification configuration" in gone.err
 
 
-def test_tail_prints_the_configuration_entries(cli: Cli, tmp_path: Path) -> None:
+def test_tail_prints_the_configuration_entries_without_their_secrets(cli: Cli, tmp_path: Path) -> None:
     data = ("--data-dir", str(tmp_path / "data"))
-    target = json.dumps({"type": "file", "path": str(tmp_path / "x.jsonl")})
+    target = json.dumps({"type": "webhook", "url": "https://u:pw@hooks.example.com/h?token=t0k", "secret": "hush"})
     assert cli("notify", "config", "set", "one", "--target", target, "--scope", "web", *data).status == 0
     assert cli("notify", "config", "delete", "one", *data).status == 0
     ran = cli("notify", "tail", "--json", *data)
@@ -43,5 +45,6 @@ def test_tail_prints_the_configuration_entries(cli: Cli, tmp_path: Path) -> None
     assert [(r["operation"], r["resource"]) for r in rows] == [("notify.configured", "notify/one"),
                                                                ("notify.config_deleted", "notify/one")]
     assert rows[1]["index"] == rows[0]["index"] + 1
+    assert not any(secret in ran.out for secret in ("hush", "pw", "t0k")), ran.out
     limited = cli("notify", "tail", "--from", str(rows[1]["index"]), *data)
     assert limited.out.split()[0] == str(rows[1]["index"]) and "notify.config_deleted" in limited.out

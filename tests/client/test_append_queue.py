@@ -143,13 +143,12 @@ class AppendQueueMachine(RuleBasedStateMachine):
         if how == "unavailable":
             self._answer(ids, ["retriable"] * len(ids), UnavailableError)
             future.set_exception(UnavailableError("down"))
+        elif how == "short reply":  # a server that answers fewer results than batches
+            self._answer(ids, ["refused"] * len(ids), InvalidArgumentError, refused=ServerError)
+            future.set_result(pb.AppendManyReply(results=[]))
         else:
-            if how == "short reply":  # a server that answers fewer results than batches
-                self._answer(ids, ["refused"] * len(ids), InvalidArgumentError, refused=ServerError)
-                future.set_result(pb.AppendManyReply(results=[]))
-            else:
-                self._answer(ids, ["refused"] * len(ids), InvalidArgumentError)
-                future.set_exception(InvalidArgumentError("bad"))
+            self._answer(ids, ["refused"] * len(ids), InvalidArgumentError)
+            future.set_exception(InvalidArgumentError("bad"))
 
     @precondition(lambda self: self.retries)
     @rule()

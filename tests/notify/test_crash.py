@@ -138,7 +138,7 @@ def test_killed_server_loses_no_notification_and_repeats_only_resends(
     retry = DeliveryRetry(backoff_initial_s=0.05, backoff_max_s=0.2)
     acked = Acked()
     stop = threading.Event()
-    with ServerProcess(tmp_path / "data") as server:
+    with ServerProcess(tmp_path / "data", extra_args=("--notify-private-addresses",)) as server:
         with seaway.connect(server.url) as sw:
             sw.notify.set(NotifyConfig("crash", Webhook(url, timeout_s=5), prefix=PREFIX, retry=retry))
         client = threading.Thread(target=_make_changes, args=(server.url, stop, acked), daemon=True)

@@ -15,9 +15,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from cloudevents.http import from_http
 
-from seaway._errors import DeliveryError
+from seaway._errors import DeliveryError, DeliveryRefusedError
 from seaway.ledger import LedgerEntry, StreamCreated, StreamScaled, TxnCommitted
-from seaway.notify import SIGNATURE_HEADER, Notice, Webhook, build_message, make_sender
+from seaway.notify import (
+    ID_HEADER,
+    SIGNATURE_HEADER,
+    SUBJECT_HEADER,
+    TIME_HEADER,
+    TYPE_HEADER,
+    Notice,
+    TargetPolicy,
+    Webhook,
+    build_message,
+    make_sender,
+)
+
+LOCAL = TargetPolicy(private_addresses_ok=True)
+"""The receivers here listen on loopback, which a webhook reaches only where the operator allows it."""
 
 
 def _entry(index: int = 42) -> LedgerEntry:
@@ -63,7 +77,7 @@ class _Receiver(BaseHTTPRequestHandler):
             self.release.wait(10)
             return
         self.got.append((dict(self.headers), body))
-        self.send_response(500 if self.mode == "fail" else 204)
+        self.send_response({"fail": 500, "refuse": 404, "busy": 429}.get(self.mode, 204))
         self.end_headers()
 
     def log_message(self, *args: object) -> None:
@@ -86,15 +100,24 @@ def receiver() -> Iterator[tuple[str, type[_Receiver]]]:
 def test_webhook_signs_what_it_posts_so_a_receiver_can_verify_it(receiver: tuple[str, type[_Receiver]]) -> None:
     url, handler = receiver
     message = build_message(Notice.of_entry(_entry()), "cloudevents", "cfg")
-    make_sender(Webhook(url, secret="s3cret")).send(message)
+    make_sender(Webhook(url, secret="s3cret"), policy=LOCAL).send(message)
     headers, body = handler.got[0]
     assert body == message.body and headers["X-Seaway-Id"] == "42"
-    # What docs/notifications.md tells a receiver to do:
-    fields = dict(part.split("=", 1) for part in headers[SIGNATURE_HEADER].split(","))
-    expected = hmac.new(b"s3cret", fields["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
-    assert hmac.compare_digest(fields["v1"], expected)
-    tampered = hmac.new(b"s3cret", fields["t"].encode() + b"." + body + b" ", hashlib.sha256).hexdigest()
-    assert fields["v1"] != tampered
+    assert (headers[TYPE_HEADER], headers[SUBJECT_HEADER], headers[TIME_HEADER]) == \
+        ("io.seaway.stream.scaled", "stream/web/access", "2023-11-14T22:13:20.123Z")
+
+    def verified(headers: dict[str, str], body: bytes) -> bool:
+        """What docs/notifications.md tells a receiver to do."""
+        fields = dict(part.split("=", 1) for part in headers[SIGNATURE_HEADER].split(","))
+        signed = "".join(f"{v}\n" for v in (fields["t"], headers[ID_HEADER], headers[TYPE_HEADER],
+                                             headers[SUBJECT_HEADER], headers[TIME_HEADER])).encode() + body
+        expected = hmac.new(b"s3cret", signed, hashlib.sha256).hexdigest()
+        return hmac.compare_digest(fields["v2"], expected)
+
+    assert verified(headers, body)
+    assert not verified(headers, body + b" ")
+    for header in (ID_HEADER, TYPE_HEADER, SUBJECT_HEADER, TIME_HEADER):  # a replay under another id, type...
+        assert not verified({**headers, header: headers[header] + "1"}, body), header
 
 
 @pytest.mark.parametrize(("mode", "says"), [("fail", "answered 500"), ("garbage", "BadStatusLine"),
@@ -103,10 +126,62 @@ def test_a_webhook_that_fails_answers_garbage_or_hangs_is_a_delivery_error(
         receiver: tuple[str, type[_Receiver]], mode: str, says: str) -> None:
     url, handler = receiver
     handler.mode = mode
-    sender = make_sender(Webhook(url, timeout_s=0.5))
+    sender = make_sender(Webhook(url, timeout_s=0.5), policy=LOCAL)
     with pytest.raises(DeliveryError, match=says) as raised:
         sender.send(build_message(Notice.of_entry(_entry()), "s3", "cfg"))
     assert raised.value.retriable
+
+
+@pytest.mark.parametrize(("mode", "refused"), [("refuse", True), ("busy", False), ("fail", False)])
+def test_a_4xx_other_than_408_and_429_refuses_the_message_for_good(
+        receiver: tuple[str, type[_Receiver]], mode: str, refused: bool) -> None:
+    url, handler = receiver
+    handler.mode = mode
+    with pytest.raises(DeliveryError) as raised:
+        make_sender(Webhook(url), policy=LOCAL).send(build_message(Notice.of_entry(_entry()), "s3", "cfg"))
+    assert isinstance(raised.value, DeliveryRefusedError) is refused
+    assert raised.value.retriable is not refused
+
+
+def test_errors_name_a_webhook_without_its_credentials_or_query(receiver: tuple[str, type[_Receiver]]) -> None:
+    url, handler = receiver
+    handler.mode = "fail"
+    secret_url = url.replace("http://", "http://user:pw@") + "?token=t0k"
+    with pytest.raises(DeliveryError) as raised:
+        make_sender(Webhook(secret_url), policy=LOCAL).send(build_message(Notice.of_entry(_entry()), "s3", "c"))
+    assert "answered 500" in str(raised.value)
+    assert "pw" not in str(raised.value) and "t0k" not in str(raised.value) and "user" not in str(raised.value)
+
+
+def test_a_webhook_to_a_name_for_a_private_address_is_refused_when_connecting(
+        receiver: tuple[str, type[_Receiver]]) -> None:
+    url, handler = receiver
+    with pytest.raises(DeliveryError, match=r"refused to connect to \S+: a loopback address"):
+        make_sender(Webhook(url.replace("127.0.0.1", "localhost"))).send(
+            build_message(Notice.of_entry(_entry()), "s3", "c"))
+    assert handler.got == []  # nothing reached it
+
+
+def test_a_delivery_to_a_hung_receiver_ends_when_interrupted(receiver: tuple[str, type[_Receiver]]) -> None:
+    url, handler = receiver
+    handler.mode = "hang"
+    sender = make_sender(Webhook(url, timeout_s=60), policy=LOCAL)
+    failed: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            sender.send(build_message(Notice.of_entry(_entry()), "s3", "c"))
+        except DeliveryError as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=send)
+    started = time.monotonic()
+    thread.start()
+    while getattr(sender, "_connection", None) is None or sender._connection.sock is None:  # type: ignore[attr-defined]
+        time.sleep(0.001)  # connected: the request is on its way (what the receiver does with it, it keeps)
+    sender.interrupt()  # type: ignore[attr-defined]
+    thread.join(10)
+    assert not thread.is_alive() and failed and time.monotonic() - started < 10
 
 
 def test_a_webhook_nobody_listens_on_is_a_delivery_error() -> None:
@@ -114,7 +189,8 @@ def test_a_webhook_nobody_listens_on_is_a_delivery_error() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with pytest.raises(DeliveryError, match="refused"):
-        make_sender(Webhook(f"http://127.0.0.1:{port}/")).send(build_message(Notice.of_entry(_entry()), "s3", "c"))
+        make_sender(Webhook(f"http://127.0.0.1:{port}/"), policy=LOCAL).send(
+            build_message(Notice.of_entry(_entry()), "s3", "c"))
 
 
 class _KeptAlive(BaseHTTPRequestHandler):
@@ -138,7 +214,7 @@ def test_a_webhook_connection_is_kept_alive_and_renewed_when_the_receiver_closed
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        sender = make_sender(Webhook(f"http://127.0.0.1:{server.server_port}/hook"))
+        sender = make_sender(Webhook(f"http://127.0.0.1:{server.server_port}/hook"), policy=LOCAL)
         messages = [build_message(Notice.of_entry(LedgerEntry(i, 0, TxnCommitted(i, 1, 2))), "s3", "c")
                     for i in range(1, 5)]
         for message in messages[:3]:

@@ -13,7 +13,8 @@ from seaway.server import ServerProcess
 
 
 def test_a_client_configures_the_servers_plugins_and_metrics_show_them(tmp_path: Path) -> None:
-    with ServerProcess(tmp_path / "data", extra_args=("--metrics-listen", "127.0.0.1:0")) as server, \
+    with ServerProcess(tmp_path / "data", extra_args=("--metrics-listen", "127.0.0.1:0",
+                                                      "--notify-file-dir", str(tmp_path))) as server, \
             seaway.connect(server.url) as sw:
         sw.notify.set(NotifyConfig("feed", JsonLinesFile(str(tmp_path / "feed.jsonl")), scope="web"))
         assert [s.name for s in sw.notify.status()] == ["feed"]

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import seaway
-from seaway.notify import JsonLinesFile, NotifyConfig, NotifyServiceConfig
+from seaway.notify import JsonLinesFile, NotifyConfig, NotifyServiceConfig, TargetPolicy
 
 IDLE_S = 60.0
 """Far longer than the test waits: only a wake-up delivers in time."""
@@ -28,7 +28,8 @@ def _wait_for(path: Path, count: int, timeout_s: float) -> list[dict[str, object
 
 def test_an_idle_plugin_is_woken_by_each_ledger_write(tmp_path: Path) -> None:
     feed = tmp_path / "feed.jsonl"
-    config = seaway.SeawayConfig(notify=NotifyServiceConfig(config_poll_s=0.05, idle_s=IDLE_S))
+    config = seaway.SeawayConfig(notify=NotifyServiceConfig(config_poll_s=0.05, idle_s=IDLE_S,
+                                                            targets=TargetPolicy(file_dir=tmp_path)))
     with seaway.open(tmp_path / "data", config) as sw:
         sw.notify.set(NotifyConfig("feed", JsonLinesFile(str(feed)), prefix="log/app."))
         sw.logs.create("app.first")  # delivered by the plugin's first step, once it started

@@ -1,7 +1,11 @@
 """Fuzz every request handler of a real server: malformed, truncated, oversized, mistyped requests and
 unknown fields. The server never crashes, answers each with a typed error (or a result), every
 record acknowledged before and during the fuzzing is still there, byte for byte, and every
-transaction committed meanwhile stays committed, with its metadata writes."""
+transaction committed meanwhile stays committed, with its metadata writes.
+
+The security rules are fuzzed too (docs/security.md): requests into the store's own namespaces,
+forged ledger changes, plugins' floors, notification targets outside what the operator allows,
+and secrets, which must never come back out (not in the ledger, a listing or the server's log)."""
 
 from __future__ import annotations
 
@@ -19,7 +23,15 @@ import pytest
 
 import seaway
 from seaway import Record, SeawayError, TxnStatus
-from seaway.ledger import ScopeCreated, decode_change, encode_change
+from seaway.ledger import (
+    LogCreated,
+    NotifyConfigured,
+    ScopeCreated,
+    TxnCommitted,
+    decode_change,
+    encode_change,
+)
+from seaway.notify import JsonLinesFile, TargetPolicy
 from seaway.server import ServerProcess
 from seaway.txn import Snapshot
 from seaway.wire import error_from_status, seaway_pb2
@@ -40,12 +52,67 @@ METHODS = {
     "TxnAbort": pb.TxnRef, "TxnStatus": pb.TxnRef, "TxnSnapshot": pb.Empty, "TxnList": pb.Empty,
     "LedgerBounds": pb.Empty, "LedgerRead": pb.LedgerReadRequest, "LedgerAppend": pb.LedgerAppendRequest,
     "LedgerPrune": pb.LedgerPruneRequest, "MetaCommit": pb.MetaBatch,
+    "MetaGet": pb.MetaKey, "MetaScan": pb.MetaScanRequest, "LedgerSetFloor": pb.LedgerFloorRequest,
+    "NotifySet": pb.NotifySetRequest, "NotifyDelete": pb.NotifyName, "NotifyList": pb.Empty,
 }
 CHANGES = [encode_change(ScopeCreated("fuzz")), b"", b"junk", b'{"op":"scope.created","f":{"scope":1}}',
            b'{"op":"stream.renamed","f":{}}', b"[" * 70_000, b'{"op":"scope.created","f":{"scope":"a","x":1}}']
 """Changes the fuzzer sends: one valid, the others not decodable by the server."""
+FORGED = [encode_change(LogCreated(7, "forged", None)), encode_change(TxnCommitted(1, 0, 0, 0)),
+          encode_change(NotifyConfigured("forged", "{}"))]
+"""Valid changes only the server may record: a client's batch carrying one is refused."""
+NAMESPACES = ["fuzz-meta", "fuzz-meta", "fuzz-meta", "notify", "txn", "seaway.ledger-floors", "seaway.x"]
+"""Where fuzzed batches write: mostly a namespace of the fuzzer's own, else the store's (refused)."""
+SECRET = "fuzz-s3cret-d7f1"
+"""A webhook secret the fuzzer sets: it must never come back out of the server."""
+NEVER = {"events": ["txn.timed_out"], "prefix": "never/"}
+"""A selection no entry matches: a configuration the server accepts and whose plugin sends nothing."""
+
+
+def _notify_configs(outside: str) -> list[str]:
+    """Configurations' JSON: a few the server accepts, most a hostile client's that it refuses."""
+    import json  # noqa: PLC0415 - only the fuzzer's configurations need it
+
+    def webhook(name: str, url: str, **extra: object) -> str:
+        return json.dumps({"name": name, "target": {"type": "webhook", "url": url, **extra}, **NEVER})
+
+    refused_urls = ["http://127.0.0.1:1/", "http://169.254.169.254/latest/meta-data/", "http://[::1]:1/",
+                    "http://10.0.0.1/", "http://[fd00:ec2::254]/", "http://[::ffff:127.0.0.1]/", "http://0.0.0.0/"]
+    refused_files = [outside, "../escape.jsonl", "/etc/passwd", "data/LOCK", "x.jsonl"]  # no file dir at all
+    return [
+        webhook("fuzz-ok", "https://hooks.example.invalid/h?token=fuzz-q", secret=SECRET),
+        webhook("fuzz-ok2", "https://user:fuzz-pw@hooks.example.invalid/h", secret=SECRET),
+        *[webhook(f"fuzz-w{i}", url, secret=SECRET) for i, url in enumerate(refused_urls)],
+        webhook("fuzz-slow", "https://hooks.example.invalid/", timeout_s=3600),
+        webhook("fuzz-red", "https://hooks.example.invalid/", secret="(redacted)"),
+        *[json.dumps({"name": f"fuzz-f{i}", "target": {"type": "file", "path": path}, **NEVER})
+          for i, path in enumerate(refused_files)],
+        "", "{", "[]", '{"name": "x"}',
+    ]
 TXN_NAMESPACE = "fuzz-txn"
 """Where the checked transactions stage their metadata writes (fuzzed commits write elsewhere)."""
+
+
+NOTIFY_CONFIGS: list[str] = []
+"""Filled by the test (the refused file paths are under its tmp_path)."""
+
+
+def _check_security_rules(log: str, entries_text: str, configs: list[Any], floors: dict[str, int],
+                          outcomes: dict[str, int], outside: Path, seed: int) -> None:
+    """What the fuzzed hostile requests must not have achieved."""
+    assert "PERMISSION_DENIED" in outcomes and "NOTIFY_CONFIG_INVALID" in outcomes, outcomes
+    for secret in (SECRET, "fuzz-pw", "fuzz-q"):
+        assert secret not in entries_text, f"seed {seed}: a secret reached the ledger"
+        assert secret not in log, f"seed {seed}: a secret reached the server's log"
+        assert secret not in repr(configs), f"seed {seed}: a secret came back in a listing"
+    for config in configs:  # (a mutated request may set another one: never one the policy refuses)
+        assert not isinstance(config.target, JsonLinesFile), f"seed {seed}: a file target was set: {config}"
+        config.check_policy(TargetPolicy())
+    assert not outside.exists(), f"seed {seed}: a file target wrote outside"
+    names = {c.name for c in configs}
+    assert all(not f.startswith("notify/") or f[len("notify/"):] in names for f in floors), (
+        f"seed {seed}: a client set a plugin's floor: {floors}")
+    assert "forged" not in entries_text, f"seed {seed}: a forged change reached the ledger"
 
 
 def _u64(rng: random.Random) -> int:
@@ -103,8 +170,12 @@ def _valid(method: str, rng: random.Random, known_ids: list[int], txn_ids: Seque
         return pb.LogBoundsRequest(log_ids=[rng.choice([*known_ids, _u64(rng)]) for _ in range(count)])
     if method.startswith("Txn"):
         return _valid_txn(method, rng, known_ids, txn_ids)
-    if method.startswith("Ledger") or method == "MetaCommit":
+    if method.startswith(("Ledger", "Meta")):
         return _valid_ledger(method, rng)
+    if method == "NotifySet":
+        return pb.NotifySetRequest(config_json=rng.choice(NOTIFY_CONFIGS))
+    if method == "NotifyDelete":
+        return pb.NotifyName(name=rng.choice(["fuzz-ok", "fuzz-ok2", "nope", "", text]))
     if method == "ReadMany":  # one message of a stream: a few controls
         return pb.ReadControls(controls=[_control(rng, known_ids) for _ in range(rng.choice([0, 1, 1, 3]))])
     return pb.Empty()
@@ -126,7 +197,8 @@ def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: S
         msg = pb.TxnCommitRequest(id=txn_id, conflicts=[rng.randbytes(rng.choice([0, 1, 16, 1024, 1025]))
                                                         for _ in range(rng.choice([0, 1, 3]))])
         for _ in range(rng.choice([0, 1, 2, 1001])):  # 1001: over the limit of writes a commit
-            write = msg.writes.add(namespace=rng.choice(["fuzz", "", "bad ns", "x" * 65, "\u2603"]),
+            write = msg.writes.add(namespace=rng.choice(["fuzz", "", "bad ns", "x" * 65, "\u2603", "notify", "txn",
+                                                         "seaway.ledger-floors"]),
                                    key=rng.randbytes(rng.choice([0, 8, 1025])))
             if rng.random() < 0.7:  # now and then one over the bound of a value
                 sizes = [0, 10, 1000, (1 << 20) + 1] if rng.random() < 0.01 else [0, 10]
@@ -146,10 +218,23 @@ def _valid_ledger(method: str, rng: random.Random) -> Any:
         return pb.LedgerAppendRequest(change=rng.choice(CHANGES))
     if method == "LedgerPrune":  # keeps the ledger, mostly: pruning is legitimate, losing entries is not
         return pb.LedgerPruneRequest(through=rng.choice([0, 1, 2]))
-    if method == "MetaCommit":  # a batch with a ledger change, into a namespace of the fuzzer's own
-        msg = pb.MetaBatch(ops=[pb.MetaOp(put=pb.MetaPutOp(namespace="fuzz-meta", key=rng.randbytes(8), value=b"v"))])
+    if method == "MetaCommit":  # a batch with a ledger change, mostly into a namespace of the fuzzer's own
+        namespace = rng.choice(NAMESPACES)
+        op = rng.choice([pb.MetaOp(put=pb.MetaPutOp(namespace=namespace, key=rng.randbytes(8), value=b"v")),
+                         pb.MetaOp(delete=pb.MetaKey(namespace=namespace, key=rng.randbytes(8)))])
+        msg = pb.MetaBatch(ops=[op])
         if rng.random() < 0.8:
-            msg.ledger = rng.choice(CHANGES)
+            msg.ledger = rng.choice(CHANGES + FORGED)
+        return msg
+    if method == "MetaGet":
+        return pb.MetaKey(namespace=rng.choice(NAMESPACES), key=rng.choice([b"configs", b"config/fuzz-ok", b""]))
+    if method == "MetaScan":
+        return pb.MetaScanRequest(namespace=rng.choice(NAMESPACES), limit=rng.choice([0, 1, 10_001]))
+    if method == "LedgerSetFloor":
+        msg = pb.LedgerFloorRequest(name=rng.choice(["fuzz", "notify/fuzz-ok", "notify/x", "bad name", "",
+                                                     "x" * 300]))
+        if rng.random() < 0.7:
+            msg.index = rng.choice([0, 1, 2**63 - 1, 2**63, 2**64 - 1])
         return msg
     return pb.Empty()
 
@@ -225,6 +310,8 @@ def _prunes_far(method: str, raw: bytes) -> bool:
 def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp_path: Path) -> None:
     seed = int(os.environ.get("SEAWAY_FUZZ_SEED", str(random.randrange(2**32))))
     rng = random.Random(seed)
+    outside = tmp_path / "outside.jsonl"
+    NOTIFY_CONFIGS[:] = _notify_configs(str(outside))
     server = ServerProcess(tmp_path / "data", extra_args=("--metrics-listen", "127.0.0.1:0"))
     acked: dict[int, bytes] = {}
     stop = threading.Event()
@@ -343,7 +430,11 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
             tail, head = sw.ledger.bounds()
             assert head > 2 and tail <= 3, (tail, head)  # entries were written; fuzzed prunes go no further than 2
             # Every entry is there, and decodes (a read decodes each: no undecodable change got in).
-            assert [e.index for e in sw.ledger.read(0, 10_000)] == list(range(tail, min(head, tail + 9_999) + 1))
+            entries = sw.ledger.read(0, 10_000)
+            assert [e.index for e in entries] == list(range(tail, min(head, tail + 9_999) + 1))
+            entries_text = repr([e.change for e in entries])
+            configs = sw.notify.list()
+            floors = sw.ledger.floors()  # well formed (garbage raises CorruptionError)
         log = server.log_text()
         assert log.count("refused undecodable requests") <= 2, "undecodable requests flood the log"
         assert "Traceback" not in log, f"seed {seed}: the server logged a traceback"
@@ -354,6 +445,7 @@ def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp
         assert gauges["seaway_ledger_head_index"] == head and gauges["seaway_ledger_tail_index"] == tail
         undecodable = [line for line in metrics.splitlines() if line.startswith("seaway_undecodable_requests_total")]
         assert undecodable and float(undecodable[0].split()[1]) > 0, "undecodable requests went uncounted"
+        _check_security_rules(log, entries_text, configs, floors, outcomes, outside, seed)
     except BaseException:
         stop.set()
         print(server.log_text()[-6000:])

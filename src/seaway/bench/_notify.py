@@ -288,7 +288,9 @@ def run_notify_bench(config: NotifyBenchConfig) -> dict[str, Any]:
                     figures = _run(sw, config, webhook, subscriber, nats_url)
                 where = config.address
             else:
-                with ServerProcess(Path(tmp) / "server") as server, seaway.connect(server.url) as sw:
+                # The bench's receiver listens on loopback: a webhook reaches it only where allowed.
+                local = ("--notify-private-addresses",)
+                with ServerProcess(Path(tmp) / "server", extra_args=local) as server, seaway.connect(server.url) as sw:
                     figures = _run(sw, config, webhook, subscriber, nats_url)
                 where = f"{server.url} (started for this run)"
         finally:

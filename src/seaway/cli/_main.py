@@ -37,10 +37,17 @@ def _parser(*, with_benchmarks: bool) -> argparse.ArgumentParser:
     srv = commands.add_parser("serve", help="serve a data directory over gRPC until SIGTERM")
     srv.add_argument("--data-dir", type=Path, required=True)
     srv.add_argument("--listen", default="127.0.0.1:7070", help="host:port (default 127.0.0.1:7070; port 0: any)")
-    srv.add_argument("--metrics-listen", help="host:port for Prometheus /metrics (default: off)")
+    srv.add_argument("--metrics-listen",
+                     help="port, or host:port, for Prometheus /metrics (default: off; a port alone: on 127.0.0.1)")
+    srv.add_argument("--metrics-beyond-loopback", action="store_true",
+                     help="let /metrics (which has no token) listen beyond loopback")
     srv.add_argument("--tls-cert", type=Path)
     srv.add_argument("--tls-key", type=Path)
     srv.add_argument("--token-file", type=Path, help="file holding the shared secret (or set SEAWAY_TOKEN)")
+    srv.add_argument("--notify-file-dir", type=Path,
+                     help="the directory notification file targets write under (default: file targets refused)")
+    srv.add_argument("--notify-private-addresses", action="store_true",
+                     help="let webhooks reach loopback, private and link-local addresses (default: refused)")
 
     bench = commands.add_parser("bench", help="measure throughput against a reference in the same run")
     if with_benchmarks:  # their modules load only for `seaway bench`: every other command starts without them
@@ -97,13 +104,18 @@ def _print_figures(figures: dict[str, Any]) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
-    from seaway.server import ServerConfig, serve  # noqa: PLC0415 - gRPC and the store load only to serve
+    from seaway import SeawayConfig  # noqa: PLC0415 - gRPC and the store load only to serve
+    from seaway.notify import NotifyServiceConfig, TargetPolicy  # noqa: PLC0415
+    from seaway.server import ServerConfig, serve  # noqa: PLC0415
 
     token = os.environ.get("SEAWAY_TOKEN") or None
     if args.token_file is not None:
         token = args.token_file.read_text().strip() or None
+    targets = TargetPolicy(file_dir=args.notify_file_dir, private_addresses_ok=args.notify_private_addresses)
     serve(ServerConfig(data_dir=args.data_dir, listen=args.listen, token=token, tls_cert=args.tls_cert,
-                       tls_key=args.tls_key, metrics_listen=args.metrics_listen))
+                       tls_key=args.tls_key, metrics_listen=args.metrics_listen,
+                       metrics_beyond_loopback=args.metrics_beyond_loopback,
+                       store=SeawayConfig(notify=NotifyServiceConfig(targets=targets))))
 
 
 def _item_json(item: ReadItem) -> dict[str, Any]:

@@ -74,9 +74,8 @@ def _config_from_args(args: argparse.Namespace) -> NotifyConfig:
 
 
 def _shown(config: NotifyConfig) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(config.to_json())
-    if data["target"].get("secret"):
-        data["target"]["secret"] = "***"
+    """What the command prints: secrets and URL credentials and queries redacted."""
+    data: dict[str, Any] = json.loads(config.redacted().to_json())
     return data
 
 

@@ -24,12 +24,14 @@ from seaway._errors import (
     ClosedError,
     ConditionFailedError,
     InvalidArgumentError,
+    PermissionDeniedError,
     ServerError,
     TimedOutError,
     TransactionNotInProgressError,
     TransactionTimedOutError,
     TransportError,
     UnknownLogError,
+    UnknownNotifyConfigError,
     UnknownTransactionError,
 )
 from seaway.client._append import AppendQueue, AppendQueueConfig
@@ -58,6 +60,7 @@ from seaway.log import (
     RetryPolicy,
     Versioned,
     attribute_overrides,
+    check_floor_name,
     check_ledger_index,
     check_ledger_read,
     check_log_ids,
@@ -66,7 +69,7 @@ from seaway.log import (
     get_or_create_log,
     scan_bounds,
 )
-from seaway.notify import Notifications
+from seaway.notify import Checkpoint, Notifications, NotifyConfig
 from seaway.queues import Queues
 from seaway.streams import Streams
 from seaway.txn import Snapshot, Transaction, Transactions, TxnInfo, TxnStatus
@@ -127,8 +130,8 @@ class RemoteSeaway:
         self.txn = Transactions(RemoteTxn(self))
         self.streams = Streams(self.logs, self.meta, txn=self.txn)
         self.queues = Queues(self.logs, self.meta, self.txn)
-        # Configurations live in the metadata store: the same library as embedded. The server runs the plugins.
-        self.notify = Notifications(self.meta, self.ledger)
+        # The server keeps the configurations (their secrets stay there) and runs the plugins.
+        self.notify = RemoteNotifications(self)
 
     def transaction(self, timeout_s: float | None = None) -> Transaction:
         """Begin a transaction on the server's manager (``with sw.transaction() as tx:`` commits on
@@ -465,15 +468,69 @@ class RemoteLedger(LedgerApi):
             "LedgerRead", pb.LedgerReadRequest(index_from=index_from, limit=limit))
         return [ledger_entry_from_msg(e) for e in reply.entries]
 
+    def set_floor(self, name: str, index: int) -> None:
+        request = pb.LedgerFloorRequest(name=check_floor_name(name), index=check_ledger_index(index, "a floor"))
+        self._client._call("LedgerSetFloor", request)
+
+    def remove_floor(self, name: str) -> None:
+        self._client._call("LedgerSetFloor", pb.LedgerFloorRequest(name=check_floor_name(name)))
+
     def append(self, change: Change) -> int:
+        """Refused by a server (:class:`PermissionDeniedError`): its ledger is written by its own
+        changes."""
         reply: pb.LedgerAppendReply = self._client._call(
             "LedgerAppend", pb.LedgerAppendRequest(change=encode_change(change)), idempotent=False)
         return reply.index
 
     def prune(self, through: int) -> int:
+        """Refused by a server (:class:`PermissionDeniedError`): its bounds prune its ledger."""
         reply: pb.LedgerBoundsReply = self._client._call(
             "LedgerPrune", pb.LedgerPruneRequest(through=check_ledger_index(through, "through")))
         return reply.tail
+
+
+class RemoteNotifications(Notifications):
+    """``sw.notify`` through a server: the same methods as embedded, each a call of its own (the
+    ``notify`` namespace is the server's). Configurations come back redacted
+    (:meth:`NotifyConfig.redacted`); setting one read back keeps the secrets it shows redacted."""
+
+    def __init__(self, client: RemoteSeaway) -> None:
+        super().__init__(client.meta, client.ledger)
+        self._client = client
+
+    def set(self, config: NotifyConfig) -> None:
+        if not isinstance(config, NotifyConfig):
+            raise InvalidArgumentError(f"a notification configuration is a NotifyConfig, got {config!r:.80}")
+        self._client._call("NotifySet", pb.NotifySetRequest(config_json=config.to_json()), idempotent=False)
+
+    def delete(self, name: str) -> None:
+        self._client._call("NotifyDelete", pb.NotifyName(name=name), idempotent=False)
+
+    def _infos(self) -> builtins.list[Any]:
+        reply: pb.NotifyListReply = self._client._call("NotifyList", pb.Empty())
+        return list(reply.configs)
+
+    def versions(self) -> dict[str, tuple[int, NotifyConfig]]:
+        configs = ((i.version, NotifyConfig.from_json(i.config_json)) for i in self._infos())
+        return {config.name: (version, config) for version, config in configs}
+
+    def get(self, name: str) -> NotifyConfig:
+        found = self.versions().get(name)
+        if found is None:
+            raise UnknownNotifyConfigError(f"no notification configuration named {name!r}")
+        return found[1]
+
+    def _configs(self) -> tuple[int, builtins.list[NotifyConfig]]:
+        return 0, [config for _, config in self.versions().values()]
+
+    def checkpoint(self, name: str) -> Checkpoint | None:
+        for info in self._infos():
+            if info.HasField("checkpoint") and NotifyConfig.from_json(info.config_json).name == name:
+                return Checkpoint.from_bytes(info.checkpoint)
+        return None
+
+    def save_checkpoint(self, name: str, checkpoint: Checkpoint) -> None:
+        raise PermissionDeniedError("a plugin's checkpoint is saved by the plugin, in the server")
 
 
 class RemoteTxn:

@@ -19,14 +19,29 @@ from seaway.notify._config import (
 )
 from seaway.notify._formats import Message, Notice, build_message
 from seaway.notify._plugin import MissedRange, Plugin
+from seaway.notify._policy import REDACTED, TargetPolicy, check_file_dir, redact_url
 from seaway.notify._service import ForwardCollector, NotifyService, NotifyServiceConfig
 from seaway.notify._source import LedgerSource
-from seaway.notify._targets import SIGNATURE_HEADER, make_sender, sign
+from seaway.notify._targets import (
+    ID_HEADER,
+    SIGNATURE_HEADER,
+    SUBJECT_HEADER,
+    TIME_HEADER,
+    TYPE_HEADER,
+    make_sender,
+    sign,
+    signed_bytes,
+)
 
 __all__ = [
     "FORMATS",
+    "ID_HEADER",
+    "REDACTED",
     "SIGNATURE_HEADER",
+    "SUBJECT_HEADER",
     "TARGETS",
+    "TIME_HEADER",
+    "TYPE_HEADER",
     "Checkpoint",
     "DeliveryRetry",
     "ForwardCollector",
@@ -44,9 +59,13 @@ __all__ = [
     "PluginStatus",
     "SeawayStream",
     "Target",
+    "TargetPolicy",
     "Webhook",
     "build_message",
+    "check_file_dir",
     "make_sender",
+    "redact_url",
     "sign",
+    "signed_bytes",
     "target_from_dict",
 ]

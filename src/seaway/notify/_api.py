@@ -17,6 +17,7 @@ from seaway._errors import ConditionFailedError, NotifyConfigOverlapError, Unkno
 from seaway.ledger import NotifyConfigDeleted, NotifyConfigured
 from seaway.log import LedgerApi, MetaApi
 from seaway.notify._config import NotifyConfig
+from seaway.notify._policy import TargetPolicy
 from seaway.notify._source import LedgerSource
 
 NAMESPACE = "notify"
@@ -82,17 +83,27 @@ class PluginStatus:
 
 class Notifications:
     """Notification configurations of one store. Each change is one metadata batch that also
-    records the change in the ledger (``notify.configured``, ``notify.config_deleted``)."""
+    records the change in the ledger (``notify.configured``, ``notify.config_deleted``), with its
+    secrets redacted (:meth:`NotifyConfig.redacted`).
 
-    def __init__(self, meta: MetaApi, ledger: LedgerSource | None = None) -> None:
+    ``policy``: the targets the plugins of this process may write to, checked here too so that a
+    refused one is refused at once (None: the plugins run elsewhere, and check there)."""
+
+    def __init__(self, meta: MetaApi, ledger: LedgerSource | None = None, policy: TargetPolicy | None = None) -> None:
         self._meta = meta
         self._ledger = ledger
+        self._policy = policy
 
     def set(self, config: NotifyConfig) -> None:
         """Create or replace ``config``. Raises :class:`NotifyConfigOverlapError` naming the
-        configuration it overlaps. A new plugin starts after the ledger's head as this call finds
-        it (so it may deliver a few entries written just before; never fewer); a replaced one keeps
-        its position."""
+        configuration it overlaps, :class:`NotifyConfigError` for a target the policy refuses. A
+        new plugin starts after the ledger's head as this call finds it (so it may deliver a few
+        entries written just before; never fewer); a replaced one keeps its position. Secrets shown
+        as :data:`REDACTED` (a configuration read back) keep their stored values."""
+        stored = self._meta.get(NAMESPACE, config_key(config.name))
+        config = config.unredacted(None if stored is None else NotifyConfig.from_json(stored.value))
+        if self._policy is not None:
+            config.check_policy(self._policy)
         for _ in range(SET_ATTEMPTS_MAX):
             configs_version, others = self._configs()
             for other in others:
@@ -110,7 +121,7 @@ class Notifications:
                 batch.expect_absent(NAMESPACE, checkpoint_key(config.name))
                 batch.put(NAMESPACE, checkpoint_key(config.name), Checkpoint(start).to_bytes())
                 LedgerApi.put_floor(batch, floor_name(config.name), start)
-            batch.record(NotifyConfigured(config.name, config.to_json()))
+            batch.record(NotifyConfigured(config.name, config.redacted().to_json()))  # secrets stay here
             try:
                 batch.commit()
                 return

@@ -16,17 +16,23 @@ with overlapping rules, which target got what is hard to reason about.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
 from seaway._errors import NotifyConfigError
 from seaway.ledger import CHANGES, LedgerEntry
+from seaway.notify._policy import REDACTED, TargetPolicy, check_host, file_target_path, redact_url
 
 NAME_CHARS_MAX = 64
 FILTER_CHARS_MAX = 256
 EVENTS_MAX = 64
+TIMEOUT_S_MAX = 60.0
+"""The longest a webhook or NATS target's ``timeout_s`` may be: a receiver that hangs holds its
+plugin (and a configuration change that stops it) no longer."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 FORMATS = ("cloudevents", "cloudevents-binary", "s3")
@@ -169,6 +175,41 @@ class NotifyConfig:
 
     # --- JSON ------------------------------------------------------------------------------------
 
+    def redacted(self) -> NotifyConfig:
+        """This configuration as it may be shown or recorded: a webhook's secret, and the
+        credentials and query of a webhook's or NATS server's URL, replaced by :data:`REDACTED`."""
+        target = self.target
+        if isinstance(target, Webhook):
+            target = dataclasses.replace(target, url=redact_url(target.url),
+                                         secret=None if target.secret is None else REDACTED)
+        elif isinstance(target, Nats):
+            target = dataclasses.replace(target, url=redact_url(target.url))
+        return dataclasses.replace(self, target=target)
+
+    def unredacted(self, stored: NotifyConfig | None) -> NotifyConfig:
+        """This configuration with the secrets it shows redacted taken from ``stored`` (the one it
+        replaces): a configuration read back, changed and set again keeps its secrets.
+        :class:`NotifyConfigError` if a redacted secret has nothing to come from."""
+        target, old = self.target, stored.target if stored is not None else None
+        if isinstance(target, Webhook | Nats) and type(old) is type(target):
+            assert isinstance(old, Webhook | Nats)
+            if target.url != old.url and target.url == redact_url(old.url):
+                target = dataclasses.replace(target, url=old.url)
+            if isinstance(target, Webhook) and isinstance(old, Webhook) and target.secret == REDACTED:
+                target = dataclasses.replace(target, secret=old.secret)
+        shown = json.dumps(vars(target))
+        if REDACTED in shown:
+            raise NotifyConfigError(f"notification configuration {self.name!r}: its target shows {REDACTED} "
+                                    "where a secret was: give the secret (and the whole URL) again")
+        return dataclasses.replace(self, target=target) if target is not self.target else self
+
+    def check_policy(self, policy: TargetPolicy) -> None:
+        """Refuse a target the operator's policy does not allow (:class:`NotifyConfigError`)."""
+        if isinstance(self.target, JsonLinesFile):
+            file_target_path(self.target.path, policy)
+        if isinstance(self.target, Webhook):
+            check_host(urllib.parse.urlsplit(self.target.url).hostname or "", policy)
+
     def to_json(self) -> str:
         target = {"type": self.target.TYPE, **vars(self.target)}
         return json.dumps({"name": self.name, "target": target, "format": self.format, "events": list(self.events),
@@ -292,8 +333,12 @@ def _check_target(t: Target, fail: Any) -> None:
         scheme = ("http://", "https://") if isinstance(t, Webhook) else ("nats://", "tls://")
         if not isinstance(t.url, str) or not t.url.startswith(scheme):
             fail(f"a {t.TYPE} target's url starts with {' or '.join(scheme)}, got {t.url!r:.80}")
-        if not _pos(t.timeout_s):
-            fail(f"timeout_s is a positive number of seconds, got {t.timeout_s!r}")
+        if not _pos(t.timeout_s) or t.timeout_s > TIMEOUT_S_MAX:
+            fail(f"timeout_s is a number of seconds in (0, {TIMEOUT_S_MAX:g}], got {t.timeout_s!r}")
+        try:
+            urllib.parse.urlsplit(t.url).port  # noqa: B018 - a bad port raises here, not in a plugin
+        except ValueError as exc:
+            fail(f"a {t.TYPE} target's url: {exc}")
     if isinstance(t, Webhook) and t.secret is not None and (not isinstance(t.secret, str) or not t.secret):
         fail("a webhook's secret is a non-empty string")
     if isinstance(t, Nats) and (not isinstance(t.subject, str) or not re.match(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$",

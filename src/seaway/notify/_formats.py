@@ -63,9 +63,10 @@ class Message:
     resource: str
     headers: dict[str, str]
     body: bytes
+    time_ms: int = 0
 
 
-def _iso(time_ms: int) -> str:
+def iso_time(time_ms: int) -> str:
     return datetime.fromtimestamp(time_ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -79,7 +80,7 @@ def cloud_event(notice: Notice) -> CloudEvent:
     zero-padded to 20 digits (the extension compares values as strings)."""
     attributes = {"specversion": "1.0", "id": notice.id, "source": CE_SOURCE,
                   "type": CE_TYPE_PREFIX + notice.operation, "subject": notice.resource,
-                  "time": _iso(notice.time_ms), "datacontenttype": "application/json",
+                  "time": iso_time(notice.time_ms), "datacontenttype": "application/json",
                   "sequence": f"{notice.index:020d}"}
     return CloudEvent(attributes, _data(notice))
 
@@ -109,7 +110,7 @@ def s3_record(notice: Notice, config_name: str) -> dict[str, Any]:
     zero-padded to 16 digits so that records compare as strings too."""
     bucket, key = s3_names(notice.resource)
     return {
-        "eventVersion": "2.2", "eventSource": "seaway:s3", "awsRegion": "", "eventTime": _iso(notice.time_ms),
+        "eventVersion": "2.2", "eventSource": "seaway:s3", "awsRegion": "", "eventTime": iso_time(notice.time_ms),
         "eventName": s3_event_name(notice.operation), "userIdentity": {"principalId": "seaway"},
         "requestParameters": {"sourceIPAddress": ""},
         "responseElements": {"x-amz-request-id": notice.id, "x-amz-id-2": ""},
@@ -130,4 +131,4 @@ def build_message(notice: Notice, fmt: str, config_name: str) -> Message:
         raw_headers, raw_body = convert(cloud_event(notice))
         headers = {str(k): str(v) for k, v in raw_headers.items()}
         body = raw_body if isinstance(raw_body, bytes) else str(raw_body).encode()
-    return Message(notice.id, notice.index, notice.operation, notice.resource, headers, body)
+    return Message(notice.id, notice.index, notice.operation, notice.resource, headers, body, notice.time_ms)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from seaway._errors import DeliveryError, SeawayError
+from seaway._errors import DeliveryError, DeliveryRefusedError, SeawayError
 from seaway.notify._api import COUNTERS, Checkpoint
 from seaway.notify._config import NotifyConfig
 from seaway.notify._formats import Notice, build_message
@@ -130,7 +130,8 @@ class Plugin:
         if self._attempts == 1:
             self._first_failure_s = now
         retry = self.config.retry
-        if self._attempts >= retry.attempts_max or now - self._first_failure_s >= retry.ttl_s:
+        refused = isinstance(exc, DeliveryRefusedError)  # for good: retrying would change nothing
+        if refused or self._attempts >= retry.attempts_max or now - self._first_failure_s >= retry.ttl_s:
             _log.error("notification given up", extra={"plugin": self.name, "index": index,
                                                        "attempts": self._attempts, "error": str(exc)})
             self.counters["dropped"] += 1
@@ -176,6 +177,12 @@ class Plugin:
         self._checkpoints.save_checkpoint(self.name, checkpoint)
         self._saved = checkpoint
         self._saved_at_s = time.monotonic()
+
+    def interrupt(self) -> None:
+        """End a delivery in progress (from another thread): it fails at once."""
+        interrupt = getattr(self._sender, "interrupt", None)
+        if callable(interrupt):
+            interrupt()
 
     def close(self) -> None:
         """Save what was delivered (a stopped plugin resends nothing when it starts again), then

@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 from seaway._errors import SeawayError
 from seaway.notify._api import Notifications
 from seaway.notify._plugin import Plugin, PluginObserver
+from seaway.notify._policy import TargetPolicy
 from seaway.notify._source import LedgerSource
 from seaway.notify._targets import make_sender
 
@@ -26,6 +27,9 @@ _log = logging.getLogger("seaway.notify")
 
 @dataclass(frozen=True)
 class NotifyServiceConfig:
+    targets: TargetPolicy = field(default_factory=TargetPolicy)
+    """Where this process's plugins may deliver: by default no file target and no webhook to a
+    loopback, private or link-local address (see docs/security.md)."""
     config_poll_s: float = 2.0
     """How often configurations are looked at (a change made elsewhere is seen within this)."""
     idle_s: float = 0.5
@@ -93,6 +97,7 @@ class _Running:
     def stop(self) -> None:
         self.stopped = True
         self.wake.set()
+        self.plugin.interrupt()  # a delivery in progress ends now: a hung receiver holds no stop
 
     def _run(self) -> None:
         try:
@@ -151,7 +156,8 @@ class NotifyService:
                 if name in self._running:
                     continue
                 try:
-                    plugin = Plugin(config, make_sender(config.target, self._streams), self._source,
+                    plugin = Plugin(config, make_sender(config.target, self._streams, self.config.targets),
+                                    self._source,
                                     self._notifications, self._clock_s, idle_s=self.config.idle_s,
                                     save_interval_s=self.config.save_interval_s,
                                     observer=self._metrics)

@@ -23,7 +23,7 @@ from seaway._alloc import keep_large_buffers_in_heap
 from seaway._errors import InvalidArgumentError, SeawayError, UnavailableError
 from seaway._seaway import Seaway, SeawayConfig
 from seaway.notify import ForwardCollector
-from seaway.server._decoding import RefuseUndecodable
+from seaway.server._decoding import TokenThenDecode
 from seaway.server._metrics import Metrics
 from seaway.server._service import SeawayService, ServiceLimits
 from seaway.server._throttle import ThrottledWarning
@@ -42,7 +42,10 @@ class ServerConfig:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     metrics_listen: str | None = None
-    """host:port for Prometheus's /metrics over HTTP; none by default."""
+    """host:port, or a port alone (on 127.0.0.1), for Prometheus's /metrics over HTTP; none by
+    default. The endpoint has no token: a host beyond loopback also needs ``metrics_beyond_loopback``."""
+    metrics_beyond_loopback: bool = False
+    """Let /metrics listen beyond loopback (it tells anyone who reaches it the store's figures)."""
     limits: ServiceLimits = field(default_factory=ServiceLimits)
     store: SeawayConfig = field(default_factory=SeawayConfig)
     shutdown_grace_s: float = 10.0
@@ -61,6 +64,14 @@ def split_host_port(address: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not host:
         raise InvalidArgumentError(f"an address is host:port, got {address!r}")
     return host.strip("[]"), int(port)
+
+
+def metrics_listen_address(address: str) -> tuple[str, int]:
+    """``host:port``, or a port alone (``9100`` or ``:9100``) on 127.0.0.1."""
+    bare = address.removeprefix(":")
+    if bare.isdigit():
+        return "127.0.0.1", int(bare)
+    return split_host_port(address)
 
 
 def is_loopback(host: str) -> bool:
@@ -186,10 +197,19 @@ class Server:
 
     def __init__(self, config: ServerConfig) -> None:
         host, _ = split_host_port(config.listen)
-        if not is_loopback(host) and not config.token:
-            raise InvalidArgumentError(f"listening on {host} (beyond loopback) needs a token")
         if (config.tls_cert is None) != (config.tls_key is None):
             raise InvalidArgumentError("TLS needs both a certificate and a key")
+        if not is_loopback(host) and not config.token:
+            raise InvalidArgumentError(f"listening on {host} (beyond loopback) needs a token (and TLS): "
+                                       "see docs/security.md")
+        if not is_loopback(host) and config.tls_cert is None:
+            raise InvalidArgumentError(f"listening on {host} (beyond loopback) needs TLS (a certificate and a key): "
+                                       "the token would otherwise cross the network in clear text; "
+                                       "see docs/security.md")
+        metrics_address = metrics_listen_address(config.metrics_listen) if config.metrics_listen else None
+        if metrics_address is not None and not is_loopback(metrics_address[0]) and not config.metrics_beyond_loopback:
+            raise InvalidArgumentError(f"/metrics on {metrics_address[0]} (beyond loopback) has no token: "
+                                       "allow it explicitly (--metrics-beyond-loopback) or listen on 127.0.0.1")
         self.config = config
         self.metrics = Metrics()
         self._log_filters = _grpc_log_filters(self.metrics)
@@ -202,13 +222,22 @@ class Server:
         workers = limits.read_streams_max + 32  # a read stream holds a thread
         undecodable = ThrottledWarning(self.metrics.undecodable_requests,
                                        "refused undecodable requests (counted in seaway_undecodable_requests_total)")
+        bad_token = ThrottledWarning(
+            self.metrics.unauthenticated_requests,
+            "refused requests without the right token (counted in seaway_unauthenticated_requests_total)")
+        gate = TokenThenDecode(config.token, lambda peer: bad_token.note(peer=peer), undecodable.note)
         self._grpc = grpc.server(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seaway-rpc"),
-                                 interceptors=[RefuseUndecodable(undecodable.note)],
+                                 interceptors=[gate], maximum_concurrent_rpcs=limits.calls_max,
                                  options=[("grpc.max_receive_message_length", limits.request_bytes_max),
                                           ("grpc.max_send_message_length", limits.read_message_bytes_max + (1 << 20)),
                                           ("grpc.so_reuseport", 0),
-                                          ("grpc.http2.lookahead_bytes", 8 << 20)])
-        self._service = SeawayService(self.store, limits, self.metrics, config.token, self._stopping)
+                                          ("grpc.http2.lookahead_bytes", 8 << 20),
+                                          # A connection that never authenticates holds nothing for long:
+                                          # its handshake, then its idleness, are bounded.
+                                          ("grpc.server_handshake_timeout_ms", int(limits.handshake_s * 1000)),
+                                          ("grpc.max_connection_idle_ms", int(limits.connection_idle_s * 1000)),
+                                          ("grpc.max_concurrent_streams", limits.calls_per_connection_max)])
+        self._service = SeawayService(self.store, limits, self.metrics, self._stopping)
         seaway_pb2_grpc.add_SeawayServicer_to_server(self._service, self._grpc)  # type: ignore[no-untyped-call]
         self._health = _StandardHealth(self._serving, config.health_watchers_max)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
@@ -223,10 +252,12 @@ class Server:
             raise InvalidArgumentError(f"cannot listen on {config.listen}: {exc}") from exc
         self.address = f"{host}:{self.port}"
         self.metrics_port: int | None = None
-        if config.metrics_listen:
-            m_host, m_port = split_host_port(config.metrics_listen)
+        self.metrics_host: str | None = None
+        if metrics_address is not None:
+            m_host, m_port = metrics_address
             http, _ = start_http_server(m_port, m_host, registry=self.metrics.registry)
             self.metrics_port = http.server_port
+            self.metrics_host = str(http.server_address[0])
 
     def start(self) -> None:
         for logger, log_filter in self._log_filters:  # from here to stop(): not left behind if __init__ fails
@@ -342,7 +373,7 @@ def serve(config: ServerConfig) -> None:
     server.start()
     _log.info("allocator", extra={"large_buffers_in_heap": tuned})
     if server.metrics_port is not None:
-        print(f"metrics on {split_host_port(config.metrics_listen or '')[0]}:{server.metrics_port}", flush=True)
+        print(f"metrics on {metrics_listen_address(config.metrics_listen or '')[0]}:{server.metrics_port}", flush=True)
     print(f"listening on {server.address}", flush=True)
     while not done.wait(0.5):
         time.sleep(0)

@@ -6,7 +6,6 @@ hold no state of their own beyond per-connection counters.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import threading
 import time
@@ -19,23 +18,22 @@ from typing import TypeVar
 import grpc
 
 from seaway._errors import (
-    AuthenticationError,
     BufferFullError,
     ConditionFailedError,
     InvalidArgumentError,
     OverloadedError,
+    PermissionDeniedError,
     SeawayError,
     ServerError,
     UnavailableError,
 )
 from seaway._seaway import Seaway
-from seaway.log import Log
+from seaway.ledger import decode_change
+from seaway.log import Log, MetaBatch
+from seaway.notify import NotifyConfig
 from seaway.server._metrics import Metrics
 from seaway.server._read_many import ReadSession, ReadStreamBounds
-from seaway.server._throttle import ThrottledWarning
 from seaway.wire import (
-    TOKEN_KEY,
-    change_from_msg,
     error_metadata,
     error_to_msg,
     ledger_entry_to_msg,
@@ -57,7 +55,16 @@ _T = TypeVar("_T")
 RESERVED_PREFIX = "seaway."
 """Logs named so are the store's own (the transaction manager's write-ahead log): clients may read
 them, never create, append to, trim, seal or delete one (a sealed manager log would fail every
-transaction)."""
+transaction). Metadata namespaces named so (the ledger's floors) are the store's too."""
+STORE_NAMESPACES = ("notify", "txn")
+"""The store's own metadata namespaces (besides ``seaway.*``): clients change them only through
+the calls of the API that owns them (Notify*, Txn*), which keep their invariants."""
+SECRET_NAMESPACES = ("notify",)
+"""Namespaces clients may not even read: they hold the targets' secrets (NotifyList shows them
+redacted)."""
+STORE_CHANGE_KINDS = ("log", "log_group", "txn", "notify")
+"""Kinds of ledger change only the server writes (with the change itself): a client's batch may
+not record one, nor may it append or prune the ledger."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,17 @@ class ServiceLimits:
     """What one connection may hold at once, and how much one message may carry."""
 
     request_bytes_max: int = 64 << 20
+    calls_max: int = 512
+    """Calls in progress at once over all connections (read streams and health watchers included);
+    one more is refused at once (RESOURCE_EXHAUSTED, which the client raises as the retriable
+    :class:`OverloadedError`) before its body is decoded."""
+    calls_per_connection_max: int = 128
+    """Calls in progress at once on one connection (HTTP/2 streams)."""
+    handshake_s: float = 10.0
+    """How long a new connection may take to finish its (TLS and HTTP/2) handshake."""
+    connection_idle_s: float = 300.0
+    """A connection with no call in progress for this long is closed (a client reconnects on its
+    next call): a connection that never authenticates holds nothing for longer."""
     appends_in_flight_per_connection_max: int = 64
     """Batches being appended for one connection at once (an ``AppendMany`` call counts each)."""
     append_batches_per_call_max: int = 64
@@ -121,30 +139,16 @@ class _PeerSlots:
 
 
 class SeawayService(seaway_pb2_grpc.SeawayServicer):
-    def __init__(self, store: Seaway, limits: ServiceLimits, metrics: Metrics, token: str | None,
-                 stopping: threading.Event) -> None:
+    def __init__(self, store: Seaway, limits: ServiceLimits, metrics: Metrics, stopping: threading.Event) -> None:
         self._store = store
         self._limits = limits
         self._metrics = metrics
-        self._token = token
         self._stopping = stopping
         self._slots = _PeerSlots()
-        self._bad_token = ThrottledWarning(
-            metrics.unauthenticated_requests,
-            "refused requests without the right token (counted in seaway_unauthenticated_requests_total)")
         self._sessions: set[ReadSession] = set()
         self._sessions_lock = threading.Lock()
 
     # --- plumbing -------------------------------------------------------------------------------
-
-    def _check_token(self, context: grpc.ServicerContext) -> None:
-        if self._token is None:
-            return
-        supplied = dict(context.invocation_metadata()).get(TOKEN_KEY, "")
-        expected = f"Bearer {self._token}"
-        if not (isinstance(supplied, str) and hmac.compare_digest(supplied.encode(), expected.encode())):
-            self._bad_token.note(peer=context.peer())
-            raise AuthenticationError("missing or wrong token")
 
     def _fail(self, method: str, context: grpc.ServicerContext, exc: BaseException) -> None:
         error = self._typed(method, exc)
@@ -337,8 +341,43 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     # --- the metadata store -----------------------------------------------------------------------
 
+    @staticmethod
+    def _readable(namespace: str) -> str:
+        if namespace in SECRET_NAMESPACES:
+            raise PermissionDeniedError(f"namespace {namespace!r} is the store's own and holds secrets: "
+                                        "read it through sw.notify")
+        return namespace
+
+    @staticmethod
+    def _clients_namespace(namespace: str) -> str:
+        """A namespace a client may write into: not one of the store's own."""
+        if namespace in STORE_NAMESPACES or namespace.startswith(RESERVED_PREFIX):
+            raise PermissionDeniedError(f"namespace {namespace!r} is the store's own: it changes only "
+                                        "through its API (sw.notify, sw.ledger.set_floor, transactions)")
+        return namespace
+
+    def _clients_writes(self, writes: list[tuple[str, bytes, bytes | None]]) -> list[tuple[str, bytes, bytes | None]]:
+        """A transaction's staged writes, which its commit applies: the same rule as a batch."""
+        for namespace, _, _ in writes:
+            self._clients_namespace(namespace)
+        return writes
+
+    def _clients_batch(self, batch: MetaBatch) -> MetaBatch:
+        """A client's batch, refused if it writes into the store's own namespaces or records a
+        change only the store makes."""
+        for op in batch.ops:
+            self._clients_namespace(op.namespace)
+        for condition in batch.conditions:  # a condition on a value is a read of it
+            self._readable(condition.namespace)
+        if batch.ledger is not None:
+            kind = decode_change(batch.ledger).OPERATION.partition(".")[0]
+            if kind in STORE_CHANGE_KINDS:
+                raise PermissionDeniedError(f"only the store records {kind}.* changes, with the change itself")
+        return batch
+
     def MetaGet(self, request: pb.MetaKey, context: grpc.ServicerContext) -> pb.MetaGetReply:
         def run() -> pb.MetaGetReply:
+            self._readable(request.namespace)
             found = self._store.meta.get(request.namespace, request.key)
             if found is None:
                 return pb.MetaGetReply(found=False)
@@ -348,7 +387,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def MetaScan(self, request: pb.MetaScanRequest, context: grpc.ServicerContext) -> pb.MetaScanReply:
         def run() -> pb.MetaScanReply:
             rows = self._store.meta.scan(
-                request.namespace, prefix=request.prefix,
+                self._readable(request.namespace), prefix=request.prefix,
                 start=request.start if request.HasField("start") else None,
                 end=request.end if request.HasField("end") else None, limit=request.limit or 1000)
             return pb.MetaScanReply(entries=[pb.MetaEntry(key=k, value=v.value, version=v.version) for k, v in rows])
@@ -357,7 +396,8 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def MetaCommit(self, request: pb.MetaBatch, context: grpc.ServicerContext) -> pb.MetaCommitReply:
         def run() -> pb.MetaCommitReply:
             try:
-                return pb.MetaCommitReply(revision=self._store.meta.commit(meta_batch_from_msg(request)))
+                batch = self._clients_batch(meta_batch_from_msg(request))
+                return pb.MetaCommitReply(revision=self._store.meta.commit(batch))
             except ConditionFailedError as exc:  # an answer, not a failure of the call
                 return pb.MetaCommitReply(failed=pb.MetaConditionFailed(
                     namespace=exc.namespace, key=exc.key, version=exc.version, message=str(exc)))
@@ -390,14 +430,51 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         return self._unary("LedgerRead", context, run)
 
     def LedgerAppend(self, request: pb.LedgerAppendRequest, context: grpc.ServicerContext) -> pb.LedgerAppendReply:
-        return self._unary("LedgerAppend", context, lambda: pb.LedgerAppendReply(
-            index=self._store.ledger.append(change_from_msg(request.change))))
+        def run() -> pb.LedgerAppendReply:
+            raise PermissionDeniedError("the ledger is written by the store's own changes, not by clients")
+        return self._unary("LedgerAppend", context, run)
 
     def LedgerPrune(self, request: pb.LedgerPruneRequest, context: grpc.ServicerContext) -> pb.LedgerBoundsReply:
         def run() -> pb.LedgerBoundsReply:
-            self._store.ledger.prune(request.through)
-            return self._ledger_bounds()
+            raise PermissionDeniedError("the ledger is pruned by the server's bounds, not by clients "
+                                        "(register a floor to hold it back: sw.ledger.set_floor)")
         return self._unary("LedgerPrune", context, run)
+
+    def LedgerSetFloor(self, request: pb.LedgerFloorRequest, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            if request.name.startswith("notify/"):
+                raise PermissionDeniedError(f"floor {request.name!r} is a notification plugin's own")
+            if request.HasField("index"):
+                self._store.ledger.set_floor(request.name, request.index)
+            else:
+                self._store.ledger.remove_floor(request.name)
+            return pb.Empty()
+        return self._unary("LedgerSetFloor", context, run)
+
+    # --- notification configurations ---------------------------------------------------------------
+
+    def NotifySet(self, request: pb.NotifySetRequest, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._store.notify.set(NotifyConfig.from_json(request.config_json))  # checked against the policy
+            return pb.Empty()
+        return self._unary("NotifySet", context, run)
+
+    def NotifyDelete(self, request: pb.NotifyName, context: grpc.ServicerContext) -> pb.Empty:
+        def run() -> pb.Empty:
+            self._store.notify.delete(request.name)
+            return pb.Empty()
+        return self._unary("NotifyDelete", context, run)
+
+    def NotifyList(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.NotifyListReply:
+        def run() -> pb.NotifyListReply:
+            reply = pb.NotifyListReply()
+            for name, (version, config) in self._store.notify.versions().items():
+                info = reply.configs.add(config_json=config.redacted().to_json(), version=version)
+                checkpoint = self._store.notify.checkpoint(name)
+                if checkpoint is not None:
+                    info.checkpoint = checkpoint.to_bytes()
+            return reply
+        return self._unary("NotifyList", context, run)
 
     # --- the transaction manager ---------------------------------------------------------------
     # Each call blocks its server thread until the manager's edit is durable (an append to its log,
@@ -418,13 +495,15 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def TxnCommit(self, request: pb.TxnCommitRequest, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:
-            self._store.txn.api.commit(request.id, request.conflicts, txn_writes_from_msg(request.writes))
+            self._store.txn.api.commit(request.id, request.conflicts,
+                                       self._clients_writes(txn_writes_from_msg(request.writes)))
             return pb.Empty()
         return self._unary("TxnCommit", context, run)
 
     def TxnCommitAll(self, request: pb.TxnCommitAllRequest, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:
-            self._store.txn.api.commit_all(request.ids, request.conflicts, txn_writes_from_msg(request.writes))
+            self._store.txn.api.commit_all(request.ids, request.conflicts,
+                                           self._clients_writes(txn_writes_from_msg(request.writes)))
             return pb.Empty()
         return self._unary("TxnCommitAll", context, run)
 
@@ -450,8 +529,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def _unary(self, method: str, context: grpc.ServicerContext, run: Callable[[], _T]) -> _T:
         self._metrics.requests.labels(method=method).inc()
-        try:
-            self._check_token(context)
+        try:  # the token was checked before the request was decoded (see _decoding.py)
             return run()
         except Exception as exc:  # every failure becomes a typed status; see _fail
             self._fail(method, context, exc)
@@ -465,7 +543,6 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         peer = context.peer()
         limits = self._limits
         try:
-            self._check_token(context)
             self._slots.acquire(peer, "read streams", limits.read_streams_per_connection_max, limits.read_streams_max)
         except Exception as exc:
             self._fail("ReadMany", context, exc)

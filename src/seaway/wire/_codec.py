@@ -23,6 +23,7 @@ from seaway._errors import (
     LogSealedError,
     OverloadedError,
     PayloadTooLargeError,
+    PermissionDeniedError,
     SeawayError,
     ServerError,
     TailMismatchError,
@@ -69,6 +70,7 @@ def status_of(error: SeawayError) -> grpc.StatusCode:
     for cls, status in ((UnknownLogError, grpc.StatusCode.NOT_FOUND),
                         (LogExistsError, grpc.StatusCode.ALREADY_EXISTS),
                         (AuthenticationError, grpc.StatusCode.UNAUTHENTICATED),
+                        (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
                         (ClosedError, grpc.StatusCode.FAILED_PRECONDITION),
                         (LogSealedError, grpc.StatusCode.FAILED_PRECONDITION),
                         (TailMismatchError, grpc.StatusCode.FAILED_PRECONDITION),
@@ -99,6 +101,9 @@ def error_from_status(status: grpc.StatusCode | None, details: str | None,
         return AuthenticationError(message)
     if status == grpc.StatusCode.DEADLINE_EXCEEDED:
         return TimedOutError(message)
+    if status == grpc.StatusCode.RESOURCE_EXHAUSTED and "Concurrent RPC limit" in message:
+        # grpc's own refusal of a call over the server's bound of calls in progress (calls_max).
+        return OverloadedError(f"the server has as many calls in progress as it takes: {message}")
     if status == grpc.StatusCode.RESOURCE_EXHAUSTED:
         return PayloadTooLargeError(f"the message exceeds a size limit: {message}")
     if status == grpc.StatusCode.UNAVAILABLE:

@@ -543,6 +543,42 @@ class LedgerPruneRequest(_message.Message):
     through: int
     def __init__(self, through: _Optional[int] = ...) -> None: ...
 
+class LedgerFloorRequest(_message.Message):
+    __slots__ = ("name", "index")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    index: int
+    def __init__(self, name: _Optional[str] = ..., index: _Optional[int] = ...) -> None: ...
+
+class NotifySetRequest(_message.Message):
+    __slots__ = ("config_json",)
+    CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    config_json: str
+    def __init__(self, config_json: _Optional[str] = ...) -> None: ...
+
+class NotifyName(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class NotifyConfigInfo(_message.Message):
+    __slots__ = ("config_json", "version", "checkpoint")
+    CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    config_json: str
+    version: int
+    checkpoint: bytes
+    def __init__(self, config_json: _Optional[str] = ..., version: _Optional[int] = ..., checkpoint: _Optional[bytes] = ...) -> None: ...
+
+class NotifyListReply(_message.Message):
+    __slots__ = ("configs",)
+    CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    configs: _containers.RepeatedCompositeFieldContainer[NotifyConfigInfo]
+    def __init__(self, configs: _Optional[_Iterable[_Union[NotifyConfigInfo, _Mapping]]] = ...) -> None: ...
+
 class TxnBeginRequest(_message.Message):
     __slots__ = ("timeout_s",)
     TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]

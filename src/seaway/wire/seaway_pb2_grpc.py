@@ -164,6 +164,26 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.LedgerPruneRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.LedgerBoundsReply.FromString,
                 _registered_method=True)
+        self.LedgerSetFloor = channel.unary_unary(
+                '/seaway.v1.Seaway/LedgerSetFloor',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.LedgerFloorRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                _registered_method=True)
+        self.NotifySet = channel.unary_unary(
+                '/seaway.v1.Seaway/NotifySet',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.NotifySetRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                _registered_method=True)
+        self.NotifyDelete = channel.unary_unary(
+                '/seaway.v1.Seaway/NotifyDelete',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.NotifyName.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                _registered_method=True)
+        self.NotifyList = channel.unary_unary(
+                '/seaway.v1.Seaway/NotifyList',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.NotifyListReply.FromString,
+                _registered_method=True)
         self.TxnBegin = channel.unary_unary(
                 '/seaway.v1.Seaway/TxnBegin',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginRequest.SerializeToString,
@@ -335,6 +355,10 @@ class SeawayServicer:
     def MetaGet(self, request, context):
         """The metadata store: namespaced keys, each with the version (revision) of the batch that last
         put it. MetaGet and MetaScan see every batch whose MetaCommit returned.
+        The store's own namespaces are not the clients': MetaGet and MetaScan refuse `notify` (it
+        holds the targets' secrets), MetaCommit refuses writes into `notify`, `txn` and `seaway.*`,
+        and a recorded change of the kinds the server writes itself (log, log_group, txn, notify):
+        PERMISSION_DENIED. They change through their own calls (Notify*, LedgerSetFloor, Txn*).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -365,6 +389,8 @@ class SeawayServicer:
         """The change ledger: an entry for every committed control-plane change, written with it (see
         the ledger section below). LedgerBounds and LedgerRead may be sent again after any failure;
         LedgerPrune too (pruning again drops nothing more); LedgerAppend is not idempotent.
+        The ledger is written by the store's own changes: a server refuses LedgerAppend and
+        LedgerPrune from clients (PERMISSION_DENIED); they remain for embedded parity of the API.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -383,6 +409,34 @@ class SeawayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def LedgerPrune(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LedgerSetFloor(self, request, context):
+        """Register, move or (without an index) forget a reader's floor; names `notify/...` are the
+        plugins' own and refused. Idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifySet(self, request, context):
+        """Notification configurations, kept by the server (their secrets never leave it: NotifyList
+        answers them redacted). NotifySet and NotifyDelete write a ledger entry each: not idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifyDelete(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifyList(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -570,6 +624,26 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.LedgerPrune,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.LedgerPruneRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.LedgerBoundsReply.SerializeToString,
+            ),
+            'LedgerSetFloor': grpc.unary_unary_rpc_method_handler(
+                    servicer.LedgerSetFloor,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.LedgerFloorRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            ),
+            'NotifySet': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifySet,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.NotifySetRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            ),
+            'NotifyDelete': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyDelete,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.NotifyName.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            ),
+            'NotifyList': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyList,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.NotifyListReply.SerializeToString,
             ),
             'TxnBegin': grpc.unary_unary_rpc_method_handler(
                     servicer.TxnBegin,
@@ -1314,6 +1388,114 @@ class Seaway:
             '/seaway.v1.Seaway/LedgerPrune',
             seaway_dot_wire_dot_seaway__pb2.LedgerPruneRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.LedgerBoundsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LedgerSetFloor(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/LedgerSetFloor',
+            seaway_dot_wire_dot_seaway__pb2.LedgerFloorRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifySet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/NotifySet',
+            seaway_dot_wire_dot_seaway__pb2.NotifySetRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifyDelete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/NotifyDelete',
+            seaway_dot_wire_dot_seaway__pb2.NotifyName.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifyList(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/NotifyList',
+            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.NotifyListReply.FromString,
             options,
             channel_credentials,
             insecure,
