@@ -151,6 +151,19 @@ class RemoteSeaway:
                 raise error
             time.sleep(self._retry.delay_s(attempt))
 
+    def _pages(self, method: str) -> Iterator[Any]:
+        """The replies of a list call answered in pages (``PageRequest``), each asked for after the
+        one before; each call is retried as :meth:`_call` does."""
+        request = pb.PageRequest()
+        while True:
+            reply = self._call(method, request)
+            yield reply
+            if not reply.HasField("next"):
+                return
+            if request.HasField("after") and reply.next <= request.after:
+                raise ServerError(f"the server's pages of {method} do not move on")
+            request = pb.PageRequest(after=reply.next)
+
     def _call_async(self, method: str, request: Any) -> Future[Any]:
         self._check_open()
         outer: Future[Any] = Future()
@@ -340,16 +353,26 @@ class RemoteLogs:
         return self.get(log)
 
     def list(self) -> builtins.list[RemoteLog]:
-        reply: pb.LogList = self._client._call("ListLogs", pb.Empty())
-        return [RemoteLog(self, log_info_from_msg(info)) for info in reply.logs]
+        """Every log, read in as many replies as it takes (see ``PageRequest`` in the protocol)."""
+        return [RemoteLog(self, log_info_from_msg(info))
+                for reply in self._client._pages("ListLogs") for info in reply.logs]
 
     def groups(self) -> builtins.list[LogGroup]:
-        reply: pb.GroupList = self._client._call("ListGroups", pb.Empty())
-        return [LogGroup(g.name, g.first_id, g.last_id, overrides_from_msg(g.attributes)) for g in reply.groups]
+        return [LogGroup(g.name, g.first_id, g.last_id, overrides_from_msg(g.attributes))
+                for reply in self._client._pages("ListGroups") for g in reply.groups]
 
     def partitions(self) -> builtins.list[PartitionInfo]:
-        reply: pb.PartitionList = self._client._call("ListPartitions", pb.Empty())
-        return [PartitionInfo(p.partition_id, p.created_ms, p.size_bytes, tuple(p.log_ids)) for p in reply.partitions]
+        """Every partition; one with more logs than a reply carries comes in pieces, joined here."""
+        out: builtins.list[PartitionInfo] = []
+        for reply in self._client._pages("ListPartitions"):
+            for p in reply.partitions:
+                if out and out[-1].partition_id == p.partition_id:
+                    prev = out[-1]
+                    out[-1] = PartitionInfo(prev.partition_id, prev.created_ms, prev.size_bytes,
+                                            prev.log_ids + tuple(p.log_ids))
+                else:
+                    out.append(PartitionInfo(p.partition_id, p.created_ms, p.size_bytes, tuple(p.log_ids)))
+        return out
 
     def run_retention(self) -> builtins.list[int]:
         """Drop the time partitions no log retains any more; return their ids."""
@@ -414,8 +437,14 @@ class RemoteMetadataStore(MetaApi):
             request.start = start
         if end is not None:
             request.end = end
-        reply: pb.MetaScanReply = self._client._call("MetaScan", request)
-        return [(e.key, Versioned(e.value, e.version)) for e in reply.entries]
+        out: list[tuple[bytes, Versioned]] = []
+        while True:  # a reply stops at the server's byte bound: scan on from the last key
+            reply: pb.MetaScanReply = self._client._call("MetaScan", request)
+            out += [(e.key, Versioned(e.value, e.version)) for e in reply.entries]
+            if not reply.more or not reply.entries or len(out) >= limit:
+                return out
+            request.start = reply.entries[-1].key + b"\x00"
+            request.limit = limit - len(out)
 
     def commit(self, batch: MetaBatch, *, sync: bool = True) -> int:
         reply: pb.MetaCommitReply = self._client._call("MetaCommit", meta_batch_to_msg(batch), idempotent=False)
@@ -597,8 +626,11 @@ class RemoteTxn:
         return Snapshot.decode(reply.snapshot), reply.default_timeout_s
 
     def list(self) -> builtins.list[TxnInfo]:
-        reply: pb.TxnListReply = self._client._call("TxnList", pb.Empty())
-        return [txn_info_from_msg(info) for info in reply.transactions]
+        """As the manager's: in progress, then invalid, each by id. Read in pages, so a transaction
+        that ended meanwhile may come twice: it is kept once, as last seen."""
+        found = [txn_info_from_msg(info) for reply in self._client._pages("TxnList") for info in reply.transactions]
+        last = {info.id: at for at, info in enumerate(found)}
+        return [info for at, info in enumerate(found) if last[info.id] == at]
 
 
 def _check_txn_id(value: object) -> int:
