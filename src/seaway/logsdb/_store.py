@@ -182,6 +182,7 @@ class LogsDB:
         # durable by one WAL sync that covers every batch applied before it started.
         self._sync_lock = threading.Lock()
         self._retention_lock = threading.Lock()  # one retention pass at a time (see drop_expired)
+        self._dropping: dict[int, tuple[Any, Segment]] = {}  # partitions unregistered, their files not yet dropped
         self._kv_applied = 0  # metadata batches applied
         self._kv_synced = 0  # of which durable
         self._closed = False
@@ -335,7 +336,7 @@ class LogsDB:
 
     def close(self) -> None:
         """Close the store; idempotent. Later calls raise :class:`ClosedError`."""
-        with self._write_lock, self._lock:
+        with self._retention_lock, self._write_lock, self._lock:
             if self._closed:
                 return
             self._closed = True
@@ -349,6 +350,10 @@ class LogsDB:
         for segment in self._segments.values():
             segment.close()
         self._segments.clear()
+        for cf, segment in self._dropping.values():  # a failed drop left them (see _drop_family)
+            cf.close()
+            segment.close()
+        self._dropping.clear()
         if hasattr(self, "_meta"):
             self._meta.close()
             del self._meta, self._meta_handle
@@ -1230,6 +1235,8 @@ class LogsDB:
                 dropped, reclaimed, bodies = self._apply_retention(plan)
             if bodies:
                 self._wake_ledger_readers()
+            for pid in dropped:
+                self._drop_family(pid)
         for pid, log_id in reclaimed:
             try:
                 self._segments[pid].punch(plan.ranges[(pid, log_id)])  # now that nothing refers to them
@@ -1324,20 +1331,24 @@ class LogsDB:
             self._trim.update(raised)
             for pid, log_id in reclaimed:
                 self._sizes[pid] -= self._directory[pid].pop(log_id).size_bytes
-            closing = []
             for pid in dropped:
                 _, cf, _ = self._partitions.pop(pid)
                 del self._directory[pid]
                 self._sizes.pop(pid, None)
-                closing.append((pid, cf, self._segments.pop(pid)))
-        for pid, cf, segment in closing:
-            cf.close()
-            try:
-                self._db.drop_column_family(_cf_name(pid))
-            except Exception as exc:  # unregistered now: the next open drops it, and its segment
-                raise self._fail_stop(StorageError(f"cannot drop partition {pid}: {exc}")) from exc
-            segment.remove()  # its descriptor closes with the last reader holding it
+                self._dropping[pid] = (cf, self._segments.pop(pid))
         return dropped, reclaimed, bodies
+
+    def _drop_family(self, pid: int) -> None:
+        """Close and drop the column family and segment of a partition retention unregistered (no
+        writer holds the writers' lock for it: only the newest partition takes writes, and
+        :meth:`close` waits for the pass)."""
+        cf, segment = self._dropping.pop(pid)
+        cf.close()
+        try:
+            self._db.drop_column_family(_cf_name(pid))
+        except Exception as exc:  # unregistered now: the next open drops it, and its segment
+            raise self._fail_stop(StorageError(f"cannot drop partition {pid}: {exc}")) from exc
+        segment.remove()  # its descriptor closes with the last reader holding it
 
     def _segment_ranges(self, pid: int, log_id: int) -> list[tuple[int, int]]:
         """Where the log's entries in a partition keep their bytes in its segment file."""
