@@ -89,3 +89,27 @@ def test_a_scan_stops_at_the_reply_bound_and_the_client_scans_on(server: Server)
         assert [k for k, _ in sw.meta.scan("pages", limit=50)] == [b"k%03d" % i for i in range(50)]
         assert [k for k, _ in sw.meta.scan("pages", start=b"k010", limit=7)] == [b"k%03d" % i for i in range(10, 17)]
         assert [k for k, _ in sw.meta.scan("pages", end=b"k020", limit=50)] == [b"k%03d" % i for i in range(20)]
+
+
+def test_calls_about_many_logs_are_sent_in_parts_whose_replies_fit(server: Server) -> None:
+    # A reply to 100,000 logs (the most a call may name) would pass the 2 MiB a reply may carry:
+    # ~46 bytes a log's bounds. The client asks in parts whose replies fit, and joins them.
+    with seaway.connect(f"seaway://{server.address}") as sw:
+        logs = [sw.logs.create(f"counted-{i}") for i in range(3)]
+        for log in logs:
+            log.append(b"x")
+        ids = [log.id for log in logs] + list(range(10_000, 10_000 + 99_997))
+        sent: list[tuple[str, int]] = []
+        call = sw._call
+
+        def counting(method: str, request: object, **kwargs: bool) -> object:
+            sent.append((method, len(request.log_ids)))  # type: ignore[attr-defined]
+            return call(method, request, **kwargs)
+
+        sw._call = counting  # type: ignore[method-assign]
+        bounds = sw.logs.bounds(ids)
+        counts = sw.logs.append_counts(ids)
+        assert sorted(bounds) == [log.id for log in logs] and all(b.tail_lsn > 0 for b in bounds.values())
+        assert len(counts) == len(ids) and [counts[log.id].records for log in logs] == [1, 1, 1]
+        assert {method for method, _ in sent} == {"GetLogBounds", "AppendCounts"}
+        assert sum(n for _, n in sent) == 2 * len(ids) and max(n for _, n in sent) <= 20_000

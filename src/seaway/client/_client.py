@@ -381,22 +381,25 @@ class RemoteLogs:
 
     def append_counts(self, log_ids: Iterable[int]) -> dict[int, AppendCounts]:
         """As :meth:`seaway.log.Logs.append_counts`: counted since the server's store opened."""
-        ids = check_log_ids(log_ids)
-        reply: pb.AppendCountsReply = self._client._call("AppendCounts", pb.AppendCountsRequest(log_ids=ids))
-        if len(reply.records) != len(ids) or len(reply.payload_bytes) != len(ids):
-            raise ServerError(f"the server answered {len(reply.records)} counts for {len(ids)} logs")
-        return {log_id: AppendCounts(records, size)
-                for log_id, records, size in zip(ids, reply.records, reply.payload_bytes, strict=True)}
+        found: dict[int, AppendCounts] = {}
+        for ids in _parts(check_log_ids(log_ids)):
+            reply: pb.AppendCountsReply = self._client._call("AppendCounts", pb.AppendCountsRequest(log_ids=ids))
+            if len(reply.records) != len(ids) or len(reply.payload_bytes) != len(ids):
+                raise ServerError(f"the server answered {len(reply.records)} counts for {len(ids)} logs")
+            found.update((log_id, AppendCounts(records, size))
+                         for log_id, records, size in zip(ids, reply.records, reply.payload_bytes, strict=True))
+        return found
 
     def bounds(self, log_ids: Iterable[int]) -> dict[int, LogBounds]:
-        """As :meth:`seaway.log.Logs.bounds`: one round trip for all the logs."""
-        ids = check_log_ids(log_ids)
-        reply: pb.LogBoundsReply = self._client._call("GetLogBounds", pb.LogBoundsRequest(log_ids=ids))
-        asked = set(ids)
-        found = {item.log_id: LogBounds(item.tail_lsn, item.final_lsn if item.HasField("final_lsn") else None,
-                                        item.trim_point) for item in reply.logs}
-        if not found.keys() <= asked:
-            raise ServerError("the server answered the bounds of logs not asked about")
+        """As :meth:`seaway.log.Logs.bounds`: one round trip for up to 20,000 logs."""
+        found: dict[int, LogBounds] = {}
+        for ids in _parts(check_log_ids(log_ids)):
+            reply: pb.LogBoundsReply = self._client._call("GetLogBounds", pb.LogBoundsRequest(log_ids=ids))
+            part = {item.log_id: LogBounds(item.tail_lsn, item.final_lsn if item.HasField("final_lsn") else None,
+                                           item.trim_point) for item in reply.logs}
+            if not part.keys() <= set(ids):
+                raise ServerError("the server answered the bounds of logs not asked about")
+            found.update(part)
         return found
 
     def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False,
@@ -631,6 +634,17 @@ class RemoteTxn:
         found = [txn_info_from_msg(info) for reply in self._client._pages("TxnList") for info in reply.transactions]
         last = {info.id: at for at, info in enumerate(found)}
         return [info for at, info in enumerate(found) if last[info.id] == at]
+
+
+_LOGS_PER_CALL = 20_000
+"""Logs one ``GetLogBounds`` or ``AppendCounts`` call names: a reply about a log is at most 46 bytes,
+so the reply to one part stays under 1 MiB (a call may name 100,000 logs; a reply carries at most
+2 MiB)."""
+
+
+def _parts(ids: builtins.list[int]) -> Iterator[builtins.list[int]]:
+    for at in range(0, len(ids), _LOGS_PER_CALL):
+        yield ids[at:at + _LOGS_PER_CALL]
 
 
 def _check_txn_id(value: object) -> int:
