@@ -591,7 +591,8 @@ class LogsDB:
             self._db.flush_wal(True)
         except Exception as exc:
             raise self._fail_stop(StorageError(f"RocksDB write-ahead log sync failed: {exc}")) from exc
-        self._show_ledger(ledger)
+        if (ledger.tail, ledger.head) != self._ledger_shown:  # most syncs (appends') change nothing of it
+            self._show_ledger(ledger)
 
     def _show_ledger(self, durable: _LedgerState) -> None:
         """Let readers see the ledger as far as ``durable`` (applied and since synced): an entry
