@@ -131,6 +131,25 @@ def test_a_metadata_batch_writes_its_entry_with_it_or_not_at_all(api: Api) -> No
     assert sw.meta.get("ledger-test", scope.encode()).value == b"1"
 
 
+def test_reads_of_the_largest_entries_at_the_largest_limit_return_a_bounded_part(sw: seaway.Seaway) -> None:
+    # 40 changes near the 64 KiB most: 2.5 MB, more than one server reply carries. Embedded only:
+    # a client may not append to a server's ledger (docs/security.md); tests/server/test_pages.py
+    # reads a server's ledger at its reply bound.
+    name = "big"
+    changes = [NotifyConfigured(f"{name}-{i}", "x" * (CHANGE_BYTES_MAX - 200)) for i in range(40)]
+    first = sw.ledger.append(changes[0])
+    for change in changes[1:]:
+        sw.ledger.append(change)
+    got = sw.ledger.read(first, READ_LIMIT_MAX)
+    assert 0 < len(got) < 40 and sum(len(e.change.config) for e in got) <= 1 << 20  # type: ignore[attr-defined]
+    index, read = first, []
+    while len(read) < 40:
+        part = sw.ledger.read(index, READ_LIMIT_MAX)
+        read += [e for e in part if e.resource.startswith(f"notify/{name}-")]
+        index = part[-1].index + 1
+    assert [e.change for e in read] == changes
+
+
 def test_floors_are_registered_moved_and_removed(api: Api) -> None:
     sw = api.sw
     name = api.name("reader")

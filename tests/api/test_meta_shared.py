@@ -86,3 +86,23 @@ def test_compare_and_set_from_many_connections(api: Api) -> None:
         for s in stores:
             s.close()
     assert api.sw.meta.get(ns, b"n").value == b"60"
+
+
+def test_a_scan_at_its_limits_returns_everything_embedded_and_remote(api: Api) -> None:
+    # 10,000 keys (a scan's most) of 1 KiB: 10 MiB, past what one server reply may carry; and
+    # values of the largest size, each alone bigger than half a reply.
+    ns, big = api.name("ns"), api.name("ns")
+    meta = api.sw.meta
+    batch = meta.batch()
+    for i in range(10_000):
+        batch.put(ns, b"delta/%05d" % i, b"%05d" % i + b"d" * 1019)
+    batch.commit()
+    rows = meta.scan(ns, prefix=b"delta/", limit=10_000)
+    assert [k for k, _ in rows] == [b"delta/%05d" % i for i in range(10_000)]
+    assert all(v.value[:5] == k[6:] and len(v.value) == 1024 for k, v in rows)
+    assert len(list(meta.scan_all(ns, page=10_000))) == 10_000
+    largest = 1 << 20
+    meta.batch().put(big, b"a", b"a" * largest).put(big, b"b", b"b" * largest).put(big, b"c", b"c" * largest).commit()
+    assert [(k, len(v.value), v.value[:1]) for k, v in meta.scan(big, limit=3)] == \
+        [(b"a", largest, b"a"), (b"b", largest, b"b"), (b"c", largest, b"c")]
+    assert [k for k, _ in meta.scan(big, start=b"b", limit=1)] == [b"b"]

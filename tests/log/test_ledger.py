@@ -158,3 +158,18 @@ def test_watch_wakes_a_reader_after_each_write_of_entries_and_stops_when_asked(t
         unwatch()
         sw.logs.create("watched.b")
         assert seen == [head + 1, head + 2] and sw.ledger.bounds()[1] == head + 3
+
+
+def test_retention_records_the_trim_points_it_raises(tmp_path: Path, clock: FakeClock) -> None:
+    config = SeawayConfig(logs=LogStoreConfig(logsdb=LogsDBConfig(partition_duration_s=60)),
+                          ledger=LedgerConfig(prune_interval_s=None))
+    with seaway.Seaway(tmp_path, config, clock) as sw:
+        short = sw.logs.create("short", backlog_s=600)
+        last = short.append(b"old")
+        clock.advance(61)
+        sw.logs.create("forever").append(b"newest")  # a new partition: the old one may go
+        clock.advance(600)
+        head = sw.ledger.bounds()[1]
+        assert sw.logs.run_retention() == [1]
+        assert short.trim_point() == last
+        assert [e.change for e in sw.ledger.read(head + 1)] == [LogTrimmed(short.id, "short", last)]

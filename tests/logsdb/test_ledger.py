@@ -13,7 +13,7 @@ from seaway.testing import FakeClock
 
 
 def _changes(db: LogsDB, index_from: int = 0) -> list[tuple[int, object]]:
-    return [(i, LedgerEntry.decode(i, raw).change) for i, raw in db.ledger_read(index_from, 100)]
+    return [(i, LedgerEntry.decode(i, raw).change) for i, raw in db.ledger_read(index_from, 100, 1 << 20)]
 
 
 def test_entries_go_with_their_change_and_survive_a_reopen(tmp_path: Path, clock: FakeClock) -> None:
@@ -33,7 +33,7 @@ def test_entries_go_with_their_change_and_survive_a_reopen(tmp_path: Path, clock
         assert db.ledger_bounds() == (1, 3)
         assert db.ledger_append(encode_change(a)) == 4
         assert _changes(db, 3) == [(3, c), (4, a)]
-        entry = LedgerEntry.decode(*db.ledger_read(4, 1)[0])
+        entry = LedgerEntry.decode(*db.ledger_read(4, 1, 1 << 20)[0])
         assert entry.time_ms == clock.now_ms() and entry.resource == "scope/a"
 
 
@@ -42,10 +42,10 @@ def test_pruning_is_by_range_and_indexes_never_go_back(tmp_path: Path, clock: Fa
         for i in range(10):
             db.ledger_append(encode_change(ScopeCreated(f"s{i}")))
         assert db.ledger_prune(4) == 5
-        assert [i for i, _ in db.ledger_read(0, 100)] == [5, 6, 7, 8, 9, 10]
+        assert [i for i, _ in db.ledger_read(0, 100, 1 << 20)] == [5, 6, 7, 8, 9, 10]
         assert db.ledger_prune(2) == 5  # already gone
         assert db.ledger_prune(99) == 11  # no further than the head
-        assert db.ledger_bounds() == (11, 10) and db.ledger_read(0, 100) == []
+        assert db.ledger_bounds() == (11, 10) and db.ledger_read(0, 100, 1 << 20) == []
     with LogsDB(tmp_path, clock=clock) as db:
         assert db.ledger_bounds() == (11, 10)
         assert db.ledger_append(encode_change(ScopeCreated("next"))) == 11

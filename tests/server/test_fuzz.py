@@ -42,14 +42,14 @@ REQUESTS = int(os.environ.get("SEAWAY_FUZZ_REQUESTS", "6000"))
 TXNS_CHECKED = 2000
 METHODS = {
     "Health": pb.Empty, "CreateLog": pb.CreateLogRequest, "CreateGroup": pb.CreateGroupRequest,
-    "GetLog": pb.LogRef, "ListLogs": pb.Empty, "Append": pb.AppendRequest, "AppendMany": pb.AppendManyRequest,
+    "GetLog": pb.LogRef, "ListLogs": pb.PageRequest, "Append": pb.AppendRequest, "AppendMany": pb.AppendManyRequest,
     "Trim": pb.TrimRequest,
     "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "ReadMany": pb.ReadControls,
     "SealLog": pb.LogRef, "DeleteLog": pb.LogRef, "AppendCounts": pb.AppendCountsRequest,
     "GetLogBounds": pb.LogBoundsRequest,
     "TxnBegin": pb.TxnBeginRequest, "TxnRegister": pb.TxnRegisterRequest, "TxnCommit": pb.TxnCommitRequest,
     "TxnCommitAll": pb.TxnCommitAllRequest,
-    "TxnAbort": pb.TxnRef, "TxnStatus": pb.TxnRef, "TxnSnapshot": pb.Empty, "TxnList": pb.Empty,
+    "TxnAbort": pb.TxnRef, "TxnStatus": pb.TxnRef, "TxnSnapshot": pb.Empty, "TxnList": pb.PageRequest,
     "LedgerBounds": pb.Empty, "LedgerRead": pb.LedgerReadRequest, "LedgerAppend": pb.LedgerAppendRequest,
     "LedgerPrune": pb.LedgerPruneRequest, "MetaCommit": pb.MetaBatch,
     "MetaGet": pb.MetaKey, "MetaScan": pb.MetaScanRequest, "LedgerSetFloor": pb.LedgerFloorRequest,
@@ -168,6 +168,11 @@ def _valid(method: str, rng: random.Random, known_ids: list[int], txn_ids: Seque
     if method == "GetLogBounds":
         count = rng.choice([0, 1, 3, 1000, 100_001])
         return pb.LogBoundsRequest(log_ids=[rng.choice([*known_ids, _u64(rng)]) for _ in range(count)])
+    if method in ("ListLogs", "TxnList"):  # a page after a key of the right width or not
+        page = pb.PageRequest()
+        if rng.random() < 0.5:
+            page.after = rng.randbytes(rng.choice([0, 8, 9, 16]))
+        return page
     if method.startswith("Txn"):
         return _valid_txn(method, rng, known_ids, txn_ids)
     if method.startswith(("Ledger", "Meta")):

@@ -167,6 +167,19 @@ class RemoteSeaway:
                 raise error
             time.sleep(self._retry.delay_s(attempt))
 
+    def _pages(self, method: str) -> Iterator[Any]:
+        """The replies of a list call answered in pages (``PageRequest``), each asked for after the
+        one before; each call is retried as :meth:`_call` does."""
+        request = pb.PageRequest()
+        while True:
+            reply = self._call(method, request)
+            yield reply
+            if not reply.HasField("next"):
+                return
+            if request.HasField("after") and reply.next <= request.after:
+                raise ServerError(f"the server's pages of {method} do not move on")
+            request = pb.PageRequest(after=reply.next)
+
     def _call_async(self, method: str, request: Any) -> Future[Any]:
         self._check_open()
         outer: Future[Any] = Future()
@@ -359,16 +372,26 @@ class RemoteLogs:
         return self.get(log)
 
     def list(self) -> builtins.list[RemoteLog]:
-        reply: pb.LogList = self._client._call("ListLogs", pb.Empty())
-        return [RemoteLog(self, log_info_from_msg(info)) for info in reply.logs]
+        """Every log, read in as many replies as it takes (see ``PageRequest`` in the protocol)."""
+        return [RemoteLog(self, log_info_from_msg(info))
+                for reply in self._client._pages("ListLogs") for info in reply.logs]
 
     def groups(self) -> builtins.list[LogGroup]:
-        reply: pb.GroupList = self._client._call("ListGroups", pb.Empty())
-        return [LogGroup(g.name, g.first_id, g.last_id, overrides_from_msg(g.attributes)) for g in reply.groups]
+        return [LogGroup(g.name, g.first_id, g.last_id, overrides_from_msg(g.attributes))
+                for reply in self._client._pages("ListGroups") for g in reply.groups]
 
     def partitions(self) -> builtins.list[PartitionInfo]:
-        reply: pb.PartitionList = self._client._call("ListPartitions", pb.Empty())
-        return [PartitionInfo(p.partition_id, p.created_ms, p.size_bytes, tuple(p.log_ids)) for p in reply.partitions]
+        """Every partition; one with more logs than a reply carries comes in pieces, joined here."""
+        out: builtins.list[PartitionInfo] = []
+        for reply in self._client._pages("ListPartitions"):
+            for p in reply.partitions:
+                if out and out[-1].partition_id == p.partition_id:
+                    prev = out[-1]
+                    out[-1] = PartitionInfo(prev.partition_id, prev.created_ms, prev.size_bytes,
+                                            prev.log_ids + tuple(p.log_ids))
+                else:
+                    out.append(PartitionInfo(p.partition_id, p.created_ms, p.size_bytes, tuple(p.log_ids)))
+        return out
 
     def run_retention(self) -> builtins.list[int]:
         """Drop the time partitions no log retains any more; return their ids."""
@@ -377,22 +400,25 @@ class RemoteLogs:
 
     def append_counts(self, log_ids: Iterable[int]) -> dict[int, AppendCounts]:
         """As :meth:`seaway.log.Logs.append_counts`: counted since the server's store opened."""
-        ids = check_log_ids(log_ids)
-        reply: pb.AppendCountsReply = self._client._call("AppendCounts", pb.AppendCountsRequest(log_ids=ids))
-        if len(reply.records) != len(ids) or len(reply.payload_bytes) != len(ids):
-            raise ServerError(f"the server answered {len(reply.records)} counts for {len(ids)} logs")
-        return {log_id: AppendCounts(records, size)
-                for log_id, records, size in zip(ids, reply.records, reply.payload_bytes, strict=True)}
+        found: dict[int, AppendCounts] = {}
+        for ids in _parts(check_log_ids(log_ids)):
+            reply: pb.AppendCountsReply = self._client._call("AppendCounts", pb.AppendCountsRequest(log_ids=ids))
+            if len(reply.records) != len(ids) or len(reply.payload_bytes) != len(ids):
+                raise ServerError(f"the server answered {len(reply.records)} counts for {len(ids)} logs")
+            found.update((log_id, AppendCounts(records, size))
+                         for log_id, records, size in zip(ids, reply.records, reply.payload_bytes, strict=True))
+        return found
 
     def bounds(self, log_ids: Iterable[int]) -> dict[int, LogBounds]:
-        """As :meth:`seaway.log.Logs.bounds`: one round trip for all the logs."""
-        ids = check_log_ids(log_ids)
-        reply: pb.LogBoundsReply = self._client._call("GetLogBounds", pb.LogBoundsRequest(log_ids=ids))
-        asked = set(ids)
-        found = {item.log_id: LogBounds(item.tail_lsn, item.final_lsn if item.HasField("final_lsn") else None,
-                                        item.trim_point) for item in reply.logs}
-        if not found.keys() <= asked:
-            raise ServerError("the server answered the bounds of logs not asked about")
+        """As :meth:`seaway.log.Logs.bounds`: one round trip for up to 20,000 logs."""
+        found: dict[int, LogBounds] = {}
+        for ids in _parts(check_log_ids(log_ids)):
+            reply: pb.LogBoundsReply = self._client._call("GetLogBounds", pb.LogBoundsRequest(log_ids=ids))
+            part = {item.log_id: LogBounds(item.tail_lsn, item.final_lsn if item.HasField("final_lsn") else None,
+                                           item.trim_point) for item in reply.logs}
+            if not part.keys() <= set(ids):
+                raise ServerError("the server answered the bounds of logs not asked about")
+            found.update(part)
         return found
 
     def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False,
@@ -433,8 +459,14 @@ class RemoteMetadataStore(MetaApi):
             request.start = start
         if end is not None:
             request.end = end
-        reply: pb.MetaScanReply = self._client._call("MetaScan", request)
-        return [(e.key, Versioned(e.value, e.version)) for e in reply.entries]
+        out: list[tuple[bytes, Versioned]] = []
+        while True:  # a reply stops at the server's byte bound: scan on from the last key
+            reply: pb.MetaScanReply = self._client._call("MetaScan", request)
+            out += [(e.key, Versioned(e.value, e.version)) for e in reply.entries]
+            if not reply.more or not reply.entries or len(out) >= limit:
+                return out
+            request.start = reply.entries[-1].key + b"\x00"
+            request.limit = limit - len(out)
 
     def commit(self, batch: MetaBatch, *, sync: bool = True) -> int:
         reply: pb.MetaCommitReply = self._client._call("MetaCommit", meta_batch_to_msg(batch), idempotent=False)
@@ -670,8 +702,22 @@ class RemoteTxn:
         return Snapshot.decode(reply.snapshot), reply.default_timeout_s
 
     def list(self) -> builtins.list[TxnInfo]:
-        reply: pb.TxnListReply = self._client._call("TxnList", pb.Empty())
-        return [txn_info_from_msg(info) for info in reply.transactions]
+        """As the manager's: in progress, then invalid, each by id. Read in pages, so a transaction
+        that ended meanwhile may come twice: it is kept once, as last seen."""
+        found = [txn_info_from_msg(info) for reply in self._client._pages("TxnList") for info in reply.transactions]
+        last = {info.id: at for at, info in enumerate(found)}
+        return [info for at, info in enumerate(found) if last[info.id] == at]
+
+
+_LOGS_PER_CALL = 20_000
+"""Logs one ``GetLogBounds`` or ``AppendCounts`` call names: a reply about a log is at most 46 bytes,
+so the reply to one part stays under 1 MiB (a call may name 100,000 logs; a reply carries at most
+2 MiB)."""
+
+
+def _parts(ids: builtins.list[int]) -> Iterator[builtins.list[int]]:
+    for at in range(0, len(ids), _LOGS_PER_CALL):
+        yield ids[at:at + _LOGS_PER_CALL]
 
 
 def _check_txn_id(value: object) -> int:

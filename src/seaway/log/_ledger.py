@@ -4,8 +4,9 @@ pruning by range, and the *floors* that hold the soft bound back for slow reader
 Entries are written by the layers that make the changes, each in the same atomic write as its
 change (see :mod:`seaway.ledger`). This module reads them and keeps the ledger bounded:
 
-- the hard bound (``LogsDBConfig.ledger_hard_entries_max``) is exact and applied in the write that
-  would pass it, which drops the oldest tenth of the entries as one range, whoever has read them;
+- the hard bound (``LogsDBConfig.ledger_hard_entries_max`` entries and ``ledger_hard_bytes_max``
+  bytes) is exact and applied in the write that would pass it, which drops the oldest entries as
+  one range, down to nine tenths of the bound, whoever has read them;
 - the soft bound (:class:`LedgerConfig`) keeps at most ``soft_entries_max`` entries, but never
   drops an entry above a registered reader's *floor* (the last index it has processed, see
   :meth:`LedgerApi.set_floor`). A pass applies it every ``prune_interval_s`` in the process that
@@ -46,7 +47,8 @@ _FLOOR_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
 
 @dataclass(frozen=True)
 class LedgerConfig:
-    """The ledger's soft bound (its hard bound is ``LogsDBConfig.ledger_hard_entries_max``)."""
+    """The ledger's soft bound (its hard bound is ``LogsDBConfig.ledger_hard_entries_max`` and
+    ``ledger_hard_bytes_max``)."""
 
     soft_entries_max: int = 100_000
     """Entries kept once every registered reader has read them; older ones are pruned only up to
@@ -168,14 +170,10 @@ class LedgerStore(LedgerApi):
 
     def read(self, index_from: int, limit: int = 1000) -> list[LedgerEntry]:
         check_ledger_read(index_from, limit)
-        out: list[LedgerEntry] = []
-        size = 0
-        for index, stored in self._db.ledger_read(index_from, limit):
-            size += len(stored)
-            if out and size > READ_BYTES_MAX:
-                break
-            out.append(LedgerEntry.decode(index, stored))
-        return out
+        # Bounded by bytes in the store, before the entries are loaded: a limit of 10,000 entries
+        # of up to 64 KiB each would otherwise load 655 MB to return 1 MiB.
+        return [LedgerEntry.decode(index, stored)
+                for index, stored in self._db.ledger_read(index_from, limit, READ_BYTES_MAX)]
 
     def append(self, change: Change) -> int:
         return self._db.ledger_append(encode_change(change))

@@ -546,7 +546,16 @@ class Logs:
     def run_retention(self) -> builtins.list[int]:
         """Drop the partitions none of whose records is retained any more; return their ids."""
         self._check_open()
-        return self._store.logsdb.drop_expired(self._config.backlog_ms)
+        return self._store.logsdb.drop_expired(self._config.backlog_ms, self._trimmed_by_retention)
+
+    def _trimmed_by_retention(self, log_id: int, trim_point: int) -> bytes | None:
+        """The ledger entry of a trim point that retention raises, written with it (a log deleted
+        meanwhile has its own entry, and none for this)."""
+        try:
+            info = self._config.get(log_id)
+        except UnknownLogError:  # or deleted (a subclass)
+            return None
+        return encode_change(LogTrimmed(log_id, info.name, trim_point))
 
     def partitions(self) -> builtins.list[PartitionInfo]:
         self._check_open()

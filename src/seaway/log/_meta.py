@@ -288,11 +288,19 @@ class MetadataStore(MetaApi):
         """Up to ``limit`` keys of the namespace that start with ``prefix``, from ``start`` (inclusive)
         to ``end`` (exclusive), in byte order. A seek and a walk: the cost does not grow with what
         else the store holds."""
+        return self.scan_page(namespace, prefix=prefix, start=start, end=end, limit=limit)[0]
+
+    def scan_page(self, namespace: str, *, prefix: bytes = b"", start: bytes | None = None,
+                  end: bytes | None = None, limit: int = 1000,
+                  bytes_max: int | None = None) -> tuple[list[tuple[bytes, Versioned]], bool]:
+        """As :meth:`scan`, also bounded by ``bytes_max`` bytes of keys and values (checked as
+        they are read: one key comes however large); and whether it stopped at that bound with
+        keys left. (A server's replies are pages of this: more is read from the last key + 0x00.)"""
         lo, hi = scan_bounds(namespace, prefix, start, end, limit)
         if lo >= hi:
-            return []
-        return [(decode_key(full)[1], Versioned(value, version))
-                for full, version, value in self._db.kv_scan(lo, hi, limit)]
+            return [], False
+        rows, more = self._db.kv_scan(lo, hi, limit, bytes_max)
+        return [(decode_key(full)[1], Versioned(value, version)) for full, version, value in rows], more
 
     def commit(self, batch: MetaBatch, *, sync: bool = True) -> int:
         """Apply ``batch`` atomically; return its revision, the version of every key it put.

@@ -42,6 +42,12 @@ class LogsDBConfig:
     """The most change ledger entries kept, whatever their readers have read: a write whose entry
     would pass it drops the oldest tenth of them (one range) in the same batch. It protects the
     disk; the soft bound (``seaway.LedgerConfig``) is what waits for slow readers."""
+    ledger_hard_bytes_max: int = 1 << 30
+    """The most bytes of change ledger entries kept (each entry's change and its 8-byte time),
+    whatever their readers have read: a write whose entries would pass it drops the oldest entries
+    (one range) down to nine tenths of it, in the same batch. At least 1 MiB (a change is at most
+    64 KiB): with the entry bound, the ledger holds at most ``min(ledger_hard_entries_max entries,
+    ledger_hard_bytes_max bytes)``."""
 
     def __post_init__(self) -> None:
         if self.partition_duration_s <= 0:
@@ -62,3 +68,5 @@ class LogsDBConfig:
             raise InvalidArgumentError(f"unknown compression {self.compression!r}")
         if not isinstance(self.ledger_hard_entries_max, int) or not 1 <= self.ledger_hard_entries_max <= 2**40:
             raise InvalidArgumentError("ledger_hard_entries_max must be in [1, 2**40]")
+        if not isinstance(self.ledger_hard_bytes_max, int) or not 1 << 20 <= self.ledger_hard_bytes_max <= 2**50:
+            raise InvalidArgumentError("ledger_hard_bytes_max must be in [2**20 (1 MiB), 2**50]")

@@ -18,8 +18,9 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import Any, NamedTuple, ParamSpec, TypeVar, cast
 
 from rocksdict import (
     DBCompressionType,
@@ -81,6 +82,8 @@ _P_KV_REVISION = b"R"  # -> the metadata store's last revision
 _P_FORGOT = b"G"  # + log id -> empty: the log has forgotten a producer (see LogsDBConfig.producers_per_log_max)
 _P_LEDGER = b"L"  # + index -> a change ledger entry (time + change; see seaway.ledger), written with its change
 _P_LEDGER_HEAD = b"H"  # -> the last ledger index written (kept when its entry is pruned)
+_P_LEDGER_START = b"C"  # + index -> bytes of every ledger entry written before it (for the byte bound)
+_P_LEDGER_WRITTEN = b"W"  # -> bytes of every ledger entry ever written
 
 _EPOCH_ENDS_LOGS_MAX = 16_384
 """Logs whose epoch ends are kept in memory (the most recently read)."""
@@ -129,6 +132,35 @@ def _segment_name(partition_id: int) -> str:
 _SEGMENT_NAME = re.compile(r"p[0-9a-f]{16}\.seg")
 
 
+class _LedgerState(NamedTuple):
+    """The change ledger as the writes so far left it (see :meth:`LogsDB._ledger_add`)."""
+
+    tail: int
+    """The first index kept (``head + 1`` when none is)."""
+    head: int
+    """The last index written."""
+    written: int
+    """Bytes of every entry ever written (its time and change)."""
+    tail_start: int
+    """Bytes of every entry written before the tail: ``written - tail_start`` are kept."""
+
+
+@dataclass
+class _RetentionPlan:
+    """What a retention pass found expired (see :meth:`LogsDB.drop_expired`)."""
+
+    now_ms: int
+    backlog_ms_of: Callable[[int], int | None]
+    drop: dict[int, dict[int, fmt.DirEntry]] = field(default_factory=dict)
+    """The oldest partitions none of whose records is retained: partition -> its logs' entries."""
+    reclaim: dict[int, dict[int, fmt.DirEntry]] = field(default_factory=dict)
+    """In the other partitions but the newest: partition -> the logs none of whose records is retained."""
+    ranges: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
+    """Where each reclaimed ``(partition, log)`` keeps bytes in the partition's segment file."""
+    ledger: dict[tuple[int, int], bytes | None] = field(default_factory=dict)
+    """The ledger entry recording each ``(log, trim point)`` the pass may set."""
+
+
 class LogsDB:
     """The local log store. Thread-safe: one writer at a time, any number of concurrent readers.
 
@@ -149,6 +181,8 @@ class LogsDB:
         # Group commit of metadata batches: each is applied under the writers' lock, then made
         # durable by one WAL sync that covers every batch applied before it started.
         self._sync_lock = threading.Lock()
+        self._retention_lock = threading.Lock()  # one retention pass at a time (see drop_expired)
+        self._dropping: dict[int, tuple[Any, Segment]] = {}  # partitions unregistered, their files not yet dropped
         self._kv_applied = 0  # metadata batches applied
         self._kv_synced = 0  # of which durable
         self._closed = False
@@ -265,9 +299,14 @@ class LogsDB:
         raw_revision = self._meta.get(_P_KV_REVISION)
         self._kv_revision = fmt.decode_u64(raw_revision) if raw_revision is not None else 0
         raw_head = self._meta.get(_P_LEDGER_HEAD)
-        self._ledger_head = fmt.decode_u64(raw_head) if raw_head is not None else 0
+        head = fmt.decode_u64(raw_head) if raw_head is not None else 0
         first = next(self._meta_scan(_P_LEDGER), None)
-        self._ledger_tail = fmt.decode_u64(first[0][1:]) if first is not None else self._ledger_head + 1
+        tail = fmt.decode_u64(first[0][1:]) if first is not None else head + 1
+        raw_written = self._meta.get(_P_LEDGER_WRITTEN)
+        written = fmt.decode_u64(raw_written) if raw_written is not None else 0
+        state = _LedgerState(tail, head, written, 0)
+        self._ledger = state._replace(tail_start=self._ledger_start(tail, {}, state))
+        self._ledger_shown = (tail, head)
         self._seal: dict[int, int] = self._load_u64_map(_P_SEAL)
         self._epoch_ends: OrderedDict[int, dict[int, int]] = OrderedDict()  # recently read logs' (LRU)
         self._epoch_ends_generation = 0  # changed by every write of epoch ends
@@ -297,7 +336,7 @@ class LogsDB:
 
     def close(self) -> None:
         """Close the store; idempotent. Later calls raise :class:`ClosedError`."""
-        with self._write_lock, self._lock:
+        with self._retention_lock, self._write_lock, self._lock:
             if self._closed:
                 return
             self._closed = True
@@ -311,6 +350,10 @@ class LogsDB:
         for segment in self._segments.values():
             segment.close()
         self._segments.clear()
+        for cf, segment in self._dropping.values():  # a failed drop left them (see _drop_family)
+            cf.close()
+            segment.close()
+        self._dropping.clear()
         if hasattr(self, "_meta"):
             self._meta.close()
             del self._meta, self._meta_handle
@@ -550,10 +593,21 @@ class LogsDB:
         """Make every write stored so far durable (for writers that store with ``sync=False`` and
         sync later, while the next write goes on). Lets other threads run meanwhile."""
         self._check_writable()
+        ledger = self._ledger  # what this sync makes durable: applied before it starts
         try:
             self._db.flush_wal(True)
         except Exception as exc:
             raise self._fail_stop(StorageError(f"RocksDB write-ahead log sync failed: {exc}")) from exc
+        if (ledger.tail, ledger.head) != self._ledger_shown:  # most syncs (appends') change nothing of it
+            self._show_ledger(ledger)
+
+    def _show_ledger(self, durable: _LedgerState) -> None:
+        """Let readers see the ledger as far as ``durable`` (applied and since synced): an entry
+        read before its sync could be lost to a power loss, and its index then reused for another
+        change that a reader would skip as already delivered."""
+        with self._lock:
+            shown_tail, shown_head = self._ledger_shown
+            self._ledger_shown = (max(shown_tail, durable.tail), max(shown_head, durable.head))
 
     def _partition_for_write(self) -> int:
         now_ms = self._clock.now_ms()
@@ -615,7 +669,7 @@ class LogsDB:
                 batch.delete(key, self._meta_handle)
             else:
                 batch.put(key, value, self._meta_handle)
-            kept = self._ledger_add(batch, ledger)
+            kept = self._ledger_add(batch, (ledger,))
             self._apply(batch, sync=False)
             self._ledger_kept(kept)
             self.sync_wal()
@@ -632,24 +686,69 @@ class LogsDB:
 
     # --- the change ledger ------------------------------------------------------------------------
 
-    def _ledger_add(self, batch: WriteBatch, body: bytes) -> tuple[int, int]:
-        """Put the next ledger entry into ``batch`` (under the writers' lock), and, if it would
-        pass the hard bound, a range delete of the oldest tenth; return ``(tail, head)`` as they
-        are once the batch is applied (see :meth:`_ledger_kept`)."""
-        index = self._ledger_head + 1
-        batch.put(_P_LEDGER + _u64(index), _u64(self._clock.now_ms()) + body, self._meta_handle)
-        batch.put(_P_LEDGER_HEAD, _u64(index), self._meta_handle)
-        tail, hard = self._ledger_tail, self._config.ledger_hard_entries_max
-        if index - tail + 1 > hard:
-            # A range, not the one oldest entry: the next hard prune is a tenth of the bound away.
-            kept = hard - hard // 10
-            batch.delete_range(_P_LEDGER + _u64(tail), _P_LEDGER + _u64(index - kept + 1), self._meta_handle)
-            tail = index - kept + 1
-        return tail, index
+    def _ledger_add(self, batch: WriteBatch, bodies: Sequence[bytes]) -> _LedgerState:
+        """Put the next ledger entries into ``batch`` (under the writers' lock), and, if they would
+        pass the hard bound (in entries or in bytes), a range delete of the oldest entries, down to
+        nine tenths of it; return the ledger as it is once the batch is applied (see
+        :meth:`_ledger_kept`)."""
+        tail, head, written, _ = self._ledger
+        now = _u64(self._clock.now_ms())
+        starts: dict[int, int] = {}
+        for body in bodies:
+            head += 1
+            starts[head] = written
+            value = now + body
+            batch.put(_P_LEDGER + _u64(head), value, self._meta_handle)
+            batch.put(_P_LEDGER_START + _u64(head), _u64(written), self._meta_handle)
+            written += len(value)
+        batch.put(_P_LEDGER_HEAD, _u64(head), self._meta_handle)
+        batch.put(_P_LEDGER_WRITTEN, _u64(written), self._meta_handle)
+        grown = _LedgerState(tail, head, written, self._ledger.tail_start)
+        # A range, not the one oldest entry: the next hard prune is a tenth of the bound away.
+        entries_max, bytes_max = self._config.ledger_hard_entries_max, self._config.ledger_hard_bytes_max
+        new_tail = tail
+        if head - tail + 1 > entries_max:
+            new_tail = head - (entries_max - entries_max // 10) + 1
+        if written - self._ledger_start(new_tail, starts, grown) > bytes_max:
+            new_tail = self._ledger_bytes_cut(new_tail, starts, grown, bytes_max - bytes_max // 10)
+        if new_tail == tail:
+            return grown
+        self._ledger_delete_below(batch, tail, new_tail)
+        return _LedgerState(new_tail, head, written, self._ledger_start(new_tail, starts, grown))
 
-    def _ledger_kept(self, bounds: tuple[int, int]) -> None:
+    def _ledger_start(self, index: int, starts: dict[int, int], state: _LedgerState | None = None) -> int:
+        """Bytes of every entry written before entry ``index`` (kept, or the next to be written);
+        ``starts`` holds those of entries not applied yet. A store written before entries were
+        counted has none for its older entries: 0, so that they are the first to go."""
+        state = state or self._ledger
+        if index > state.head:
+            return state.written
+        if index in starts:
+            return starts[index]
+        raw = self._meta.get(_P_LEDGER_START + _u64(index))
+        return fmt.decode_u64(raw) if raw is not None else 0
+
+    def _ledger_bytes_cut(self, low: int, starts: dict[int, int], state: _LedgerState, bytes_max: int) -> int:
+        """The first index from which the entries kept hold at most ``bytes_max`` bytes: a binary
+        search over the entries' start offsets (a few point reads, whatever the ledger holds)."""
+        high = state.head + 1  # keeps nothing: within any bound
+        while low < high:
+            mid = (low + high) // 2
+            if state.written - self._ledger_start(mid, starts, state) <= bytes_max:
+                high = mid
+            else:
+                low = mid + 1
+        return low
+
+    def _ledger_delete_below(self, batch: WriteBatch, tail: int, new_tail: int) -> None:
+        for prefix in (_P_LEDGER, _P_LEDGER_START):
+            batch.delete_range(prefix + _u64(tail), prefix + _u64(new_tail), self._meta_handle)
+
+    def _ledger_kept(self, state: _LedgerState) -> None:
+        """The ledger as a write applied it; readers see it once a sync made it durable (see
+        :meth:`sync_wal`)."""
         with self._lock:
-            self._ledger_tail, self._ledger_head = bounds
+            self._ledger = state
 
     def _wake_ledger_readers(self) -> None:
         for listener in self._ledger_listeners:
@@ -670,44 +769,59 @@ class LogsDB:
         """Write a ledger entry on its own (durably); return its index."""
         with self._writing():
             batch = WriteBatch(raw_mode=True)
-            kept = self._ledger_add(batch, body)
+            kept = self._ledger_add(batch, (body,))
             self._apply(batch, sync=False)
             self._ledger_kept(kept)
         self.sync_wal()
         self._wake_ledger_readers()
-        return kept[1]
+        return kept.head
 
     def ledger_bounds(self) -> tuple[int, int]:
         """``(tail, head)``: the first index still kept and the last written; ``tail == head + 1``
-        when nothing is kept. Indexes go up by one an entry, across restarts and prunings."""
+        when nothing is kept. Indexes go up by one an entry, across restarts and prunings. Both
+        move only once what moved them is durable."""
         with self._lock:
-            return self._ledger_tail, self._ledger_head
+            return self._ledger_shown
 
     @_holding_no_handles
-    def ledger_read(self, index_from: int, limit: int) -> list[tuple[int, bytes]]:
+    def ledger_read(self, index_from: int, limit: int, bytes_max: int) -> list[tuple[int, bytes]]:
         """Up to ``limit`` entries from ``index_from`` on, as ``(index, stored bytes)`` (the time,
-        8 bytes big-endian, then the change), in index order; entries below the tail are gone."""
+        8 bytes big-endian, then the change), in index order; entries below the tail are gone.
+
+        Stops before the entry that would bring the stored bytes past ``bytes_max`` (one entry is
+        returned however large, when any is there), without loading it. Returns only durable
+        entries (a metadata batch applied unsynced is synced first, see :meth:`kv_commit`)."""
         self._check_open()
         self._kv_settled()
+        _, head = self.ledger_bounds()
         out: list[tuple[int, bytes]] = []
-        for key, value in self._meta_scan(_P_LEDGER, _P_LEDGER + _u64(max(index_from, 0))):
-            if len(out) >= limit:
+        size = 0
+        opts = ReadOptions()
+        opts.set_iterate_upper_bound(_P_LEDGER + _u64(head + 1))
+        it = self._meta.iter(opts)
+        it.seek(_P_LEDGER + _u64(max(index_from, 0)))
+        while it.valid() and len(out) < limit:
+            value = cast(bytes, it.value())
+            size += len(value)
+            if out and size > bytes_max:
                 break
-            out.append((fmt.decode_u64(key[1:]), value))
+            out.append((fmt.decode_u64(cast(bytes, it.key())[1:]), value))
+            it.next()
         return out
 
     @_holding_no_handles
     def ledger_prune(self, through: int) -> int:
         """Drop every entry up to index ``through`` (one range delete, durably); return the new tail."""
         with self._writing():
-            through = min(through, self._ledger_head)
-            if through < self._ledger_tail:
-                return self._ledger_tail
+            tail, head, written, _ = self._ledger
+            through = min(through, head)
+            if through < tail:
+                return tail
             batch = WriteBatch(raw_mode=True)
-            batch.delete_range(_P_LEDGER + _u64(self._ledger_tail), _P_LEDGER + _u64(through + 1), self._meta_handle)
+            self._ledger_delete_below(batch, tail, through + 1)
+            state = _LedgerState(through + 1, head, written, self._ledger_start(through + 1, {}))
             self._apply(batch, sync=False)
-            with self._lock:
-                self._ledger_tail = through + 1
+            self._ledger_kept(state)
         self.sync_wal()
         return through + 1
 
@@ -886,7 +1000,7 @@ class LogsDB:
                 else:
                     batch.delete_range(_P_KV + op.start, _P_KV + op.end, self._meta_handle)
             batch.put(_P_KV_REVISION, _u64(revision), self._meta_handle)
-            kept = self._ledger_add(batch, ledger) if ledger is not None else None
+            kept = self._ledger_add(batch, (ledger,)) if ledger is not None else None
             self._apply(batch, sync=False)
             self._kv_revision = revision
             if kept is not None:
@@ -943,8 +1057,11 @@ class LogsDB:
         return self._kv_read(key)
 
     @_holding_no_handles
-    def kv_scan(self, start: bytes, end: bytes, limit: int) -> list[tuple[bytes, int, bytes]]:
-        """Up to ``limit`` metadata keys in ``[start, end)``, in key order, as ``(key, version, value)``."""
+    def kv_scan(self, start: bytes, end: bytes, limit: int,
+                bytes_max: int | None = None) -> tuple[list[tuple[bytes, int, bytes]], bool]:
+        """Up to ``limit`` metadata keys in ``[start, end)``, in key order, as ``(key, version,
+        value)``; and whether the scan stopped at ``bytes_max`` (of keys and values) with keys left
+        to read: it stops before the key that would pass it (one key comes however large)."""
         self._check_open()
         self._kv_settled()
         opts = ReadOptions()
@@ -952,15 +1069,19 @@ class LogsDB:
         it = self._meta.iter(opts)
         it.seek(_P_KV + start)
         out: list[tuple[bytes, int, bytes]] = []
+        size = 0
         while it.valid() and len(out) < limit:
-            full = cast(bytes, it.key())
+            full, raw = cast(bytes, it.key()), cast(bytes, it.value())
+            size += len(full) + len(raw)
+            if bytes_max is not None and out and size > bytes_max:
+                return out, True
             try:
-                version, value = fmt.decode_kv(full, cast(bytes, it.value()))
+                version, value = fmt.decode_kv(full, raw)
             except fmt.HeaderCorrupt as exc:
                 raise CorruptionError(f"metadata key {full[1:]!r}: {exc}") from exc
             out.append((full[1:], version, value))
             it.next()
-        return out
+        return out, False
 
     @property
     def kv_revision(self) -> int:
@@ -1097,61 +1218,145 @@ class LogsDB:
     # --- retention ------------------------------------------------------------------------------
 
     @_holding_no_handles
-    def drop_expired(self, backlog_ms_of: Callable[[int], int | None]) -> list[int]:
-        """Drop the oldest partitions none of whose records is retained; return their ids.
+    def drop_expired(self, backlog_ms_of: Callable[[int], int | None],
+                     trimmed: Callable[[int, int], bytes | None] | None = None) -> list[int]:
+        """Drop the oldest partitions none of whose records is retained; return their ids. In a
+        partition another log still needs, delete the entries of each log none of whose records
+        there is retained (a log kept forever must not pin everyone's expired data).
 
         A log's records in a partition are retained unless all are at or below the log's trim point
         or, for a log with a backlog, all are older than ``now - backlog``. The newest partition is
-        never dropped. Each log's trim point is raised over what was dropped, so readers see TRIM.
+        never dropped. Each log's trim point is raised over what went, so readers see TRIM; with
+        ``trimmed``, each raise is recorded by the ledger entry ``trimmed(log_id, trim_point)``
+        returns (None: none), in the same atomic write.
+
+        What expired is decided without holding the writers' lock (``backlog_ms_of`` and
+        ``trimmed`` are called then; reading which entries sit in segment files too): partitions
+        other than the newest take no new entries, and what a log deletion changed meanwhile is
+        checked again. Then one write batch, with one sync, changes everything under the lock.
         """
-        dropped: list[int] = []
-        reclaimed: list[tuple[int, int]] = []
-        with self._writing():
-            now_ms = self._clock.now_ms()
-            newest = max(self._partitions, default=0)
-            for pid in sorted(self._partitions):
-                if pid == newest or not self._expired(pid, now_ms, backlog_ms_of):
-                    break
-                self._drop_partition(pid)
-                dropped.append(pid)
-            for pid in sorted(self._partitions):
-                if pid != newest:
-                    reclaimed += self._reclaim_expired_logs(pid, now_ms, backlog_ms_of)
+        with self._retention_lock:
+            plan = self._retention_plan(self._clock.now_ms(), backlog_ms_of, trimmed)
+            if not plan.drop and not plan.reclaim:
+                return []
+            with self._writing():
+                dropped, reclaimed, bodies = self._apply_retention(plan)
+            if bodies:
+                self._wake_ledger_readers()
+            for pid in dropped:
+                self._drop_family(pid)
         for pid, log_id in reclaimed:
             try:
+                self._segments[pid].punch(plan.ranges[(pid, log_id)])  # now that nothing refers to them
                 self._partitions[pid][1].compact_range(fmt.encode_key(log_id, 0), fmt.encode_key(log_id + 1, 0))
             except Exception:  # dropped meanwhile, or a failed compaction: only space is at stake
                 continue
         return dropped
 
-    def _reclaim_expired_logs(self, pid: int, now_ms: int,
-                              backlog_ms_of: Callable[[int], int | None]) -> list[tuple[int, int]]:
-        """In a partition another log still needs, delete the entries of each log none of whose
-        records there is retained (a log kept forever must not pin everyone's expired data). The
-        log's trim point rises over them, so readers see TRIM as after a drop. Returns the
-        ``(partition, log)`` pairs whose entries were deleted."""
-        gone = [(log_id, d) for log_id, d in self._directory[pid].items()
-                if self._log_expired(log_id, d, now_ms, backlog_ms_of)]
-        if not gone:
-            return []
+    def _retention_plan(self, now_ms: int, backlog_ms_of: Callable[[int], int | None],
+                        trimmed: Callable[[int, int], bytes | None] | None) -> _RetentionPlan:
+        """What a retention pass would drop and reclaim now (without the writers' lock)."""
+        with self._lock:
+            self._check_writable()
+            newest = max(self._partitions, default=0)
+            old = {pid: dict(self._directory[pid]) for pid in sorted(self._partitions) if pid != newest}
+        backlogs: dict[int, int | None] = {}
+
+        def backlog(log_id: int) -> int | None:
+            if log_id not in backlogs:
+                backlogs[log_id] = backlog_ms_of(log_id)
+            return backlogs[log_id]
+
+        plan = _RetentionPlan(now_ms, backlog)
+        for pid, entries in old.items():
+            if not self._all_expired(entries, plan):
+                break
+            plan.drop[pid] = entries
+        for pid, entries in old.items():
+            if pid not in plan.drop:
+                gone = {log_id: d for log_id, d in entries.items() if self._log_expired(log_id, d, plan)}
+                if gone:
+                    plan.reclaim[pid] = gone
+                    for log_id in gone:
+                        plan.ranges[(pid, log_id)] = self._segment_ranges(pid, log_id)
+        if trimmed is not None:  # a change for each trim point the pass may set (see _apply_retention)
+            for entries in (*plan.drop.values(), *plan.reclaim.values()):
+                for log_id, d in entries.items():
+                    if (log_id, d.lsn_max) not in plan.ledger:
+                        plan.ledger[(log_id, d.lsn_max)] = trimmed(log_id, d.lsn_max)
+        return plan
+
+    def _all_expired(self, entries: dict[int, fmt.DirEntry], plan: _RetentionPlan) -> bool:
+        return all(self._log_expired(log_id, d, plan) for log_id, d in entries.items())
+
+    def _log_expired(self, log_id: int, d: fmt.DirEntry, plan: _RetentionPlan) -> bool:
+        """Whether none of the log's records in a partition (``d``) is retained."""
+        if d.lsn_max <= self._trim.get(log_id, 0):
+            return True
+        backlog_ms = plan.backlog_ms_of(log_id)
+        return backlog_ms is not None and d.timestamp_ms_max < plan.now_ms - backlog_ms
+
+    def _apply_retention(self, plan: _RetentionPlan) -> tuple[list[int], list[tuple[int, int]], list[bytes]]:
+        """Carry out ``plan`` as far as it still holds, in one write batch (under the writers'
+        lock); return the partitions dropped, the ``(partition, log)`` pairs reclaimed and the
+        ledger entries written."""
         batch = WriteBatch(raw_mode=True)
-        handle = self._partitions[pid][2]
         raised: dict[int, int] = {}
-        in_segment = [r for log_id, _ in gone for r in self._segment_ranges(pid, log_id)]
-        for log_id, d in gone:
-            batch.delete_range(fmt.encode_key(log_id, 0), fmt.encode_key(log_id + 1, 0), handle)
-            batch.delete(_P_DIRECTORY + _u64(pid) + _u64(log_id), self._meta_handle)
-            if d.lsn_max > self._trim.get(log_id, 0):
+
+        def gone(log_id: int, d: fmt.DirEntry) -> None:
+            if d.lsn_max > max(self._trim.get(log_id, 0), raised.get(log_id, 0)):
                 raised[log_id] = d.lsn_max
-                batch.put(_P_TRIM + _u64(log_id), _u64(d.lsn_max), self._meta_handle)
-        self._apply(batch, sync=True)
+
+        dropped: list[int] = []
+        for pid in plan.drop:
+            entries = self._directory.get(pid)
+            if entries is None or not self._all_expired(entries, plan):
+                break  # a log deleted meanwhile only takes entries away: not reached
+            for log_id, d in entries.items():
+                gone(log_id, d)
+                batch.delete(_P_DIRECTORY + _u64(pid) + _u64(log_id), self._meta_handle)
+            batch.delete(_P_PARTITION + _u64(pid), self._meta_handle)
+            dropped.append(pid)
+        reclaimed: list[tuple[int, int]] = []
+        for pid, logs in plan.reclaim.items():
+            handle = self._partitions[pid][2]
+            for log_id, d in logs.items():
+                if self._directory[pid].get(log_id) != d:
+                    continue  # its data was deleted meanwhile
+                gone(log_id, d)
+                batch.delete_range(fmt.encode_key(log_id, 0), fmt.encode_key(log_id + 1, 0), handle)
+                batch.delete(_P_DIRECTORY + _u64(pid) + _u64(log_id), self._meta_handle)
+                reclaimed.append((pid, log_id))
+        for log_id, lsn in raised.items():
+            batch.put(_P_TRIM + _u64(log_id), _u64(lsn), self._meta_handle)
+        bodies = [body for log_id, lsn in sorted(raised.items()) if (body := plan.ledger.get((log_id, lsn)))]
+        kept = self._ledger_add(batch, bodies) if bodies else None
+        self._apply(batch, sync=False)
+        if kept is not None:
+            self._ledger_kept(kept)
+        self.sync_wal()
         with self._lock:
             self._trim.update(raised)
-            for log_id, d in gone:
-                del self._directory[pid][log_id]
-                self._sizes[pid] -= d.size_bytes
-        self._segments[pid].punch(in_segment)  # now that nothing refers to those bytes, durably
-        return [(pid, log_id) for log_id, _ in gone]
+            for pid, log_id in reclaimed:
+                self._sizes[pid] -= self._directory[pid].pop(log_id).size_bytes
+            for pid in dropped:
+                _, cf, _ = self._partitions.pop(pid)
+                del self._directory[pid]
+                self._sizes.pop(pid, None)
+                self._dropping[pid] = (cf, self._segments.pop(pid))
+        return dropped, reclaimed, bodies
+
+    def _drop_family(self, pid: int) -> None:
+        """Close and drop the column family and segment of a partition retention unregistered (no
+        writer holds the writers' lock for it: only the newest partition takes writes, and
+        :meth:`close` waits for the pass)."""
+        cf, segment = self._dropping.pop(pid)
+        cf.close()
+        try:
+            self._db.drop_column_family(_cf_name(pid))
+        except Exception as exc:  # unregistered now: the next open drops it, and its segment
+            raise self._fail_stop(StorageError(f"cannot drop partition {pid}: {exc}")) from exc
+        segment.remove()  # its descriptor closes with the last reader holding it
 
     def _segment_ranges(self, pid: int, log_id: int) -> list[tuple[int, int]]:
         """Where the log's entries in a partition keep their bytes in its segment file."""
@@ -1169,40 +1374,6 @@ class LogsDB:
                 pass  # a damaged reference: its bytes go with the partition
             it.next()
         return out
-
-    def _log_expired(self, log_id: int, d: fmt.DirEntry, now_ms: int,
-                     backlog_ms_of: Callable[[int], int | None]) -> bool:
-        """Whether none of the log's records in a partition (``d``) is retained."""
-        if d.lsn_max <= self._trim.get(log_id, 0):
-            return True
-        backlog_ms = backlog_ms_of(log_id)
-        return backlog_ms is not None and d.timestamp_ms_max < now_ms - backlog_ms
-
-    def _expired(self, pid: int, now_ms: int, backlog_ms_of: Callable[[int], int | None]) -> bool:
-        return all(self._log_expired(log_id, d, now_ms, backlog_ms_of) for log_id, d in self._directory[pid].items())
-
-    def _drop_partition(self, pid: int) -> None:
-        batch = WriteBatch(raw_mode=True)
-        raised: dict[int, int] = {}
-        for log_id, d in self._directory[pid].items():
-            if d.lsn_max > self._trim.get(log_id, 0):
-                raised[log_id] = d.lsn_max
-                batch.put(_P_TRIM + _u64(log_id), _u64(d.lsn_max), self._meta_handle)
-            batch.delete(_P_DIRECTORY + _u64(pid) + _u64(log_id), self._meta_handle)
-        batch.delete(_P_PARTITION + _u64(pid), self._meta_handle)
-        self._apply(batch, sync=True)
-        with self._lock:
-            self._trim.update(raised)
-            _, cf, _ = self._partitions.pop(pid)
-            del self._directory[pid]
-            self._sizes.pop(pid, None)
-            segment = self._segments.pop(pid)
-        cf.close()
-        try:
-            self._db.drop_column_family(_cf_name(pid))
-        except Exception as exc:  # unregistered now: the next open drops it, and its segment
-            raise self._fail_stop(StorageError(f"cannot drop partition {pid}: {exc}")) from exc
-        segment.remove()  # its descriptor closes with the last reader holding it
 
     # --- test and repair hooks -----------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from seaway._seaway import Seaway
 from seaway.ledger import decode_change
 from seaway.log import Log, MetaBatch
 from seaway.notify import NotifyConfig
+from seaway.server import _pages
 from seaway.server._metrics import Metrics
 from seaway.server._read_many import ReadSession, ReadStreamBounds
 from seaway.wire import (
@@ -44,7 +45,6 @@ from seaway.wire import (
     seaway_pb2,
     seaway_pb2_grpc,
     status_of,
-    txn_info_to_msg,
     txn_status_to_msg,
     txn_writes_from_msg,
 )
@@ -215,19 +215,19 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             return log_info_to_msg(self._store.logs.get(key).info)
         return self._unary("GetLog", context, run)
 
-    def ListLogs(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.LogList:
-        return self._unary("ListLogs", context,
-                           lambda: pb.LogList(logs=[log_info_to_msg(log.info) for log in self._store.logs.list()]))
+    # Lists come in pages bounded by bytes (see _pages): a store may hold more than one reply carries.
 
-    def ListGroups(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.GroupList:
-        return self._unary("ListGroups", context, lambda: pb.GroupList(groups=[
-            pb.GroupInfo(name=g.name, first_id=g.first_id, last_id=g.last_id,
-                         attributes=overrides_to_msg(g.overrides)) for g in self._store.logs.groups()]))
+    def ListLogs(self, request: pb.PageRequest, context: grpc.ServicerContext) -> pb.LogList:
+        return self._unary("ListLogs", context, lambda: _pages.logs_page(
+            [log.info for log in self._store.logs.list()], request, self._limits.read_message_bytes_max))
 
-    def ListPartitions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.PartitionList:
-        return self._unary("ListPartitions", context, lambda: pb.PartitionList(partitions=[
-            pb.PartitionInfo(partition_id=p.partition_id, created_ms=p.created_ms, size_bytes=p.size_bytes,
-                             log_ids=p.log_ids) for p in self._store.logs.partitions()]))
+    def ListGroups(self, request: pb.PageRequest, context: grpc.ServicerContext) -> pb.GroupList:
+        return self._unary("ListGroups", context, lambda: _pages.groups_page(
+            self._store.logs.groups(), request, self._limits.read_message_bytes_max))
+
+    def ListPartitions(self, request: pb.PageRequest, context: grpc.ServicerContext) -> pb.PartitionList:
+        return self._unary("ListPartitions", context, lambda: _pages.partitions_page(
+            self._store.logs.partitions(), request, self._limits.read_message_bytes_max))
 
     def RunRetention(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.PartitionIds:
         return self._unary("RunRetention", context,
@@ -386,11 +386,15 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def MetaScan(self, request: pb.MetaScanRequest, context: grpc.ServicerContext) -> pb.MetaScanReply:
         def run() -> pb.MetaScanReply:
-            rows = self._store.meta.scan(
+            # Bounded by bytes as the store reads (values are up to 1 MiB, a scan up to 10,000 keys);
+            # the client scans on from the last key while `more` is set.
+            rows, more = self._store.meta.scan_page(
                 self._readable(request.namespace), prefix=request.prefix,
                 start=request.start if request.HasField("start") else None,
-                end=request.end if request.HasField("end") else None, limit=request.limit or 1000)
-            return pb.MetaScanReply(entries=[pb.MetaEntry(key=k, value=v.value, version=v.version) for k, v in rows])
+                end=request.end if request.HasField("end") else None, limit=request.limit or 1000,
+                bytes_max=self._limits.read_message_bytes_max)
+            return pb.MetaScanReply(entries=[pb.MetaEntry(key=k, value=v.value, version=v.version) for k, v in rows],
+                                    more=more)
         return self._unary("MetaScan", context, run)
 
     def MetaCommit(self, request: pb.MetaBatch, context: grpc.ServicerContext) -> pb.MetaCommitReply:
@@ -523,9 +527,9 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             return pb.TxnSnapshotReply(snapshot=txn.snapshot().encode(), default_timeout_s=txn.default_timeout_s)
         return self._unary("TxnSnapshot", context, run)
 
-    def TxnList(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.TxnListReply:
-        return self._unary("TxnList", context, lambda: pb.TxnListReply(
-            transactions=[txn_info_to_msg(info) for info in self._store.txn.api.list()]))
+    def TxnList(self, request: pb.PageRequest, context: grpc.ServicerContext) -> pb.TxnListReply:
+        return self._unary("TxnList", context, lambda: _pages.txns_page(
+            self._store.txn.api.list(), request, self._limits.read_message_bytes_max))
 
     def _unary(self, method: str, context: grpc.ServicerContext, run: Callable[[], _T]) -> _T:
         self._metrics.requests.labels(method=method).inc()

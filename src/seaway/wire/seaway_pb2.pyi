@@ -41,6 +41,12 @@ class Empty(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class PageRequest(_message.Message):
+    __slots__ = ("after",)
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    after: bytes
+    def __init__(self, after: _Optional[bytes] = ...) -> None: ...
+
 class AppendCountsRequest(_message.Message):
     __slots__ = ("log_ids",)
     LOG_IDS_FIELD_NUMBER: _ClassVar[int]
@@ -134,10 +140,12 @@ class GroupInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., first_id: _Optional[int] = ..., last_id: _Optional[int] = ..., attributes: _Optional[_Union[Attributes, _Mapping]] = ...) -> None: ...
 
 class GroupList(_message.Message):
-    __slots__ = ("groups",)
+    __slots__ = ("groups", "next")
     GROUPS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
     groups: _containers.RepeatedCompositeFieldContainer[GroupInfo]
-    def __init__(self, groups: _Optional[_Iterable[_Union[GroupInfo, _Mapping]]] = ...) -> None: ...
+    next: bytes
+    def __init__(self, groups: _Optional[_Iterable[_Union[GroupInfo, _Mapping]]] = ..., next: _Optional[bytes] = ...) -> None: ...
 
 class PartitionInfo(_message.Message):
     __slots__ = ("partition_id", "created_ms", "size_bytes", "log_ids")
@@ -152,10 +160,12 @@ class PartitionInfo(_message.Message):
     def __init__(self, partition_id: _Optional[int] = ..., created_ms: _Optional[int] = ..., size_bytes: _Optional[int] = ..., log_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class PartitionList(_message.Message):
-    __slots__ = ("partitions",)
+    __slots__ = ("partitions", "next")
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionInfo]
-    def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ...) -> None: ...
+    next: bytes
+    def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ..., next: _Optional[bytes] = ...) -> None: ...
 
 class PartitionIds(_message.Message):
     __slots__ = ("partition_ids",)
@@ -184,10 +194,12 @@ class LogInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., log_id: _Optional[int] = ..., group: _Optional[str] = ..., attributes: _Optional[_Union[Attributes, _Mapping]] = ...) -> None: ...
 
 class LogList(_message.Message):
-    __slots__ = ("logs",)
+    __slots__ = ("logs", "next")
     LOGS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
     logs: _containers.RepeatedCompositeFieldContainer[LogInfo]
-    def __init__(self, logs: _Optional[_Iterable[_Union[LogInfo, _Mapping]]] = ...) -> None: ...
+    next: bytes
+    def __init__(self, logs: _Optional[_Iterable[_Union[LogInfo, _Mapping]]] = ..., next: _Optional[bytes] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
     __slots__ = ("log_id", "payloads", "producer_id", "sequence", "if_tail")
@@ -410,10 +422,12 @@ class MetaEntry(_message.Message):
     def __init__(self, key: _Optional[bytes] = ..., value: _Optional[bytes] = ..., version: _Optional[int] = ...) -> None: ...
 
 class MetaScanReply(_message.Message):
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "more")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[MetaEntry]
-    def __init__(self, entries: _Optional[_Iterable[_Union[MetaEntry, _Mapping]]] = ...) -> None: ...
+    more: bool
+    def __init__(self, entries: _Optional[_Iterable[_Union[MetaEntry, _Mapping]]] = ..., more: _Optional[bool] = ...) -> None: ...
 
 class MetaPutOp(_message.Message):
     __slots__ = ("namespace", "key", "value")
@@ -666,7 +680,9 @@ class TxnInfo(_message.Message):
     def __init__(self, id: _Optional[int] = ..., status: _Optional[_Union[TxnOutcome, str]] = ..., began_ms: _Optional[int] = ..., expiry_ms: _Optional[int] = ..., log_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TxnListReply(_message.Message):
-    __slots__ = ("transactions",)
+    __slots__ = ("transactions", "next")
     TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
     transactions: _containers.RepeatedCompositeFieldContainer[TxnInfo]
-    def __init__(self, transactions: _Optional[_Iterable[_Union[TxnInfo, _Mapping]]] = ...) -> None: ...
+    next: bytes
+    def __init__(self, transactions: _Optional[_Iterable[_Union[TxnInfo, _Mapping]]] = ..., next: _Optional[bytes] = ...) -> None: ...

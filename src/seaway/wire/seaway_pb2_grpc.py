@@ -56,17 +56,17 @@ class SeawayStub:
                 _registered_method=True)
         self.ListLogs = channel.unary_unary(
                 '/seaway.v1.Seaway/ListLogs',
-                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.PageRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.LogList.FromString,
                 _registered_method=True)
         self.ListGroups = channel.unary_unary(
                 '/seaway.v1.Seaway/ListGroups',
-                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.PageRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.GroupList.FromString,
                 _registered_method=True)
         self.ListPartitions = channel.unary_unary(
                 '/seaway.v1.Seaway/ListPartitions',
-                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.PageRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.PartitionList.FromString,
                 _registered_method=True)
         self.RunRetention = channel.unary_unary(
@@ -221,7 +221,7 @@ class SeawayStub:
                 _registered_method=True)
         self.TxnList = channel.unary_unary(
                 '/seaway.v1.Seaway/TxnList',
-                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.PageRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnListReply.FromString,
                 _registered_method=True)
 
@@ -254,7 +254,8 @@ class SeawayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListLogs(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Lists come in pages bounded by bytes: see PageRequest.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -487,7 +488,8 @@ class SeawayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def TxnList(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """in pages: see PageRequest
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -517,17 +519,17 @@ def add_SeawayServicer_to_server(servicer, server):
             ),
             'ListLogs': grpc.unary_unary_rpc_method_handler(
                     servicer.ListLogs,
-                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.PageRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.LogList.SerializeToString,
             ),
             'ListGroups': grpc.unary_unary_rpc_method_handler(
                     servicer.ListGroups,
-                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.PageRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.GroupList.SerializeToString,
             ),
             'ListPartitions': grpc.unary_unary_rpc_method_handler(
                     servicer.ListPartitions,
-                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.PageRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.PartitionList.SerializeToString,
             ),
             'RunRetention': grpc.unary_unary_rpc_method_handler(
@@ -682,7 +684,7 @@ def add_SeawayServicer_to_server(servicer, server):
             ),
             'TxnList': grpc.unary_unary_rpc_method_handler(
                     servicer.TxnList,
-                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.PageRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnListReply.SerializeToString,
             ),
     }
@@ -819,7 +821,7 @@ class Seaway:
             request,
             target,
             '/seaway.v1.Seaway/ListLogs',
-            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.PageRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.LogList.FromString,
             options,
             channel_credentials,
@@ -846,7 +848,7 @@ class Seaway:
             request,
             target,
             '/seaway.v1.Seaway/ListGroups',
-            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.PageRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.GroupList.FromString,
             options,
             channel_credentials,
@@ -873,7 +875,7 @@ class Seaway:
             request,
             target,
             '/seaway.v1.Seaway/ListPartitions',
-            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.PageRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.PartitionList.FromString,
             options,
             channel_credentials,
@@ -1710,7 +1712,7 @@ class Seaway:
             request,
             target,
             '/seaway.v1.Seaway/TxnList',
-            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.PageRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.TxnListReply.FromString,
             options,
             channel_credentials,

@@ -61,7 +61,7 @@ with grpc.insecure_channel(address) as channel:
     except grpc.RpcError as exc:
         seen["unknown"] = failure(exc)
     try:
-        stub.ListLogs(pb.Empty(), metadata=(("authorization", "Bearer wrong"),))
+        stub.ListLogs(pb.PageRequest(), metadata=(("authorization", "Bearer wrong"),))
     except grpc.RpcError as exc:
         seen["wrong_token"] = failure(exc)
     raw_append = channel.unary_unary("/seaway.v1.Seaway/Append")
