@@ -268,6 +268,7 @@ class LogsDB:
         self._ledger_head = fmt.decode_u64(raw_head) if raw_head is not None else 0
         first = next(self._meta_scan(_P_LEDGER), None)
         self._ledger_tail = fmt.decode_u64(first[0][1:]) if first is not None else self._ledger_head + 1
+        self._ledger_synced = self._ledger_head  # entries up to here are durable (see ledger_read)
         self._seal: dict[int, int] = self._load_u64_map(_P_SEAL)
         self._epoch_ends: OrderedDict[int, dict[int, int]] = OrderedDict()  # recently read logs' (LRU)
         self._epoch_ends_generation = 0  # changed by every write of epoch ends
@@ -543,10 +544,13 @@ class LogsDB:
         """Make every write stored so far durable (for writers that store with ``sync=False`` and
         sync later, while the next write goes on). Lets other threads run meanwhile."""
         self._check_writable()
+        ledger_head = self._ledger_head  # every entry up to it was written before this sync
         try:
             self._db.flush_wal(True)
         except Exception as exc:
             raise self._fail_stop(StorageError(f"RocksDB write-ahead log sync failed: {exc}")) from exc
+        with self._lock:
+            self._ledger_synced = max(self._ledger_synced, ledger_head)
 
     def _partition_for_write(self) -> int:
         now_ms = self._clock.now_ms()
@@ -679,14 +683,20 @@ class LogsDB:
     @_holding_no_handles
     def ledger_read(self, index_from: int, limit: int) -> list[tuple[int, bytes]]:
         """Up to ``limit`` entries from ``index_from`` on, as ``(index, stored bytes)`` (the time,
-        8 bytes big-endian, then the change), in index order; entries below the tail are gone."""
+        8 bytes big-endian, then the change), in index order; entries below the tail are gone.
+        Only durable entries: a reader acts on what it reads, and an entry a power cut then took
+        would see its index given to another change (finding 18)."""
         self._check_open()
         self._kv_settled()
+        head = self._ledger_head  # published after the write of every entry up to it
+        if self._ledger_synced < head:
+            self.sync_wal()  # entries are applied, published, then synced: one sync covers them
         out: list[tuple[int, bytes]] = []
         for key, value in self._meta_scan(_P_LEDGER, _P_LEDGER + _u64(max(index_from, 0))):
-            if len(out) >= limit:
+            index = fmt.decode_u64(key[1:])
+            if len(out) >= limit or index > head:  # past the head: written, maybe not yet synced
                 break
-            out.append((fmt.decode_u64(key[1:]), value))
+            out.append((index, value))
         return out
 
     @_holding_no_handles
