@@ -87,6 +87,10 @@ class _Acks:
             partitions = {p.partition_id for p in sw.logs.partitions()}
             out += [f"partition {pid}: dropped by retention (acknowledged), yet there"
                     for pid in sorted(self.dropped & partitions)]
+        # A partition's segment file goes with it (a drop cut short leaves it to the next open).
+        segments = {int(path.name[1:17], 16) for path in (data_dir / "logsdb" / "segments").glob("p*.seg")}
+        out += [f"segment file of partition {pid}: left after the partition was dropped"
+                for pid in sorted(segments - partitions)]
         return out
 
     def _ledger_problems(self, sw: seaway.Seaway, entries: list[LedgerEntry]) -> list[str]:
