@@ -94,6 +94,8 @@ class Rig:
         report = self.fs.wait_for_cut(timeout_s)
         at_call = report is not None
         if report is None:
+            assert child.proc.poll() is None, (
+                f"seed {self.seed}: run {run}: the child died before call {calls}:\n{self.child_log(run)}")
             report = self.fs.cut_power(cut_mode, seed)
         self.cuts += 1
         lines = child.kill()

@@ -1,4 +1,5 @@
-"""A FUSE filesystem that loses, when the power is cut, every write that was not yet synced.
+"""A FUSE filesystem that loses, when the power is cut, every write that was not yet synced (or, as
+the test chooses, keeps part of them as a real disk may).
 
 ``kill -9`` keeps the operating system's page cache, so a crash test that only kills processes would
 pass even if every fsync were removed. :class:`PowerLossFS` mounts a passthrough filesystem over a
@@ -9,9 +10,10 @@ new mount or for direct use.
 
 What is modelled (the strictest model that can be implemented exactly):
 
-- **File data and size.** A write, a truncation (``ftruncate``, ``O_TRUNC``) and an extension by
-  ``fallocate`` are held in memory, overlaid on reads so the processes above see them, until an
-  ``fsync`` or ``fdatasync`` of the file (through any descriptor) applies them all. The two calls
+- **File data and size.** A write, a truncation (``ftruncate``, ``O_TRUNC``), an extension by
+  ``fallocate`` and a hole punched by it (``PUNCH_HOLE | KEEP_SIZE``, reading as zeros) are held
+  in memory, overlaid on reads so the processes above see them, until an ``fsync`` or
+  ``fdatasync`` of the file (through any descriptor) applies them all. The two calls
   are treated alike: ``fdatasync`` must persist the size anyway, and the rest of the inode is not
   modelled. What a cut keeps of the writes made since a file's last fsync is chosen by a
   :class:`CutMode` and a seed: nothing (``LOSE``, the default and the strictest for what was
@@ -52,8 +54,9 @@ cached (timeouts of 0), so the size a process sees is the daemon's. File locks (
 The power is cut by :meth:`PowerLossFS.cut_power` at a moment the test picks, or by
 :meth:`PowerLossFS.cut_at_call` just before the Nth call that changes the disk (a write, a
 truncation or ``fallocate``, an fsync, a change of names: ``COUNTED_CALLS``), a place the test
-gives by number. A cut is linearised with every operation: an operation that returned before it keeps its effect,
-and every operation after it fails with ``EIO``, as on a disk that lost its power. The mount stays
+gives by number. A cut is linearised with every operation: an operation that returned before it
+keeps its effect, and every operation after it fails with ``EIO``, as on a disk that lost its
+power. The mount stays
 (failing) until :meth:`PowerLossFS.unmount`, so that a process still running cannot write around it
 into the mount point's own directory; kill the processes using it, then unmount.
 
