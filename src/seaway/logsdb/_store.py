@@ -549,8 +549,9 @@ class LogsDB:
             self._db.flush_wal(True)
         except Exception as exc:
             raise self._fail_stop(StorageError(f"RocksDB write-ahead log sync failed: {exc}")) from exc
-        with self._lock:
-            self._ledger_synced = max(self._ledger_synced, ledger_head)
+        if ledger_head > self._ledger_synced:  # only after new ledger entries: appends take no lock here
+            with self._lock:
+                self._ledger_synced = max(self._ledger_synced, ledger_head)
 
     def _partition_for_write(self) -> int:
         now_ms = self._clock.now_ms()
