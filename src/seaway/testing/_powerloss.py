@@ -41,6 +41,9 @@ What is not modelled:
   ``direct_io``, which the kernel does not map shared-writable).
 - Sectors that fail, and writes torn inside a page (:data:`PAGE_BYTES`, 4 KiB: the unit a torn
   write is cut at).
+- Directory changes made durable without an fsync (ext4's journal commits carry them now and
+  then): in every mode a directory is as of its last fsync. A store that relied on a name being
+  gone after a cut would not be caught.
 - Syncs of the whole filesystem (``sync``, ``syncfs``: FUSE is not told of them); use
   :meth:`PowerLossFS.sync` for "everything so far is on disk".
 - The backing directory's own durability: it stands for the disk after the power comes back, and
