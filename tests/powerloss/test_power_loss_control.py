@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from rocksdict import Options, Rdict
 
 import seaway
 from seaway import Record
@@ -87,10 +89,15 @@ class _Acks:
             partitions = {p.partition_id for p in sw.logs.partitions()}
             out += [f"partition {pid}: dropped by retention (acknowledged), yet there"
                     for pid in sorted(self.dropped & partitions)]
-        # A partition's segment file goes with it (a drop cut short leaves it to the next open).
+        # A partition's column family and segment file go with it (a drop cut short leaves them to
+        # the next open).
         segments = {int(path.name[1:17], 16) for path in (data_dir / "logsdb" / "segments").glob("p*.seg")}
         out += [f"segment file of partition {pid}: left after the partition was dropped"
                 for pid in sorted(segments - partitions)]
+        names = Rdict.list_cf(str(data_dir / "logsdb" / "rocksdb"), Options(raw_mode=True))
+        families = {int(name[1:], 16) for name in names if re.fullmatch(r"p[0-9a-f]{16}", name)}
+        out += [f"column family of partition {pid}: left after the partition was dropped"
+                for pid in sorted(families - partitions)]
         return out
 
     def _ledger_problems(self, sw: seaway.Seaway, entries: list[LedgerEntry]) -> list[str]:
