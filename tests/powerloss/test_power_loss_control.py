@@ -32,6 +32,7 @@ from seaway.ledger import LedgerEntry, LogSealed, LogTrimmed, ScopeCreated
 from seaway.testing import CutMode, PowerLossFS
 from seaway.testing._powerloss_child import payload, payload_is_whole
 from seaway.testing._powerloss_control_child import (
+    META_NS,
     SEALED_LOGS,
     TRIMMED_LOGS,
     config,
@@ -55,6 +56,7 @@ class _Acks:
     seals: dict[str, int] = field(default_factory=dict)
     dropped: set[int] = field(default_factory=set)
     scopes: dict[str, int] = field(default_factory=dict)  # scope -> ledger index
+    meta_scopes: set[str] = field(default_factory=set)  # committed in a metadata batch with their entry
     seen: dict[int, int] = field(default_factory=dict)  # ledger index -> digest
     seen_operations: dict[int, str] = field(default_factory=dict)
 
@@ -71,6 +73,8 @@ class _Acks:
             self.dropped.add(int(words[0]))
         elif kind == "L":
             self.scopes[words[1]] = int(words[0])
+        elif kind == "M":
+            self.meta_scopes.add(words[1])
         elif kind == "E":
             self.seen_operations[int(words[0])] = words[2]
             self.seen.setdefault(int(words[0]), int(words[1]))
@@ -113,6 +117,14 @@ class _Acks:
                            f"{'gone' if entry is None else f'changed (now {entry.operation} {entry.resource})'}")
         scopes = Counter(e.change.scope for e in entries if isinstance(e.change, ScopeCreated))
         out += [f"ledger entry of scope {scope}: {n} of them" for scope, n in scopes.items() if n > 1]
+        # A metadata batch and its entry: both or neither.
+        keys = {key.decode() for key, _ in sw.meta.scan_all(META_NS)}
+        in_batches = {scope for scope in scopes if scope.startswith("pm-")}
+        for scope in sorted(keys ^ in_batches):
+            half = "without its ledger entry" if scope in keys else "its entry there, its key not"
+            out.append(f"metadata batch of {scope}: {half}")
+        out += [f"metadata batch of {scope}: committed (acknowledged), lost" for scope in sorted(self.meta_scopes)
+                if scope not in keys and scope not in in_batches]
         for scope, index in self.scopes.items():
             entry = by_index.get(index)
             if entry is None or entry.change != ScopeCreated(scope):
@@ -217,8 +229,9 @@ def test_acknowledged_trims_seals_drops_and_ledger_entries_survive_power_loss(ri
     print("\n".join(cuts))
     trims = sum(map(len, acks.trims.values()))
     print(f"acknowledged over {CUTS} cuts: {len(acks.batches)} batches, {trims} trims, {len(acks.seals)} seals, "
-          f"{len(acks.dropped)} partitions dropped, {len(acks.scopes)} ledger entries; {len(acks.seen)} entries seen")
-    assert trims > CUTS and len(acks.seals) > CUTS // 2 and len(acks.scopes) > CUTS, (
+          f"{len(acks.dropped)} partitions dropped, {len(acks.scopes)} ledger entries on their own and "
+          f"{len(acks.meta_scopes)} in metadata batches; {len(acks.seen)} entries seen")
+    assert trims > CUTS and len(acks.seals) > CUTS // 2 and len(acks.scopes) > CUTS and len(acks.meta_scopes) > CUTS, (
         f"seed {rig.seed}: too few acknowledgements to mean anything")
     assert acks.dropped, f"seed {rig.seed}: retention dropped no partition: the check of drops is idle"
     assert len(acks.seen) > CUTS, f"seed {rig.seed}: the reader saw {len(acks.seen)} ledger entries"
@@ -249,4 +262,4 @@ def test_without_the_wal_sync_acknowledged_control_changes_are_lost(rig: Rig) ->
 
 # How each kind of acknowledged change shows as lost in the problems.
 _CONTROL_LOSSES = {"trim": "acknowledged, no ledger entry", "seal": "(acknowledged), final LSN now",
-                   "ledger entry": "acknowledged: lost"}
+                   "ledger entry": "acknowledged: lost", "metadata batch": "committed (acknowledged)"}

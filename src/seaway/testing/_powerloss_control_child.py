@@ -29,6 +29,8 @@ SEALED_LOGS = 150
 over the runs."""
 PARTITION_BYTES_MAX = 256 << 10  # a partition every few large records: retention has some to drop
 MODES = ("sync", "nowalsync")
+META_NS = "powerloss-control"
+"""The metadata batches' namespace: key the scope whose entry the batch records."""
 
 
 def trimmed_log(index: int) -> str:
@@ -39,9 +41,10 @@ def sealed_log(index: int) -> str:
     return f"seal-{index:03d}"
 
 
-def scope_name(run: int, index: int) -> str:
-    """The scope named by the ``index``-th ledger entry the child appends on its own in ``run``."""
-    return f"pl-{run}-{index}"
+def scope_name(run: int, index: int, *, in_batch: bool) -> str:
+    """The scope named by the ``index``-th ledger entry the child writes in ``run``: on its own
+    (``pl-``), or in a metadata batch (``pm-``)."""
+    return f"{'pm' if in_batch else 'pl'}-{run}-{index}"
 
 
 def entry_digest(entry: LedgerEntry) -> int:
@@ -72,6 +75,8 @@ def main(argv: list[str]) -> None:
     - ``S LOG FINAL_LSN``: the log sealed;
     - ``R PID``: retention dropped the partition;
     - ``L INDEX SCOPE``: a ledger entry written on its own (a :class:`ScopeCreated`) at INDEX;
+    - ``M REVISION SCOPE``: a metadata batch putting key SCOPE in ``META_NS`` and recording its
+      entry, committed at REVISION;
     - ``E INDEX DIGEST OPERATION``: the reader saw this entry (:func:`entry_digest`).
 
     MODE ``sync``: the store as shipped; ``nowalsync``: ``LogsDB.sync_wal`` does nothing, to show
@@ -173,10 +178,16 @@ def _retention(sw: seaway.Seaway, rng: random.Random, emit: Callable[[str], None
 
 
 def _ledger_append(sw: seaway.Seaway, run: int, rng: random.Random, emit: Callable[[str], None]) -> None:
+    """Ledger entries on their own, and in metadata batches (the entry in the batch's write)."""
     index = 0
     while True:
-        scope = scope_name(run, index)
-        emit(f"L {sw.ledger.append(ScopeCreated(scope))} {scope}")
+        in_batch = rng.random() < 0.5
+        scope = scope_name(run, index, in_batch=in_batch)
+        if not in_batch:
+            emit(f"L {sw.ledger.append(ScopeCreated(scope))} {scope}")
+        else:
+            revision = sw.meta.batch().put(META_NS, scope.encode(), b"%d" % run).record(ScopeCreated(scope)).commit()
+            emit(f"M {revision} {scope}")
         index += 1
         time.sleep(rng.uniform(0, 0.03))
 
