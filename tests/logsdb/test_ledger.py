@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from seaway import ConditionFailedError, CorruptionError
+from seaway import ConditionFailedError, CorruptionError, StoreFailedError
 from seaway.ledger import LedgerEntry, LogTrimmed, ScopeCreated, decode_change, encode_change
 from seaway.logsdb import KvCheck, KvPut, LogsDB
-from seaway.testing import FakeClock
+from seaway.testing import FakeClock, failing_wal_syncs
 
 
 def _changes(db: LogsDB, index_from: int = 0) -> list[tuple[int, object]]:
@@ -57,3 +57,25 @@ def test_a_change_this_version_does_not_know_is_corruption_not_a_guess() -> None
     with pytest.raises(CorruptionError):
         decode_change(b'{"op":"scope.created","f":{"scope":7}}')
     assert decode_change(encode_change(ScopeCreated("x"))) == ScopeCreated("x")
+
+
+@pytest.mark.parametrize("change", ["trim", "seal", "append"])
+def test_a_read_never_returns_an_entry_that_is_not_durable(tmp_path: Path, clock: FakeClock, change: str) -> None:
+    """Finding 18: an entry is applied, then published, then synced. A reader in between must not
+    get it: a power cut could still take it, and its index would go to another change. Here the
+    sync fails, so the entry never becomes durable; a read must not return it."""
+    with LogsDB(tmp_path, clock=clock) as db:
+        db.ledger_append(encode_change(ScopeCreated("durable")))
+        with failing_wal_syncs(db), pytest.raises(StoreFailedError):
+            body = encode_change(LogTrimmed(7, "l", 10))
+            if change == "trim":
+                db.trim(7, 10, ledger=body)
+            elif change == "seal":
+                db.seal_log(7, 10, ledger=body)
+            else:
+                db.ledger_append(body)
+        try:
+            read = _changes(db)
+        except StoreFailedError:
+            read = None  # the store takes no writes, nor syncs: it cannot say what is durable
+        assert read in (None, [(1, ScopeCreated("durable"))]), read

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from seaway.testing import CutReport, PowerLossFS
+from seaway.testing import PAGE_BYTES, CutMode, CutReport, PowerLossFS
 from seaway.testing._powerloss_state import Extents
 
 
@@ -172,3 +172,49 @@ def test_unsynced_extents_match_a_reference(seed: int) -> None:
         ends = [start + len(buf) for start, buf in extents.items()]
         assert all(end < start for end, start in zip(ends, starts[1:], strict=False)), (
             f"seed {seed}: step {step}: extents overlap or touch")
+
+
+@pytest.mark.slow
+def test_through_the_mount_a_cut_tears_reorders_or_falls_at_a_call(fs: PowerLossFS, seed: int) -> None:
+    """The control channel's cuts, through a real mount: each mode, and a cut at the Nth call."""
+    rng = random.Random(seed)
+    synced = rng.randbytes(PAGE_BYTES + 100)
+    later = [rng.randbytes(3 * PAGE_BYTES) for _ in range(4)]
+
+    def write_file() -> None:
+        fd = os.open(fs.mountpoint / "f", os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, synced)
+            os.fsync(fd)
+            _fsync_dir(fs.mountpoint)
+            for data in later:
+                os.write(fd, data)
+        finally:
+            os.close(fd)
+
+    for mode in (CutMode.TORN, CutMode.REORDERED):
+        fs.mount()
+        write_file()
+        report = fs.cut_power(mode, seed)
+        fs.unmount()
+        content = (fs.backing / "f").read_bytes()
+        assert content.startswith(synced), f"seed {seed}: {mode.value}: synced bytes lost"
+        assert report.kept_writes and (report.torn_writes if mode is CutMode.TORN else report.reordered_files), (
+            f"seed {seed}: {mode.value}: {report}")
+        tail = b"".join(later)
+        if mode is CutMode.TORN:
+            assert tail.startswith(content[len(synced):]) and len(content) % PAGE_BYTES == 0, f"seed {seed}"
+        else:
+            assert content[len(synced):] != tail[:len(content) - len(synced)], f"seed {seed}: kept in order"
+        (fs.backing / "f").unlink()
+    # At a call: the 5th of create, write, fsync, fsyncdir, write, ...: the first later write.
+    fs.mount()
+    fs.cut_at_call(5)
+    with pytest.raises(OSError):
+        write_file()
+    report = fs.wait_for_cut(10)
+    assert report is not None and fs.calls() == 5, report
+    with pytest.raises(OSError):
+        (fs.mountpoint / "f").stat()
+    fs.unmount()
+    assert (fs.backing / "f").read_bytes() == synced

@@ -13,21 +13,17 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 import pytest
 
 import seaway
 from seaway import Record
-from seaway.testing import PowerLossFS
+from seaway.testing import CutMode, PowerLossFS
 from seaway.testing._powerloss_child import (
     COUNTER,
     LARGE_BYTES,
@@ -42,6 +38,7 @@ from seaway.testing._powerloss_child import (
     payload,
     payload_is_whole,
 )
+from tests.powerloss.rig import Rig
 
 CUTS = int(os.environ.get("SEAWAY_POWERLOSS_CUTS", "30"))
 
@@ -147,97 +144,9 @@ class _Acks:
         return problems
 
 
-class _Child:
-    """The child process, its acknowledgements read as they come."""
-
-    def __init__(self, data_dir: Path, mode: str, run: int, seed: int, stderr: IO[bytes]) -> None:
-        self.ready = threading.Event()
-        self.lines: list[str] = []
-        self.proc = subprocess.Popen([sys.executable, "-m", "seaway.testing._powerloss_child", str(data_dir), mode,
-                                      str(run), str(seed)], stdout=subprocess.PIPE, stderr=stderr)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            line = raw.decode().strip()
-            if line == "ready":
-                self.ready.set()
-            else:
-                self.lines.append(line)
-        self.ready.set()  # or it died
-
-    def count(self, kind: str, size: int | None = None) -> int:
-        """Acknowledgements of ``kind`` (``A``, ``K``, ``F``) so far, of items of ``size`` if given."""
-        # Field 5 is the size in both A and K lines.
-        return sum(1 for line in list(self.lines)
-                   if line.startswith(kind + " ") and (size is None or line.split()[5] == str(size)))
-
-    def kill(self) -> list[str]:
-        """SIGKILL; every acknowledgement it reported."""
-        self.proc.kill()
-        self.proc.wait(30)
-        self._reader.join(30)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        return self.lines
-
-
-class _Rig:
-    """A power-loss filesystem and the children using it; :meth:`close` kills them all."""
-
-    def __init__(self, fs: PowerLossFS, seed: int) -> None:
-        self.fs = fs
-        self.disk = fs.backing
-        self.logs = fs.backing.parent
-        self.seed = seed
-        self.children: list[_Child] = []
-        self.cuts = 0
-
-    def start(self, mode: str, run: int) -> _Child:
-        stderr = open(self.logs / f"child-{run}.log", "wb")  # noqa: SIM115 (the child holds it)
-        try:
-            child = _Child(self.fs.mountpoint / "data", mode, run, self.seed, stderr)
-        finally:
-            stderr.close()
-        self.children.append(child)
-        return child
-
-    def child_log(self, run: int) -> str:
-        return (self.logs / f"child-{run}.log").read_text(errors="replace")[-3000:]
-
-    def cut(self, child: _Child) -> list[str]:
-        """Cut the power under a running child, kill it, unmount: its acknowledgements."""
-        self.cuts += 1
-        self.fs.cut_power()
-        lines = child.kill()
-        self.fs.unmount()
-        return lines
-
-    def wait_for(self, child: _Child, run: int, *, appends: int = 0, large: int = 0, meta: int = 0,
-                 meta_large: int = 0, timeout_s: float = 60) -> None:
-        """Until the child has acknowledged that many appends (``large`` of them large) and metadata
-        batches (``meta_large`` of them large)."""
-        def enough() -> bool:
-            return (child.count("A") >= appends and child.count("A", LARGE_BYTES) >= large
-                    and child.count("K") >= meta and child.count("K", META_LARGE_BYTES) >= meta_large)
-
-        deadline = time.monotonic() + timeout_s
-        while not enough() and child.proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert enough(), f"seed {self.seed}: run {run}: too few acknowledgements; child log:\n{self.child_log(run)}"
-
-    def close(self) -> None:
-        for child in self.children:
-            if child.proc.poll() is None:
-                child.proc.kill()
-                child.proc.wait()
-
-
 @pytest.fixture
-def rig(fs: PowerLossFS, seed: int) -> Iterator[_Rig]:
-    r = _Rig(fs, seed)
+def rig(fs: PowerLossFS, seed: int) -> Iterator[Rig]:
+    r = Rig(fs, seed)
     try:
         yield r
     finally:
@@ -252,7 +161,7 @@ def _create_store(disk: Path, log_name: str) -> None:
         sw.logs.create(log_name)
 
 
-def _check_epoch(rig: _Rig, acks: _Acks, run: int, last_epoch: int) -> int:
+def _check_epoch(rig: Rig, acks: _Acks, run: int, last_epoch: int) -> int:
     """The epoch the run appended in (``last_epoch`` if it appended nothing), checked to be above
     the last one: an epoch taken, then lost to a cut, would be handed out again and LSNs reused."""
     run_epochs = {seaway.epoch_of(first) for r, _, first, _, _ in acks.batches if r == run}
@@ -272,28 +181,45 @@ def _report(problems: list[_Problem], limit: int = 20) -> str:
 
 
 @pytest.mark.slow
-def test_acknowledged_appends_and_metadata_batches_survive_power_loss(rig: _Rig) -> None:
+def test_acknowledged_appends_and_metadata_batches_survive_power_loss(rig: Rig) -> None:
     rng = random.Random(rig.seed)
     _create_store(rig.disk, LOG_SYNC)
     acks = _Acks()
     last_epoch = 0  # an epoch made durable, then lost, would be handed out again: LSNs reused
+    calls_seen = 0  # the most calls a run made before its cut: where a cut at the Nth call may fall
+    cuts: list[str] = []  # how each run's power was cut, to say with a failure
     for run in range(CUTS):
-        rig.fs.mount()
-        child = rig.start("sync", run)
-        if rng.random() < 0.2:
-            time.sleep(rng.uniform(0, 0.6))  # anywhere: while it starts, recovers, or writes
+        # What the cut keeps of unsynced writes, and where it falls: at a moment, or at a call.
+        mode = rng.choice(list(CutMode))
+        cut_seed = rng.randrange(2**32)
+        if calls_seen and rng.random() < 0.3:
+            calls = rng.randint(1, calls_seen)
+            lines, report, at_call = rig.cut_at_call("sync", run, calls, mode, cut_seed)
+            cuts.append(f"run {run}: {mode.value} at call {calls}{'' if at_call else ' (not reached: at 20 s)'}")
         else:
-            assert child.ready.wait(60), f"seed {rig.seed}: run {run}: child not ready"
-            assert child.proc.poll() is None, f"seed {rig.seed}: run {run}: child died:\n{rig.child_log(run)}"
-            time.sleep(rng.uniform(0.01, 0.5))
-        for line in rig.cut(child):
+            rig.fs.mount()
+            child = rig.start("sync", run)
+            if rng.random() < 0.2:
+                time.sleep(rng.uniform(0, 0.6))  # anywhere: while it starts, recovers, or writes
+            else:
+                assert child.ready.wait(60), f"seed {rig.seed}: run {run}: child not ready"
+                assert child.proc.poll() is None, f"seed {rig.seed}: run {run}: child died:\n{rig.child_log(run)}"
+                time.sleep(rng.uniform(0.01, 0.5))
+            calls_seen = max(calls_seen, rig.fs.calls())
+            lines, report = rig.cut(child, mode, cut_seed)
+            cuts.append(f"run {run}: {mode.value} at a moment")
+        cuts[-1] += (f" ({report.kept_writes} writes kept, {report.torn_writes} torn, "
+                     f"{report.reordered_files} files reordered)")
+        for line in lines:
             acks.add(line)
         last_epoch = _check_epoch(rig, acks, run, last_epoch)
         # Checked now (on the disk), or only after the next run, whose store recovers through the
         # mount and may be cut while it does: what was acknowledged survives that too.
         if rng.random() < 0.5 or run == CUTS - 1:
             problems = acks.lost(rig.disk / "data", LOG_SYNC)
-            assert not problems, f"seed {rig.seed}: after the cut in run {run}, {_report(problems)}"
+            assert not problems, (f"seed {rig.seed}: after the cut in run {run}, {_report(problems)}\n"
+                                  f"the cuts so far:\n" + "\n".join(cuts))
+    print("\n".join(cuts))
     large = sum(1 for *_, s in acks.batches if s == LARGE_BYTES)
     meta_large = sum(1 for _, s, _ in acks.meta.values() if s == META_LARGE_BYTES)
     print(f"{len(acks.batches)} batches ({sum(c for *_, c, _ in acks.batches)} records, {large} large), "
@@ -320,7 +246,7 @@ _NO_SYNC = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", sorted(_NO_SYNC))
-def test_without_a_sync_acknowledged_writes_are_lost(rig: _Rig, mode: str) -> None:
+def test_without_a_sync_acknowledged_writes_are_lost(rig: Rig, mode: str) -> None:
     """The checks above are not vacuous: with a sync gone, they find acknowledged writes lost."""
     log_name, must_lose = _NO_SYNC[mode]
     _create_store(rig.disk, LOG_SYNC)
@@ -332,7 +258,7 @@ def test_without_a_sync_acknowledged_writes_are_lost(rig: _Rig, mode: str) -> No
         meta = mode in ("nowalsync", "nokvsync")
         rig.wait_for(child, run, appends=30 if appends else 0, large=3 if appends else 0,
                      meta=20 if meta else 0, meta_large=2 if meta else 0)
-        for line in rig.cut(child):
+        for line in rig.cut(child)[0]:
             acks.add(line)
         lost = [p for p in acks.lost(rig.disk / "data", log_name) if p.run == run]
         print(f"{mode}, run {run}: {sum(p.kind == 'record' for p in lost)} acknowledged records and "
@@ -346,7 +272,7 @@ def test_without_a_sync_acknowledged_writes_are_lost(rig: _Rig, mode: str) -> No
 
 
 @pytest.mark.slow
-def test_a_new_store_survives_power_loss(rig: _Rig) -> None:
+def test_a_new_store_survives_power_loss(rig: Rig) -> None:
     """A store created through the power-loss filesystem, cut after its first acknowledgements,
     then reopened through it and cut again.
 
@@ -363,7 +289,7 @@ def test_a_new_store_survives_power_loss(rig: _Rig) -> None:
         rig.fs.mount()
         child = rig.start("sync", run)
         rig.wait_for(child, run, appends=5, meta=5)
-        for line in rig.cut(child):
+        for line in rig.cut(child)[0]:
             acks.add(line)
         problems = acks.lost(rig.disk / "data", LOG_SYNC)
         assert not problems, f"seed {rig.seed}: run {run}: {_report(problems, 10)}"

@@ -4,13 +4,22 @@ from seaway.testing._append_faults import AppendFaults, InjectedFault
 from seaway.testing._clock import FakeClock
 from seaway.testing._epochs import MemoryEpochStore
 from seaway.testing._faults import WRITE_CALLS, CallBudget, failing_rocksdb, failing_rocksdb_after, failing_wal_syncs
-from seaway.testing._powerloss import CutReport, PowerLossFS, PowerLossUnavailableError, powerloss_unavailable
+from seaway.testing._powerloss import (
+    PAGE_BYTES,
+    CutMode,
+    CutReport,
+    PowerLossFS,
+    PowerLossUnavailableError,
+    powerloss_unavailable,
+)
 from seaway.testing._sim import SimConfig, SimReport, Simulation, simulate
 
 __all__ = [
+    "PAGE_BYTES",
     "WRITE_CALLS",
     "AppendFaults",
     "CallBudget",
+    "CutMode",
     "CutReport",
     "FakeClock",
     "InjectedFault",

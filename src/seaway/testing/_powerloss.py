@@ -1,4 +1,5 @@
-"""A FUSE filesystem that loses, when the power is cut, every write that was not yet synced.
+"""A FUSE filesystem that loses, when the power is cut, every write that was not yet synced (or, as
+the test chooses, keeps part of them as a real disk may).
 
 ``kill -9`` keeps the operating system's page cache, so a crash test that only kills processes would
 pass even if every fsync were removed. :class:`PowerLossFS` mounts a passthrough filesystem over a
@@ -9,12 +10,19 @@ new mount or for direct use.
 
 What is modelled (the strictest model that can be implemented exactly):
 
-- **File data and size.** A write, a truncation (``ftruncate``, ``O_TRUNC``) and an extension by
-  ``fallocate`` are held in memory, overlaid on reads so the processes above see them, until an
-  ``fsync`` or ``fdatasync`` of the file (through any descriptor) applies them all. The two calls
+- **File data and size.** A write, a truncation (``ftruncate``, ``O_TRUNC``), an extension by
+  ``fallocate`` and a hole punched by it (``PUNCH_HOLE | KEEP_SIZE``, reading as zeros) are held
+  in memory, overlaid on reads so the processes above see them, until an ``fsync`` or
+  ``fdatasync`` of the file (through any descriptor) applies them all. The two calls
   are treated alike: ``fdatasync`` must persist the size anyway, and the rest of the inode is not
-  modelled. The unit of loss is the whole unsynced state of a file: nothing of it survives a cut,
-  not even a prefix (real disks may keep some of it; a store must not rely on either).
+  modelled. What a cut keeps of the writes made since a file's last fsync is chosen by a
+  :class:`CutMode` and a seed: nothing (``LOSE``, the default and the strictest for what was
+  acknowledged); a prefix of them with the last one kept only up to a page boundary (``TORN``); or
+  a subset of their pages that is not a prefix, a later page kept and an earlier one lost
+  (``REORDERED``, a disk without write barriers), with truncations and extensions kept as a
+  prefix, in order, as a journal keeps them. Never across an fsync: what it covered is kept
+  whole. The states other than ``LOSE`` are those a store must tolerate in what it had not yet
+  acknowledged: a torn tail of a log, zeros in the middle of one.
 - **Names.** Every change to a directory's entries (a file created, linked, unlinked or renamed
   into or out of it; a directory or symlink made or removed) is durable only once that directory
   is fsynced (``fsync`` of a descriptor of the directory). A new file that was fsynced but whose
@@ -31,8 +39,11 @@ What is not modelled:
   extended attributes (not supported); ``mknod`` (refused); ``rename`` flags such as
   ``RENAME_NOREPLACE`` (the binding drops them); ``mmap`` of files (every file is opened with
   ``direct_io``, which the kernel does not map shared-writable).
-- Torn or reordered writes *within* an unsynced range, and sectors that fail: a cut keeps the last
-  synced state of every file and directory exactly.
+- Sectors that fail, and writes torn inside a page (:data:`PAGE_BYTES`, 4 KiB: the unit a torn
+  write is cut at).
+- Directory changes made durable without an fsync (ext4's journal commits carry them now and
+  then): in every mode a directory is as of its last fsync. A store that relied on a name being
+  gone after a cut would not be caught.
 - Syncs of the whole filesystem (``sync``, ``syncfs``: FUSE is not told of them); use
   :meth:`PowerLossFS.sync` for "everything so far is on disk".
 - The backing directory's own durability: it stands for the disk after the power comes back, and
@@ -43,8 +54,12 @@ write reaches the daemon), the writeback cache is switched off, and attributes a
 cached (timeouts of 0), so the size a process sees is the daemon's. File locks (``flock``,
 ``fcntl``) are kept by the kernel; they go with the process holding them.
 
-A cut is linearised with every operation: an operation that returned before it keeps its effect,
-and every operation after it fails with ``EIO``, as on a disk that lost its power. The mount stays
+The power is cut by :meth:`PowerLossFS.cut_power` at a moment the test picks, or by
+:meth:`PowerLossFS.cut_at_call` just before the Nth call that changes the disk (a write, a
+truncation or ``fallocate``, an fsync, a change of names: ``COUNTED_CALLS``), a place the test
+gives by number. A cut is linearised with every operation: an operation that returned before it
+keeps its effect, and every operation after it fails with ``EIO``, as on a disk that lost its
+power. The mount stays
 (failing) until :meth:`PowerLossFS.unmount`, so that a process still running cannot write around it
 into the mount point's own directory; kill the processes using it, then unmount.
 
@@ -64,10 +79,10 @@ import sys
 import time
 from pathlib import Path
 
-from seaway.testing._powerloss_fuse import FUSERMOUNT, fusermount_unmount
-from seaway.testing._powerloss_state import CutReport
+from seaway.testing._powerloss_fuse import FUSERMOUNT, fusermount_unmount, parse_report
+from seaway.testing._powerloss_state import PAGE_BYTES, CutMode, CutReport
 
-__all__ = ["CutReport", "PowerLossFS", "PowerLossUnavailableError", "powerloss_unavailable"]
+__all__ = ["PAGE_BYTES", "CutMode", "CutReport", "PowerLossFS", "PowerLossUnavailableError", "powerloss_unavailable"]
 
 
 # The daemon needs two modules of this package, and the package's ``__init__`` imports all of
@@ -157,11 +172,29 @@ class PowerLossFS:
         """Make everything written so far durable, as ``sync`` would (FUSE is not told of it)."""
         self._command("sync")
 
-    def cut_power(self) -> CutReport:
-        """Drop every write, truncation and directory change not yet synced. From now on every
-        operation on the mount fails with ``EIO``; kill what uses it, then :meth:`unmount`."""
-        words = self._command("cut").split()
-        return CutReport(int(words[1]), int(words[2]), int(words[3]))
+    def cut_power(self, mode: CutMode = CutMode.LOSE, seed: int = 0) -> CutReport:
+        """Drop every write, truncation and directory change not yet synced, but what ``mode``
+        keeps of the writes (chosen by ``seed``: the same state of the filesystem and the same seed
+        keep the same). From now on every operation on the mount fails with ``EIO``; kill what
+        uses it, then :meth:`unmount`."""
+        return parse_report(self._command(f"cut {mode.value} {seed}").split()[1:])
+
+    def cut_at_call(self, calls: int, mode: CutMode = CutMode.LOSE, seed: int = 0) -> None:
+        """Cut the power as :meth:`cut_power` would, just before the ``calls``-th call from now
+        that changes the disk (that call fails with ``EIO``); see :meth:`wait_for_cut`."""
+        if calls < 1:
+            raise ValueError(f"calls must be at least 1, got {calls}")
+        self._command(f"cutat {calls} {mode.value} {seed}")
+
+    def wait_for_cut(self, timeout_s: float) -> CutReport | None:
+        """Once the power is cut (by :meth:`cut_at_call`), what the cut dropped; None if it was not
+        within ``timeout_s`` (at most the filesystem's own timeout)."""
+        reply = self._command(f"waitcut {min(timeout_s, self.timeout_s / 2)}", fail=False)
+        return parse_report(reply.split()[1:]) if reply.startswith("ok") else None
+
+    def calls(self) -> int:
+        """The calls that changed the disk since the mount (what :meth:`cut_at_call` counts)."""
+        return int(self._command("calls").split()[1])
 
     def unmount(self) -> None:
         """Unmount and wait for the daemon to exit. What was not synced is lost, as at a cut: call
@@ -203,7 +236,7 @@ class PowerLossFS:
                 if pipe is not None:
                     pipe.close()
 
-    def _command(self, command: str) -> str:
+    def _command(self, command: str, *, fail: bool = True) -> str:
         daemon = self._daemon
         if daemon is None or daemon.stdin is None:
             raise RuntimeError(f"{self.mountpoint} is not mounted")
@@ -213,7 +246,7 @@ class PowerLossFS:
         except BrokenPipeError:
             raise RuntimeError(f"the power-loss daemon of {self.mountpoint} is gone") from None
         reply = self._reply()
-        if not reply.startswith("ok"):
+        if fail and not reply.startswith("ok"):
             raise RuntimeError(f"power-loss daemon: {command} failed: {reply}")
         return reply
 

@@ -8,6 +8,7 @@ Run by the parent as ``python -c "...main(argv)" BACKING MOUNTPOINT STATE_DIR``;
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import functools
 import os
@@ -21,12 +22,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 
-from seaway.testing._powerloss_state import CutReport, Dir, Disk, File, Inode, Symlink, os_error
+from seaway.testing._powerloss_state import CutMode, CutReport, Dir, Disk, File, Inode, Symlink, os_error
 
-__all__ = ["FUSERMOUNT", "PowerLossOps", "fusermount_unmount", "main"]
+__all__ = ["COUNTED_CALLS", "FUSERMOUNT", "PowerLossOps", "format_report", "fusermount_unmount", "main",
+           "parse_report"]
 
 FUSERMOUNT = "fusermount3"
 _FALLOC_FL_KEEP_SIZE = 0x01
+_FALLOC_FL_PUNCH_HOLE = 0x02
+COUNTED_CALLS = frozenset({"write", "truncate", "fallocate", "fsync", "fsyncdir", "create", "mkdir", "rmdir",
+                           "unlink", "symlink", "link", "rename"})
+"""The operations that change what is or will be on the disk: those a cut "at the Nth call" counts."""
 _FUSE_CAP_WRITEBACK_CACHE = 1 << 16
 _EXTENT_BYTES_MAX = 1 << 30  # a bound on one unsynced write's offset + length, far above any test's
 # Threads serving requests (one at a time: every operation takes the lock). Set, since libfuse 3.14
@@ -47,10 +53,14 @@ _R = TypeVar("_R")
 def _op(method: Callable[Concatenate[PowerLossOps, _P], _R]) -> Callable[Concatenate[PowerLossOps, _P], _R]:
     """A filesystem operation: one at a time, and none after the power is cut."""
 
+    counted = method.__name__ in COUNTED_CALLS
+
     def run(self: PowerLossOps, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._mutex:
             if self.cut_done:
                 raise OSError(errno.EIO, "the power is cut")
+            if counted:
+                self._count_call()
             return method(self, *args, **kwargs)
 
     # Its signature too: mfusepy counts the parameters of ``create``.
@@ -75,16 +85,44 @@ class PowerLossOps:
         self.cut_done = False
         self._on_ready = on_ready
         self._disk = Disk(backing, objects)
+        self.calls = 0  # of COUNTED_CALLS, since the mount
+        self._cut_at: tuple[int, CutMode, int] | None = None  # (call number, mode, seed)
+        self._report: CutReport | None = None
+        self._cut_event = threading.Event()
 
     # --- the parent's commands ------------------------------------------------------------------
 
-    def cut(self) -> CutReport:
-        """The power cut: forget everything not synced; every later operation fails with ``EIO``."""
+    def cut(self, mode: CutMode = CutMode.LOSE, seed: int = 0) -> CutReport:
+        """The power cut: forget everything not synced but what ``mode`` keeps (chosen by
+        ``seed``); every later operation fails with ``EIO``."""
         with self._mutex:
             if self.cut_done:
                 return CutReport(0, 0, 0)
             self.cut_done = True
-            return self._disk.drop()
+            self._report = self._disk.drop(mode, seed)
+            self._cut_event.set()
+            return self._report
+
+    def cut_at_call(self, calls: int, mode: CutMode, seed: int) -> None:
+        """Cut the power just before the ``calls``-th counted call from now (that call fails with
+        ``EIO``, as every one after it)."""
+        if calls < 1:
+            raise ValueError(f"a cut at call {calls}: the first is 1")
+        with self._mutex:
+            self._cut_at = (self.calls + calls, mode, seed)
+
+    def wait_for_cut(self, timeout_s: float) -> CutReport | None:
+        """The cut's report once the power is cut (within ``timeout_s``), else None."""
+        if not self._cut_event.wait(timeout_s):
+            return None
+        return self._report
+
+    def _count_call(self) -> None:
+        self.calls += 1
+        if self._cut_at is not None and self.calls >= self._cut_at[0]:
+            _, mode, seed = self._cut_at
+            self.cut(mode, seed)
+            raise OSError(errno.EIO, "the power is cut")
 
     def sync_all(self) -> None:
         with self._mutex:
@@ -344,9 +382,7 @@ class PowerLossOps:
         f = self._disk.file(fh)
         if offset < 0 or offset + len(data) > _EXTENT_BYTES_MAX:
             raise os_error(errno.EFBIG)
-        f.extents.write(offset, data)
-        f.size = max(f.size, offset + len(data))
-        f.mtime_ns = f.ctime_ns = time.time_ns()
+        self._disk.write(f, offset, data)
         return len(data)
 
     @_op
@@ -361,21 +397,19 @@ class PowerLossOps:
         self._disk.truncate(inode, length)
         return 0
 
-    def _truncate(self, f: File, length: int) -> None:
-        f.extents.truncate(length)
-        f.floor = min(f.floor, length)
-        f.size = length
-        f.mtime_ns = f.ctime_ns = time.time_ns()
-
     @_op
     def fallocate(self, path: str | None, mode: int, offset: int, size: int, fh: int) -> int:
         f = self._disk.file(fh)
-        if mode & ~_FALLOC_FL_KEEP_SIZE:
+        if mode & ~(_FALLOC_FL_KEEP_SIZE | _FALLOC_FL_PUNCH_HOLE):
             raise os_error(errno.EOPNOTSUPP)
         if offset < 0 or size <= 0 or offset + size > _EXTENT_BYTES_MAX:
             raise os_error(errno.EINVAL)
-        if not mode & _FALLOC_FL_KEEP_SIZE and offset + size > f.size:
-            f.size = offset + size  # reads as zeros: beyond the floor and every extent
+        if mode & _FALLOC_FL_PUNCH_HOLE:
+            if not mode & _FALLOC_FL_KEEP_SIZE:
+                raise os_error(errno.EOPNOTSUPP)  # as Linux: a punched hole keeps the size
+            self._disk.punch(f, offset, size)
+        elif not mode & _FALLOC_FL_KEEP_SIZE:
+            self._disk.extend(f, offset + size)  # reads as zeros: beyond the floor and every extent
         return 0
 
     @_op
@@ -388,20 +422,36 @@ class PowerLossOps:
 # --- The daemon -------------------------------------------------------------------------------
 
 
+def format_report(report: CutReport) -> str:
+    return " ".join(map(str, dataclasses.astuple(report)))
+
+
+def parse_report(words: list[str]) -> CutReport:
+    return CutReport(*map(int, words))
+
+
 def _serve_control(ops: PowerLossOps, mountpoint: Path, commands: IO[bytes], reply: Callable[[str], None],
                    unmounting: threading.Event) -> None:
     """Run the parent's commands, one a line, until its pipe closes (then cut and unmount, so that a
     parent that died leaves no mount behind)."""
     for raw in commands:
         command = raw.strip().decode()
+        verb, *args = command.split() or [""]
         try:
-            if command == "sync":
+            if verb == "sync":
                 ops.sync_all()
                 reply("ok")
-            elif command == "cut":
-                report = ops.cut()
-                reply(f"ok {report.files} {report.unsynced_bytes} {report.directories}")
-            elif command == "unmount":
+            elif verb == "cut":  # cut MODE SEED
+                reply(f"ok {format_report(ops.cut(CutMode(args[0]), int(args[1])))}")
+            elif verb == "cutat":  # cutat CALLS MODE SEED
+                ops.cut_at_call(int(args[0]), CutMode(args[1]), int(args[2]))
+                reply("ok")
+            elif verb == "waitcut":  # waitcut TIMEOUT_S
+                report = ops.wait_for_cut(float(args[0]))
+                reply("error no cut yet" if report is None else f"ok {format_report(report)}")
+            elif verb == "calls":
+                reply(f"ok {ops.calls}")
+            elif verb == "unmount":
                 unmounting.set()
                 reply("ok")  # first: the daemon exits as soon as the mount is gone
                 fusermount_unmount(mountpoint)

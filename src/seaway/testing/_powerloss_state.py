@@ -8,22 +8,35 @@ fsync; the backing directory holds the durable namespace, each file there a hard
 object. :meth:`Disk.drop` (the cut) forgets the rest. See :mod:`seaway.testing._powerloss` for
 what is modelled and what is not.
 
+What a cut keeps of each file's unsynced writes is chosen by a :class:`CutMode` and a seed
+(:func:`surviving`, pure): nothing (``lose``), a prefix of them with the last one torn at a page
+boundary (``torn``), or a subset of their pages that is not a prefix (``reordered``). Each file
+keeps its writes in the order they were made since its last fsync (:attr:`File.pending`): an
+fsync empties it, so nothing is ever reordered across one.
+
 Single-threaded: the caller (the FUSE operations) holds one lock around every call.
 """
 
 from __future__ import annotations
 
 import bisect
+import enum
 import errno
+import itertools
 import os
+import random
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CutReport", "Dir", "Disk", "Extents", "File", "Inode", "Symlink", "os_error"]
+__all__ = ["PAGE_BYTES", "CutMode", "CutReport", "Dir", "Disk", "Extents", "File", "Inode", "Resize", "Survivors",
+           "Symlink", "Write", "os_error", "replay", "surviving"]
+
+PAGE_BYTES = 4096
+"""The unit a disk writes whole: a torn write keeps whole pages of it, never part of one."""
 
 
 def os_error(code: int) -> OSError:
@@ -33,7 +46,7 @@ def os_error(code: int) -> OSError:
 
 @dataclass(frozen=True, slots=True)
 class CutReport:
-    """What a power cut dropped."""
+    """What a power cut dropped (and, in the modes that keep some of it, kept)."""
 
     files: int
     """Files that had unsynced data or size."""
@@ -41,6 +54,119 @@ class CutReport:
     """Bytes written to them since their last sync."""
     directories: int
     """Directories whose entries had changed since their last fsync."""
+    kept_writes: int = 0
+    """Unsynced writes and size changes kept, whole or in part, in files that have a durable name."""
+    torn_writes: int = 0
+    """Writes of those kept only in part (their first pages: ``torn``)."""
+    reordered_files: int = 0
+    """Files that kept a write while losing one made before it (``reordered``)."""
+
+
+# --- What a cut keeps of a file's unsynced writes (pure) -------------------------------------------
+
+
+class CutMode(enum.Enum):
+    """What a power cut keeps of the writes made to a file since its last fsync. Directory entries
+    are kept as of each directory's last fsync in every mode."""
+
+    LOSE = "lose"
+    """Nothing: the file is as it was synced."""
+    TORN = "torn"
+    """The writes in the order they were made, up to one that is kept only in part: its first pages,
+    cut at a page boundary (:data:`PAGE_BYTES`). Chosen among the writes that cross a boundary;
+    where none does, a prefix of whole writes."""
+    REORDERED = "reordered"
+    """A subset of the writes' pages, each write split at page boundaries, that is not a prefix of
+    them (where there are two pages or more): a later page kept, an earlier one lost, as a disk
+    without write barriers may leave them. Size changes (truncations, extensions) are journaled
+    metadata: a prefix of them is kept, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """``data`` written at ``offset`` (a hole punched is a write of zeros)."""
+
+    offset: int
+    data: bytes
+
+    @property
+    def end(self) -> int:
+        return self.offset + len(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """The file's size set to ``size`` (a truncation, or an extension that reads as zeros)."""
+
+    size: int
+
+
+Op = Write | Resize
+
+
+@dataclass(frozen=True, slots=True)
+class Survivors:
+    """What a cut keeps of one file's unsynced operations, in the order they are applied."""
+
+    ops: list[Op]
+    torn: bool = False
+    """The last write kept is only its first pages."""
+    reordered: bool = False
+    """A write was kept and one made before it lost."""
+
+
+def _page_boundaries(w: Write) -> range:
+    """The page boundaries strictly inside the write."""
+    return range((w.offset // PAGE_BYTES + 1) * PAGE_BYTES, w.end, PAGE_BYTES)
+
+
+def _pages(w: Write) -> list[Write]:
+    cuts = [w.offset, *_page_boundaries(w), w.end]
+    return [Write(lo, w.data[lo - w.offset:hi - w.offset]) for lo, hi in itertools.pairwise(cuts)]
+
+
+def surviving(ops: Sequence[Op], mode: CutMode, rng: random.Random) -> Survivors:
+    """What a cut in ``mode`` keeps of ``ops`` (a file's operations since its last fsync, in the
+    order they were made), chosen by ``rng``."""
+    if mode is CutMode.LOSE or not ops:
+        return Survivors([])
+    if mode is CutMode.TORN:
+        tearable = [i for i, op in enumerate(ops) if isinstance(op, Write) and _page_boundaries(op)]
+        if not tearable:
+            return Survivors(list(ops[:rng.randrange(len(ops) + 1)]))
+        i = rng.choice(tearable)
+        w = ops[i]
+        assert isinstance(w, Write)
+        cut = rng.choice(_page_boundaries(w))
+        return Survivors([*ops[:i], Write(w.offset, w.data[:cut - w.offset])], torn=True)
+    units: list[Op] = [page for op in ops for page in (_pages(op) if isinstance(op, Write) else [op])]
+    pages = [i for i, op in enumerate(units) if isinstance(op, Write)]
+    resizes = [i for i, op in enumerate(units) if isinstance(op, Resize)]
+    keep = {i for i in pages if rng.random() < 0.5}
+    keep.update(resizes[:rng.randrange(len(resizes) + 1)])
+    kept_pages = [i for i in pages if i in keep]
+    if len(pages) >= 2 and kept_pages == pages[:len(kept_pages)]:
+        # A prefix (or nothing, or everything): lose one page and keep a later one.
+        lost, later = sorted(rng.sample(range(len(pages)), 2))
+        keep.discard(pages[lost])
+        keep.add(pages[later])
+    kept_pages = [i for i in pages if i in keep]
+    reordered = kept_pages != pages[:len(kept_pages)]
+    return Survivors([units[i] for i in sorted(keep)], reordered=reordered)
+
+
+def replay(base: bytes, ops: Sequence[Op]) -> bytes:
+    """``base`` with ``ops`` applied, as a file's content (for checks; :meth:`Disk.drop` applies
+    them to the file itself)."""
+    out = bytearray(base)
+    for op in ops:
+        if isinstance(op, Resize):
+            del out[op.size:]
+            out.extend(bytes(op.size - len(out)))
+        else:
+            out.extend(bytes(max(0, op.end - len(out))))
+            out[op.offset:op.end] = op.data
+    return bytes(out)
 
 
 # --- Unsynced file data ---------------------------------------------------------------------------
@@ -136,6 +262,8 @@ class File(Inode):
         self.synced_size = size
         self.floor = size
         self.extents = Extents()
+        # Every write and size change since the last sync, in order: what a cut may keep part of.
+        self.pending: list[Op] = []
 
     @property
     def dirty(self) -> bool:
@@ -226,12 +354,27 @@ class Disk:
         root.links = 1  # the mount itself: never collected
         return root
 
-    def drop(self) -> CutReport:
-        """Forget everything not synced (the backing directory keeps what was); what was dropped.
-        The disk is of no further use."""
+    def drop(self, mode: CutMode = CutMode.LOSE, seed: int = 0) -> CutReport:
+        """Forget everything not synced (the backing directory keeps what was), but what ``mode``
+        keeps of each file's unsynced writes (chosen by ``seed``, file by file in the order they
+        were made); what was dropped. The disk is of no further use."""
         files = [i for i in self.inodes.values() if isinstance(i, File) and i.dirty]
         dirs = [i for i in self.inodes.values() if isinstance(i, Dir) and i.entries != i.durable]
-        report = CutReport(len(files), sum(f.extents.total_bytes() for f in files), len(dirs))
+        rng = random.Random(seed)
+        kept = torn = reordered = 0
+        for f in files:
+            if not f.durable_refs:
+                continue  # no durable name: gone whatever it held
+            survivors = surviving(f.pending, mode, rng)
+            for op in survivors.ops:
+                if isinstance(op, Resize):
+                    os.ftruncate(f.fd, op.size)
+                else:
+                    _pwrite_all(f.fd, op.data, op.offset)
+            kept += len(survivors.ops)
+            torn += survivors.torn
+            reordered += survivors.reordered
+        report = CutReport(len(files), sum(f.extents.total_bytes() for f in files), len(dirs), kept, torn, reordered)
         for inode in self.inodes.values():
             if isinstance(inode, File):
                 os.close(inode.fd)
@@ -258,12 +401,10 @@ class Disk:
         if f.floor < f.synced_size:
             os.ftruncate(f.fd, f.floor)
         for start, buf in f.extents.items():
-            view, offset = memoryview(buf), start
-            while view:
-                written = os.pwrite(f.fd, view, offset)
-                view, offset = view[written:], offset + written
+            _pwrite_all(f.fd, buf, start)
         os.ftruncate(f.fd, f.size)
         f.extents.clear()
+        f.pending.clear()
         f.floor = f.synced_size = f.size
 
     def sync_dir(self, d: Dir) -> None:
@@ -388,9 +529,35 @@ class Disk:
         inode.ctime_ns = parent.mtime_ns = parent.ctime_ns = time.time_ns()
         self.collect(inode.ino)
 
+    def write(self, f: File, offset: int, data: bytes) -> None:
+        f.extents.write(offset, data)
+        f.pending.append(Write(offset, bytes(data)))
+        f.size = max(f.size, offset + len(data))
+        f.mtime_ns = f.ctime_ns = time.time_ns()
+
     def truncate(self, f: File, length: int) -> None:
         f.extents.truncate(length)
+        f.pending.append(Resize(length))
         f.floor = min(f.floor, length)
         f.size = length
         f.mtime_ns = f.ctime_ns = time.time_ns()
+
+    def extend(self, f: File, size: int) -> None:
+        """``fallocate`` past the end: the file grows, reading as zeros."""
+        if size > f.size:
+            f.pending.append(Resize(size))
+            f.size = size
+
+    def punch(self, f: File, offset: int, length: int) -> None:
+        """``fallocate(PUNCH_HOLE | KEEP_SIZE)``: the range reads as zeros; the size stays."""
+        end = min(offset + length, f.size)
+        if end > offset:
+            self.write(f, offset, bytes(end - offset))
+
+
+def _pwrite_all(fd: int, data: bytes | bytearray, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
 

@@ -1,0 +1,123 @@
+"""The parent's side of the power-loss tests: a child process reporting its acknowledgements, and
+the rig that cuts the power under it (at a moment, or at the Nth call that changes the disk)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+from seaway.testing import CutMode, CutReport, PowerLossFS
+from seaway.testing._powerloss_child import LARGE_BYTES, META_LARGE_BYTES
+
+
+class Child:
+    """A child process (``python -m MODULE DATA_DIR MODE RUN SEED``), its acknowledgements read
+    as they come; it writes ``ready`` once its store is open."""
+
+    def __init__(self, module: str, data_dir: Path, mode: str, run: int, seed: int, stderr: IO[bytes]) -> None:
+        self.ready = threading.Event()
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen([sys.executable, "-m", module, str(data_dir), mode, str(run), str(seed)],
+                                     stdout=subprocess.PIPE, stderr=stderr)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode().strip()
+            if line == "ready":
+                self.ready.set()
+            else:
+                self.lines.append(line)
+        self.ready.set()  # or it died
+
+    def count(self, kind: str, size: int | None = None) -> int:
+        """Acknowledgements of ``kind`` (``A``, ``K``, ...) so far, of items of ``size`` (field 5) if given."""
+        return sum(1 for line in list(self.lines)
+                   if line.startswith(kind + " ") and (size is None or line.split()[5] == str(size)))
+
+    def kill(self) -> list[str]:
+        """SIGKILL; every acknowledgement it reported."""
+        self.proc.kill()
+        self.proc.wait(30)
+        self._reader.join(30)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return self.lines
+
+
+class Rig:
+    """A power-loss filesystem and the children using it; :meth:`close` kills them all."""
+
+    def __init__(self, fs: PowerLossFS, seed: int, module: str = "seaway.testing._powerloss_child") -> None:
+        self.fs = fs
+        self.disk = fs.backing
+        self.logs = fs.backing.parent
+        self.seed = seed
+        self.module = module
+        self.children: list[Child] = []
+        self.cuts = 0
+
+    def start(self, mode: str, run: int) -> Child:
+        stderr = open(self.logs / f"child-{run}.log", "wb")  # noqa: SIM115 (the child holds it)
+        try:
+            child = Child(self.module, self.fs.mountpoint / "data", mode, run, self.seed, stderr)
+        finally:
+            stderr.close()
+        self.children.append(child)
+        return child
+
+    def child_log(self, run: int) -> str:
+        return (self.logs / f"child-{run}.log").read_text(errors="replace")[-3000:]
+
+    def cut(self, child: Child, mode: CutMode = CutMode.LOSE, seed: int = 0) -> tuple[list[str], CutReport]:
+        """Cut the power under a running child, kill it, unmount: its acknowledgements."""
+        self.cuts += 1
+        report = self.fs.cut_power(mode, seed)
+        lines = child.kill()
+        self.fs.unmount()
+        return lines, report
+
+    def cut_at_call(self, mode: str, run: int, calls: int, cut_mode: CutMode, seed: int,
+                    timeout_s: float = 20) -> tuple[list[str], CutReport, bool]:
+        """Mount, start a child and cut the power just before the ``calls``-th call that changes the
+        disk (or after ``timeout_s``, if the child has not made that many: then the last item is
+        False); kill it, unmount: its acknowledgements."""
+        self.fs.mount()
+        self.fs.cut_at_call(calls, cut_mode, seed)
+        child = self.start(mode, run)
+        report = self.fs.wait_for_cut(timeout_s)
+        at_call = report is not None
+        if report is None:
+            assert child.proc.poll() is None, (
+                f"seed {self.seed}: run {run}: the child died before call {calls}:\n{self.child_log(run)}")
+            report = self.fs.cut_power(cut_mode, seed)
+        self.cuts += 1
+        lines = child.kill()
+        self.fs.unmount()
+        return lines, report, at_call
+
+    def wait_for(self, child: Child, run: int, *, appends: int = 0, large: int = 0, meta: int = 0,
+                 meta_large: int = 0, timeout_s: float = 60, **kinds: int) -> None:
+        """Until the child has acknowledged that many appends (``large`` of them large) and metadata
+        batches (``meta_large`` of them large), and of each other kind of line (``T=3``)."""
+        def enough() -> bool:
+            return (child.count("A") >= appends and child.count("A", LARGE_BYTES) >= large
+                    and child.count("K") >= meta and child.count("K", META_LARGE_BYTES) >= meta_large
+                    and all(child.count(kind) >= n for kind, n in kinds.items()))
+
+        deadline = time.monotonic() + timeout_s
+        while not enough() and child.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert enough(), f"seed {self.seed}: run {run}: too few acknowledgements; child log:\n{self.child_log(run)}"
+
+    def close(self) -> None:
+        for child in self.children:
+            if child.proc.poll() is None:
+                child.proc.kill()
+                child.proc.wait()
