@@ -13,7 +13,12 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 
-from seaway._errors import ConditionFailedError, NotifyConfigOverlapError, UnknownNotifyConfigError
+from seaway._errors import (
+    ConditionFailedError,
+    InvalidArgumentError,
+    NotifyConfigOverlapError,
+    UnknownNotifyConfigError,
+)
 from seaway.ledger import NotifyConfigDeleted, NotifyConfigured
 from seaway.log import LedgerApi, MetaApi
 from seaway.notify._config import NotifyConfig
@@ -145,15 +150,18 @@ class Notifications:
         found = self._meta.get(NAMESPACE, checkpoint_key(name))
         return None if found is None else Checkpoint.from_bytes(found.value)
 
-    def save_checkpoint(self, name: str, checkpoint: Checkpoint) -> None:
-        """Written by the plugin only, and only while its configuration exists (a deleted one is not
-        brought back by a plugin that is still stopping)."""
-        found = self._meta.get(NAMESPACE, config_key(name))
-        if found is None:
-            return
-        # Deleted or replaced meanwhile: nothing to save (a replaced plugin saves its own).
-        with contextlib.suppress(ConditionFailedError):
-            batch = self._meta.batch().expect_version(NAMESPACE, config_key(name), found.version) \
+    def save_checkpoint(self, name: str, checkpoint: Checkpoint, config_version: int | None) -> None:
+        """Written by the plugin only, and only while the configuration it started with (version
+        ``config_version``, from :meth:`versions`) is still the one stored: a plugin whose
+        configuration was replaced or deleted meanwhile saves nothing. It may have left out entries
+        its successor selects, and the successor starts from the last checkpoint its predecessor
+        saved while still current (a deleted configuration is not brought back either)."""
+        if config_version is None:
+            raise InvalidArgumentError(
+                f"the plugin of {name!r} saves its checkpoint with the version of the configuration it "
+                "started with (Plugin(config_version=...), from Notifications.versions())")
+        with contextlib.suppress(ConditionFailedError):  # replaced or deleted: its successor saves its own
+            batch = self._meta.batch().expect_version(NAMESPACE, config_key(name), config_version) \
                 .put(NAMESPACE, checkpoint_key(name), checkpoint.to_bytes())
             LedgerApi.put_floor(batch, floor_name(name), checkpoint.index).commit()
 

@@ -31,7 +31,8 @@ class CheckpointStore(Protocol):
 
     def checkpoint(self, name: str) -> Checkpoint | None: ...
 
-    def save_checkpoint(self, name: str, checkpoint: Checkpoint) -> None: ...
+    def save_checkpoint(self, name: str, checkpoint: Checkpoint, config_version: int | None) -> None:
+        """Save ``checkpoint`` only while the configuration's version is still ``config_version``."""
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,12 @@ class Plugin:
     """Delivers the entries ``config`` selects from ``source`` through ``sender``."""
 
     def __init__(self, config: NotifyConfig, sender: Sender, source: LedgerSource, checkpoints: CheckpointStore,
-                 clock_s: Callable[[], float], *, idle_s: float = 0.5, save_interval_s: float = 0.0,
-                 observer: PluginObserver | None = None) -> None:
+                 clock_s: Callable[[], float], *, config_version: int | None = None, idle_s: float = 0.5,
+                 save_interval_s: float = 0.0, observer: PluginObserver | None = None) -> None:
         self.config = config
+        self.config_version = config_version
+        """The stored version of ``config`` (``Notifications.versions()``): the checkpoint is saved
+        only while it is current, so a replaced plugin never moves its successor's position."""
         self._sender = sender
         self._source = source
         self._checkpoints = checkpoints
@@ -173,7 +177,7 @@ class Plugin:
         if not now and time.monotonic() - self._saved_at_s < self.save_interval_s:
             return
         checkpoint = Checkpoint(self.position, dict(self.counters), int(self._clock_s() * 1000))
-        self._checkpoints.save_checkpoint(self.name, checkpoint)
+        self._checkpoints.save_checkpoint(self.name, checkpoint, self.config_version)
         self._saved = checkpoint
         self._saved_at_s = time.monotonic()
 

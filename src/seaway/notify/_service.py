@@ -152,7 +152,8 @@ class NotifyService:
                     continue
                 try:
                     plugin = Plugin(config, make_sender(config.target, self._streams), self._source,
-                                    self._notifications, self._clock_s, idle_s=self.config.idle_s,
+                                    self._notifications, self._clock_s, config_version=version,
+                                    idle_s=self.config.idle_s,
                                     save_interval_s=self.config.save_interval_s,
                                     observer=self._metrics)
                 except SeawayError:
