@@ -45,3 +45,21 @@ def test_tail_prints_the_configuration_entries(cli: Cli, tmp_path: Path) -> None
     assert rows[1]["index"] == rows[0]["index"] + 1
     limited = cli("notify", "tail", "--from", str(rows[1]["index"]), *data)
     assert limited.out.split()[0] == str(rows[1]["index"]) and "notify.config_deleted" in limited.out
+
+
+def test_config_delete_of_a_version_leaves_a_newer_one(cli: Cli, where: Where, tmp_path: Path) -> None:
+    name = f"cfg-{where.ns}"
+    target = json.dumps({"type": "file", "path": str(tmp_path / "x.jsonl")})
+    assert cli("notify", "config", "set", name, "--target", target, "--scope", where.ns, *where.args).status == 0
+    listed = cli("notify", "config", "list", "--json", *where.args)
+    seen = [c["version"] for c in json.loads(listed.out) if c["name"] == name]
+    assert len(seen) == 1
+    again = cli("notify", "config", "set", name, "--target", target, "--scope", where.ns, "--prefix", "a",
+                *where.args)
+    assert again.status == 0, again.err
+    stale = cli("notify", "config", "delete", name, "--version", str(seen[0]), *where.args)
+    assert stale.status != 0 and "not deleted" in stale.err
+    listed = cli("notify", "config", "list", "--json", *where.args)
+    now = [c["version"] for c in json.loads(listed.out) if c["name"] == name and c["prefix"] == "a"]
+    assert len(now) == 1 and now[0] > seen[0]
+    assert cli("notify", "config", "delete", name, "--version", str(now[0]), *where.args).status == 0

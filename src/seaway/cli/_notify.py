@@ -2,9 +2,10 @@
 positions and counters.
 
 ``config set NAME --target JSON [--format ...] [--events a,b] [--scope S | --stream S/N] [--prefix P]
-[--suffix S]`` creates or replaces one; ``config list`` and ``config delete NAME``. ``tail`` prints the
-ledger's entries from an index (``--follow``: and keeps printing new ones); ``status`` each plugin's
-position, lag and counters (triggered, delivered, failed, pending, dropped, missed).
+[--suffix S]`` creates or replaces one; ``config list`` (with each one's version) and ``config delete
+NAME [--version V]`` (only that version, when given). ``tail`` prints the ledger's entries from an
+index (``--follow``: and keeps printing new ones); ``status`` each plugin's position, lag and
+counters (triggered, delivered, failed, pending, dropped, missed).
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ def add_notify_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     put.add_argument("--prefix", default="", help="names must start with this")
     put.add_argument("--suffix", default="", help="names must end with this")
     config_ops.add_parser("list", parents=[common], help="the configurations (secrets hidden)")
-    config_ops.add_parser("delete", parents=[common], help="delete a configuration").add_argument("name")
+    delete = config_ops.add_parser("delete", parents=[common], help="delete a configuration")
+    delete.add_argument("name")
+    delete.add_argument("--version", type=int, default=None,
+                        help="only if the configuration is at this version (config list --json shows it)")
     tail = ops.add_parser("tail", parents=[common], help="print the change ledger's entries (--follow: live)")
     tail.add_argument("--from", dest="index_from", type=int, default=None,
                       help="the first index (default: the oldest kept; with --follow: the next one written)")
@@ -87,13 +91,13 @@ def _run_config(args: argparse.Namespace) -> None:
             sw.notify.set(config)
             out(args, _shown(config), f"set {config.name}")
         elif args.config_op == "list":
-            rows = [_shown(c) for c in sw.notify.list()]
+            rows = [{**_shown(c), "version": v} for v, c in sw.notify.versions().values()]
             if args.json:
                 print(json.dumps(rows))
             for row in [] if args.json else rows:
                 print(json.dumps(row, sort_keys=True))
         else:
-            sw.notify.delete(args.name)
+            sw.notify.delete(args.name, expect_version=args.version)
             out(args, {"deleted": args.name}, f"deleted {args.name}")
 
 

@@ -137,14 +137,34 @@ class Notifications:
         return {key.decode()[len("config/"):]: (v.version, NotifyConfig.from_json(v.value))
                 for key, v in self._meta.scan(NAMESPACE, prefix=b"config/", limit=CONFIGS_MAX)}
 
-    def delete(self, name: str) -> None:
-        """Delete a configuration and its plugin's checkpoint (its plugin stops)."""
+    def delete(self, name: str, *, expect_version: int | None = None) -> None:
+        """Delete a configuration and its plugin's checkpoint (its plugin stops): the one this
+        call finds, or only version ``expect_version`` (from :meth:`versions`) when given. The
+        delete is conditional on that version, so two deletes record one ledger entry, and a
+        delete that loses a race with :meth:`set` leaves the new configuration.
+
+        Raises :class:`UnknownNotifyConfigError` when there is none (or it was deleted meanwhile),
+        :class:`ConditionFailedError` when it is not ``expect_version`` or was replaced meanwhile
+        (nothing deleted: look again, then decide)."""
         found = self._meta.get(NAMESPACE, config_key(name))
         if found is None:
             raise UnknownNotifyConfigError(f"no notification configuration named {name!r}")
-        batch = self._meta.batch().put(NAMESPACE, CONFIGS_KEY, b"").delete(NAMESPACE, config_key(name)) \
+        if expect_version is not None and found.version != expect_version:
+            raise ConditionFailedError(
+                f"notification configuration {name!r} is at version {found.version}, not {expect_version}: "
+                "not deleted", NAMESPACE, config_key(name), found.version)
+        batch = self._meta.batch().expect_version(NAMESPACE, config_key(name), found.version) \
+            .put(NAMESPACE, CONFIGS_KEY, b"").delete(NAMESPACE, config_key(name)) \
             .delete(NAMESPACE, checkpoint_key(name)).record(NotifyConfigDeleted(name))
-        LedgerApi.drop_floor(batch, floor_name(name)).commit()
+        try:
+            LedgerApi.drop_floor(batch, floor_name(name)).commit()
+        except ConditionFailedError as exc:
+            if exc.version == 0:
+                raise UnknownNotifyConfigError(f"no notification configuration named {name!r} "
+                                               "(deleted meanwhile)") from None
+            raise ConditionFailedError(
+                f"notification configuration {name!r} was replaced meanwhile (version {exc.version}): "
+                "not deleted", exc.namespace, exc.key, exc.version) from None
 
     def checkpoint(self, name: str) -> Checkpoint | None:
         found = self._meta.get(NAMESPACE, checkpoint_key(name))
