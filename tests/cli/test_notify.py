@@ -63,3 +63,16 @@ def test_config_delete_of_a_version_leaves_a_newer_one(cli: Cli, where: Where, t
     now = [c["version"] for c in json.loads(listed.out) if c["name"] == name and c["prefix"] == "a"]
     assert len(now) == 1 and now[0] > seen[0]
     assert cli("notify", "config", "delete", name, "--version", str(now[0]), *where.args).status == 0
+
+
+def test_status_shows_a_plugin_whose_checkpoint_cannot_be_read(cli: Cli, where: Where) -> None:
+    name = f"cfg-{where.ns}"
+    target = json.dumps({"type": "stream", "stream": f"{where.ns}/feed"})
+    assert cli("notify", "config", "set", name, "--target", target, "--scope", where.ns, *where.args).status == 0
+    with where.open() as sw:
+        sw.meta.put("notify", f"checkpoint/{name}".encode(), b"not a checkpoint")
+    rows = [r for r in json.loads(cli("notify", "status", "--json", *where.args).out) if r["name"] == name]
+    assert len(rows) == 1 and "checkpoint is unreadable" in rows[0]["error"] and rows[0]["position"] is None
+    text = cli("notify", "status", *where.args).out
+    assert f"{name} (stream): position None" in text and "NOT RUNNING: its checkpoint is unreadable" in text
+    assert cli("notify", "config", "delete", name, *where.args).status == 0

@@ -135,7 +135,7 @@ def _run_status(args: argparse.Namespace) -> None:
         rows = []
         for s in sw.notify.status():
             rows.append({"name": s.name, "target": s.target, "position": s.position, "lag": s.lag,
-                         **s.counters, "pending": s.pending, "updated_ms": s.updated_ms})
+                         **s.counters, "pending": s.pending, "updated_ms": s.updated_ms, "error": s.error})
         if args.json:
             print(json.dumps(rows))
             return
@@ -143,4 +143,4 @@ def _run_status(args: argparse.Namespace) -> None:
             lag = "?" if r["lag"] is None else r["lag"]
             print(f"{r['name']} ({r['target']}): position {r['position']} lag {lag} triggered {r['triggered']} "
                   f"delivered {r['delivered']} failed {r['failed']} pending {r['pending']} dropped {r['dropped']} "
-                  f"missed {r['missed']}")
+                  f"missed {r['missed']}" + ("" if r["error"] is None else f" NOT RUNNING: {r['error']}"))

@@ -12,11 +12,14 @@ import builtins
 import contextlib
 import json
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from seaway._errors import (
     ConditionFailedError,
+    CorruptionError,
     InvalidArgumentError,
     NotifyConfigOverlapError,
+    SeawayError,
     UnknownNotifyConfigError,
 )
 from seaway.ledger import NotifyConfigDeleted, NotifyConfigured
@@ -61,9 +64,24 @@ class Checkpoint:
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Checkpoint:
-        data = json.loads(raw)
-        return cls(int(data["index"]), {k: int(v) for k, v in data.get("counters", {}).items()},
-                   int(data.get("time_ms", 0)))
+        """Parse a saved checkpoint. The namespace is writable by any client, so what is read is
+        checked: :class:`CorruptionError` says what is wrong with anything else."""
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise CorruptionError(f"a notification checkpoint is a JSON object, got {raw[:40]!r}")
+        index, counters, time_ms = data.get("index"), data.get("counters", {}), data.get("time_ms", 0)
+        if not _is_count(index) or not _is_count(time_ms) or not isinstance(counters, dict) \
+                or not all(isinstance(k, str) and _is_count(v) for k, v in counters.items()):
+            raise CorruptionError("a notification checkpoint has an index, counters and a time_ms that are "
+                                  f"whole numbers from 0, got {raw[:80]!r}")
+        return cls(index, dict(counters), time_ms)
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
 @dataclass(frozen=True)
@@ -78,6 +96,10 @@ class PluginStatus:
     lag: int | None
     counters: dict[str, int]
     updated_ms: int
+    error: str | None = None
+    """Why the plugin cannot run: its configuration or its checkpoint cannot be read (written by
+    something other than this API). Delete the configuration, then set it again if wanted: its
+    new plugin starts at the ledger's head."""
 
     @property
     def pending(self) -> int:
@@ -105,7 +127,8 @@ class Notifications:
                     raise NotifyConfigOverlapError(
                         f"notification configuration {config.name!r} overlaps {other.name!r}: they share event "
                         "types and their prefix and suffix filters overlap (give them disjoint events or filters)")
-            if len(others) >= CONFIGS_MAX and all(o.name != config.name for o in others):
+            records = self._records()  # the unreadable ones count too: they take room in every scan
+            if len(records) >= CONFIGS_MAX and config.name not in records:
                 raise NotifyConfigOverlapError(f"a store has at most {CONFIGS_MAX} notification configurations")
             batch = self._meta.batch().expect_version(NAMESPACE, CONFIGS_KEY, configs_version)
             batch.put(NAMESPACE, CONFIGS_KEY, b"")
@@ -124,18 +147,39 @@ class Notifications:
         raise ConditionFailedError(f"notification configurations kept changing: {config.name!r} not set")
 
     def get(self, name: str) -> NotifyConfig:
+        """The configuration named ``name``: :class:`UnknownNotifyConfigError` if there is none,
+        :class:`CorruptionError` if its record cannot be read."""
         found = self._meta.get(NAMESPACE, config_key(name))
         if found is None:
             raise UnknownNotifyConfigError(f"no notification configuration named {name!r}")
-        return NotifyConfig.from_json(found.value)
+        config = _config_of(name, found.value)
+        if isinstance(config, CorruptionError):
+            raise config
+        return config
 
     def list(self) -> builtins.list[NotifyConfig]:
+        """The configurations that can be read (see :meth:`unreadable` for the others)."""
         return self._configs()[1]
 
     def versions(self) -> dict[str, tuple[int, NotifyConfig]]:
-        """Each configuration with its version (which changes when it is replaced)."""
-        return {key.decode()[len("config/"):]: (v.version, NotifyConfig.from_json(v.value))
-                for key, v in self._meta.scan(NAMESPACE, prefix=b"config/", limit=CONFIGS_MAX)}
+        """Each configuration that can be read with its version (which changes when it is replaced)."""
+        return {name: (version, c) for name, (version, c) in self._records().items()
+                if not isinstance(c, CorruptionError)}
+
+    def unreadable(self) -> dict[str, tuple[int, str]]:
+        """Each configuration record that cannot be read (written into the namespace by something
+        other than this API), with its version and what is wrong with it. Its plugin does not
+        run; :meth:`delete` removes it."""
+        return {name: (version, str(c)) for name, (version, c) in self._records().items()
+                if isinstance(c, CorruptionError)}
+
+    def _records(self) -> dict[str, tuple[int, NotifyConfig | CorruptionError]]:
+        out: dict[str, tuple[int, NotifyConfig | CorruptionError]] = {}
+        for key, v in self._meta.scan(NAMESPACE, prefix=b"config/", limit=CONFIGS_MAX):
+            name = key[len(b"config/"):].decode(errors="replace")
+            out[name] = (v.version, _config_of(name, v.value) if key == config_key(name) else
+                         CorruptionError(f"a notification configuration's key is UTF-8, got {key[:80]!r}"))
+        return out
 
     def delete(self, name: str, *, expect_version: int | None = None) -> None:
         """Delete a configuration and its plugin's checkpoint (its plugin stops): the one this
@@ -167,6 +211,8 @@ class Notifications:
                 "not deleted", exc.namespace, exc.key, exc.version) from None
 
     def checkpoint(self, name: str) -> Checkpoint | None:
+        """The plugin's saved checkpoint (None: not saved yet); :class:`CorruptionError` if it
+        cannot be read."""
         found = self._meta.get(NAMESPACE, checkpoint_key(name))
         return None if found is None else Checkpoint.from_bytes(found.value)
 
@@ -191,22 +237,49 @@ class Notifications:
         configs = self.list()
         if not configs:
             return None
-        # A plugin without a checkpoint yet starts at the head when it runs: until then, keep all.
-        positions = [c.index if c is not None else 0 for c in map(self.checkpoint, (c.name for c in configs))]
+        # A plugin without a checkpoint yet starts at the head when it runs, and one whose checkpoint
+        # cannot be read does not run: until then, keep all.
+        positions = []
+        for config in configs:
+            try:
+                checkpoint = self.checkpoint(config.name)
+            except CorruptionError:
+                checkpoint = None
+            positions.append(checkpoint.index if checkpoint is not None else 0)
         return min(positions)
 
     def status(self) -> builtins.list[PluginStatus]:
         head = self._ledger.bounds()[1] if self._ledger is not None else None
         out = []
-        for cfg in self.list():
-            cp = self.checkpoint(cfg.name)
+        for name, (_, cfg) in self._records().items():
+            error: str | None = None
+            cp: Checkpoint | None = None
+            if isinstance(cfg, CorruptionError):
+                error = f"its configuration is unreadable: {cfg}"
+            else:
+                try:
+                    cp = self.checkpoint(name)
+                except CorruptionError as exc:
+                    error = f"its checkpoint is unreadable: {exc}"
             position = cp.index if cp is not None else None
             lag = head - position if head is not None and position is not None else None
-            out.append(PluginStatus(cfg.name, cfg.target.TYPE, position, lag,
-                                    {k: (cp.counters.get(k, 0) if cp else 0) for k in COUNTERS},
-                                    cp.time_ms if cp else 0))
+            out.append(PluginStatus(name, "?" if isinstance(cfg, CorruptionError) else cfg.target.TYPE, position,
+                                    lag, {k: (cp.counters.get(k, 0) if cp else 0) for k in COUNTERS},
+                                    cp.time_ms if cp else 0, error))
         return out
 
     def _configs(self) -> tuple[int, builtins.list[NotifyConfig]]:
         found = self._meta.get(NAMESPACE, CONFIGS_KEY)
         return (0 if found is None else found.version), [c for _, c in self.versions().values()]
+
+
+def _config_of(name: str, raw: bytes) -> NotifyConfig | CorruptionError:
+    """The configuration stored under ``name``, or what is wrong with the record (returned, not
+    raised: one bad record must not hide the others)."""
+    try:
+        config = NotifyConfig.from_json(raw)
+    except (SeawayError, ValueError, TypeError) as exc:
+        return CorruptionError(f"notification configuration {name!r} cannot be read: {exc}")
+    if config.name != name:
+        return CorruptionError(f"notification configuration {name!r} holds one named {config.name!r}")
+    return config

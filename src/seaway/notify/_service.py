@@ -15,7 +15,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.registry import Collector
 
-from seaway._errors import SeawayError
+from seaway._errors import CorruptionError, SeawayError
 from seaway.notify._api import Notifications
 from seaway.notify._plugin import Plugin, PluginObserver
 from seaway.notify._source import LedgerSource
@@ -101,7 +101,7 @@ class _Running:
                 stepped_s = time.monotonic()
                 try:
                     wait_s = self.plugin.step()
-                except SeawayError:  # the store (not the target) failed: try again later
+                except Exception:  # the store (not the target) failed, or worse: log it, try again later
                     _log.exception("notification plugin step failed", extra={"plugin": self.plugin.name})
                     wait_s = 1.0
                 self._metrics.position.labels(self.plugin.name).set(self.plugin.position)
@@ -127,6 +127,8 @@ class NotifyService:
         self._metrics = _Metrics()
         self.registry = self._metrics.registry
         self._running: dict[str, _Running] = {}
+        self._not_started: dict[str, tuple[int, str]] = {}
+        """Plugins that could not start: the version of their configuration and why (logged once)."""
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._watcher: threading.Thread | None = None
@@ -142,11 +144,16 @@ class NotifyService:
     def refresh(self) -> None:
         """Start, replace and stop plugins to match the configurations now."""
         configs = self._notifications.versions()
+        unreadable = self._notifications.unreadable()
         with self._lock:
             if self._stop.is_set():
                 return
             for name in [n for n, r in self._running.items() if configs.get(n, (None,))[0] != r.version]:
                 self._stop_plugin(name)
+            for name in [n for n in self._not_started if n not in configs and n not in unreadable]:
+                del self._not_started[name]
+            for name, (version, reason) in unreadable.items():
+                self._not_started_because(name, version, f"its configuration is unreadable: {reason}")
             for name, (version, config) in configs.items():
                 if name in self._running:
                     continue
@@ -156,13 +163,32 @@ class NotifyService:
                                     idle_s=self.config.idle_s,
                                     save_interval_s=self.config.save_interval_s,
                                     observer=self._metrics)
-                except SeawayError:
-                    _log.exception("notification plugin not started", extra={"plugin": name})
+                except CorruptionError as exc:  # its checkpoint: written by something other than a plugin
+                    self._not_started_because(name, version, f"its checkpoint is unreadable: {exc}")
                     continue
+                except SeawayError as exc:
+                    self._not_started_because(name, version, str(exc))
+                    continue
+                self._not_started.pop(name, None)
                 running = _Running(version, plugin, self._metrics, self._source, self.config)
                 self._running[name] = running
                 running.thread.start()
                 _log.info("notification plugin started", extra={"plugin": name, "position": plugin.position})
+
+    def _not_started_because(self, name: str, version: int, reason: str) -> None:
+        """Log why a plugin cannot start, once per configuration version and reason (the watcher
+        tries again at every look, and goes on with the other plugins meanwhile)."""
+        if self._not_started.get(name) == (version, reason):
+            return
+        self._not_started[name] = (version, reason)
+        _log.error(f"notification plugin {name!r} not started: {reason} (`seaway notify status` shows it; "
+                   "delete the configuration, and set it again to start its plugin at the ledger's head)",
+                   extra={"plugin": name, "version": version})
+
+    def not_started(self) -> dict[str, str]:
+        """The configured plugins that this service could not start, and why."""
+        with self._lock:
+            return {name: reason for name, (_, reason) in self._not_started.items()}
 
     def _stop_plugin(self, name: str) -> None:
         running = self._running.pop(name)
@@ -173,7 +199,7 @@ class NotifyService:
         while not self._stop.is_set():
             try:
                 self.refresh()
-            except SeawayError:
+            except Exception:  # whatever it was, the watcher must keep every other plugin going
                 _log.exception("notification configurations not read; trying again")
             self._stop.wait(self.config.config_poll_s)
 
