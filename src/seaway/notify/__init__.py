@@ -18,7 +18,7 @@ from seaway.notify._config import (
     target_from_dict,
 )
 from seaway.notify._formats import Message, Notice, build_message
-from seaway.notify._plugin import MissedRange, Plugin
+from seaway.notify._plugin import MissedRange, Plugin, PluginObserver
 from seaway.notify._service import ForwardCollector, NotifyService, NotifyServiceConfig
 from seaway.notify._source import LedgerSource
 from seaway.notify._targets import SIGNATURE_HEADER, make_sender, sign
@@ -41,6 +41,7 @@ __all__ = [
     "NotifyService",
     "NotifyServiceConfig",
     "Plugin",
+    "PluginObserver",
     "PluginStatus",
     "SeawayStream",
     "Target",

@@ -43,7 +43,8 @@ class NotifyServiceConfig:
 
 
 class _Metrics(PluginObserver):
-    def __init__(self) -> None:
+    def __init__(self, observer: PluginObserver | None) -> None:
+        self._observer = observer or PluginObserver()
         self.registry = CollectorRegistry()
         r = self.registry
         self.position = Gauge("seaway_notify_position", "The last ledger index each plugin is done with.",
@@ -59,9 +60,11 @@ class _Metrics(PluginObserver):
     def delivered(self, name: str, latency_s: float) -> None:
         self.latency.labels(name).observe(latency_s)
         self.delivered_total.labels(name).inc()
+        self._observer.delivered(name, latency_s)
 
     def missed(self, name: str, count: int) -> None:
         self.missed_total.labels(name).inc(count)
+        self._observer.missed(name, count)
 
 
 class ForwardCollector(Collector):
@@ -115,16 +118,19 @@ class _Running:
 
 
 class NotifyService:
-    """Runs the plugins of ``notifications``' configurations over ``source``."""
+    """Runs the plugins of ``notifications``' configurations over ``source``. ``observer`` is told
+    of each delivery and missed range as they happen, in the plugin's thread (it must not block),
+    besides the Prometheus metrics of :attr:`registry`."""
 
     def __init__(self, notifications: Notifications, source: LedgerSource, *, streams: Any = None,
-                 clock_s: Callable[[], float] = time.time, config: NotifyServiceConfig | None = None) -> None:
+                 clock_s: Callable[[], float] = time.time, config: NotifyServiceConfig | None = None,
+                 observer: PluginObserver | None = None) -> None:
         self._notifications = notifications
         self._source = source
         self._streams = streams
         self._clock_s = clock_s
         self.config = config or NotifyServiceConfig()
-        self._metrics = _Metrics()
+        self._metrics = _Metrics(observer)
         self.registry = self._metrics.registry
         self._running: dict[str, _Running] = {}
         self._not_started: dict[str, tuple[int, str]] = {}
