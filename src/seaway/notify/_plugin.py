@@ -95,7 +95,7 @@ class Plugin:
         if self._retry_at_s is not None and now < self._retry_at_s:
             return self._retry_at_s - now
         self._retry_at_s = None
-        tail, _ = self._source.bounds()
+        tail, head = self._source.bounds()
         if self.position + 1 < tail:
             self._report_missed(self.position + 1, tail - 1)
         entries = self._source.read(self.position + 1, self.config.batch_entries_max)
@@ -120,8 +120,8 @@ class Plugin:
                     self._observer.delivered(self.name, max(0.0, self._clock_s() - entry.time_ms / 1000))
             self.position = entry.index
         self._save()
-        if len(entries) == self.config.batch_entries_max:
-            return 0.0
+        if len(entries) == self.config.batch_entries_max or self.position < head:
+            return 0.0  # more is written already (a read may stop short of its limit at the ledger's byte cap)
         if self._unsaved():  # saved later: come back when it is due, even with nothing new
             return min(self.idle_s, max(0.001, self._saved_at_s + self.save_interval_s - time.monotonic()))
         return self.idle_s
