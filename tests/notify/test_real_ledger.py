@@ -13,23 +13,15 @@ from pathlib import Path
 import pytest
 
 import seaway
-from seaway import LedgerConfig, LogsDBConfig, LogStoreConfig, SeawayConfig
 from seaway._errors import PayloadTooLargeError
-from seaway.ledger import CHANGE_BYTES_MAX, LedgerEntry, QueueCreated, StreamUpdated, encode_change
+from seaway.ledger import CHANGE_BYTES_MAX, LedgerEntry, QueueCreated, StreamUpdated
 from seaway.log import READ_BYTES_MAX
 from seaway.notify import FORMATS, Message, NotifyConfig, Plugin, Webhook
 from tests.notify.fakes import Clock, FlakyTarget
+from tests.notify.real_ledger import HARD, assert_partition, at_limit, covered_by, open_store
 
 HOOK = Webhook("https://hooks.example.org/seaway")
 """Never called: the plugin sends to the test's target (a webhook's messages carry every format)."""
-HARD = 20
-"""The ledger's hard bound in the pruning tests: a write past it drops the oldest tenth at once."""
-
-
-def _open(path: Path, hard: int = 1_000_000) -> seaway.Seaway:
-    return seaway.open(path, SeawayConfig(logs=LogStoreConfig(logsdb=LogsDBConfig(ledger_hard_entries_max=hard)),
-                                          ledger=LedgerConfig(soft_entries_max=hard, prune_interval_s=None),
-                                          notify=None))  # no plugins of its own: the test drives one
 
 
 def _plugin(sw: seaway.Seaway, target: FlakyTarget, source: object = None, **kw: object) -> Plugin:
@@ -39,43 +31,14 @@ def _plugin(sw: seaway.Seaway, target: FlakyTarget, source: object = None, **kw:
                   config_version=sw.notify.versions()["p"][0])
 
 
-def _at_limit(stream: str) -> StreamUpdated:
-    """A change whose encoding takes exactly ``CHANGE_BYTES_MAX`` bytes."""
-    base = len(encode_change(StreamUpdated(stream, "")))
-    change = StreamUpdated(stream, "x" * (CHANGE_BYTES_MAX - base))
-    assert len(encode_change(change)) == CHANGE_BYTES_MAX
-    return change
-
-
-def _covered(target: FlakyTarget) -> list[tuple[int, int]]:
-    """What the target was told, in order: each delivered index, and each missed range."""
-    out = []
-    for message in target.received:
-        if message.id.startswith("missed-"):  # the missed notice's id: missed-<first>-<last>
-            first, last = message.id.removeprefix("missed-").split("-")
-            out.append((int(first), int(last)))
-        else:
-            out.append((int(message.id), int(message.id)))
-    return out
-
-
-def _assert_partition(covered: list[tuple[int, int]], start: int, head: int) -> None:
-    """``covered`` is ``start + 1 .. head``, each index once, in order."""
-    expected_first = start + 1
-    for first, last in covered:
-        assert first == expected_first and last >= first, f"{(first, last)} after {expected_first - 1}: {covered}"
-        expected_first = last + 1
-    assert expected_first == head + 1, f"covered up to {expected_first - 1}, the head is {head}"
-
-
 def test_a_read_cut_short_by_the_byte_cap_is_followed_at_once_not_after_an_idle_wait(tmp_path: Path) -> None:
-    with _open(tmp_path / "data") as sw:
+    with open_store(tmp_path / "data") as sw:
         target = FlakyTarget()
         plugin = _plugin(sw, target)
         start = plugin.position
         count = 2 * READ_BYTES_MAX // CHANGE_BYTES_MAX + 3  # more than two full reads
         for i in range(count):
-            sw.ledger.append(_at_limit(f"web/s{i}"))
+            sw.ledger.append(at_limit(f"web/s{i}"))
         head = sw.ledger.bounds()[1]
         waits = []
         while plugin.position < head:
@@ -83,17 +46,17 @@ def test_a_read_cut_short_by_the_byte_cap_is_followed_at_once_not_after_an_idle_
             waits.append(plugin.step())
         assert len(waits) >= 3  # the cap cut the reads: each at most READ_BYTES_MAX
         assert waits[:-1] == [0.0] * (len(waits) - 1), f"waits between reads cut by the byte cap: {waits}"
-        _assert_partition(_covered(target), start, head)
+        assert_partition(covered_by([m.id for m in target.received]), start, head)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_an_entry_at_the_size_limit_is_delivered_whole_and_one_past_it_stores_nothing(
         tmp_path: Path, fmt: str) -> None:
-    with _open(tmp_path / "data") as sw:
+    with open_store(tmp_path / "data") as sw:
         target = FlakyTarget()
         plugin = _plugin(sw, target, format=fmt)
         start, before = plugin.position, sw.ledger.bounds()[1]  # the configuration's own entry between
-        big = _at_limit("web/big")
+        big = at_limit("web/big")
         sw.ledger.append(big)
         with pytest.raises(PayloadTooLargeError, match=str(CHANGE_BYTES_MAX)):
             sw.ledger.append(StreamUpdated(big.stream, big.config + "x"))
@@ -104,7 +67,7 @@ def test_an_entry_at_the_size_limit_is_delivered_whole_and_one_past_it_stores_no
         assert head == before + 2  # the refused ones took no index
         while plugin.step() != plugin.idle_s:
             pass
-        _assert_partition(_covered(target), start, head)
+        assert_partition(covered_by([m.id for m in target.received]), start, head)
         first = target.received[-2]
         carried = first.body + b"".join(v.encode() for v in first.headers.values())
         assert big.config.encode() in carried  # whole, not cut
@@ -130,7 +93,7 @@ class PrunedWhileReading:
 
 
 def test_a_hard_prune_between_the_plugins_bounds_and_its_read_is_reported_exactly(tmp_path: Path) -> None:
-    with _open(tmp_path / "data", hard=HARD) as sw:
+    with open_store(tmp_path / "data", hard=HARD) as sw:
         target = FlakyTarget()
         source = PrunedWhileReading(sw, writes=0)
         plugin = _plugin(sw, target, source)
@@ -141,8 +104,8 @@ def test_a_hard_prune_between_the_plugins_bounds_and_its_read_is_reported_exactl
         while plugin.step() != plugin.idle_s:
             pass
         tail, head = sw.ledger.bounds()
-        covered = _covered(target)
-        _assert_partition(covered, start, head)
+        covered = covered_by([m.id for m in target.received])
+        assert_partition(covered, start, head)
         assert covered[0] == (start + 1, tail - 1)  # all of it pruned under the plugin's read
         assert plugin.counters["missed"] == tail - 1 - start
 
@@ -172,7 +135,7 @@ class Behind(FlakyTarget):
 
 
 def test_a_plugin_racing_a_writer_that_hard_prunes_accounts_for_every_entry(tmp_path: Path) -> None:
-    with _open(tmp_path / "data", hard=HARD) as sw:
+    with open_store(tmp_path / "data", hard=HARD) as sw:
         target = Behind(lead=HARD // 4)
         plugin = _plugin(sw, target, batch_entries_max=3)  # small reads: more of them race the writer
         start = plugin.position
@@ -193,6 +156,6 @@ def test_a_plugin_racing_a_writer_that_hard_prunes_accounts_for_every_entry(tmp_
             plugin.step()
         writer.join()
         head = sw.ledger.bounds()[1]
-        _assert_partition(_covered(target), start, head)
+        assert_partition(covered_by([m.id for m in target.received]), start, head)
         assert plugin.counters["missed"] + plugin.counters["delivered"] == head - start
         assert len(plugin.missed_ranges) > 1  # pruned under the plugin, again and again
