@@ -4,6 +4,7 @@ watcher, the other plugins and configuration changes go on."""
 
 from __future__ import annotations
 
+import queue
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,14 @@ import pytest
 
 import seaway
 from seaway._errors import CorruptionError
-from seaway.notify import Checkpoint, NotifyConfig, NotifyServiceConfig, PluginStatus, SeawayStream
+from seaway.notify import (
+    Checkpoint,
+    NotifyConfig,
+    NotifyService,
+    PluginObserver,
+    PluginStatus,
+    SeawayStream,
+)
 from seaway.server import ServerProcess
 
 WAIT_S = 30.0
@@ -65,21 +73,36 @@ def test_a_hostile_clients_garbage_checkpoint_stops_only_its_plugin_through_a_se
 
 
 def test_a_garbage_configuration_record_leaves_the_others_usable(tmp_path: Path) -> None:
-    config = seaway.SeawayConfig(notify=NotifyServiceConfig(config_poll_s=0.05, idle_s=0.05))
-    with seaway.open(tmp_path / "data", config) as sw:
-        sw.meta.put("notify", b"config/junk", b"{nope")
-        sw.meta.put("notify", b"config/other", NotifyConfig("elsewhere", SeawayStream("feeds/x")).to_json().encode())
-        sw.meta.put("notify", b"config/\xff", b"{}")
-        good = NotifyConfig("good", SeawayStream("feeds/good"), events=("queue.created",))
-        sw.notify.set(good)
-        assert sw.notify.list() == [good] and list(sw.notify.versions()) == ["good"]
-        with pytest.raises(CorruptionError, match="junk"):
-            sw.notify.get("junk")
-        sw.queues.create("q1")
-        _wait_until(lambda: _status(sw)["good"].counters["delivered"] == 1, "the good plugin's delivery")
-        status = _status(sw)
-        assert "configuration" in (status["junk"].error or "") and status["junk"].target == "?"
-        assert "elsewhere" in (status["other"].error or "")
-        assert len([s for s in status.values() if s.error is not None]) == 3
-        sw.notify.delete("junk")  # the way out
-        assert "junk" not in _status(sw)
+    with seaway.open(tmp_path / "data", seaway.SeawayConfig(notify=None)) as sw:
+        delivered: queue.Queue[str] = queue.Queue()
+
+        class Told(PluginObserver):
+            def delivered(self, name: str, latency_s: float) -> None:
+                delivered.put(name)
+
+        service = NotifyService(sw.notify, sw.ledger, streams=sw.streams, observer=Told())
+        try:
+            sw.meta.put("notify", b"config/junk", b"{nope")
+            sw.meta.put("notify", b"config/other",
+                        NotifyConfig("elsewhere", SeawayStream("feeds/x")).to_json().encode())
+            sw.meta.put("notify", b"config/\xff", b"{}")
+            good = NotifyConfig("good", SeawayStream("feeds/good"), events=("queue.created",))
+            sw.notify.set(good)
+            assert sw.notify.list() == [good] and list(sw.notify.versions()) == ["good"]
+            assert set(sw.notify.unreadable()) == {"junk", "other", "\ufffd"}
+            with pytest.raises(CorruptionError, match="junk"):
+                sw.notify.get("junk")
+            service.refresh()  # what the watcher does at each look: it must not raise
+            assert list(service.plugins()) == ["good"]
+            assert set(service.not_started()) == {"junk", "other", "\ufffd"}
+            sw.queues.create("q1")
+            assert delivered.get(timeout=WAIT_S) == "good"
+            status = _status(sw)
+            assert "configuration" in (status["junk"].error or "") and status["junk"].target == "?"
+            assert "elsewhere" in (status["other"].error or "")
+            assert len([s for s in status.values() if s.error is not None]) == 3
+            sw.notify.delete("junk")  # the way out
+            service.refresh()
+            assert "junk" not in _status(sw) and "junk" not in service.not_started()
+        finally:
+            service.close()
