@@ -64,6 +64,7 @@ def test_a_hostile_clients_garbage_checkpoint_stops_only_its_plugin_through_a_se
         bad = _status(sw)["bad"]
         assert bad.error is not None and "checkpoint" in bad.error and bad.position is None
         assert _status(sw)["later"].error is None
+        assert sw.notify.min_checkpoint() == 0  # a checkpoint that cannot be read holds the ledger back
         _wait_until(lambda: "its checkpoint is unreadable" in server.log_text(), "the error logged",
                     server.log_text)
         assert "JSONDecodeError" not in server.log_text()
