@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import seaway
-from seaway._errors import ConditionFailedError, UnknownNotifyConfigError
+from seaway._errors import ConditionFailedError, InvalidArgumentError, UnknownNotifyConfigError
 from seaway.log import MetaApi, MetaBatch, Versioned
 from seaway.notify import JsonLinesFile, Notifications, NotifyConfig
 
@@ -81,3 +81,12 @@ def test_a_delete_of_a_version_deletes_that_version_only(tmp_path: Path) -> None
         assert sw.notify.list() == [] and _deleted_entries(sw, "p") == 1
         with pytest.raises(UnknownNotifyConfigError):
             sw.notify.delete("p", expect_version=now)
+
+
+@pytest.mark.parametrize("version", [0, -1, "3", True, 2**63])
+def test_a_delete_of_a_version_that_cannot_be_is_refused(tmp_path: Path, version: object) -> None:
+    with seaway.open(tmp_path / "data", seaway.SeawayConfig(notify=None)) as sw:
+        sw.notify.set(NotifyConfig("p", FILE))
+        with pytest.raises(InvalidArgumentError, match="version"):
+            sw.notify.delete("p", expect_version=version)  # type: ignore[arg-type]
+        assert [c.name for c in sw.notify.list()] == ["p"]

@@ -190,6 +190,9 @@ class Notifications:
         Raises :class:`UnknownNotifyConfigError` when there is none (or it was deleted meanwhile),
         :class:`ConditionFailedError` when it is not ``expect_version`` or was replaced meanwhile
         (nothing deleted: look again, then decide)."""
+        if expect_version is not None and not (_is_count(expect_version) and expect_version > 0):
+            raise InvalidArgumentError(
+                f"a configuration's version is a whole number from 1, got {expect_version!r:.80}")
         found = self._meta.get(NAMESPACE, config_key(name))
         if found is None:
             raise UnknownNotifyConfigError(f"no notification configuration named {name!r}")
