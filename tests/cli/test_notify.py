@@ -70,7 +70,11 @@ def test_status_shows_a_plugin_whose_checkpoint_cannot_be_read(cli: Cli, where: 
     target = json.dumps({"type": "stream", "stream": f"{where.ns}/feed"})
     assert cli("notify", "config", "set", name, "--target", target, "--scope", where.ns, *where.args).status == 0
     with where.open() as sw:
-        sw.meta.put("notify", f"checkpoint/{name}".encode(), b"not a checkpoint")
+        # With the configuration rewritten in the same batch: a plugin already running (in the server,
+        # or in this store) can no longer save its checkpoint over the garbage.
+        config = sw.meta.get("notify", f"config/{name}".encode()).value
+        sw.meta.batch().put("notify", f"checkpoint/{name}".encode(), b"not a checkpoint") \
+            .put("notify", f"config/{name}".encode(), config).commit()
     rows = [r for r in json.loads(cli("notify", "status", "--json", *where.args).out) if r["name"] == name]
     assert len(rows) == 1 and "checkpoint is unreadable" in rows[0]["error"] and rows[0]["position"] is None
     text = cli("notify", "status", *where.args).out

@@ -54,9 +54,11 @@ def test_a_checkpoint_reads_back_what_was_saved() -> None:
 def test_a_hostile_clients_garbage_checkpoint_stops_only_its_plugin_through_a_server(tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data") as server, seaway.connect(server.url) as sw:
         sw.notify.set(NotifyConfig("bad", SeawayStream("feeds/bad"), events=("queue.created",)))
-        sw.meta.put("notify", b"checkpoint/bad", b"\x00 not a checkpoint")
-        # Replaced: the watcher restarts its plugin, which starts from the garbage.
-        sw.notify.set(NotifyConfig("bad", SeawayStream("feeds/bad"), events=("queue.deleted",)))
+        # The configuration rewritten in the same batch: its plugin, if the server runs it already, can
+        # no longer save over the garbage, and the watcher restarts it from the garbage.
+        replaced = NotifyConfig("bad", SeawayStream("feeds/bad"), events=("queue.deleted",))
+        sw.meta.batch().put("notify", b"checkpoint/bad", b"\x00 not a checkpoint") \
+            .put("notify", b"config/bad", replaced.to_json().encode()).commit()
         sw.notify.set(NotifyConfig("later", SeawayStream("feeds/later"), events=("queue.created",)))
         sw.queues.create("q1")
         _wait_until(lambda: _status(sw)["later"].counters["delivered"] == 1, "the later plugin's delivery",
