@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from seaway._errors import NotifyConfigOverlapError, UnknownNotifyConfigError
+from seaway._errors import ConditionFailedError, NotifyConfigOverlapError, UnknownNotifyConfigError
 from seaway.ledger import NotifyConfigured
 from seaway.notify import JsonLinesFile, NotifyConfig
 from tests.api.conftest import Api
@@ -81,3 +81,20 @@ def test_a_configuration_change_is_itself_a_ledger_entry(api: Api, tmp_path: Pat
     assert [e.change for e in entries] == [NotifyConfigured(config.name, config.to_json())]
     api.sw.notify.delete(config.name)
     assert ledger.read(before + 2)[0].operation == "notify.config_deleted"
+
+
+def test_a_delete_is_conditional_on_the_version_seen(api: Api, tmp_path: Path) -> None:
+    notify, ledger = api.sw.notify, api.sw.ledger
+    config = NotifyConfig(api.name("cfg"), JsonLinesFile(str(tmp_path / "x.jsonl")), scope=api.name("nscope"))
+    notify.set(config)
+    seen = notify.versions()[config.name][0]
+    notify.set(NotifyConfig(config.name, config.target, scope=config.scope, events=("stream.created",)))
+    before = ledger.bounds()[1]
+    with pytest.raises(ConditionFailedError, match="not deleted"):
+        notify.delete(config.name, expect_version=seen)
+    assert notify.get(config.name).events == ("stream.created",) and ledger.bounds()[1] == before
+    now = notify.versions()[config.name][0]
+    notify.delete(config.name, expect_version=now)
+    with pytest.raises(UnknownNotifyConfigError):
+        notify.delete(config.name, expect_version=now)
+    assert [e.operation for e in ledger.read(before + 1)] == ["notify.config_deleted"]

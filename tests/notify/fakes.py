@@ -50,7 +50,7 @@ class Checkpoints:
     def checkpoint(self, name: str) -> Checkpoint | None:
         return self.saved.get(name)
 
-    def save_checkpoint(self, name: str, checkpoint: Checkpoint) -> None:
+    def save_checkpoint(self, name: str, checkpoint: Checkpoint, config_version: int | None) -> None:
         self.saved[name] = checkpoint
         self.saves += 1
 

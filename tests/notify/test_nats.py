@@ -20,6 +20,7 @@ import pytest
 from seaway.ledger import QueueCreated
 from seaway.notify import Nats, NotifyConfig, Plugin, make_sender
 from tests.notify.fakes import Checkpoints, Clock, FakeLedger
+from tests.notify.real_ledger import HARD, assert_partition, at_limit, covered_by, open_store
 
 
 def _free_port() -> int:
@@ -158,3 +159,30 @@ def test_jetstream_acknowledges_and_deduplicates_on_the_message_id(broker: NatsS
     assert loop.run_until_complete(count()) == 3
     loop.close()
     assert first.counters["delivered"] == 3 and again.counters["delivered"] == 3
+
+
+def test_a_plugin_over_the_real_ledger_publishes_entries_at_the_size_limit_and_a_hard_prune(
+        broker: NatsServer, tmp_path: Path) -> None:
+    target = Nats(broker.url, subject="seaway.real", timeout_s=5.0)
+    config = NotifyConfig("n", target, format="cloudevents-binary")
+    sub = Subscriber(broker.url, "seaway.real.>")
+    with open_store(tmp_path / "data", hard=HARD) as sw:
+        sw.notify.set(config)
+        plugin = Plugin(config, make_sender(target), sw.ledger, sw.notify, Clock(),
+                        config_version=sw.notify.versions()["n"][0])
+        start = plugin.position
+        big = [at_limit(f"web/s{i}") for i in range(3)]
+        for change in big:
+            sw.ledger.append(change)
+        plugin.step()
+        for n in range(2 * HARD):  # passes the hard bound: entries the plugin has not read are dropped
+            sw.ledger.append(QueueCreated(f"q{n}"))
+        plugin.step()
+        plugin.close()
+        tail, head = sw.ledger.bounds()
+        saved = sw.notify.checkpoint("n")
+    got = sub.drain(4 + 1 + head - tail + 1)
+    sub.close()
+    assert_partition(covered_by([m.headers["Nats-Msg-Id"] for m in got]), start, head)
+    assert all(c.config.encode() in m.data for c, m in zip(big, got[1:4], strict=True))
+    assert saved is not None and saved.index == head and saved.counters["missed"] == tail - 1 - (start + 4)

@@ -313,7 +313,7 @@ def test_the_stores_namespaces_change_only_through_their_apis(tmp_path: Path) ->
         with pytest.raises(PermissionDeniedError):
             sw.ledger.set_floor("notify/someone", 0)  # a plugin's floor
         with pytest.raises(PermissionDeniedError):
-            sw.notify.save_checkpoint("x", Checkpoint(10**6))
+            sw.notify.save_checkpoint("x", Checkpoint(10**6), 1)
         # What the APIs write through their own calls works, and leaves the namespaces well formed.
         sw.ledger.set_floor("mine", 3)
         sw.meta.batch().put("mine", b"k", b"v").record(ScopeCreated("mine")).commit()

@@ -2,9 +2,10 @@
 positions and counters.
 
 ``config set NAME --target JSON [--format ...] [--events a,b] [--scope S | --stream S/N] [--prefix P]
-[--suffix S]`` creates or replaces one; ``config list`` and ``config delete NAME``. ``tail`` prints the
-ledger's entries from an index (``--follow``: and keeps printing new ones); ``status`` each plugin's
-position, lag and counters (triggered, delivered, failed, pending, dropped, missed).
+[--suffix S]`` creates or replaces one; ``config list`` (with each one's version) and ``config delete
+NAME [--version V]`` (only that version, when given). ``tail`` prints the ledger's entries from an
+index (``--follow``: and keeps printing new ones); ``status`` each plugin's position, lag and
+counters (triggered, delivered, failed, pending, dropped, missed).
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ def add_notify_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     put.add_argument("--prefix", default="", help="names must start with this")
     put.add_argument("--suffix", default="", help="names must end with this")
     config_ops.add_parser("list", parents=[common], help="the configurations (secrets hidden)")
-    config_ops.add_parser("delete", parents=[common], help="delete a configuration").add_argument("name")
+    delete = config_ops.add_parser("delete", parents=[common], help="delete a configuration")
+    delete.add_argument("name")
+    delete.add_argument("--version", type=int, default=None,
+                        help="only if the configuration is at this version (config list --json shows it)")
     tail = ops.add_parser("tail", parents=[common], help="print the change ledger's entries (--follow: live)")
     tail.add_argument("--from", dest="index_from", type=int, default=None,
                       help="the first index (default: the oldest kept; with --follow: the next one written)")
@@ -86,13 +90,13 @@ def _run_config(args: argparse.Namespace) -> None:
             sw.notify.set(config)
             out(args, _shown(config), f"set {config.name}")
         elif args.config_op == "list":
-            rows = [_shown(c) for c in sw.notify.list()]
+            rows = [{**_shown(c), "version": v} for v, c in sw.notify.versions().values()]
             if args.json:
                 print(json.dumps(rows))
             for row in [] if args.json else rows:
                 print(json.dumps(row, sort_keys=True))
         else:
-            sw.notify.delete(args.name)
+            sw.notify.delete(args.name, expect_version=args.version)
             out(args, {"deleted": args.name}, f"deleted {args.name}")
 
 
@@ -130,7 +134,7 @@ def _run_status(args: argparse.Namespace) -> None:
         rows = []
         for s in sw.notify.status():
             rows.append({"name": s.name, "target": s.target, "position": s.position, "lag": s.lag,
-                         **s.counters, "pending": s.pending, "updated_ms": s.updated_ms})
+                         **s.counters, "pending": s.pending, "updated_ms": s.updated_ms, "error": s.error})
         if args.json:
             print(json.dumps(rows))
             return
@@ -138,4 +142,4 @@ def _run_status(args: argparse.Namespace) -> None:
             lag = "?" if r["lag"] is None else r["lag"]
             print(f"{r['name']} ({r['target']}): position {r['position']} lag {lag} triggered {r['triggered']} "
                   f"delivered {r['delivered']} failed {r['failed']} pending {r['pending']} dropped {r['dropped']} "
-                  f"missed {r['missed']}")
+                  f"missed {r['missed']}" + ("" if r["error"] is None else f" NOT RUNNING: {r['error']}"))

@@ -23,6 +23,7 @@ import grpc
 from seaway._errors import (
     ClosedError,
     ConditionFailedError,
+    CorruptionError,
     InvalidArgumentError,
     PermissionDeniedError,
     ServerError,
@@ -535,8 +536,17 @@ class RemoteNotifications(Notifications):
             raise InvalidArgumentError(f"a notification configuration is a NotifyConfig, got {config!r:.80}")
         self._client._call("NotifySet", pb.NotifySetRequest(config_json=config.to_json()), idempotent=False)
 
-    def delete(self, name: str) -> None:
-        self._client._call("NotifyDelete", pb.NotifyName(name=name), idempotent=False)
+    def delete(self, name: str, *, expect_version: int | None = None) -> None:
+        request = pb.NotifyName(name=name)
+        if expect_version is not None:
+            if not isinstance(expect_version, int) or isinstance(expect_version, bool) or expect_version < 1:
+                raise InvalidArgumentError(f"expect_version must be a configuration's version (>= 1), "
+                                           f"got {expect_version!r:.80}")
+            request.expect_version = expect_version
+        self._client._call("NotifyDelete", request, idempotent=False)
+
+    def _records(self) -> dict[str, tuple[int, NotifyConfig | CorruptionError]]:
+        return dict(self.versions())
 
     def _infos(self) -> builtins.list[Any]:
         reply: pb.NotifyListReply = self._client._call("NotifyList", pb.Empty())
@@ -557,11 +567,15 @@ class RemoteNotifications(Notifications):
 
     def checkpoint(self, name: str) -> Checkpoint | None:
         for info in self._infos():
-            if info.HasField("checkpoint") and NotifyConfig.from_json(info.config_json).name == name:
+            if NotifyConfig.from_json(info.config_json).name != name:
+                continue
+            if info.HasField("checkpoint_error"):
+                raise CorruptionError(info.checkpoint_error)
+            if info.HasField("checkpoint"):
                 return Checkpoint.from_bytes(info.checkpoint)
         return None
 
-    def save_checkpoint(self, name: str, checkpoint: Checkpoint) -> None:
+    def save_checkpoint(self, name: str, checkpoint: Checkpoint, config_version: int | None) -> None:
         raise PermissionDeniedError("a plugin's checkpoint is saved by the plugin, in the server")
 
 

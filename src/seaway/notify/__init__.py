@@ -18,7 +18,7 @@ from seaway.notify._config import (
     target_from_dict,
 )
 from seaway.notify._formats import Message, Notice, build_message
-from seaway.notify._plugin import MissedRange, Plugin
+from seaway.notify._plugin import MissedRange, Plugin, PluginObserver
 from seaway.notify._policy import REDACTED, TargetPolicy, check_file_dir, redact_url
 from seaway.notify._service import ForwardCollector, NotifyService, NotifyServiceConfig
 from seaway.notify._source import LedgerSource
@@ -56,6 +56,7 @@ __all__ = [
     "NotifyService",
     "NotifyServiceConfig",
     "Plugin",
+    "PluginObserver",
     "PluginStatus",
     "SeawayStream",
     "Target",

@@ -12,8 +12,16 @@ import builtins
 import contextlib
 import json
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
-from seaway._errors import ConditionFailedError, NotifyConfigOverlapError, UnknownNotifyConfigError
+from seaway._errors import (
+    ConditionFailedError,
+    CorruptionError,
+    InvalidArgumentError,
+    NotifyConfigOverlapError,
+    SeawayError,
+    UnknownNotifyConfigError,
+)
 from seaway.ledger import NotifyConfigDeleted, NotifyConfigured
 from seaway.log import LedgerApi, MetaApi
 from seaway.notify._config import NotifyConfig
@@ -57,9 +65,24 @@ class Checkpoint:
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Checkpoint:
-        data = json.loads(raw)
-        return cls(int(data["index"]), {k: int(v) for k, v in data.get("counters", {}).items()},
-                   int(data.get("time_ms", 0)))
+        """Parse a saved checkpoint. The namespace is writable by any client, so what is read is
+        checked: :class:`CorruptionError` says what is wrong with anything else."""
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise CorruptionError(f"a notification checkpoint is a JSON object, got {raw[:40]!r}")
+        index, counters, time_ms = data.get("index"), data.get("counters", {}), data.get("time_ms", 0)
+        if not _is_count(index) or not _is_count(time_ms) or not isinstance(counters, dict) \
+                or not all(isinstance(k, str) and _is_count(v) for k, v in counters.items()):
+            raise CorruptionError("a notification checkpoint has an index, counters and a time_ms that are "
+                                  f"whole numbers from 0, got {raw[:80]!r}")
+        return cls(index, dict(counters), time_ms)
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
 @dataclass(frozen=True)
@@ -74,6 +97,10 @@ class PluginStatus:
     lag: int | None
     counters: dict[str, int]
     updated_ms: int
+    error: str | None = None
+    """Why the plugin cannot run: its configuration or its checkpoint cannot be read (written by
+    something other than this API). Delete the configuration, then set it again if wanted: its
+    new plugin starts at the ledger's head."""
 
     @property
     def pending(self) -> int:
@@ -111,7 +138,8 @@ class Notifications:
                     raise NotifyConfigOverlapError(
                         f"notification configuration {config.name!r} overlaps {other.name!r}: they share event "
                         "types and their prefix and suffix filters overlap (give them disjoint events or filters)")
-            if len(others) >= CONFIGS_MAX and all(o.name != config.name for o in others):
+            records = self._records()  # the unreadable ones count too: they take room in every scan
+            if len(records) >= CONFIGS_MAX and config.name not in records:
                 raise NotifyConfigOverlapError(f"a store has at most {CONFIGS_MAX} notification configurations")
             batch = self._meta.batch().expect_version(NAMESPACE, CONFIGS_KEY, configs_version)
             batch.put(NAMESPACE, CONFIGS_KEY, b"")
@@ -130,41 +158,90 @@ class Notifications:
         raise ConditionFailedError(f"notification configurations kept changing: {config.name!r} not set")
 
     def get(self, name: str) -> NotifyConfig:
+        """The configuration named ``name``: :class:`UnknownNotifyConfigError` if there is none,
+        :class:`CorruptionError` if its record cannot be read."""
         found = self._meta.get(NAMESPACE, config_key(name))
         if found is None:
             raise UnknownNotifyConfigError(f"no notification configuration named {name!r}")
-        return NotifyConfig.from_json(found.value)
+        config = _config_of(name, found.value)
+        if isinstance(config, CorruptionError):
+            raise config
+        return config
 
     def list(self) -> builtins.list[NotifyConfig]:
+        """The configurations that can be read (see :meth:`unreadable` for the others)."""
         return self._configs()[1]
 
     def versions(self) -> dict[str, tuple[int, NotifyConfig]]:
-        """Each configuration with its version (which changes when it is replaced)."""
-        return {key.decode()[len("config/"):]: (v.version, NotifyConfig.from_json(v.value))
-                for key, v in self._meta.scan(NAMESPACE, prefix=b"config/", limit=CONFIGS_MAX)}
+        """Each configuration that can be read with its version (which changes when it is replaced)."""
+        return {name: (version, c) for name, (version, c) in self._records().items()
+                if not isinstance(c, CorruptionError)}
 
-    def delete(self, name: str) -> None:
-        """Delete a configuration and its plugin's checkpoint (its plugin stops)."""
+    def unreadable(self) -> dict[str, tuple[int, str]]:
+        """Each configuration record that cannot be read (written into the namespace by something
+        other than this API), with its version and what is wrong with it. Its plugin does not
+        run; :meth:`delete` removes it."""
+        return {name: (version, str(c)) for name, (version, c) in self._records().items()
+                if isinstance(c, CorruptionError)}
+
+    def _records(self) -> dict[str, tuple[int, NotifyConfig | CorruptionError]]:
+        out: dict[str, tuple[int, NotifyConfig | CorruptionError]] = {}
+        for key, v in self._meta.scan(NAMESPACE, prefix=b"config/", limit=CONFIGS_MAX):
+            name = key[len(b"config/"):].decode(errors="replace")
+            out[name] = (v.version, _config_of(name, v.value) if key == config_key(name) else
+                         CorruptionError(f"a notification configuration's key is UTF-8, got {key[:80]!r}"))
+        return out
+
+    def delete(self, name: str, *, expect_version: int | None = None) -> None:
+        """Delete a configuration and its plugin's checkpoint (its plugin stops): the one this
+        call finds, or only version ``expect_version`` (from :meth:`versions`) when given. The
+        delete is conditional on that version, so two deletes record one ledger entry, and a
+        delete that loses a race with :meth:`set` leaves the new configuration.
+
+        Raises :class:`UnknownNotifyConfigError` when there is none (or it was deleted meanwhile),
+        :class:`ConditionFailedError` when it is not ``expect_version`` or was replaced meanwhile
+        (nothing deleted: look again, then decide)."""
+        if expect_version is not None and not (_is_count(expect_version) and expect_version > 0):
+            raise InvalidArgumentError(
+                f"a configuration's version is a whole number from 1, got {expect_version!r:.80}")
         found = self._meta.get(NAMESPACE, config_key(name))
         if found is None:
             raise UnknownNotifyConfigError(f"no notification configuration named {name!r}")
-        batch = self._meta.batch().put(NAMESPACE, CONFIGS_KEY, b"").delete(NAMESPACE, config_key(name)) \
+        if expect_version is not None and found.version != expect_version:
+            raise ConditionFailedError(
+                f"notification configuration {name!r} is at version {found.version}, not {expect_version}: "
+                "not deleted", NAMESPACE, config_key(name), found.version)
+        batch = self._meta.batch().expect_version(NAMESPACE, config_key(name), found.version) \
+            .put(NAMESPACE, CONFIGS_KEY, b"").delete(NAMESPACE, config_key(name)) \
             .delete(NAMESPACE, checkpoint_key(name)).record(NotifyConfigDeleted(name))
-        LedgerApi.drop_floor(batch, floor_name(name)).commit()
+        try:
+            LedgerApi.drop_floor(batch, floor_name(name)).commit()
+        except ConditionFailedError as exc:
+            if exc.version == 0:
+                raise UnknownNotifyConfigError(f"no notification configuration named {name!r} "
+                                               "(deleted meanwhile)") from None
+            raise ConditionFailedError(
+                f"notification configuration {name!r} was replaced meanwhile (version {exc.version}): "
+                "not deleted", exc.namespace, exc.key, exc.version) from None
 
     def checkpoint(self, name: str) -> Checkpoint | None:
+        """The plugin's saved checkpoint (None: not saved yet); :class:`CorruptionError` if it
+        cannot be read."""
         found = self._meta.get(NAMESPACE, checkpoint_key(name))
         return None if found is None else Checkpoint.from_bytes(found.value)
 
-    def save_checkpoint(self, name: str, checkpoint: Checkpoint) -> None:
-        """Written by the plugin only, and only while its configuration exists (a deleted one is not
-        brought back by a plugin that is still stopping)."""
-        found = self._meta.get(NAMESPACE, config_key(name))
-        if found is None:
-            return
-        # Deleted or replaced meanwhile: nothing to save (a replaced plugin saves its own).
-        with contextlib.suppress(ConditionFailedError):
-            batch = self._meta.batch().expect_version(NAMESPACE, config_key(name), found.version) \
+    def save_checkpoint(self, name: str, checkpoint: Checkpoint, config_version: int | None) -> None:
+        """Written by the plugin only, and only while the configuration it started with (version
+        ``config_version``, from :meth:`versions`) is still the one stored: a plugin whose
+        configuration was replaced or deleted meanwhile saves nothing. It may have left out entries
+        its successor selects, and the successor starts from the last checkpoint its predecessor
+        saved while still current (a deleted configuration is not brought back either)."""
+        if config_version is None:
+            raise InvalidArgumentError(
+                f"the plugin of {name!r} saves its checkpoint with the version of the configuration it "
+                "started with (Plugin(config_version=...), from Notifications.versions())")
+        with contextlib.suppress(ConditionFailedError):  # replaced or deleted: its successor saves its own
+            batch = self._meta.batch().expect_version(NAMESPACE, config_key(name), config_version) \
                 .put(NAMESPACE, checkpoint_key(name), checkpoint.to_bytes())
             LedgerApi.put_floor(batch, floor_name(name), checkpoint.index).commit()
 
@@ -174,22 +251,49 @@ class Notifications:
         configs = self.list()
         if not configs:
             return None
-        # A plugin without a checkpoint yet starts at the head when it runs: until then, keep all.
-        positions = [c.index if c is not None else 0 for c in map(self.checkpoint, (c.name for c in configs))]
+        # A plugin without a checkpoint yet starts at the head when it runs, and one whose checkpoint
+        # cannot be read does not run: until then, keep all.
+        positions = []
+        for config in configs:
+            try:
+                checkpoint = self.checkpoint(config.name)
+            except CorruptionError:
+                checkpoint = None
+            positions.append(checkpoint.index if checkpoint is not None else 0)
         return min(positions)
 
     def status(self) -> builtins.list[PluginStatus]:
         head = self._ledger.bounds()[1] if self._ledger is not None else None
         out = []
-        for cfg in self.list():
-            cp = self.checkpoint(cfg.name)
+        for name, (_, cfg) in self._records().items():
+            error: str | None = None
+            cp: Checkpoint | None = None
+            if isinstance(cfg, CorruptionError):
+                error = f"its configuration is unreadable: {cfg}"
+            else:
+                try:
+                    cp = self.checkpoint(name)
+                except CorruptionError as exc:
+                    error = f"its checkpoint is unreadable: {exc}"
             position = cp.index if cp is not None else None
             lag = head - position if head is not None and position is not None else None
-            out.append(PluginStatus(cfg.name, cfg.target.TYPE, position, lag,
-                                    {k: (cp.counters.get(k, 0) if cp else 0) for k in COUNTERS},
-                                    cp.time_ms if cp else 0))
+            out.append(PluginStatus(name, "?" if isinstance(cfg, CorruptionError) else cfg.target.TYPE, position,
+                                    lag, {k: (cp.counters.get(k, 0) if cp else 0) for k in COUNTERS},
+                                    cp.time_ms if cp else 0, error))
         return out
 
     def _configs(self) -> tuple[int, builtins.list[NotifyConfig]]:
         found = self._meta.get(NAMESPACE, CONFIGS_KEY)
         return (0 if found is None else found.version), [c for _, c in self.versions().values()]
+
+
+def _config_of(name: str, raw: bytes) -> NotifyConfig | CorruptionError:
+    """The configuration stored under ``name``, or what is wrong with the record (returned, not
+    raised: one bad record must not hide the others)."""
+    try:
+        config = NotifyConfig.from_json(raw)
+    except (SeawayError, ValueError, TypeError) as exc:
+        return CorruptionError(f"notification configuration {name!r} cannot be read: {exc}")
+    if config.name != name:
+        return CorruptionError(f"notification configuration {name!r} holds one named {config.name!r}")
+    return config

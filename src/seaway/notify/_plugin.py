@@ -31,7 +31,8 @@ class CheckpointStore(Protocol):
 
     def checkpoint(self, name: str) -> Checkpoint | None: ...
 
-    def save_checkpoint(self, name: str, checkpoint: Checkpoint) -> None: ...
+    def save_checkpoint(self, name: str, checkpoint: Checkpoint, config_version: int | None) -> None:
+        """Save ``checkpoint`` only while the configuration's version is still ``config_version``."""
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,12 @@ class Plugin:
     """Delivers the entries ``config`` selects from ``source`` through ``sender``."""
 
     def __init__(self, config: NotifyConfig, sender: Sender, source: LedgerSource, checkpoints: CheckpointStore,
-                 clock_s: Callable[[], float], *, idle_s: float = 0.5, save_interval_s: float = 0.0,
-                 observer: PluginObserver | None = None) -> None:
+                 clock_s: Callable[[], float], *, config_version: int | None = None, idle_s: float = 0.5,
+                 save_interval_s: float = 0.0, observer: PluginObserver | None = None) -> None:
         self.config = config
+        self.config_version = config_version
+        """The stored version of ``config`` (``Notifications.versions()``): the checkpoint is saved
+        only while it is current, so a replaced plugin never moves its successor's position."""
         self._sender = sender
         self._source = source
         self._checkpoints = checkpoints
@@ -91,7 +95,7 @@ class Plugin:
         if self._retry_at_s is not None and now < self._retry_at_s:
             return self._retry_at_s - now
         self._retry_at_s = None
-        tail, _ = self._source.bounds()
+        tail, head = self._source.bounds()
         if self.position + 1 < tail:
             self._report_missed(self.position + 1, tail - 1)
         entries = self._source.read(self.position + 1, self.config.batch_entries_max)
@@ -116,8 +120,8 @@ class Plugin:
                     self._observer.delivered(self.name, max(0.0, self._clock_s() - entry.time_ms / 1000))
             self.position = entry.index
         self._save()
-        if len(entries) == self.config.batch_entries_max:
-            return 0.0
+        if len(entries) == self.config.batch_entries_max or self.position < head:
+            return 0.0  # more is written already (a read may stop short of its limit at the ledger's byte cap)
         if self._unsaved():  # saved later: come back when it is due, even with nothing new
             return min(self.idle_s, max(0.001, self._saved_at_s + self.save_interval_s - time.monotonic()))
         return self.idle_s
@@ -174,7 +178,7 @@ class Plugin:
         if not now and time.monotonic() - self._saved_at_s < self.save_interval_s:
             return
         checkpoint = Checkpoint(self.position, dict(self.counters), int(self._clock_s() * 1000))
-        self._checkpoints.save_checkpoint(self.name, checkpoint)
+        self._checkpoints.save_checkpoint(self.name, checkpoint, self.config_version)
         self._saved = checkpoint
         self._saved_at_s = time.monotonic()
 

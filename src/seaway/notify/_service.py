@@ -15,7 +15,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.registry import Collector
 
-from seaway._errors import SeawayError
+from seaway._errors import CorruptionError, SeawayError
 from seaway.notify._api import Notifications
 from seaway.notify._plugin import Plugin, PluginObserver
 from seaway.notify._policy import TargetPolicy
@@ -47,7 +47,8 @@ class NotifyServiceConfig:
 
 
 class _Metrics(PluginObserver):
-    def __init__(self) -> None:
+    def __init__(self, observer: PluginObserver | None) -> None:
+        self._observer = observer or PluginObserver()
         self.registry = CollectorRegistry()
         r = self.registry
         self.position = Gauge("seaway_notify_position", "The last ledger index each plugin is done with.",
@@ -63,9 +64,11 @@ class _Metrics(PluginObserver):
     def delivered(self, name: str, latency_s: float) -> None:
         self.latency.labels(name).observe(latency_s)
         self.delivered_total.labels(name).inc()
+        self._observer.delivered(name, latency_s)
 
     def missed(self, name: str, count: int) -> None:
         self.missed_total.labels(name).inc(count)
+        self._observer.missed(name, count)
 
 
 class ForwardCollector(Collector):
@@ -106,7 +109,7 @@ class _Running:
                 stepped_s = time.monotonic()
                 try:
                     wait_s = self.plugin.step()
-                except SeawayError:  # the store (not the target) failed: try again later
+                except Exception:  # the store (not the target) failed, or worse: log it, try again later
                     _log.exception("notification plugin step failed", extra={"plugin": self.plugin.name})
                     wait_s = 1.0
                 self._metrics.position.labels(self.plugin.name).set(self.plugin.position)
@@ -120,18 +123,23 @@ class _Running:
 
 
 class NotifyService:
-    """Runs the plugins of ``notifications``' configurations over ``source``."""
+    """Runs the plugins of ``notifications``' configurations over ``source``. ``observer`` is told
+    of each delivery and missed range as they happen, in the plugin's thread (it must not block),
+    besides the Prometheus metrics of :attr:`registry`."""
 
     def __init__(self, notifications: Notifications, source: LedgerSource, *, streams: Any = None,
-                 clock_s: Callable[[], float] = time.time, config: NotifyServiceConfig | None = None) -> None:
+                 clock_s: Callable[[], float] = time.time, config: NotifyServiceConfig | None = None,
+                 observer: PluginObserver | None = None) -> None:
         self._notifications = notifications
         self._source = source
         self._streams = streams
         self._clock_s = clock_s
         self.config = config or NotifyServiceConfig()
-        self._metrics = _Metrics()
+        self._metrics = _Metrics(observer)
         self.registry = self._metrics.registry
         self._running: dict[str, _Running] = {}
+        self._not_started: dict[str, tuple[int, str]] = {}
+        """Plugins that could not start: the version of their configuration and why (logged once)."""
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._watcher: threading.Thread | None = None
@@ -147,27 +155,51 @@ class NotifyService:
     def refresh(self) -> None:
         """Start, replace and stop plugins to match the configurations now."""
         configs = self._notifications.versions()
+        unreadable = self._notifications.unreadable()
         with self._lock:
             if self._stop.is_set():
                 return
             for name in [n for n, r in self._running.items() if configs.get(n, (None,))[0] != r.version]:
                 self._stop_plugin(name)
+            for name in [n for n in self._not_started if n not in configs and n not in unreadable]:
+                del self._not_started[name]
+            for name, (version, reason) in unreadable.items():
+                self._not_started_because(name, version, f"its configuration is unreadable: {reason}")
             for name, (version, config) in configs.items():
                 if name in self._running:
                     continue
                 try:
                     plugin = Plugin(config, make_sender(config.target, self._streams, self.config.targets),
-                                    self._source,
-                                    self._notifications, self._clock_s, idle_s=self.config.idle_s,
+                                    self._source, self._notifications, self._clock_s, config_version=version,
+                                    idle_s=self.config.idle_s,
                                     save_interval_s=self.config.save_interval_s,
                                     observer=self._metrics)
-                except SeawayError:
-                    _log.exception("notification plugin not started", extra={"plugin": name})
+                except CorruptionError as exc:  # its checkpoint: written by something other than a plugin
+                    self._not_started_because(name, version, f"its checkpoint is unreadable: {exc}")
                     continue
+                except SeawayError as exc:
+                    self._not_started_because(name, version, str(exc))
+                    continue
+                self._not_started.pop(name, None)
                 running = _Running(version, plugin, self._metrics, self._source, self.config)
                 self._running[name] = running
                 running.thread.start()
                 _log.info("notification plugin started", extra={"plugin": name, "position": plugin.position})
+
+    def _not_started_because(self, name: str, version: int, reason: str) -> None:
+        """Log why a plugin cannot start, once per configuration version and reason (the watcher
+        tries again at every look, and goes on with the other plugins meanwhile)."""
+        if self._not_started.get(name) == (version, reason):
+            return
+        self._not_started[name] = (version, reason)
+        _log.error(f"notification plugin {name!r} not started: {reason} (`seaway notify status` shows it; "
+                   "delete the configuration, and set it again to start its plugin at the ledger's head)",
+                   extra={"plugin": name, "version": version})
+
+    def not_started(self) -> dict[str, str]:
+        """The configured plugins that this service could not start, and why."""
+        with self._lock:
+            return {name: reason for name, (_, reason) in self._not_started.items()}
 
     def _stop_plugin(self, name: str) -> None:
         running = self._running.pop(name)
@@ -178,7 +210,7 @@ class NotifyService:
         while not self._stop.is_set():
             try:
                 self.refresh()
-            except SeawayError:
+            except Exception:  # whatever it was, the watcher must keep every other plugin going
                 _log.exception("notification configurations not read; trying again")
             self._stop.wait(self.config.config_poll_s)
 

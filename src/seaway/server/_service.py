@@ -20,6 +20,7 @@ import grpc
 from seaway._errors import (
     BufferFullError,
     ConditionFailedError,
+    CorruptionError,
     InvalidArgumentError,
     OverloadedError,
     PermissionDeniedError,
@@ -465,7 +466,8 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def NotifyDelete(self, request: pb.NotifyName, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:
-            self._store.notify.delete(request.name)
+            self._store.notify.delete(
+                request.name, expect_version=request.expect_version if request.HasField("expect_version") else None)
             return pb.Empty()
         return self._unary("NotifyDelete", context, run)
 
@@ -474,7 +476,11 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             reply = pb.NotifyListReply()
             for name, (version, config) in self._store.notify.versions().items():
                 info = reply.configs.add(config_json=config.redacted().to_json(), version=version)
-                checkpoint = self._store.notify.checkpoint(name)
+                try:
+                    checkpoint = self._store.notify.checkpoint(name)
+                except CorruptionError as exc:  # written by a local user, not a plugin: say so, list the rest
+                    info.checkpoint_error = str(exc)
+                    continue
                 if checkpoint is not None:
                     info.checkpoint = checkpoint.to_bytes()
             return reply

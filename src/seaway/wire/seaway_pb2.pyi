@@ -572,20 +572,24 @@ class NotifySetRequest(_message.Message):
     def __init__(self, config_json: _Optional[str] = ...) -> None: ...
 
 class NotifyName(_message.Message):
-    __slots__ = ("name",)
+    __slots__ = ("name", "expect_version")
     NAME_FIELD_NUMBER: _ClassVar[int]
+    EXPECT_VERSION_FIELD_NUMBER: _ClassVar[int]
     name: str
-    def __init__(self, name: _Optional[str] = ...) -> None: ...
+    expect_version: int
+    def __init__(self, name: _Optional[str] = ..., expect_version: _Optional[int] = ...) -> None: ...
 
 class NotifyConfigInfo(_message.Message):
-    __slots__ = ("config_json", "version", "checkpoint")
+    __slots__ = ("config_json", "version", "checkpoint", "checkpoint_error")
     CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ERROR_FIELD_NUMBER: _ClassVar[int]
     config_json: str
     version: int
     checkpoint: bytes
-    def __init__(self, config_json: _Optional[str] = ..., version: _Optional[int] = ..., checkpoint: _Optional[bytes] = ...) -> None: ...
+    checkpoint_error: str
+    def __init__(self, config_json: _Optional[str] = ..., version: _Optional[int] = ..., checkpoint: _Optional[bytes] = ..., checkpoint_error: _Optional[str] = ...) -> None: ...
 
 class NotifyListReply(_message.Message):
     __slots__ = ("configs",)
