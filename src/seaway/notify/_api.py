@@ -13,7 +13,12 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 
-from seaway._errors import ConditionFailedError, NotifyConfigOverlapError, UnknownNotifyConfigError
+from seaway._errors import (
+    ConditionFailedError,
+    NotifyConfigOverlapError,
+    NotifyConfigsFullError,
+    UnknownNotifyConfigError,
+)
 from seaway.ledger import NotifyConfigDeleted, NotifyConfigured
 from seaway.log import LedgerApi, MetaApi
 from seaway.notify._config import NotifyConfig
@@ -101,7 +106,7 @@ class Notifications:
                         f"notification configuration {config.name!r} overlaps {other.name!r}: they share event "
                         "types and their prefix and suffix filters overlap (give them disjoint events or filters)")
             if len(others) >= CONFIGS_MAX and all(o.name != config.name for o in others):
-                raise NotifyConfigOverlapError(f"a store has at most {CONFIGS_MAX} notification configurations")
+                raise NotifyConfigsFullError(f"a store has at most {CONFIGS_MAX} notification configurations")
             batch = self._meta.batch().expect_version(NAMESPACE, CONFIGS_KEY, configs_version)
             batch.put(NAMESPACE, CONFIGS_KEY, b"")
             batch.put(NAMESPACE, config_key(config.name), config.to_json().encode())
@@ -156,16 +161,6 @@ class Notifications:
             batch = self._meta.batch().expect_version(NAMESPACE, config_key(name), found.version) \
                 .put(NAMESPACE, checkpoint_key(name), checkpoint.to_bytes())
             LedgerApi.put_floor(batch, floor_name(name), checkpoint.index).commit()
-
-    def min_checkpoint(self) -> int | None:
-        """The lowest position of any configured plugin (the ledger may prune up to it without
-        any plugin missing an entry), or None when no plugin is configured."""
-        configs = self.list()
-        if not configs:
-            return None
-        # A plugin without a checkpoint yet starts at the head when it runs: until then, keep all.
-        positions = [c.index if c is not None else 0 for c in map(self.checkpoint, (c.name for c in configs))]
-        return min(positions)
 
     def status(self) -> builtins.list[PluginStatus]:
         head = self._ledger.bounds()[1] if self._ledger is not None else None
