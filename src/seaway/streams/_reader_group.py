@@ -557,11 +557,17 @@ class EventReader:
         while True:
             self._check_open()
             if self._items:
-                event = self._consume(self._items.popleft())
                 if self._finished:
-                    self._sync()  # at once: the segments after it may now be read
+                    # A segment finished with the event handed over last: the application has
+                    # handled it (it asks for the next), so now the group may know the segment is
+                    # done and read what comes after it. Stored before the event was handled, a
+                    # crash meanwhile would lose it.
+                    self._sync()
+                event = self._consume(self._items.popleft())
                 if event is not None:
                     return event
+                if self._finished:
+                    self._sync()  # at once (nothing was handed over): the segments after it may now be read
                 continue
             if not polled or time.monotonic() >= self._sync_at_s:
                 self._sync()  # once per batch: store positions, take or give segments
