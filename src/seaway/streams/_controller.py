@@ -72,6 +72,7 @@ from seaway.streams._metadata import (
     cut_order,
     index_key,
     scope_key,
+    thinned_cut,
     wholly_before,
 )
 from seaway.streams._names import check_part, segment_id, segment_str
@@ -484,7 +485,9 @@ class StreamController:
 
     def record_cut(self, meta: StreamMetadata, tail: StreamCut) -> StreamCut:
         """Add ``tail`` (a cut at the tail, just taken) to the retention set, with its time and the
-        stream's size up to it. The set keeps the newest ``RETENTION_CUTS_MAX`` cuts."""
+        stream's size up to it. The set keeps at most ``RETENTION_CUTS_MAX`` cuts: past that, the
+        one whose gap is smallest for its age goes (:func:`thinned_cut`), so the set covers the
+        whole stream, sparser with age, whatever the retention window."""
         pairs = self.check_cut(meta, tail)
         current, _, _ = meta.current()
         size = meta.sealed_sum(current.generation) + sum(
@@ -495,9 +498,9 @@ class StreamController:
         cuts.append((now, size))
         batch = self.meta.batch().expect_version(NAMESPACE, meta.key("retention"),
                                                  0 if found is None else found.version)
-        for old, _ in cuts[:-RETENTION_CUTS_MAX]:
+        while len(cuts) > max(3, RETENTION_CUTS_MAX):
+            old, _ = cuts.pop(thinned_cut([t for t, _ in cuts], now))
             batch.delete(NAMESPACE, meta.key(f"cut/{old:016x}"))
-        cuts = cuts[-RETENTION_CUTS_MAX:]
         batch.put(NAMESPACE, meta.key(f"cut/{now:016x}"), as_json(
             {"time": now, "size": size, "positions": {str(k): v for k, v in tail.positions.items()}}))
         try:
