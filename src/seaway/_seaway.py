@@ -69,6 +69,8 @@ class Seaway:
                  clock: Clock | None = None, disk_fault: DiskFault | None = None) -> None:
         self.path = Path(path)
         self.config = config or SeawayConfig()
+        self.clock: Clock = clock or SystemClock()
+        """The store's clock: what its changes are stamped with (a server tells its clients)."""
         self._store = EmbeddedLogStore(self.path, self.config.logs, clock, disk_fault=disk_fault)
         self.autoscaling: AutoScaling | None = None
         self.retention: StreamRetention | None = None
