@@ -341,3 +341,20 @@ def test_the_last_event_before_the_end_cut_is_read_again_after_its_reader_crashe
     # From the position stored last: e0 perhaps again (at least once), e1 surely.
     assert again in ([b"e1"], [b"e0", b"e1"]), f"{again}: the event handed over last was checkpointed " \
         "before it was handled"
+
+
+def test_a_group_of_the_most_readers_reads_every_event_and_refuses_one_more(sw: seaway.Seaway) -> None:
+    from seaway.streams._reader_group import READERS_MAX  # noqa: PLC0415 - the documented limit
+
+    rng = random.Random(5)
+    stream = sw.streams.create("sc/s", segments=4)
+    writer = Writer(sw, stream)
+    writer.write(40, rng)
+    group = sw.streams.create_reader_group("g", stream, end=stream.tail())
+    readers = [group.reader(f"r{n}") for n in range(READERS_MAX)]
+    assert len(group.describe().readers) == READERS_MAX
+    with pytest.raises(InvalidArgumentError, match=f"at most {READERS_MAX} readers"):
+        group.reader("one-more")
+    read: list[bytes] = []
+    drain(readers, read, rounds_max=50)
+    assert sorted(read) == sorted(writer.written)
