@@ -4,6 +4,7 @@ with more work left than one metadata value holds is recorded and finished."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import seaway
@@ -63,3 +64,20 @@ def test_a_truncation_with_more_work_than_one_metadata_value_holds_is_made_and_f
         assert truncation is not None and not truncation.pending
         assert sw.meta.scan(NAMESPACE, prefix=meta.key("tpend/"), limit=10) == []
         assert not any(log.id in victims for log in sw.logs.list())
+
+
+def test_a_truncation_record_of_the_earlier_form_is_read_and_its_work_finished(tmp_path: Path) -> None:
+    with seaway.Seaway(tmp_path, CONFIG, clock=FakeClock()) as sw:
+        sw.streams.create_scope("s")
+        stream = sw.streams.create("s/x", segments=1)
+        (segment,) = stream.current_segments()
+        victim = sw.logs.create("victim").id
+        meta = stream.metadata
+        old = {"cut": [[segment.to_json(), LSN_OLDEST]], "size": 7, "delete": [victim], "trim": []}
+        sw.meta.batch().put(NAMESPACE, meta.key("trunc"), json.dumps(old).encode()).commit()
+        truncation = meta.truncation()
+        assert truncation is not None and truncation.pending and truncation.size == 7
+        sw.streams.controller.recover_stream(meta)
+        assert all(log.id != victim for log in sw.logs.list())
+        done = meta.truncation()
+        assert done is not None and not done.pending and done.positions == {segment.id: LSN_OLDEST}
