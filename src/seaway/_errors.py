@@ -202,11 +202,26 @@ class StreamNotSealedError(ClientError):
     code = "STREAM_NOT_SEALED"
 
 
-class ScaleConflictError(ClientError):
+class StreamConflictError(ClientError):
+    """A change of a stream was refused because it was decided on what the stream was before
+    another change (catch this to handle every kind below)."""
+
+    code = "STREAM_CONFLICT"
+
+
+class ScaleConflictError(StreamConflictError):
     """The scaling names segments that are not all of the stream's current set (another scaling
     changed it first, or they never were): read the current segments and decide again."""
 
     code = "SCALE_CONFLICT"
+
+
+class StreamChangedError(StreamConflictError):
+    """A stream's configuration, truncation or retention set changed between the read this change
+    was made from and its write (another process came first): the same call may succeed now."""
+
+    code = "STREAM_CHANGED"
+    retriable = True
 
 
 class InvalidStreamCutError(InvalidArgumentError):
@@ -332,6 +347,13 @@ class NotifyConfigOverlapError(NotifyConfigError):
     and suffix filters), which S3 refuses too: an entry would be delivered by both."""
 
     code = "NOTIFY_CONFIG_OVERLAP"
+
+
+class NotifyConfigsFullError(NotifyConfigError):
+    """The store holds as many notification configurations as it may (``CONFIGS_MAX``): delete
+    one before adding another."""
+
+    code = "NOTIFY_CONFIGS_FULL"
 
 
 class UnknownNotifyConfigError(ClientError, KeyError):

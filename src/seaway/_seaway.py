@@ -76,6 +76,8 @@ class Seaway:
             config = dataclasses.replace(config, notify=dataclasses.replace(
                 config.notify, targets=dataclasses.replace(config.notify.targets, store_dir=self.path)))
         self.config = config
+        self.clock: Clock = clock or SystemClock()
+        """The store's clock: what its changes are stamped with (a server tells its clients)."""
         self._store = EmbeddedLogStore(self.path, self.config.logs, clock, disk_fault=disk_fault)
         self.autoscaling: AutoScaling | None = None
         self.retention: StreamRetention | None = None

@@ -48,17 +48,17 @@ def test_malformed_configurations_are_clear_errors(text: str, says: str) -> None
 
 def test_selection_and_filters() -> None:
     scoped = NotifyConfig("s", FILE, events=("stream.*",), scope="web", prefix="acc", suffix="s")
-    assert scoped.matches(_entry(StreamCreated("web/access", (), "{}")))
-    assert scoped.matches(_entry(StreamScaled("web/accounts", 2, (), ())))
-    assert not scoped.matches(_entry(StreamCreated("web/clicks", (), "{}")))
-    assert not scoped.matches(_entry(StreamCreated("shop/access", (), "{}")))
+    assert scoped.matches(_entry(StreamCreated("web/access", 1, "{}")))
+    assert scoped.matches(_entry(StreamScaled("web/accounts", 2, 1, 2)))
+    assert not scoped.matches(_entry(StreamCreated("web/clicks", 1, "{}")))
+    assert not scoped.matches(_entry(StreamCreated("shop/access", 1, "{}")))
     assert not scoped.matches(_entry(ScopeCreated("web")))  # scope.* is not among its events
     everything = NotifyConfig("all", FILE, prefix="log/")
     assert everything.matches(_entry(LogCreated(1, "clicks", None)))
     assert not everything.matches(_entry(QueueCreated("orders")))
     one = NotifyConfig("one", FILE, stream="web/access")
-    assert one.matches(_entry(StreamCreated("web/access", (), "{}")))
-    assert not one.matches(_entry(StreamCreated("web/accessible", (), "{}")))
+    assert one.matches(_entry(StreamCreated("web/access", 1, "{}")))
+    assert not one.matches(_entry(StreamCreated("web/accessible", 1, "{}")))
 
 
 @pytest.mark.parametrize(("a", "b", "overlap"), [

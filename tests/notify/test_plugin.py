@@ -31,11 +31,11 @@ def test_target_down_for_a_while_then_back_receives_everything_in_order_with_sta
     ledger, target, checkpoints, clock = FakeLedger(), FlakyTarget(), Checkpoints(), Clock()
     plugin = _plugin(ledger, target, checkpoints, clock, retry=DeliveryRetry(attempts_max=50, backoff_max_s=8.0))
     for n in range(3):
-        ledger.append(StreamCreated(f"web/s{n}", (), "{}"))
+        ledger.append(StreamCreated(f"web/s{n}", 1, "{}"))
     _drain(plugin, clock)
     target.up = False
     for n in range(3, 10):
-        ledger.append(StreamScaled(f"web/s{n % 2}", n, (), ()))
+        ledger.append(StreamScaled(f"web/s{n % 2}", n, 1, 2))
     # Down: the plugin retries the first undelivered entry with a growing wait, and stays on it.
     waits = [plugin.step() for _ in range(1)]
     for _ in range(6):
@@ -117,8 +117,8 @@ def test_an_entry_is_given_up_after_its_time_to_live() -> None:
 def test_entries_the_configuration_leaves_out_advance_the_checkpoint_without_a_message() -> None:
     ledger, target, checkpoints, clock = FakeLedger(), FlakyTarget(), Checkpoints(), Clock()
     plugin = _plugin(ledger, target, checkpoints, clock, scope="web", events=("stream.created",))
-    ledger.append(StreamCreated("web/a", (), "{}"))
-    ledger.append(StreamCreated("shop/a", (), "{}"))
+    ledger.append(StreamCreated("web/a", 1, "{}"))
+    ledger.append(StreamCreated("shop/a", 1, "{}"))
     ledger.append(QueueCreated("q"))
     _drain(plugin, clock)
     assert [m.resource for m in target.received] == ["stream/web/a"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import random
 from pathlib import Path
 
@@ -223,3 +224,22 @@ def test_a_delta_record_reads_back_from_its_binary_form_and_from_the_json_form_b
     assert Delta.decode(old.encode()) == delta
     with pytest.raises(ValueError):
         Delta.decode(delta.encode()[:-20])
+
+
+def test_a_thinned_retention_set_keeps_gaps_in_proportion_to_age() -> None:
+    from seaway.streams._metadata import thinned_cut  # noqa: PLC0415
+
+    kept_max, minute_ms = 100, 60_000
+    times: list[int] = []
+    for n in range(5_000):  # a cut a minute for 3.5 days, 50 times what the set holds
+        times.append(n * minute_ms)
+        if len(times) > kept_max:
+            del times[thinned_cut(times, times[-1])]
+    now = times[-1]
+    assert len(times) == kept_max and times[0] == 0 and now == 4_999 * minute_ms  # both ends stay
+    # ln(age span) / N of each cut's age, with room for the greedy choice's unevenness.
+    bound = 3 * math.log(now / minute_ms) / kept_max
+    for before, at, after in zip(times, times[1:], times[2:], strict=False):
+        # (The newest are a minute apart, as recorded: no gap is below that.)
+        assert after - before <= max(2 * minute_ms, bound * (now - at)), \
+            f"a gap of {(after - before) / minute_ms} min at {(now - at) / minute_ms} min old"

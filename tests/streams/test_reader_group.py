@@ -321,3 +321,40 @@ def test_readers_on_threads_race_on_the_group_state_and_still_read_every_event_o
     assert sorted(read) == sorted(writer.written) and len(read) == len(set(read))
     check_key_order(read)
     assert group.readers() == []  # each left on close
+
+
+def test_the_last_event_before_the_end_cut_is_read_again_after_its_reader_crashes(sw: seaway.Seaway) -> None:
+    stream = sw.streams.create("sc/s", segments=1)
+    (segment,) = stream.current_segments()
+    lsns = list(sw.logs.get(segment.log_id).append_batch([b"e0", b"e1", b"e2", b"e3"]))
+    end = StreamCut("sc/s", {segment.id: lsns[2]})  # e0 and e1 are before it
+    group = sw.streams.create_reader_group("g", stream, end=end)
+    a = group.reader("a")
+    handed = [a.read_next(10.0), a.read_next(10.0)]  # each returns as soon as its event is there
+    assert [e.payload for e in handed if e is not None] == [b"e0", b"e1"]
+    # The reader "crashes" while its application handles e1: nothing it did after handing e1 over
+    # may say e1 was handled.
+    group.reader_offline("a")
+    b = group.reader("b")
+    again: list[bytes] = []
+    drain([b], again)
+    # From the position stored last: e0 perhaps again (at least once), e1 surely.
+    assert again in ([b"e1"], [b"e0", b"e1"]), f"{again}: the event handed over last was checkpointed " \
+        "before it was handled"
+
+
+def test_a_group_of_the_most_readers_reads_every_event_and_refuses_one_more(sw: seaway.Seaway) -> None:
+    from seaway.streams._reader_group import READERS_MAX  # noqa: PLC0415 - the documented limit
+
+    rng = random.Random(5)
+    stream = sw.streams.create("sc/s", segments=4)
+    writer = Writer(sw, stream)
+    writer.write(40, rng)
+    group = sw.streams.create_reader_group("g", stream, end=stream.tail())
+    readers = [group.reader(f"r{n}") for n in range(READERS_MAX)]
+    assert len(group.describe().readers) == READERS_MAX
+    with pytest.raises(InvalidArgumentError, match=f"at most {READERS_MAX} readers"):
+        group.reader("one-more")
+    read: list[bytes] = []
+    drain(readers, read, rounds_max=50)
+    assert sorted(read) == sorted(writer.written)

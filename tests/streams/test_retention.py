@@ -265,16 +265,43 @@ def test_retention_config_is_checked() -> None:
 
 
 def test_the_store_runs_retention_in_the_background_unless_disabled(tmp_path: Path) -> None:
-    config = SeawayConfig(retention=RetentionConfig(interval_s=0.05))
+    # A cut each pass: a pass may record the tail before the write below, and with the default
+    # (a cut a minute) none after it would come within the wait (this test failed so, now and then).
+    config = SeawayConfig(retention=RetentionConfig(interval_s=0.05, cut_interval_s=0.05))
     with seaway.Seaway(tmp_path / "on", config) as sw:
         sw.streams.create_scope("sc")
         stream = sw.streams.create("sc/bg", retention=RetentionByTime(min_s=0))  # everything may go
         write(sw, stream, "a")
-        first = stream.head()
+        tail = stream.tail()  # a pass may truncate at a cut recorded amid the writes: wait for the whole
         deadline = time.monotonic() + 20
-        while stream.head() == first and time.monotonic() < deadline:
+        while stream.head() != tail and time.monotonic() < deadline:
             time.sleep(0.05)  # a real background thread: there is no pass to wait on but its effect
-        assert stream.head() != first, "no background retention pass truncated the stream"
+        assert stream.head() == tail, "no background retention pass truncated the stream"
         assert read_all(sw, stream) == set()
     with seaway.Seaway(tmp_path / "off", SeawayConfig(retention=None)) as sw:
         assert sw.retention is None
+
+
+def test_a_time_window_longer_than_the_retention_set_covers_at_full_rate_still_truncates(
+        sw: seaway.Seaway, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A set of 24 cuts stands for the 20,000 (13.9 days at one a minute): a cut every two hours for
+    # 12 days is 144 cuts, six times what the set holds (a year of cuts a minute is 26 times).
+    monkeypatch.setattr("seaway.streams._controller.RETENTION_CUTS_MAX", 24)
+    window_s = 10 * 86_400
+    stream = sw.streams.create("sc/s", segments=1, retention=RetentionByTime(min_s=window_s))
+    written: list[tuple[int, list[bytes]]] = []
+    for hours in range(0, 12 * 24, 2):
+        written.append((clock.now_ms(), write(sw, stream, f"h{hours}", 1)))
+        retention(sw).run_once()
+        clock.advance(2 * 3600)
+    cuts = stream.metadata.retention_set()
+    assert len(cuts) <= 24
+    now_ms = clock.now_ms()
+    kept = read_all(sw, stream)
+    assert written[0][1][0] not in kept, "nothing was truncated: no recorded cut was old enough"
+    for at_ms, payloads in written:
+        if now_ms - at_ms <= window_s * 1000:
+            assert payloads[0] in kept, f"an event {(now_ms - at_ms) / 86_400_000:.1f} days old is gone"
+    # The oldest kept is not far beyond the window: the thinned cuts are near in proportion to age.
+    oldest = min(at for at, payloads in written if payloads[0] in kept)
+    assert (now_ms - oldest) / 1000 <= window_s * 1.3, f"{(now_ms - oldest) / 86_400_000:.1f} days kept"

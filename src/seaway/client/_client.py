@@ -129,7 +129,9 @@ class RemoteSeaway:
         self.meta = RemoteMetadataStore(self)
         self.ledger = RemoteLedger(self)
         self.txn = Transactions(RemoteTxn(self))
-        self.streams = Streams(self.logs, self.meta, txn=self.txn)
+        # Streams' changes are stamped with the server's time, not this machine's: one client with a
+        # skewed clock would otherwise push a stream's time index ahead for every other.
+        self.streams = Streams(self.logs, self.meta, ServerClock(self), txn=self.txn)
         self.queues = Queues(self.logs, self.meta, self.txn)
         # The server keeps the configurations (their secrets stay there) and runs the plugins.
         self.notify = RemoteNotifications(self)
@@ -206,6 +208,12 @@ class RemoteSeaway:
         """``SERVING`` when the server accepts calls."""
         reply: pb.HealthReply = self._call("Health", pb.Empty())
         return reply.status
+
+    def server_time_ms(self) -> int:
+        """The server's clock, in epoch milliseconds (one call); this machine's from a server of a
+        version that does not tell it."""
+        reply: pb.HealthReply = self._call("Health", pb.Empty())
+        return int(reply.time_ms) or time.time_ns() // 1_000_000
 
     def _check_open(self) -> None:
         if self._closed:
@@ -772,3 +780,15 @@ def connect(url: str, *, token: str | None = None, tls_root_cert: bytes | None =
                         coalesce=coalesce)
 
 
+class ServerClock:
+    """A clock whose wall time is the server's (one call each: control-plane changes only ask it
+    once each), and whose monotonic time is this process's (waits are measured here)."""
+
+    def __init__(self, client: RemoteSeaway) -> None:
+        self._client = client
+
+    def now_ms(self) -> int:
+        return self._client.server_time_ms()
+
+    def monotonic_s(self) -> float:
+        return time.monotonic()

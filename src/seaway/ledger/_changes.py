@@ -37,6 +37,12 @@ class Change:
     def resource(self) -> str:
         raise NotImplementedError
 
+    @classmethod
+    def upgrade(cls, fields: dict[str, Any]) -> dict[str, Any]:
+        """The fields of an entry written by an earlier version, in this version's form (an
+        operation whose fields changed overrides this)."""
+        return fields
+
     def __post_init__(self) -> None:
         hints = _hints(type(self))
         for f in dataclasses.fields(self):
@@ -99,8 +105,9 @@ def decode_change(body: bytes) -> Change:
         cls = CHANGES[data["op"]]
         hints = _hints(cls)
         values = {}
+        stored = cls.upgrade(data["f"])
         for f in dataclasses.fields(cls):
-            value = data["f"][f.name]
+            value = stored[f.name]
             if typing.get_origin(hints[f.name]) is tuple and isinstance(value, list):
                 value = tuple(value)  # JSON has lists only
             values[f.name] = value
@@ -172,6 +179,14 @@ class LogGroupCreated(Change):
 
 
 # --- scopes and streams ---------------------------------------------------------------------------
+# A stream's entries name what changed and how much; the values that grow with the stream (segment
+# lists, stream cuts: 10,000 segments take hundreds of KiB) stay in its metadata, where the entry
+# says to read them, so that every stream the limits allow fits in an entry's CHANGE_BYTES_MAX.
+
+
+def _cut_segments(cut: object) -> int:
+    """How many segments an earlier version's cut (JSON text) names."""
+    return len(json.loads(cut)["positions"]) if isinstance(cut, str) else 0
 
 
 @_register
@@ -199,10 +214,16 @@ class ScopeDeleted(Change):
 class StreamCreated(Change):
     OPERATION: ClassVar[str] = "stream.created"
     stream: str
-    segments: tuple[str, ...]
-    """The first generation's segments (``generation.number``)."""
+    segment_count: int
+    """How many segments the first generation has: ``0.0`` to ``0.<count - 1>``, of equal ranges."""
     config: str
     """The stream's configuration as JSON (``StreamConfig.to_json``)."""
+
+    @classmethod
+    def upgrade(cls, fields: dict[str, Any]) -> dict[str, Any]:
+        if "segments" in fields and "segment_count" not in fields:  # before: the segments listed
+            return {**fields, "segment_count": len(fields["segments"])}
+        return fields
 
     def resource(self) -> str:
         return f"stream/{self.stream}"
@@ -222,13 +243,21 @@ class StreamUpdated(Change):
 @_register
 @dataclass(frozen=True)
 class StreamScaled(Change):
-    """One completed scaling: the segments it sealed and those it created."""
+    """One completed scaling: how many segments it sealed and created. The segments themselves
+    are the generation's delta: ``Stream.history(generation - 1, 1)``."""
 
     OPERATION: ClassVar[str] = "stream.scaled"
     stream: str
     generation: int
-    sealed: tuple[str, ...]
-    created: tuple[str, ...]
+    """The generation the scaling made."""
+    sealed_count: int
+    created_count: int
+
+    @classmethod
+    def upgrade(cls, fields: dict[str, Any]) -> dict[str, Any]:
+        if "sealed" in fields and "sealed_count" not in fields:  # before: the segments listed
+            return {**fields, "sealed_count": len(fields["sealed"]), "created_count": len(fields["created"])}
+        return fields
 
     def resource(self) -> str:
         return f"stream/{self.stream}"
@@ -247,10 +276,20 @@ class StreamSealed(Change):
 @_register
 @dataclass(frozen=True)
 class StreamTruncated(Change):
+    """The stream was truncated: its head (``Stream.head()``, until a later truncation, which has
+    an entry of its own) moved to a cut of ``segment_count`` segments, with ``size_bytes`` of the
+    stream's bytes below it (``Stream.size_until(head)``)."""
+
     OPERATION: ClassVar[str] = "stream.truncated"
     stream: str
-    cut: str
-    """The stream cut truncated at, as JSON."""
+    segment_count: int
+    size_bytes: int
+
+    @classmethod
+    def upgrade(cls, fields: dict[str, Any]) -> dict[str, Any]:
+        if "cut" in fields and "segment_count" not in fields:  # before: the cut itself, no size
+            return {**fields, "segment_count": _cut_segments(fields["cut"]), "size_bytes": 0}
+        return fields
 
     def resource(self) -> str:
         return f"stream/{self.stream}"
@@ -259,12 +298,20 @@ class StreamTruncated(Change):
 @_register
 @dataclass(frozen=True)
 class RetentionApplied(Change):
-    """A retention policy truncated the stream (a truncation made by hand is StreamTruncated)."""
+    """A retention policy truncated the stream (a truncation made by hand is StreamTruncated): the
+    fields are StreamTruncated's, and the policy as JSON."""
 
     OPERATION: ClassVar[str] = "stream.retention_applied"
     stream: str
-    cut: str
+    segment_count: int
+    size_bytes: int
     policy: str
+
+    @classmethod
+    def upgrade(cls, fields: dict[str, Any]) -> dict[str, Any]:
+        if "cut" in fields and "segment_count" not in fields:  # before: the cut itself, no size
+            return {**fields, "segment_count": _cut_segments(fields["cut"]), "size_bytes": 0}
+        return fields
 
     def resource(self) -> str:
         return f"stream/{self.stream}"

@@ -19,6 +19,7 @@ from seaway._errors import (
     CorruptionError,
     InvalidArgumentError,
     NotifyConfigOverlapError,
+    NotifyConfigsFullError,
     SeawayError,
     UnknownNotifyConfigError,
 )
@@ -140,7 +141,7 @@ class Notifications:
                         "types and their prefix and suffix filters overlap (give them disjoint events or filters)")
             records = self._records()  # the unreadable ones count too: they take room in every scan
             if len(records) >= CONFIGS_MAX and config.name not in records:
-                raise NotifyConfigOverlapError(f"a store has at most {CONFIGS_MAX} notification configurations")
+                raise NotifyConfigsFullError(f"a store has at most {CONFIGS_MAX} notification configurations")
             batch = self._meta.batch().expect_version(NAMESPACE, CONFIGS_KEY, configs_version)
             batch.put(NAMESPACE, CONFIGS_KEY, b"")
             batch.put(NAMESPACE, config_key(config.name), config.to_json().encode())
@@ -244,23 +245,6 @@ class Notifications:
             batch = self._meta.batch().expect_version(NAMESPACE, config_key(name), config_version) \
                 .put(NAMESPACE, checkpoint_key(name), checkpoint.to_bytes())
             LedgerApi.put_floor(batch, floor_name(name), checkpoint.index).commit()
-
-    def min_checkpoint(self) -> int | None:
-        """The lowest position of any configured plugin (the ledger may prune up to it without
-        any plugin missing an entry), or None when no plugin is configured."""
-        configs = self.list()
-        if not configs:
-            return None
-        # A plugin without a checkpoint yet starts at the head when it runs, and one whose checkpoint
-        # cannot be read does not run: until then, keep all.
-        positions = []
-        for config in configs:
-            try:
-                checkpoint = self.checkpoint(config.name)
-            except CorruptionError:
-                checkpoint = None
-            positions.append(checkpoint.index if checkpoint is not None else 0)
-        return min(positions)
 
     def status(self) -> builtins.list[PluginStatus]:
         head = self._ledger.bounds()[1] if self._ledger is not None else None

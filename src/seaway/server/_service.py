@@ -187,7 +187,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
         serving = not (self._stopping.is_set() or self._store.closed or self._store.write_failure)
         status = "SERVING" if serving else "NOT_SERVING"
-        return pb.HealthReply(status=status, version=__version__)
+        return pb.HealthReply(status=status, version=__version__, time_ms=self._store.clock.now_ms())
 
     def CreateLog(self, request: pb.CreateLogRequest, context: grpc.ServicerContext) -> pb.LogInfo:
         def run() -> pb.LogInfo:

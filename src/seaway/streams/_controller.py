@@ -20,6 +20,7 @@ Writes go on throughout: until step 4, to the old segments; after, to the new on
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import secrets
 from collections.abc import Callable, Sequence
@@ -35,6 +36,7 @@ from seaway._errors import (
     ScaleConflictError,
     ScopeExistsError,
     ScopeNotEmptyError,
+    StreamChangedError,
     StreamExistsError,
     StreamNotSealedError,
     StreamSealedError,
@@ -65,12 +67,14 @@ from seaway.streams._metadata import (
     Truncation,
     as_json,
     config_json,
+    creating_key,
     cut_order,
     index_key,
     scope_key,
+    thinned_cut,
     wholly_before,
 )
-from seaway.streams._names import check_part, segment_str
+from seaway.streams._names import check_part, segment_id, segment_str
 from seaway.streams._records import Delta, Generation, Segment, check_cover, even_ranges
 
 log = logging.getLogger("seaway.streams")
@@ -79,6 +83,14 @@ SEGMENTS_GROUP = "streams.segments"
 """The log group reserved for segments' logs."""
 SEGMENT_LOG_IDS = (2**60, 2**61 - 1)
 LIST_MAX = 10_000
+CREATE_ATTEMPTS_MAX = 100
+"""Times a stream creation re-reads its scope when other creations in it came first."""
+
+
+def segment_log_name(scope: str, stream: str, uid: str, segment: int) -> str:
+    """The name of a segment's log: the stream's uid keeps a stream created again under the same
+    name from meeting the logs of the one before."""
+    return f"seg/{scope}/{stream}/{uid}/{segment_str(segment)}"
 
 
 class StreamController:
@@ -120,13 +132,14 @@ class StreamController:
         return [key[len(prefix):].decode() for key, _ in self.meta.scan(NAMESPACE, prefix=prefix, limit=LIST_MAX)]
 
     def delete_scope(self, scope: str) -> None:
-        """Delete an empty scope; :class:`ScopeNotEmptyError` while it holds streams."""
+        """Delete an empty scope; :class:`ScopeNotEmptyError` while it holds streams (or one is
+        being created in it)."""
         version = self.scope_version(scope)
-        if self.meta.scan(NAMESPACE, prefix=index_key(scope, ""), limit=1):
+        if self.meta.scan(NAMESPACE, prefix=index_key(scope, ""), limit=1) or self.meta.scan(
+                NAMESPACE, prefix=creating_key(scope, ""), limit=1):
             raise ScopeNotEmptyError(f"scope {scope!r} holds streams: delete them first")
-        try:  # a stream created meanwhile makes its index key, and the scope's version is unchanged:
-            # the batch below checks that no index key appeared by checking the scope key only, so a
-            # racing create (which checks the scope's version) and this delete cannot both apply.
+        try:  # a stream creation begun meanwhile wrote the scope key (see create_stream): this
+            # batch, conditional on the version read before the scans, then fails.
             self.meta.batch().expect_version(NAMESPACE, scope_key(scope), version).delete(
                 NAMESPACE, scope_key(scope)).record(ScopeDeleted(scope)).commit()
         except ConditionFailedError:
@@ -144,37 +157,85 @@ class StreamController:
     def _make_log(self, meta: StreamMetadata, uid: str, segment: Segment) -> int:
         """The segment's log, created if it is not there yet (a re-run of a step finds it)."""
         self._segment_group()
-        name = f"seg/{meta.scope}/{meta.stream}/{uid}/{segment_str(segment.id)}"
+        name = segment_log_name(meta.scope, meta.stream, uid, segment.id)
         handle = self.logs.get_or_create(name, group=SEGMENTS_GROUP)
         return int(handle.id)
 
     def create_stream(self, scope: str, stream: str, config: StreamConfig, segments: int | None = None) -> None:
         """Create a stream with ``segments`` segments of equal ranges (default: the scaling
-        policy's minimum)."""
+        policy's minimum).
+
+        Three steps, so that neither a crash nor a racing change leaves anything behind: (1) a
+        creation record (``new/<scope>/<stream>``: the logs' uid and how many), written with the
+        scope key, which a racing :meth:`delete_scope` checks; (2) the segments' logs; (3) the
+        stream's records, conditional on the creation record, which the batch removes. A
+        process that finds a creation record when it recovers removes it and the logs it names:
+        a creation that meets that raises :class:`StreamChangedError` (retriable)."""
         check_part(stream, "stream")
         if not isinstance(config, StreamConfig):
             raise InvalidArgumentError(f"config must be a StreamConfig, got {config!r:.80}")
         count = config.scaling.min_segments if segments is None else segments
         if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= SEGMENTS_MAX:
             raise InvalidArgumentError(f"a stream starts with 1-{SEGMENTS_MAX} segments, got {count!r}")
-        scope_version = self.scope_version(scope)
         meta = StreamMetadata(self.meta, scope, stream)
-        if self.meta.get(NAMESPACE, index_key(scope, stream)) is not None:
-            raise StreamExistsError(f"stream {meta.name!r} exists")
         now = self.clock.now_ms()
         state = StreamState(config, "active", now, secrets.token_hex(6))
+        creating = self._begin_creation(meta, state.uid, count)  # step 1
         planned = [Segment(n, 0, now, lo, hi) for n, (lo, hi) in enumerate(even_ranges(count))]
         made = tuple(Segment(s.number, 0, now, s.key_lo, s.key_hi, self._make_log(meta, state.uid, s))
-                     for s in planned)
-        try:
-            meta.create_batch(self.meta.batch(), state, Generation(0, now, made), scope_version).record(
-                StreamCreated(meta.name, tuple(segment_str(s.id) for s in made), config_json(config))).commit()
+                     for s in planned)  # step 2
+        try:  # step 3
+            meta.create_batch(self.meta.batch(), state, Generation(0, now, made), creating).record(
+                StreamCreated(meta.name, count, config_json(config))).commit()
         except ConditionFailedError:
             for segment in made:  # the logs made for nothing: nobody else knows their names
                 self._drop_log(segment.log_id)
-            if self.meta.get(NAMESPACE, scope_key(scope)) is None:
-                raise UnknownScopeError(f"scope {scope!r} was deleted") from None
-            raise StreamExistsError(f"stream {meta.name!r} exists") from None
+            raise StreamChangedError(f"the creation of stream {meta.name!r} was undone by a recovery "
+                                     "meanwhile: try again") from None
+
+    def _begin_creation(self, meta: StreamMetadata, uid: str, count: int) -> int:
+        """Step 1 of :meth:`create_stream`: the creation record's version. The scope key is
+        rewritten with it, so that a racing :meth:`delete_scope` fails; streams created at once in
+        one scope then race for the scope key too, and the losers try again."""
+        key = creating_key(meta.scope, meta.stream)
+        for _ in range(CREATE_ATTEMPTS_MAX):
+            scope = self.meta.get(NAMESPACE, scope_key(meta.scope))
+            if scope is None:
+                raise UnknownScopeError(f"scope {meta.scope!r} does not exist")
+            if self.meta.get(NAMESPACE, index_key(meta.scope, meta.stream)) is not None \
+                    or self.meta.get(NAMESPACE, key) is not None:
+                raise StreamExistsError(f"stream {meta.name!r} exists (or is being created)")
+            try:
+                return self.meta.batch().expect_version(NAMESPACE, scope_key(meta.scope), scope.version).put(
+                    NAMESPACE, scope_key(meta.scope), scope.value).expect_absent(
+                    NAMESPACE, index_key(meta.scope, meta.stream)).expect_absent(NAMESPACE, key).put(
+                    NAMESPACE, key, as_json({"uid": uid, "segments": count})).commit()
+            except ConditionFailedError:
+                continue  # the scope or the name changed meanwhile: look again
+        raise StreamChangedError(f"scope {meta.scope!r} changed {CREATE_ATTEMPTS_MAX} times while stream "
+                                 f"{meta.name!r} was being created: try again")
+
+    def _undo_creations(self) -> int:
+        """Remove every creation record left by a process that stopped between the steps of
+        :meth:`create_stream`, and the logs it names; how many."""
+        undone = 0
+        start = creating_key("", "")
+        while rows := self.meta.scan(NAMESPACE, prefix=creating_key("", ""), start=start, limit=LIST_MAX):
+            for key, found in rows:
+                scope, _, stream = key[len(creating_key("", "")):].decode().partition("/")
+                try:
+                    data = json.loads(found.value)
+                    uid, count = str(data["uid"]), int(data["segments"])
+                except (ValueError, KeyError, TypeError):
+                    log.warning("a stream creation record cannot be decoded: removed", extra={"key": key})
+                    uid, count = "", 0
+                with contextlib.suppress(ConditionFailedError):  # another process undid it, or it finished
+                    self.meta.batch().expect_version(NAMESPACE, key, found.version).delete(NAMESPACE, key).commit()
+                    undone += 1
+                    for number in range(min(count, SEGMENTS_MAX)):
+                        self._drop_named(segment_log_name(scope, stream, uid, segment_id(0, number)))
+            start = rows[-1][0] + b"\x00"
+        return undone
 
     def stream(self, scope: str, stream: str) -> StreamMetadata:
         return StreamMetadata(self.meta, check_part(scope, "scope"), check_part(stream, "stream"))
@@ -193,7 +254,7 @@ class StreamController:
                 NAMESPACE, meta.key("conf"), new.encode()).record(
                 StreamUpdated(meta.name, config_json(config))).commit()
         except ConditionFailedError:
-            raise ScaleConflictError(f"stream {meta.name!r} changed meanwhile: read it and try again") from None
+            raise StreamChangedError(f"stream {meta.name!r} changed meanwhile: read it and try again") from None
 
     @staticmethod
     def _check_active(meta: StreamMetadata, state: StreamState) -> None:
@@ -276,12 +337,13 @@ class StreamController:
         elif state.state == "deleting":
             self._finish_delete(meta)
         truncation = meta.truncation()
-        if truncation is not None and (truncation.pending_delete or truncation.pending_trim):
+        if truncation is not None and truncation.pending:
             self._finish_truncation(meta)
 
     def recover(self) -> int:
         """Finish every half-done change of every stream (a process runs this when it starts);
         the streams looked at."""
+        self._undo_creations()
         seen = 0
         for scope in self.list_scopes():
             for stream in self.list_streams(scope):
@@ -373,40 +435,58 @@ class StreamController:
                 return
         upper = [s for s, _ in pairs]
         between = meta.segments_between([s for s, _ in lower], upper, span)
-        gone = tuple(s.log_id for s in between if wholly_before(s, upper))
-        trims = tuple((s.log_id, lsn - 1) for s, lsn in pairs if lsn > LSN_OLDEST)
-        record = Truncation(tuple(pairs), meta.size_until(pairs, span), gone, trims)
+        steps = [(s.log_id, 0) for s in between if wholly_before(s, upper)]  # 0: delete the log
+        steps.extend((s.log_id, lsn - 1) for s, lsn in pairs if lsn > LSN_OLDEST)
+        record = Truncation(tuple(pairs), meta.size_until(pairs, span), (old.sequence if old else 0) + 1,
+                            bool(steps))
         batch = self.meta.batch()
         batch.expect_version(NAMESPACE, meta.key("trunc"), version)
         # The head moves in this batch (readers see the new head from now on): the change is
         # recorded here, not when the logs are trimmed after it (a truncation with nothing left to
-        # trim or delete has no later step).
-        batch.record(StreamTruncated(meta.name, cut.to_json()) if policy is None
-                     else RetentionApplied(meta.name, cut.to_json(), policy))
+        # trim or delete has no later step). The entry names the cut's size, not the cut, which
+        # the head record holds (a cut of 10,000 segments is larger than an entry may be).
+        batch.record(StreamTruncated(meta.name, len(pairs), record.size) if policy is None
+                     else RetentionApplied(meta.name, len(pairs), record.size, policy))
         try:
-            batch.put(NAMESPACE, meta.key("trunc"), record.encode()).commit()
+            meta.truncation_batch(batch, record, steps).commit()
         except ConditionFailedError:
-            raise ScaleConflictError(f"stream {meta.name!r} was truncated meanwhile: try again") from None
+            raise StreamChangedError(f"stream {meta.name!r} was truncated meanwhile: try again") from None
         self._finish_truncation(meta)
 
     def _finish_truncation(self, meta: StreamMetadata) -> None:
+        """Do what the truncation under way left to do to the logs, a record of steps at a time
+        (each removed once done: the steps are idempotent, so a crash repeats at most one record's),
+        then mark it done."""
         found = meta.meta.get(NAMESPACE, meta.key("trunc"))
         if found is None:
             return
         record = Truncation.decode(found.value)
-        for log_id in record.pending_delete:
-            self._drop_log(log_id)
-        for log_id, lsn in record.pending_trim:
-            with contextlib.suppress(LogDeletedError, UnknownLogError, LsnOutOfRangeError):
-                self.logs.get(log_id).trim(lsn)
-        done = Truncation(record.cut, record.size)
+        if not record.pending:
+            return
+        self._do_steps(record.legacy_steps)
+        while (chunk := meta.pending_chunk(record.sequence)) is not None:
+            key, steps = chunk
+            self._do_steps(steps)
+            # Unconditional: the key is this truncation's own, and whoever removes it did the steps.
+            self.meta.batch().delete(NAMESPACE, key).commit()
+        done = Truncation(record.cut, record.size, record.sequence)
         with contextlib.suppress(ConditionFailedError):  # another process finished it
             self.meta.batch().expect_version(NAMESPACE, meta.key("trunc"), found.version).put(
                 NAMESPACE, meta.key("trunc"), done.encode()).commit()
 
+    def _do_steps(self, steps: Sequence[tuple[int, int]]) -> None:
+        for log_id, lsn in steps:
+            if lsn == 0:
+                self._drop_log(log_id)
+            else:
+                with contextlib.suppress(LogDeletedError, UnknownLogError, LsnOutOfRangeError):
+                    self.logs.get(log_id).trim(lsn)
+
     def record_cut(self, meta: StreamMetadata, tail: StreamCut) -> StreamCut:
         """Add ``tail`` (a cut at the tail, just taken) to the retention set, with its time and the
-        stream's size up to it. The set keeps the newest ``RETENTION_CUTS_MAX`` cuts."""
+        stream's size up to it. The set keeps at most ``RETENTION_CUTS_MAX`` cuts: past that, the
+        one whose gap is smallest for its age goes (:func:`thinned_cut`), so the set covers the
+        whole stream, sparser with age, whatever the retention window."""
         pairs = self.check_cut(meta, tail)
         current, _, _ = meta.current()
         size = meta.sealed_sum(current.generation) + sum(
@@ -417,15 +497,15 @@ class StreamController:
         cuts.append((now, size))
         batch = self.meta.batch().expect_version(NAMESPACE, meta.key("retention"),
                                                  0 if found is None else found.version)
-        for old, _ in cuts[:-RETENTION_CUTS_MAX]:
+        while len(cuts) > max(3, RETENTION_CUTS_MAX):
+            old, _ = cuts.pop(thinned_cut([t for t, _ in cuts], now))
             batch.delete(NAMESPACE, meta.key(f"cut/{old:016x}"))
-        cuts = cuts[-RETENTION_CUTS_MAX:]
         batch.put(NAMESPACE, meta.key(f"cut/{now:016x}"), as_json(
             {"time": now, "size": size, "positions": {str(k): v for k, v in tail.positions.items()}}))
         try:
             batch.put(NAMESPACE, meta.key("retention"), as_json(cuts)).commit()
         except ConditionFailedError:
-            raise ScaleConflictError(f"stream {meta.name!r}: another cut was recorded meanwhile") from None
+            raise StreamChangedError(f"stream {meta.name!r}: another cut was recorded meanwhile") from None
         return tail
 
     def check_cut(self, meta: StreamMetadata, cut: StreamCut) -> list[tuple[Segment, int]]:
@@ -480,8 +560,7 @@ class StreamController:
         self._stepped(4)
         # Step 5 completes the scaling (the transition record goes, the sealed segments are sealed):
         # it is where the change is recorded, once, by whichever process gets there.
-        scaled = StreamScaled(meta.name, delta.generation, tuple(segment_str(s) for s in delta.sealed),
-                              tuple(segment_str(s.id) for s in delta.created))
+        scaled = StreamScaled(meta.name, delta.generation, len(delta.sealed), len(delta.created))
         try:  # step 5
             meta.sizes_batch(self.meta.batch().expect_version(NAMESPACE, meta.key("trans"), version),
                              delta.generation, ends).delete(NAMESPACE, meta.key("trans")).record(scaled).commit()
@@ -505,3 +584,7 @@ class StreamController:
     def _drop_log(self, log_id: int) -> None:
         with contextlib.suppress(LogDeletedError, UnknownLogError):
             self.logs.delete(log_id)
+
+    def _drop_named(self, name: str) -> None:
+        with contextlib.suppress(LogDeletedError, UnknownLogError):
+            self.logs.delete(self.logs.get(name).id)

@@ -242,12 +242,13 @@ class _State:
     readers: dict[str, dict[int, int]] = field(default_factory=dict)
     pool: dict[int, int] = field(default_factory=dict)
     finished: dict[int, int] = field(default_factory=dict)
-    logs: dict[int, int] = field(default_factory=dict)
-    """Segment -> its log, for every segment held, pooled or finished."""
+    log_ids: dict[int, int] = field(default_factory=dict)
+    """Segment -> its log's id, for every segment held, pooled or finished (``logs`` in the stored
+    JSON, which keeps its key so that groups stored before still decode)."""
 
     def encode(self) -> bytes:
         return _json({"readers": {r: _keyed(s) for r, s in self.readers.items()}, "pool": _keyed(self.pool),
-                      "finished": _keyed(self.finished), "logs": _keyed(self.logs)})
+                      "finished": _keyed(self.finished), "logs": _keyed(self.log_ids)})
 
     @classmethod
     def decode(cls, raw: bytes) -> _State:
@@ -265,7 +266,7 @@ class _State:
     def admit(self, conf: _Conf, segment: int, log_id: int, position: int) -> None:
         """Put a segment to read from ``position`` in the pool (among the finished if there is
         nothing to read in it before the end cut)."""
-        self.logs[segment] = log_id
+        self.log_ids[segment] = log_id
         bound = conf.bound(segment)
         if bound is not None and position >= bound:
             self.finished[segment] = position
@@ -279,11 +280,11 @@ class _State:
         if scaling is None or not all(s in self.finished for s in scaling.sealed):
             return
         admitted = [s for s in scaling.created if not conf.past_end(s[0], s[2], s[3])]
-        if not admitted or any(s[0] in self.logs for s in admitted):
+        if not admitted or any(s[0] in self.log_ids for s in admitted):
             return  # past the end cut (or done already by another reader's lost race, retried)
         for sealed in scaling.sealed:
             del self.finished[sealed]
-            self.logs.pop(sealed, None)
+            self.log_ids.pop(sealed, None)
         for created, log_id, _, _ in admitted:
             self.admit(conf, created, log_id, LSN_OLDEST)
 
@@ -555,11 +556,17 @@ class EventReader:
         while True:
             self._check_open()
             if self._items:
-                event = self._consume(self._items.popleft())
                 if self._finished:
-                    self._sync()  # at once: the segments after it may now be read
+                    # A segment finished with the event handed over last: the application has
+                    # handled it (it asks for the next), so now the group may know the segment is
+                    # done and read what comes after it. Stored before the event was handled, a
+                    # crash meanwhile would lose it.
+                    self._sync()
+                event = self._consume(self._items.popleft())
                 if event is not None:
                     return event
+                if self._finished:
+                    self._sync()  # at once (nothing was handed over): the segments after it may now be read
                 continue
             if not polled or time.monotonic() >= self._sync_at_s:
                 self._sync()  # once per batch: store positions, take or give segments
@@ -769,7 +776,7 @@ class EventReader:
         error: SeawayError | None = None
         for segment, position in taken.items():
             try:
-                self._start(segment, state.logs[segment], position)
+                self._start(segment, state.log_ids[segment], position)
             except UnknownLogError as exc:  # deleted by a truncation since it was pooled, or worse
                 missing.append(segment)
                 error = exc

@@ -28,6 +28,8 @@ _DELTA_HEAD = struct.Struct(">BIqHH")
 ids (8 bytes each), the created segments (:data:`_DELTA_SEGMENT`), and the reason in UTF-8."""
 _DELTA_SEGMENT = struct.Struct(">IIqddQ")
 """A created segment: number, generation, creation time, key range, log id (Segment's order)."""
+SEGMENT_STRUCT = _DELTA_SEGMENT
+"""A segment packed (the other records that hold segments packed use the delta's form)."""
 _DELTA_SEGMENTS_MAX = 2**16 - 1
 """Sealed or created segments a delta can hold (a generation holds at most ``SEGMENTS_MAX``)."""
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from seaway._clock import Clock
-from seaway._errors import InvalidArgumentError, InvalidStreamCutError, ScaleConflictError, SeawayError
+from seaway._errors import InvalidArgumentError, InvalidStreamCutError, SeawayError, StreamChangedError
 from seaway._passes import PeriodicPasses
 from seaway.streams._config import RetentionByTime
 from seaway.streams._controller import StreamController
@@ -112,7 +112,7 @@ class StreamRetention:
         now_ms = self._clock.now_ms()
         cuts = meta.retention_set()
         if not cuts or now_ms - cuts[-1][0] >= self._config.cut_interval_s * 1000:
-            with contextlib.suppress(ScaleConflictError):  # another process recorded one meanwhile
+            with contextlib.suppress(StreamChangedError):  # another process recorded one meanwhile
                 stream.record_cut()
             cuts = meta.retention_set()
         if not cuts:
@@ -147,7 +147,7 @@ class StreamRetention:
             return None  # truncated by hand past part of it: wait for a later cut
         try:  # recorded in the ledger as retention applied, with the policy, not as a manual truncation
             self._controller.truncate(meta, cut, policy=as_json(state.config.to_json()["retention"]).decode())
-        except (ScaleConflictError, InvalidStreamCutError):
+        except (StreamChangedError, InvalidStreamCutError):
             return None  # truncated meanwhile by someone else: look again on the next pass
         log.info("retention truncated a stream", extra={"stream": stream.name, "reason": reason})
         return Truncated(stream.name, cut, reason)

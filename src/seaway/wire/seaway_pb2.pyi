@@ -86,12 +86,14 @@ class LogBoundsItem(_message.Message):
     def __init__(self, log_id: _Optional[int] = ..., tail_lsn: _Optional[int] = ..., trim_point: _Optional[int] = ..., final_lsn: _Optional[int] = ...) -> None: ...
 
 class HealthReply(_message.Message):
-    __slots__ = ("status", "version")
+    __slots__ = ("status", "version", "time_ms")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
     status: str
     version: str
-    def __init__(self, status: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
+    time_ms: int
+    def __init__(self, status: _Optional[str] = ..., version: _Optional[str] = ..., time_ms: _Optional[int] = ...) -> None: ...
 
 class Attributes(_message.Message):
     __slots__ = ("backlog_s", "payload_bytes_max", "durability")
