@@ -14,9 +14,9 @@ A producer numbers its batches of a log 0, 1, 2... (its sequence numbers). The s
 
 So a batch refused and sent again never lands after one sent later, however many are in flight, and
 with any retriable refusal, before or after the store took the batch. A producer the log does not
-know starts at 0. The state kept here covers only producers with batches in flight: once a producer
-has none, the next expected number is the one after its last stored batch, which the store's
-idempotence window remembers (``stored_next``).
+know starts at 0. The state kept here is memory only: for a producer it no longer holds (after a
+restart, or once dropped with nothing in flight), the next expected number is the one after its
+last stored batch, which the store's idempotence window remembers (``stored_next``).
 
 This class is pure state, no I/O: the store's writer thread calls it in the order appends arrive.
 """
@@ -36,10 +36,17 @@ class _Producer:
     """The sequence number the producer's next new batch must carry."""
     live: set[int] = field(default_factory=set)
     """Sequence numbers taken and not yet decided."""
+    rolled_back: bool = False
+    """A taken batch failed while later ones were live: ``next`` may be below some of them."""
+
+
+PRODUCERS_KEPT_MAX = 65_536
+"""Producers with nothing in flight whose next number is kept in memory (beyond it, the idle ones
+are dropped, and asked of the idempotence window again when they append)."""
 
 
 class ProducerOrder:
-    """The rule above, for every (log, producer) with batches in flight."""
+    """The rule above, for every (log, producer) with batches in flight, and the most recent others."""
 
     def __init__(self) -> None:
         self._producers: dict[tuple[int, bytes], _Producer] = {}
@@ -57,7 +64,7 @@ class ProducerOrder:
             later_live = False
         else:
             expected = state.next
-            later_live = any(s > sequence for s in state.live)
+            later_live = state.rolled_back and any(s > sequence for s in state.live)
         if sequence > expected or (sequence == expected and later_live):
             waiting_for = expected if sequence > expected else max(s for s in state.live if s > sequence)  # type: ignore[union-attr]
             return SequenceGapError(
@@ -72,7 +79,12 @@ class ProducerOrder:
 
     def taken(self, log_id: int, producer_id: bytes, sequence: int) -> None:
         """The batch passed :meth:`check` and is on its way to the disk."""
-        state = self._producers.setdefault((log_id, producer_id), _Producer(sequence))
+        key = (log_id, producer_id)
+        state = self._producers.get(key)
+        if state is None:
+            if len(self._producers) >= PRODUCERS_KEPT_MAX:
+                self._drop_idle()
+            state = self._producers[key] = _Producer(sequence)
         invariant(sequence == state.next, f"log {log_id}: batch {sequence} taken, {state.next} expected")
         state.live.add(sequence)
         state.next = sequence + 1
@@ -84,9 +96,17 @@ class ProducerOrder:
         if state is None:
             return
         state.live.discard(sequence)
-        state.next = max(state.next, sequence + 1) if stored else min(state.next, sequence)
+        if stored:
+            state.next = max(state.next, sequence + 1)
+        elif sequence < state.next:
+            state.next = sequence
+            state.rolled_back = bool(state.live)
         if not state.live:
-            # Nothing undecided: the next expected number is again the one after the last stored
-            # batch, which the idempotence window gives (batches are stored in order, so the
-            # window's newest is the last one).
+            state.rolled_back = False
+
+    def _drop_idle(self) -> None:
+        """Forget the producers with nothing in flight: for them the next expected number is the
+        one after the last stored batch, which the idempotence window gives again (batches are
+        stored in order)."""
+        for key in [k for k, state in self._producers.items() if not state.live]:
             del self._producers[key]
