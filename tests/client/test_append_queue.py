@@ -207,13 +207,17 @@ def test_a_full_queue_blocks_appends_then_refuses_them() -> None:
         calls.append(Future())
         return calls[-1]
 
-    queue = AppendQueue(call, RetryPolicy(), AppendQueueConfig(calls_max=1, waiting_bytes_max=100))
+    ended: list[tuple[int, ProducerMark]] = []
+    queue = AppendQueue(call, RetryPolicy(), AppendQueueConfig(calls_max=1, waiting_bytes_max=100),
+                        failed=lambda log_id, failed_mark: ended.append((log_id, failed_mark)))
     mark = itertools.count()
     sent = queue.put(1, [b"a" * 60], ProducerMark(b"p", next(mark)), timeout_s=1)  # goes out at once
     waiting = queue.put(1, [b"b" * 60], ProducerMark(b"p", next(mark)), timeout_s=1)  # waits for the call
     with pytest.raises(BufferFullError, match="waiting_bytes_max") as raised:
         queue.put(1, [b"c" * 60], ProducerMark(b"p", next(mark)), timeout_s=0.2)
     assert isinstance(raised.value, ClientError) and raised.value.retriable  # this client's bound, not the server's
+    # Its sequence number is never sent: the producer ends, or its next batch would wait for it for ever.
+    assert ended == [(1, ProducerMark(b"p", 2))]
     unblocked: list[Future[range]] = []
     thread = threading.Thread(target=lambda: unblocked.append(
         queue.put(1, [b"d" * 60], ProducerMark(b"p", next(mark)), timeout_s=10)))

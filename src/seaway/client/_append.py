@@ -104,6 +104,9 @@ class AppendQueue:
             # A batch larger than the bound goes alone, once nothing else waits.
             if not self._room.wait_for(lambda: self._closed or not self._waiting_bytes
                                        or self._waiting_bytes + size <= self._config.waiting_bytes_max, timeout_s):
+                # The batch's sequence number will never be sent: its producer's next batch would
+                # wait for it for ever at the store (docs/ordering.md), so the producer ends here.
+                self._failed(log_id, mark)
                 raise BufferFullError(f"{self._waiting_bytes} bytes of appends have waited for the server "
                                       f"for {timeout_s} s (waiting_bytes_max={self._config.waiting_bytes_max})")
             closed = self._closed
