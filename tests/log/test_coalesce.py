@@ -165,7 +165,29 @@ def test_a_batch_answered_with_the_wrong_number_of_lsns_fails_its_appends_instea
     behind = appends.append_one(b"c")
     store.sent[0][2].set_result(range(1, 4))  # three LSNs for two records: a bug below
     assert isinstance(wrong.exception(0), InvariantViolation)
-    assert isinstance(behind.exception(0), InvariantViolation)
+    assert len(store.sent) == 2  # another producer's append (one without an id) goes on
+    store.answer(1)
+    assert behind.result(0) == 1
+    assert appends.drain(0)
+
+
+def test_a_producers_failed_batch_fails_only_that_producers_appends_behind_it() -> None:
+    store = FakeStore()
+    appends = AppendCoalescer(store.send, CoalesceConfig(batches_in_flight_max=1))
+    failed = appends.append_batch((b"p0",), ProducerMark(b"p", 0))
+    other = appends.append_batch((b"q0",), ProducerMark(b"q", 0))
+    same = appends.append_batch((b"p1",), ProducerMark(b"p", 1))
+    plain = appends.append_one(b"x")
+    store.answer(0, OverloadedError("busy"))
+    assert isinstance(failed.exception(0), OverloadedError)
+    assert isinstance(same.exception(0), OverloadedError)  # never sent: it must not overtake p0's retry
+    assert [m for _, m, _ in store.sent] == [ProducerMark(b"p", 0), ProducerMark(b"q", 0)]
+    store.answer(1)
+    store.answer(2)
+    assert other.result(0) == range(1, 2) and plain.result(0) == 2
+    store.refuse = OverloadedError("inbox full")  # refused at once: the same, unsent
+    refused = appends.append_batch((b"p0",), ProducerMark(b"p", 0))
+    assert isinstance(refused.exception(0), OverloadedError)
     assert appends.drain(0)
 
 

@@ -12,9 +12,10 @@ Order: units (a joined batch, or an idempotent or conditional batch, which is ne
 others because its producer mark names it alone, or its tail condition holds for it alone) are sent
 in the order their first record was appended, by one sending thread at a time, so the store
 sequences them in that order. A joined batch is stored whole or not at all, like any batch: every
-record in it gets the same outcome. A batch that fails fails the appends queued behind it, unsent,
-with the same error: none of them can then be stored before the failed one is tried again, which is
-what lets a writer retry in order with several batches in flight.
+record in it gets the same outcome. A batch that fails fails its producer's appends queued behind
+it, unsent, with the same error (appends without a producer id count as one producer): none of them
+can then be stored before the failed one is tried again. Other producers' appends go on. This is
+the rule the store itself keeps for producers with sequence numbers (docs/ordering.md).
 """
 
 from __future__ import annotations
@@ -193,13 +194,21 @@ class AppendCoalescer:
         """Send ``units``, then whatever became sendable meanwhile, until nothing is; then give up
         the sending role. Only the sending thread runs this, so units go out in queue order."""
         while True:
-            for i, unit in enumerate(units):
-                try:
-                    future = self._send(tuple(unit.payloads), unit.mark, unit.if_tail)
-                except Exception as exc:  # refused at once (full, closed)
-                    self._refused(units[i:], exc)
-                    break
-                future.add_done_callback(lambda f, unit=unit: self._on_done(unit, f))  # type: ignore[misc]
+            refused: dict[bytes | None, BaseException] = {}  # producer -> why its first unit was refused
+            for unit in units:
+                producer = _producer(unit)
+                error = refused.get(producer)
+                if error is None:
+                    try:
+                        future = self._send(tuple(unit.payloads), unit.mark, unit.if_tail)
+                    except Exception as exc:  # refused at once (full, closed)
+                        error = refused[producer] = exc
+                    else:
+                        future.add_done_callback(lambda f, unit=unit: self._on_done(unit, f))  # type: ignore[misc]
+                        continue
+                # Refused, or behind its producer's refused unit: not sent, so that nothing of the
+                # producer is stored before the refused unit is tried again.
+                self._answered(unit, None, error)
             with self._lock:
                 self._sending = False
                 units = self._take()
@@ -207,14 +216,6 @@ class AppendCoalescer:
                     if not self._queue and not self._in_flight:
                         self._idle.notify_all()
                     return
-
-    def _refused(self, units: list[_Unit], error: BaseException) -> None:
-        """The store refused ``units[0]`` at once: the units after it fail with it, unsent."""
-        with self._lock:
-            self._in_flight -= len(units) - 1  # _answered counts out the first
-        for unit in units[1:]:
-            self._settle(unit, None, error)
-        self._answered(units[0], None, error)
 
     def _on_done(self, unit: _Unit, future: Future[range]) -> None:
         error = future.exception()
@@ -225,18 +226,24 @@ class AppendCoalescer:
                 f"a batch of {len(unit.payloads)} records was answered with {len(future.result())} LSNs"))
 
     def _answered(self, unit: _Unit, lsns: range | None, error: BaseException | None) -> None:
-        """A unit's batch was answered. Stored: send what waited for it. Failed: fail what waits
-        behind it too, unsent, so that nothing appended after it is stored before it is tried
-        again (by the caller, or a writer's retry). A store that fails a batch fails the batches
-        sent after it as well (a broken disk, a lost connection), so the log's order holds."""
+        """A unit's batch was answered. Stored: send what waited for it. Failed: fail its
+        producer's units waiting behind it too, unsent, so that nothing the producer appended
+        after it is stored before it is tried again (by the caller, or a writer's retry); other
+        producers' units go on. (The store keeps this order for producers with sequence numbers
+        anyway, see :mod:`seaway.log._order`; records appended one at a time and plain batches
+        count as one producer.)"""
         queued: list[_Unit] = []
         with self._lock:
             self._in_flight -= 1
             if error is not None and self._queue:
-                queued, self._queue = list(self._queue), deque()
-                self._open = None
-                self._waiting_bytes = 0
-                self._room.notify_all()
+                producer = _producer(unit)
+                queued = [u for u in self._queue if _producer(u) == producer]
+                if queued:
+                    self._queue = deque(u for u in self._queue if _producer(u) != producer)
+                    if self._open is not None and _producer(self._open) == producer:
+                        self._open = None
+                    self._waiting_bytes -= sum(u.size_bytes for u in queued)
+                    self._room.notify_all()
             units = [] if self._sending else self._take()
             if not units and not self._sending and not self._queue and not self._in_flight:
                 self._idle.notify_all()
@@ -278,6 +285,11 @@ class AppendCoalescer:
         error = ClosedError("the log store closed before the append was sent")
         for unit in waiting:
             self._settle(unit, None, error)
+
+
+def _producer(unit: _Unit) -> bytes | None:
+    """Whose unit it is: a producer id, or None for records and batches appended without one."""
+    return None if unit.mark is None else unit.mark.producer_id
 
 
 class Coalescers:
