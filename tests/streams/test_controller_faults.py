@@ -23,8 +23,7 @@ from seaway._errors import (
 from seaway.log import MetaApi, MetaBatch, Versioned
 from seaway.streams import StreamCut
 from seaway.streams._autoscaling import AutoScalingConfig
-from seaway.testing import FakeClock
-from tests.ledger.helpers import CrashingMeta
+from seaway.testing import CrashingMeta, FakeClock
 
 CONFIG = SeawayConfig(autoscaling=AutoScalingConfig(interval_s=None), retention=None)
 
