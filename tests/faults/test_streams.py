@@ -18,12 +18,12 @@ from tests.faults.checkers import Sent, check_exactly_once, check_key_order, eve
 from tests.faults.conftest import Faultable
 from tests.streams.writer_check import run_writers_under_scaling, segment_events
 
-SEEDS = range(3)
+SEEDS = range(4)
 
 
 def _faults(seed: int) -> AppendFaults:
     """Only the writers' (marked) appends: the test's own plain appends go through untouched."""
-    return AppendFaults(seed, refuse=0.08, refuse_later=0.08, lose_reply=0.05, delay=0.05, limit=40,
+    return AppendFaults(seed, refuse=0.15, refuse_later=0.15, lose_reply=0.1, delay=0.1, limit=60,
                         marked_only=True)
 
 
