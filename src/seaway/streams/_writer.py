@@ -212,9 +212,9 @@ class _Append:
     """The log's sequence number: sent again, the append keeps it, and is stored once."""
     sent: bool = False
     """Sent and not yet answered."""
-    unsure: bool = False
-    """Its last answer was an error that does not say it was not stored (a lost answer): it may be
-    stored, and must not go to another segment before its own log said whether it is."""
+    unsure: SeawayError | None = None
+    """Its last answer, when an error that does not say it was not stored (a lost answer): it may
+    be stored, and must not go to another segment before its own log said whether it is."""
 
 
 @dataclass(eq=False)
@@ -536,7 +536,8 @@ class EventWriter:
                 for batch in append.batches:
                     self._release(batch)
             else:
-                append.unsure = not isinstance(exc, _GONE)
+                append.unsure = None if isinstance(exc, _GONE) else \
+                    exc if isinstance(exc, SeawayError) else ClosedError(f"append failed: {exc!r}")
                 if target.failure is None:
                     target.failure = exc if isinstance(exc, SeawayError) else ClosedError(f"append failed: {exc!r}")
             self._send_waiting(target)
@@ -569,10 +570,10 @@ class EventWriter:
         assert failure is not None  # for mypy
         # A sealed log still answers a retry of an append it stored: an append whose answer was lost
         # is sent to it again before anything moves, or it would be stored twice.
-        unsure = any(a.unsure for a in target.appends)
-        if isinstance(failure, _GONE) and not unsure:
+        unsure = next((a.unsure for a in target.appends if a.unsure is not None), None)
+        if isinstance(failure, _GONE) and unsure is None:
             self._reroute(target, failure)
-        elif (failure.retriable or unsure) and target.retries < self.config.retries_max:
+        elif (failure.retriable or unsure is not None) and target.retries < self.config.retries_max:
             target.retries += 1
             if self._stop.wait(self.config.retry_backoff_s * target.retries):
                 return
@@ -589,7 +590,8 @@ class EventWriter:
                 target.retries = 0
                 target.producer_id = f"{self.writer_id}/{secrets.token_hex(8)}".encode()
                 target.next_sequence = 0
-            self._fail(failed, failure)
+            # Not a sealed segment's refusal when some of the writes may be stored: their own error.
+            self._fail(failed, unsure if isinstance(failure, _GONE) and unsure is not None else failure)
 
     def _reroute(self, target: _Queue, failure: SeawayError) -> None:
         """The segment takes no more appends: send its writes, in order, to its successors. The
