@@ -13,12 +13,16 @@ from typing import Any
 import pytest
 
 import seaway
+from seaway.streams import WriterConfig
 from seaway.testing import AppendFaults
 from tests.faults.checkers import Sent, check_exactly_once, check_key_order, event, parse, replayable
 from tests.faults.conftest import Faultable
 from tests.streams.writer_check import run_writers_under_scaling, segment_events
 
 SEEDS = range(4)
+PATIENT = WriterConfig(retries_max=30, retry_backoff_s=0.005)
+"""Half the appends may be faulted: enough retries that a run of faults on one segment does not use
+them up (a write failed after its retries is not what these tests look for)."""
 
 
 def _faults(seed: int) -> AppendFaults:
@@ -45,7 +49,7 @@ def test_writers_under_scaling_over_faulted_appends(store: Faultable, seed: int)
     stream = sw.streams.create("s/w", scaling=seaway.FixedSegments(2))
     faults = _faults(seed)
     with replayable(faults), faults.applied(store.target):
-        run_writers_under_scaling(sw, stream, writers=3, events_each=150, scalings=5, seed=seed)
+        run_writers_under_scaling(sw, stream, writers=3, events_each=150, scalings=5, seed=seed, config=PATIENT)
         assert faults.injected, faults
         stored = [payload for _, _, payload in segment_events(sw, stream)]
         check_key_order(stored)
@@ -97,7 +101,7 @@ def test_a_reader_group_reads_each_event_once_in_key_order_while_writers_hit_fau
     with replayable(faults), faults.applied(store.target):
         for reader in readers:
             reader.start()
-        with stream.writer("w") as writer:
+        with stream.writer("w", PATIENT) as writer:
             futures = []
             for n in range(120):
                 for k in range(6):
