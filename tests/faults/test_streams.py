@@ -53,11 +53,16 @@ def test_writers_under_scaling_over_faulted_appends(store: Faultable, seed: int)
         assert faults.injected, faults
         stored = [payload for _, _, payload in segment_events(sw, stream)]
         check_key_order(stored)
-        # Each scaling the stream went through, and its creation, are recorded once.
-        generation = sw.streams.get("s/w").describe().generation
+        stream = sw.streams.get("s/w")
+        stream.truncate(stream.tail())
+        stream.seal()
+        # Each change the stream went through is recorded once: its creation, each scaling, the
+        # truncation and the seal.
+        generation = stream.describe().generation
         operations = _operations(sw, mark, "stream/s/w")
         assert operations.count("stream.created") == 1, operations
         assert operations.count("stream.scaled") == generation, (generation, operations)
+        assert operations.count("stream.truncated") == 1 and operations.count("stream.sealed") == 1, operations
 
 
 def _read_all(group: Any, reader_id: str, read: list[bytes], lock: threading.Lock, writing: threading.Event,
