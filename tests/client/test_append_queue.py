@@ -22,6 +22,7 @@ from seaway import (
     ClientError,
     ClosedError,
     InvalidArgumentError,
+    LogSealedError,
     RetryPolicy,
     SeawayError,
     ServerError,
@@ -87,10 +88,13 @@ class AppendQueueMachine(RuleBasedStateMachine):
             self.expected[n] = ClosedError
         self.futures[n] = self.queue.put(log_id, [b"x" * size], ProducerMark(b"p", n), timeout_s=5)
 
-    def _doom(self, log: int, error: type[SeawayError], retried: list[int]) -> None:
+    def _doom(self, log: int, error: type[SeawayError], retried: list[int], own: type[SeawayError]) -> None:
         """A batch of ``log`` failed for good: its producer's batches behind it fail with it, unsent
-        (the store would refuse them: it takes a producer's batches only in order)."""
-        for n in [*retried, *self.pending[log]]:
+        (the store would refuse them: it takes a producer's batches only in order); those ahead of
+        it in the call that were to be retried fail with their own error ``own``."""
+        for n in retried:
+            self.expected[n] = own
+        for n in self.pending[log]:
             self.expected[n] = error
         retried.clear()
         self.pending[log].clear()
@@ -99,22 +103,22 @@ class AppendQueueMachine(RuleBasedStateMachine):
                 refused: type[SeawayError] = InvalidArgumentError) -> None:
         """The model's side of a call's end: ``outcomes`` per batch, "ok", "retriable" or "refused"."""
         retried: dict[int, list[int]] = {}
-        doomed: set[int] = set()
+        doomed: dict[int, type[SeawayError]] = {}  # log -> the error its later batches fail with
         for n, kind in zip(ids, outcomes, strict=True):
             log = self.log_of[n]
             if kind == "ok":
                 first = next(self.lsns)
                 self.expected[n] = range(first, first + 1)
             elif log in doomed:
-                self.expected[n] = error
+                self.expected[n] = doomed[log]
             elif kind == "retriable" and not self.closed and self.attempts[n] < self.retry.attempts_max:
                 self.attempts[n] += 1
                 retried.setdefault(log, []).append(n)
             else:
                 final = error if kind == "retriable" else refused
                 self.expected[n] = final
-                doomed.add(log)
-                self._doom(log, final, retried.get(log, []))
+                doomed[log] = final
+                self._doom(log, final, retried.get(log, []), error)
         for log in dict.fromkeys(self.log_of[n] for n in ids):  # in call order, as the queue schedules them
             if retried.get(log):
                 self.retrying.append((log, retried[log]))
@@ -290,3 +294,29 @@ def test_a_batch_that_fails_for_good_fails_the_later_batches_of_its_log() -> Non
     assert isinstance(doomed.exception(1), UnavailableError)
     assert isinstance(behind.exception(1), UnavailableError)  # never sent: it cannot overtake a retry
     assert len(calls) == 2 and not elsewhere.done()  # the other log's batch went out
+
+
+def test_a_batch_retried_ahead_of_one_that_fails_for_good_fails_with_its_own_error() -> None:
+    """Found by the fault suite (tests/faults, writers under scaling through a server, seed 2): in
+    one call, batch 1 was refused retriably (its earlier reply was lost: it may be stored) and batch
+    2 of the same producer was refused for good because the log was sealed. Batch 1 failed with
+    batch 2's LogSealedError, which says "not stored": the stream writer then sent it to the next
+    segment, and it was stored twice. It fails with its own error, which says it may be."""
+    calls: list[Future[Any]] = []
+
+    def call(_request: pb.AppendManyRequest) -> Future[Any]:
+        calls.append(Future())
+        return calls[-1]
+
+    queue = AppendQueue(call, RetryPolicy(attempts_max=3), AppendQueueConfig(calls_max=1))
+    first = queue.put(1, [b"0"], ProducerMark(b"p", 0), timeout_s=1)
+    ahead = queue.put(1, [b"a"], ProducerMark(b"p", 1), timeout_s=1)  # both wait for the first call,
+    sealed = queue.put(1, [b"b"], ProducerMark(b"p", 2), timeout_s=1)  # then go out together
+    calls[0].set_result(pb.AppendManyReply(results=[pb.AppendResult(appended=pb.AppendReply(first_lsn=1, count=1))]))
+    assert first.result(1) == range(1, 2)
+    calls[1].set_result(pb.AppendManyReply(results=[
+        pb.AppendResult(error=RETRIABLE),
+        pb.AppendResult(error=pb.Error(code="LOG_SEALED", message="log 1 is sealed", retriable=False))]))
+    assert isinstance(sealed.exception(1), LogSealedError)
+    assert isinstance(ahead.exception(1), UnavailableError), "a batch that may be stored was said not to be"
+    assert len(calls) == 2, "a batch ahead of one that failed for good is not sent again behind the caller's back"

@@ -1,6 +1,7 @@
 """A change and its ledger entry never exist one without the other: for each control-plane
-operation made of several metadata batches, the store "crashes" at each of its batches in turn
-(the write fails, or is made but its caller never hears of it, and nothing after it happens), then
+operation made of several metadata batches, the store "crashes" at each of its named crash points
+in turn (:class:`seaway.testing.CrashingMeta`: before or just after each batch applies, the write
+fails or is made but its caller never hears of it, and nothing after it happens), then
 reopens, which finishes what was left half-done. Each change is then either made and recorded once,
 or neither."""
 
@@ -15,10 +16,10 @@ import pytest
 import seaway
 from seaway import SeawayConfig
 from seaway._errors import StorageError
-from seaway.streams import StreamCut
-from seaway.streams._autoscaling import AutoScalingConfig
-from seaway.testing import FakeClock
-from tests.ledger.helpers import CrashingMeta, entries, head
+from seaway.notify import Notifications, NotifyConfig, SeawayStream
+from seaway.streams import AutoScalingConfig, RetentionByTime, StreamCut
+from seaway.testing import CrashingMeta, CrashPoint, FakeClock
+from tests.ledger.helpers import entries, head
 
 CONFIG = SeawayConfig(autoscaling=AutoScalingConfig(interval_s=None), retention=None)
 
@@ -47,6 +48,24 @@ def _truncate(sw: seaway.Seaway) -> None:
 def _truncated(sw: seaway.Seaway) -> bool:
     stream = sw.streams.get("s/x")
     return stream.head().positions == {s.id: 3 for s in stream.current_segments()}
+
+
+def _updated(sw: seaway.Seaway) -> bool:
+    return sw.streams.get("s/x").config.retention == RetentionByTime(3600)
+
+
+def _notify_config(prefix: str) -> NotifyConfig:
+    return NotifyConfig("n", SeawayStream("feed/x"), prefix=prefix)  # selects nothing: its plugin writes nothing
+
+
+def _notify_setup(sw: seaway.Seaway) -> None:
+    sw.notify.set(_notify_config("log/none."))
+
+
+def _notify_replaced(sw: seaway.Seaway) -> bool:
+    checkpoint = sw.notify.checkpoint("n")
+    assert checkpoint is not None, "the replaced configuration's plugin lost its position"
+    return sw.notify.get("n").prefix == "log/nothing."
 
 
 def _queue_setup(sw: seaway.Seaway) -> None:
@@ -78,6 +97,12 @@ CASES = {
         _sealed_setup, lambda sw: sw.streams.get("s/x").delete(),
         {"stream.deleted": lambda sw: _streams(sw) == []}),
     "truncate": Case(_stream_setup, _truncate, {"stream.truncated": _truncated}),
+    "update stream config": Case(
+        _stream_setup, lambda sw: sw.streams.get("s/x").update(retention=RetentionByTime(3600)),
+        {"stream.updated": _updated}),
+    "replace notify config": Case(
+        _notify_setup, lambda sw: sw.notify.set(_notify_config("log/nothing.")),
+        {"notify.configured": _notify_replaced}),
     "reader group": Case(
         _stream_setup, lambda sw: sw.streams.create_reader_group("g", "s/x"),
         {"reader_group.created": lambda sw: sw.meta.get("streams", b"rg/g/conf") is not None}),
@@ -91,18 +116,19 @@ CASES = {
 }
 
 
-def _run(path: Path, case: Case, crash_at: int | None, applied: bool) -> tuple[int, int]:
-    """Set up, run the operation crashing at its ``crash_at``-th metadata commit, reopen; check that
-    every change is there exactly when its entry is. Returns the operation's metadata commits and
-    the changes made."""
+def _run(path: Path, case: Case, point: CrashPoint | None) -> tuple[CrashingMeta, int]:
+    """Set up, run the operation crashing at ``point``, reopen; check that every change is there
+    exactly when its entry is. Returns the crashing store (its :attr:`~CrashingMeta.steps` name the
+    operation's batches) and the changes made."""
     clock = FakeClock()
     with seaway.Seaway(path, CONFIG, clock=clock) as sw:
         case.setup(sw)
         mark = head(sw)
-        crashing = CrashingMeta(sw.meta, crash_at, applied=applied)
+        crashing = CrashingMeta(sw.meta, point)
         sw.streams.controller.meta = crashing
         sw.queues.meta = crashing
-        if crash_at is None:
+        sw.notify = Notifications(crashing, sw.ledger)
+        if point is None:
             case.operation(sw)
         else:
             with pytest.raises(StorageError, match="injected"):
@@ -110,19 +136,26 @@ def _run(path: Path, case: Case, crash_at: int | None, applied: bool) -> tuple[i
     with seaway.Seaway(path, CONFIG, clock=clock) as sw:  # opening finishes what was left half-done
         recorded = [e.operation for e in entries(sw, mark + 1)]
         made_all = 0
-        where = f"crash at commit {crash_at} ({'after' if applied else 'before'} it is applied)"
+        where = "no crash" if point is None else f"crash at {point.name}"
         for operation, made in case.made.items():
             assert recorded.count(operation) == int(made(sw)), \
                 f"{where}: {int(made(sw))} {operation} made, {recorded.count(operation)} recorded"
             made_all += int(made(sw))
-    return crashing.commits, made_all
+    return crashing, made_all
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_crash_at_any_batch_leaves_a_change_and_its_entry_together(tmp_path: Path, name: str) -> None:
     case = CASES[name]
-    commits, whole = _run(tmp_path / "whole", case, None, False)
-    assert commits >= 1 and whole == sum(1 for _ in case.made) + (name == "delete queue")  # two groups
-    outcomes = {_run(tmp_path / f"{crash_at}-{applied}", case, crash_at, applied)[1]
-                for crash_at in range(1, commits + 1) for applied in (False, True)}
+    whole_run, whole = _run(tmp_path / "whole", case, None)
+    assert whole_run.commits >= 1 and whole == sum(1 for _ in case.made) + (name == "delete queue")  # two groups
+    outcomes = {_run(tmp_path / f"{point.commit}-{point.applied}", case, point)[1] for point in whole_run.points()}
     assert 0 in outcomes and whole in outcomes, "the crashes left the change both made and not"
+
+
+def test_crash_points_are_named_by_what_each_batch_does(tmp_path: Path) -> None:
+    """The batches of a scaling, named: a crash test's failure says which step it crashed at."""
+    crashing, _ = _run(tmp_path, CASES["scale"], None)
+    assert crashing.steps and "records stream.scaled" in crashing.steps, crashing.steps
+    names = [point.name for point in crashing.points()]
+    assert len(names) == len(set(names)) == 2 * crashing.commits, names

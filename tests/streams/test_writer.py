@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +12,9 @@ import pytest
 
 import seaway
 from seaway import BufferFullError, ClosedError, InvalidArgumentError, PayloadTooLargeError
-from seaway._errors import StreamSealedError, TimedOutError, UnavailableError
+from seaway._errors import LogSealedError, StreamSealedError, TimedOutError, UnavailableError
 from seaway.streams import EventWriter, Stream, WriterConfig
-from tests.streams.writer_check import Flaky, Gate, run_writers_under_scaling, segment_events
+from tests.streams.writer_check import Flaky, Gate, Wrapped, run_writers_under_scaling, segment_events
 
 
 @pytest.fixture
@@ -198,3 +200,49 @@ def test_joined_appends_refused_by_a_sealed_segment_are_split_between_its_succes
 def test_join_bounds_are_checked(field: dict[str, Any]) -> None:
     with pytest.raises(InvalidArgumentError, match=next(iter(field))):
         WriterConfig(**field)
+
+
+class LoseFirstAnswer(Wrapped):
+    """The first append is stored, but its answer (a timeout) comes only once ``release`` is set;
+    ``answers`` holds what each append was answered."""
+
+    def __init__(self, logs: Any) -> None:
+        super().__init__(logs)
+        self.release = threading.Event()
+        self.answers: list[Future[range]] = []
+
+    def append(self, log: Any, payloads: tuple[bytes, ...], **marks: Any) -> Future[range]:
+        stored = super().append(log, payloads, **marks)
+        self.answers.append(stored)
+        if len(self.answers) > 1:
+            return stored
+        stored.result(10)
+        lost: Future[range] = Future()
+
+        def answer_late() -> None:
+            self.release.wait(10)
+            lost.set_exception(TimedOutError("the answer was lost"))
+
+        threading.Thread(target=answer_late, daemon=True).start()
+        return lost
+
+
+def test_an_append_whose_answer_was_lost_is_not_sent_to_the_successors_when_its_segment_is_sealed(sw: Any) -> None:
+    """Found by the fault suite (tests/faults, seed 2 through a server): an append stored with its
+    answer lost, then the segment sealed by a scaling, and a later append refused as sealed before
+    the lost answer came. The writer moved both to the successor: the first was stored twice. Whether
+    an append with an unknown outcome was stored is asked of the sealed log first (a retry is answered
+    even there)."""
+    stream = make_stream(sw, segments=1)
+    lose = LoseFirstAnswer(sw.logs)
+    writer = EventWriter(stream, lose, "w", WriterConfig(retry_backoff_s=0.001))
+    first = writer.write(b"0", "k")
+    stream.split(stream.current_segments()[0].id)  # seals the segment that stored "0"
+    second = writer.write(b"1", "k")
+    assert isinstance(lose.answers[1].exception(10), LogSealedError)
+    lose.release.set()  # the lost answer comes after the refusal
+    acks = [first.result(10), second.result(10)]
+    writer.close()
+    stored = segment_events(sw, stream)
+    assert [p for _, _, p in stored] == [b"0", b"1"], "an event whose answer was lost was stored twice"
+    assert [(a.segment, a.lsn) for a in acks] == [(s, lsn) for s, lsn, _ in stored]

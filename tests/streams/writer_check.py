@@ -12,7 +12,7 @@ from typing import Any
 
 from seaway._errors import TimedOutError
 from seaway.log import Record
-from seaway.streams import Stream, WriteAck
+from seaway.streams import Stream, WriteAck, WriterConfig
 
 
 def segment_events(sw: Any, stream: Stream) -> list[tuple[int, int, bytes]]:
@@ -34,7 +34,7 @@ def segment_events(sw: Any, stream: Stream) -> list[tuple[int, int, bytes]]:
 
 
 def run_writers_under_scaling(sw: Any, stream: Stream, writers: int = 4, events_each: int = 300,
-                              scalings: int = 8, seed: int = 0) -> None:
+                              scalings: int = 8, seed: int = 0, config: WriterConfig | None = None) -> None:
     rng = random.Random(seed)
     done = threading.Event()
     acks: dict[bytes, Future[WriteAck]] = {}
@@ -43,7 +43,7 @@ def run_writers_under_scaling(sw: Any, stream: Stream, writers: int = 4, events_
 
     def write(n: int) -> None:
         try:
-            with stream.writer(f"w{n}") as writer:
+            with stream.writer(f"w{n}", config) as writer:
                 for i in range(events_each):
                     key = f"k{(n * 7 + i) % 5}-{n}"
                     event = f"{key}:{i:06d}".encode()

@@ -13,7 +13,9 @@ Order per log: a log's batches are in at most one call at a time, in the order t
 (with ``calls_max`` > 1, another call may carry other logs meanwhile). While a log's call is in
 flight, or a batch of it waits to be retried, its later batches are held back; a retried batch goes
 out before them. A batch that fails for good with a retriable error fails the log's batches held
-behind it too, unsent, so that none of them is stored before a caller's own retry of it.
+behind it too, unsent, so that none of them is stored before a caller's own retry of it; its
+producer's batches ahead of it in the same call that were to be retried fail too, each with its own
+(retriable) error, which says that it may have been stored.
 """
 
 from __future__ import annotations
@@ -195,6 +197,7 @@ class AppendQueue:
         settle: list[tuple[_Queued, range | BaseException]] = []
         retries: dict[int, list[_Queued]] = {}
         doomed: dict[tuple[int, bytes], BaseException] = {}  # producer -> the error its later batches fail with
+        own: dict[int, BaseException] = {}  # id of a batch to retry -> its own error, should it fail now
         with self._lock:
             self._calls -= 1
             for item, outcome in zip(batch, outcomes, strict=True):
@@ -205,13 +208,19 @@ class AppendQueue:
                     settle.append((item, doomed[producer]))
                 elif (isinstance(outcome, SeawayError) and outcome.retriable and not self._closed
                       and item.attempt < self._retry.attempts_max):
-                    retries.setdefault(item.log_id, []).append(replace(item, attempt=item.attempt + 1))
+                    again = replace(item, attempt=item.attempt + 1)
+                    own[id(again)] = outcome
+                    retries.setdefault(item.log_id, []).append(again)
                 else:
                     settle.append((item, outcome))
                     doomed[producer] = outcome
+                    # The producer's batches ahead of it that were to be retried fail too (the caller's
+                    # own retry must not be overtaken by them), each with its own error: the later
+                    # batch's (LogSealedError, say) would tell of one whose reply was lost that it
+                    # was not stored.
                     log_retries = retries.get(item.log_id, [])
-                    settle.extend((behind, outcome) for behind in log_retries
-                                  if behind.mark.producer_id == item.mark.producer_id)
+                    settle.extend((ahead, own[id(ahead)]) for ahead in log_retries
+                                  if ahead.mark.producer_id == item.mark.producer_id)
                     if log_retries:
                         retries[item.log_id] = [b for b in log_retries if b.mark.producer_id != item.mark.producer_id]
                         if not retries[item.log_id]:

@@ -22,7 +22,9 @@ producer's appends only in the order of their sequence numbers: see :mod:`seaway
 new writes for that segment are held behind them. Once
 every append of the segment is answered, the writer's thread repairs the segment:
 
-- sealed (a scaling happened): the stream's current segments are read, the sealed segment's routes
+- sealed (a scaling happened): an append whose answer was lost (it may be stored) is first sent
+  again to the sealed segment, which answers a retry of what it stored; then the stream's current
+  segments are read, the sealed segment's routes
   are replaced by its successors' ranges within them, and its writes (those of the failed appends,
   then those waiting) go to the successors in their original order, each to the successor of its
   key's position, before anything new for that range (which routes there only from then on). So
@@ -210,6 +212,9 @@ class _Append:
     """The log's sequence number: sent again, the append keeps it, and is stored once."""
     sent: bool = False
     """Sent and not yet answered."""
+    unsure: SeawayError | None = None
+    """Its last answer, when an error that does not say it was not stored (a lost answer): it may
+    be stored, and must not go to another segment before its own log said whether it is."""
 
 
 @dataclass(eq=False)
@@ -530,8 +535,11 @@ class EventWriter:
                 target.retries = 0
                 for batch in append.batches:
                     self._release(batch)
-            elif target.failure is None:
-                target.failure = exc if isinstance(exc, SeawayError) else ClosedError(f"append failed: {exc!r}")
+            else:
+                append.unsure = None if isinstance(exc, _GONE) else \
+                    exc if isinstance(exc, SeawayError) else ClosedError(f"append failed: {exc!r}")
+                if target.failure is None:
+                    target.failure = exc if isinstance(exc, SeawayError) else ClosedError(f"append failed: {exc!r}")
             self._send_waiting(target)
             ready = target.failure is not None and target.unanswered == 0
         if lsns is not None:
@@ -560,9 +568,12 @@ class EventWriter:
         failure = target.failure
         invariant(failure is not None, "a repair needs a failure")
         assert failure is not None  # for mypy
-        if isinstance(failure, _GONE):
+        # A sealed log still answers a retry of an append it stored: an append whose answer was lost
+        # is sent to it again before anything moves, or it would be stored twice.
+        unsure = next((a.unsure for a in target.appends if a.unsure is not None), None)
+        if isinstance(failure, _GONE) and unsure is None:
             self._reroute(target, failure)
-        elif failure.retriable and target.retries < self.config.retries_max:
+        elif (failure.retriable or unsure is not None) and target.retries < self.config.retries_max:
             target.retries += 1
             if self._stop.wait(self.config.retry_backoff_s * target.retries):
                 return
@@ -579,7 +590,8 @@ class EventWriter:
                 target.retries = 0
                 target.producer_id = f"{self.writer_id}/{secrets.token_hex(8)}".encode()
                 target.next_sequence = 0
-            self._fail(failed, failure)
+            # Not a sealed segment's refusal when some of the writes may be stored: their own error.
+            self._fail(failed, unsure if isinstance(failure, _GONE) and unsure is not None else failure)
 
     def _reroute(self, target: _Queue, failure: SeawayError) -> None:
         """The segment takes no more appends: send its writes, in order, to its successors. The

@@ -2,6 +2,7 @@
 
 from seaway.testing._append_faults import AppendFaults, InjectedFault
 from seaway.testing._clock import FakeClock
+from seaway.testing._crash_points import CrashingMeta, CrashPoint
 from seaway.testing._epochs import MemoryEpochStore
 from seaway.testing._faults import WRITE_CALLS, CallBudget, failing_rocksdb, failing_rocksdb_after, failing_wal_syncs
 from seaway.testing._powerloss import (
@@ -19,6 +20,8 @@ __all__ = [
     "WRITE_CALLS",
     "AppendFaults",
     "CallBudget",
+    "CrashPoint",
+    "CrashingMeta",
     "CutMode",
     "CutReport",
     "FakeClock",
