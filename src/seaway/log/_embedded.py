@@ -296,6 +296,9 @@ class EmbeddedLogStore:
         (idempotent: also what finishes a deletion interrupted by a crash)."""
         with self._release_lock:
             self._deleted.update(log_ids)
+            for log_id in log_ids:  # no reader reads past a deletion: their tails and ends go
+                self._released.pop(log_id, None)
+                self._final.pop(log_id, None)
             watchers = [wake for log_id in log_ids for wake in self._watchers.get(log_id, ())]
         for wake in watchers:
             wake.set()
@@ -384,6 +387,10 @@ class EmbeddedLogStore:
         """Answer the callers of end_appends whose logs have every append decided."""
         for log_id in [i for i in self._ending if i not in self._sequencers or self._sequencers[i].idle]:
             tail = self.released(log_id)
+            if self._ended[log_id] == "deleted":
+                # Its appends are all decided and ``_ended`` refuses any more: no use for its sequencer.
+                self._sequencers.pop(log_id, None)
+                self._timed.discard(log_id)
             for future in self._ending.pop(log_id):
                 future.set_result(tail)
 
