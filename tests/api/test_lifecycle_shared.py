@@ -166,3 +166,18 @@ def test_get_or_create(api: Api) -> None:
     created = api.sw.logs.get_or_create(name, payload_bytes_max=500)
     again = api.sw.logs.get_or_create(name, payload_bytes_max=900)
     assert created == again and again.attributes.payload_bytes_max == 500
+
+
+def test_a_deleted_log_leaves_no_append_state_in_the_store_or_connection(api: Api) -> None:
+    sw = api.sw
+    gone, kept = sw.logs.create(api.name()), sw.logs.create(api.name())
+    for log in (gone, kept):  # held: their handles keep their coalescers
+        log.append(b"one at a time")
+        log.append_batch([b"a", b"batch"])
+    held = [sw.logs._coalescers] if api.kind == "embedded" else [sw._coalescers, sw._producers]
+    assert all(gone.id in h and kept.id in h for h in held)
+    sw.logs.delete(gone)
+    assert all(gone.id not in h and kept.id in h for h in held)
+    with pytest.raises(LogDeletedError):  # a handle kept on it still says why
+        gone.append(b"late")
+    assert kept.append(b"still") > 0

@@ -3,7 +3,9 @@ those made while batches are in flight, keeps its bounds, and fails what waits b
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 from concurrent.futures import FIRST_COMPLETED, Future, as_completed, wait
 from concurrent.futures._base import DoneAndNotDoneFutures
 from typing import Any
@@ -12,7 +14,7 @@ import pytest
 
 from seaway import BufferFullError, ClosedError, InvalidArgumentError, OverloadedError, StorageError
 from seaway._invariant import InvariantViolation
-from seaway.log import AppendCoalescer, CoalesceConfig
+from seaway.log import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._futures import BatchFutures
 from seaway.logsdb import ProducerMark
 
@@ -225,3 +227,29 @@ def test_a_conditional_batch_is_never_joined_and_keeps_its_condition() -> None:
         store.answer(n)
     assert [p for p, _, _ in store.sent] == [(b"a",), (b"b",), (b"c",), (b"d",)]
     assert store.conditions == [None, None, 7, None]
+
+
+# --- the coalescers of a store or connection ---------------------------------------------------------
+
+
+def test_coalescers_are_kept_while_in_use_and_forgotten_when_their_log_is_deleted() -> None:
+    store = FakeStore()
+    coalescers = Coalescers(CoalesceConfig(batches_in_flight_max=1))
+    held = coalescers.get(1, store.send)  # a handle keeps it
+    busy = coalescers.get(2, store.send)
+    first = busy.append_one(b"in flight")
+    queued = busy.append_one(b"waits behind it")
+    del busy  # only the append in flight keeps it now
+    unused = [weakref.ref(coalescers.get(log_id, store.send)) for log_id in range(3, 1003)]
+    gc.collect()
+    assert all(ref() is None for ref in unused) and len(coalescers) == 2
+    assert coalescers.get(1, store.send) is held
+    busy = coalescers.get(2, store.send)  # the same one, so appends made now go behind the queued one
+    later = busy.append_one(b"later")
+    store.answer(0)
+    store.answer(1)
+    assert [p for p, _, _ in store.sent] == [(b"in flight",), (b"waits behind it", b"later")]
+    assert (first.result(0), queued.result(0), later.result(0)) == (1, 2, 3)
+    coalescers.forget(2)  # deleted: a new handle would get a new one (the store refuses its appends)
+    assert 2 not in coalescers and 1 in coalescers
+    assert coalescers.get(2, store.send) is not busy

@@ -72,3 +72,27 @@ def test_reads_leave_no_reader_behind(tmp_path: Path) -> None:
         first = next(iter(sw.logs.read({log: 1})))  # abandoned after one item: closed when dropped
         assert first is not None
         assert not sw.logs._store._watchers, "finished reads left readers registered"
+
+
+def test_a_deleted_log_leaves_only_its_refusal_in_the_store_memory(tmp_path: Path) -> None:
+    with seaway.open(tmp_path) as sw:
+        store = sw.logs._store
+        kept = sw.logs.create("kept")
+        kept.append(b"stays")
+        gone = []
+        for i in range(20):
+            log = sw.logs.create(f"gone-{i}")
+            log.append_batch([b"x"] * 3)
+            if i % 2:
+                log.seal()
+            sw.logs.delete(log)
+            gone.append(log.id)
+        held: set[object] = set()
+        for name, value in vars(store).items():
+            if name not in ("_deleted", "_ended") and isinstance(value, dict | set):  # those refuse its appends
+                held.update(value)
+        assert kept.id in held  # the probe sees what a live log holds
+        assert not held & set(gone)
+        with pytest.raises(LogDeletedError):
+            store.append_async(gone[0], (b"late",)).result(30)
+        assert kept.append(b"more") > 0

@@ -8,11 +8,8 @@ and a sequence number, so the server stores a batch sent twice once (see ``_appe
 from __future__ import annotations
 
 import builtins
-import itertools
 import os
-import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any
@@ -36,6 +33,7 @@ from seaway._errors import (
     UnknownTransactionError,
 )
 from seaway.client._append import AppendQueue, AppendQueueConfig
+from seaway.client._producers import ProducerSequences
 from seaway.client._reader import RemoteReader, translate
 from seaway.ledger import Change, LedgerEntry, encode_change
 from seaway.log import (
@@ -119,12 +117,8 @@ class RemoteSeaway:
         self._appends = AppendQueue(lambda request: self._call_async("AppendMany", request), self._retry,
                                     appends or AppendQueueConfig(), failed=self._producer_failed)
         self._coalescers = Coalescers(coalesce)
-        self.producer_id = uuid.uuid4().bytes
-        # Per log: the producer id of this connection's plain appends and its next sequence. A new
-        # id once a batch failed for good: the log takes a producer's batches only in order, so
-        # the old id's next batch would wait for ever for the one that failed.
-        self._sequences: dict[int, tuple[bytes, itertools.count[int]]] = {}
-        self._sequences_lock = threading.Lock()
+        # Per log: the producer id of this connection's plain appends and its next sequence.
+        self._producers = ProducerSequences()
         self.logs = RemoteLogs(self)
         self.meta = RemoteMetadataStore(self)
         self.ledger = RemoteLedger(self)
@@ -141,18 +135,10 @@ class RemoteSeaway:
         exit, aborts on an exception); as :meth:`seaway.Seaway.transaction`."""
         return self.txn.begin(timeout_s)
 
-    def _next_mark(self, log_id: int) -> ProducerMark:
-        with self._sequences_lock:
-            producer_id, counter = self._sequences.setdefault(log_id, (self.producer_id, itertools.count()))
-            return ProducerMark(producer_id, next(counter))
-
     def _producer_failed(self, log_id: int, mark: ProducerMark) -> None:
         """A batch of ``mark``'s producer failed for good: this connection's plain appends to the
         log go on under a new producer id (batches of a caller's own producer id are its own)."""
-        with self._sequences_lock:
-            current = self._sequences.get(log_id)
-            if current is not None and current[0] == mark.producer_id:
-                self._sequences[log_id] = (uuid.uuid4().bytes, itertools.count())
+        self._producers.failed(log_id, mark)
 
     # --- calls ----------------------------------------------------------------------------------
 
@@ -256,8 +242,16 @@ class RemoteLog(LogHandle):
         client, log_id = self._client, self.id
 
         def send(payloads: tuple[bytes, ...], mark: ProducerMark | None, if_tail: int | None) -> Future[range]:
-            return client._appends.put(log_id, payloads, mark or client._next_mark(log_id), client._timeout_s,
-                                       if_tail)
+            if mark is not None:  # the caller's own producer
+                return client._appends.put(log_id, payloads, mark, client._timeout_s, if_tail)
+            taken = client._producers.take(log_id)
+            try:
+                future = client._appends.put(log_id, payloads, taken, client._timeout_s, if_tail)
+            except BaseException:
+                client._producers.answered(log_id, taken)
+                raise
+            future.add_done_callback(lambda _: client._producers.answered(log_id, taken))
+            return future
 
         return client._coalescers.get(log_id, send)
 
@@ -371,7 +365,11 @@ class RemoteLogs:
     def delete(self, log: RemoteLog | int | str) -> None:
         """As :meth:`seaway.log.Logs.delete`. Not retried: after a transport failure, look the
         log up to learn whether it was deleted."""
-        self._client._call("DeleteLog", pb.LogRef(log_id=self._resolve(log).id), idempotent=False)
+        log_id = self._resolve(log).id
+        self._client._call("DeleteLog", pb.LogRef(log_id=log_id), idempotent=False)
+        # Nothing more can be appended to it: its batching and sequence numbers go.
+        self._client._coalescers.forget(log_id)
+        self._client._producers.forget(log_id)
 
     def _resolve(self, log: RemoteLog | int | str) -> RemoteLog:
         if isinstance(log, RemoteLog):

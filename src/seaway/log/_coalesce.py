@@ -21,6 +21,7 @@ the rule the store itself keeps for producers with sequence numbers (docs/orderi
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -293,19 +294,23 @@ def _producer(unit: _Unit) -> bytes | None:
 
 
 class Coalescers:
-    """One :class:`AppendCoalescer` per log of a store or connection, made on first use. All of a
-    log's handles share it, so that appends through any of them keep their order. They are kept
-    while the store is open: one small object per log appended to."""
+    """The :class:`AppendCoalescer` of each log of a store or connection, made on first use. All of
+    a log's handles share it, so that appends through any of them keep their order.
+
+    Held weakly: a log's coalescer lives while a handle on the log or an append in flight refers to
+    it (an append waiting in it is always behind one in flight), so memory follows the logs in use,
+    not every log ever appended to. One made again later starts empty, which changes nothing: no
+    append of the old one was left. A deleted log's is forgotten at once (:meth:`forget`)."""
 
     def __init__(self, config: CoalesceConfig | None = None) -> None:
         self._config = config or CoalesceConfig()
         self._lock = threading.Lock()
-        self._by_log: dict[int, AppendCoalescer] = {}
+        self._by_log: weakref.WeakValueDictionary[int, AppendCoalescer] = weakref.WeakValueDictionary()
         self._closed = False
 
     def get(self, log_id: int, send: Send) -> AppendCoalescer:
         """The log's coalescer; ``send`` is used only when it is made."""
-        found = self._by_log.get(log_id)  # a dict read is atomic: no lock on the common path
+        found = self._by_log.get(log_id)  # no lock on the common path: a lookup changes nothing
         if found is not None:
             return found
         with self._lock:
@@ -315,6 +320,18 @@ class Coalescers:
             if found is None:
                 found = self._by_log[log_id] = AppendCoalescer(send, self._config)
             return found
+
+    def forget(self, log_id: int) -> None:
+        """The log was deleted: its coalescer is no longer handed out (handles that have it keep it,
+        and their appends fail as the store refuses them)."""
+        with self._lock:
+            self._by_log.pop(log_id, None)
+
+    def __contains__(self, log_id: int) -> bool:
+        return log_id in self._by_log
+
+    def __len__(self) -> int:
+        return len(self._by_log)
 
     def close(self, drain_s: float) -> None:
         """Let what was appended go out (waiting up to ``drain_s`` in all), then refuse more."""

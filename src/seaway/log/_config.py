@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from seaway._errors import InvalidArgumentError, LogDeletedError, LogExistsError, UnknownLogError
-from seaway._invariant import invariant
+from seaway._invariant import InvariantViolation, invariant
 from seaway.ledger import LogCreated, LogGroupCreated, LogRemoved, encode_change
 from seaway.log._types import LogAttributes, overrides_from_json, overrides_to_json
 
@@ -65,29 +65,47 @@ class LogInfo:
 
 
 class LogsConfig:
-    """Names, ids and groups of the logs of one store. Thread-safe."""
+    """Names, ids and groups of the logs of one store. Thread-safe.
+
+    Lookups (:meth:`get`, :meth:`logs`, :meth:`groups`, :meth:`backlog_ms`) take no lock: each
+    reads the dicts below, which only writers change, one atomic dict store or delete at a time,
+    in an order that never shows a reader a half-made change (a log is added only once its entry
+    is durable; a deleted log's mark is durable before it leaves the dicts). Writers (creations,
+    deletions) take ``_lock`` among themselves, across their durable write: so every server
+    append's lookup goes on while a creation waits for its sync.
+
+    A deleted log costs no memory here: whether an id belonged to a deleted log is read from its
+    durable mark, only when a lookup or a creation meets an id it does not know.
+    """
 
     def __init__(self, db: LogsDB, defaults: LogAttributes) -> None:
         self._db = db
         self._defaults = defaults
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # writers only
         self._groups: dict[str, LogGroup] = {}
         self._logs: dict[str, LogInfo] = {}
         self._by_id: dict[int, LogInfo] = {}
-        self._max_id: dict[str | None, int] = {}  # group (None: no group) -> its highest log id
-        self._deleted: dict[int, str] = {}  # id of a deleted log -> the name it had
+        self._max_id: dict[str | None, int] = {}  # group (None: no group) -> its highest log id, deleted ones too
         for _, raw in db.scan_meta(_GROUP_PREFIX):
             g = json.loads(raw)
             self._groups[g["name"]] = LogGroup(g["name"], g["first_id"], g["last_id"],
                                                overrides_from_json(g["overrides"]))
+        deleted: set[int] = set()  # only while opening
         for _, raw in db.scan_meta(_DELETED_PREFIX):
             entry = json.loads(raw)
-            self._deleted[entry["log_id"]] = entry["name"]
+            deleted.add(entry["log_id"])
             self._max_id[entry["group"]] = max(self._max_id.get(entry["group"], 0), entry["log_id"])
         for _, raw in db.scan_meta(_LOG_PREFIX):
             entry = json.loads(raw)
-            if entry["log_id"] not in self._deleted:  # else a deletion a crash interrupted
+            if entry["log_id"] not in deleted:  # else a deletion a crash interrupted
                 self._add(entry["name"], entry["log_id"], entry["group"], overrides_from_json(entry["overrides"]))
+
+    def _deleted_name(self, log_id: object) -> str | None:
+        """The name a deleted log had; None if ``log_id`` is not the id of a deleted log."""
+        if not isinstance(log_id, int) or isinstance(log_id, bool) or not 1 <= log_id <= LOG_ID_MAX:
+            return None
+        raw = self._db.get_meta(_deleted_key(log_id))
+        return None if raw is None else str(json.loads(raw)["name"])
 
     def _resolve(self, group: str | None, overrides: dict[str, Any]) -> LogAttributes:
         attrs = self._defaults
@@ -97,9 +115,9 @@ class LogsConfig:
 
     def _add(self, name: str, log_id: int, group: str | None, overrides: dict[str, Any]) -> LogInfo:
         info = LogInfo(name, log_id, group, self._resolve(group, overrides), overrides)
-        self._logs[name] = info
-        self._by_id[log_id] = info
         self._max_id[group] = max(self._max_id.get(group, 0), log_id)
+        self._by_id[log_id] = info
+        self._logs[name] = info
         return info
 
     def create_group(self, name: str, first_id: int, last_id: int, overrides: dict[str, Any]) -> LogGroup:
@@ -152,7 +170,7 @@ class LogsConfig:
                 raise InvalidArgumentError(f"log id must be in [{lo}, {hi}], got {log_id!r}")
             if log_id in self._by_id:
                 raise LogExistsError(f"log id {log_id} is taken by {self._by_id[log_id].name!r}")
-            if log_id in self._deleted:
+            if self._deleted_name(log_id) is not None:
                 raise LogExistsError(f"log id {log_id} belonged to a deleted log: ids are never used again")
             if group is None and self._group_of_id(log_id) is not None:
                 raise InvalidArgumentError(f"log id {log_id} is inside group {self._group_of_id(log_id)!r}")
@@ -172,24 +190,26 @@ class LogsConfig:
         return None
 
     def get(self, name_or_id: str | int) -> LogInfo:
-        with self._lock:
-            info = self._by_id.get(name_or_id) if isinstance(name_or_id, int) else self._logs.get(name_or_id)
-            if info is None and name_or_id in self._deleted:
-                raise LogDeletedError(f"log {name_or_id} ({self._deleted[name_or_id]!r}) was deleted")
-        if info is None:
-            raise UnknownLogError(f"no log {name_or_id!r}")
-        return info
+        """The log's name, id and attributes (no lock: see the class docstring)."""
+        info = self._by_id.get(name_or_id) if isinstance(name_or_id, int) else self._logs.get(name_or_id)
+        if info is not None:
+            return info
+        name = self._deleted_name(name_or_id)
+        if name is not None:
+            raise LogDeletedError(f"log {name_or_id} ({name!r}) was deleted")
+        raise UnknownLogError(f"no log {name_or_id!r}")
 
     def mark_deleted(self, log_id: int) -> None:
         """Durably record that the log is deleted; from now on it is unknown by name and id."""
         with self._lock:
-            if log_id in self._deleted:
+            info = self._by_id.get(log_id)
+            if info is None:
+                invariant(self._deleted_name(log_id) is not None, "only a known log is marked deleted")
                 return
-            info = self._by_id[log_id]
             self._db.put_meta(_deleted_key(log_id), json.dumps(
                 {"name": info.name, "log_id": log_id, "group": info.group}).encode(),
                 ledger=encode_change(LogRemoved(log_id, info.name)))
-            self._deleted[log_id] = info.name
+            # Durable first: a lookup that no longer finds the log finds its mark.
             del self._by_id[log_id]
             if self._logs.get(info.name) is info:
                 del self._logs[info.name]
@@ -197,22 +217,23 @@ class LogsConfig:
     def forget_name(self, log_id: int) -> None:
         """Remove a deleted log's name entry, unless a new log has the name already (idempotent)."""
         with self._lock:
-            name = self._deleted[log_id]
+            name = self._deleted_name(log_id)
+            if name is None:
+                raise InvariantViolation(f"log {log_id}: only a deleted log's name is forgotten")
             raw = self._db.get_meta(_LOG_PREFIX + name.encode())
             if raw is not None and json.loads(raw)["log_id"] == log_id:
                 self._db.delete_meta(_LOG_PREFIX + name.encode())
 
     def deleted_ids(self) -> list[int]:
-        with self._lock:
-            return sorted(self._deleted)
+        """Every deleted log's id, read from their durable marks."""
+        return sorted(json.loads(raw)["log_id"] for _, raw in self._db.scan_meta(_DELETED_PREFIX))
 
     def logs(self) -> list[LogInfo]:
-        with self._lock:
-            return sorted(self._logs.values(), key=lambda i: i.log_id)
+        # dict.copy() is one step under the GIL: a creation or deletion meanwhile is in it or not.
+        return sorted(self._logs.copy().values(), key=lambda i: i.log_id)
 
     def groups(self) -> list[LogGroup]:
-        with self._lock:
-            return sorted(self._groups.values(), key=lambda g: g.first_id)
+        return sorted(self._groups.copy().values(), key=lambda g: g.first_id)
 
     def backlog_ms(self, log_id: int) -> int | None:
         info = self._by_id.get(log_id)

@@ -31,7 +31,7 @@ from seaway._errors import (
 )
 from seaway._invariant import invariant
 from seaway._values import ProducerMark, PutHolePlug, PutRecords
-from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
+from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epochs
 from seaway.log._lsn import epoch_of, lsn_str
 from seaway.log._order import ProducerOrder
 from seaway.log._protocol import (
@@ -56,6 +56,9 @@ from seaway.log._sequencer import Sequencer, SequencerConfig
 from seaway.log._storage import StorageConfig, StorageNode
 from seaway.log._tail import TailCache
 from seaway.logsdb import LogsDB, LogsDBConfig
+
+_EPOCHS_PER_WRITE_MAX = 4096
+"""Logs given new epochs by one write of the epoch store (16 bytes each in its write batch)."""
 
 DiskFault = Callable[[DiskWrite], SeawayError | None]
 """A test hook: return an error to make a disk write fail without writing anything."""
@@ -181,6 +184,10 @@ class EmbeddedLogStore:
         self._timed_peak = 0  # a set does not shrink: once it held many, walking it costs that many
         # (log id, event) for a sequencer; (None, event) for the storage node.
         self._events: deque[tuple[int | None, SequencerEvent | StorageEvent]] = deque()
+        # Logs whose sequencers asked for a new epoch: granted together, in one durable write of the
+        # epoch store, once the events at hand are handled (after a restart, the first appends to
+        # many logs cost one sync, not one each).
+        self._epochs_wanted: list[int] = []
         self._pumping = False
         self._completions: list[tuple[Future[range], range | SeawayError]] = []
         self._broken: SeawayError | None = None
@@ -289,6 +296,9 @@ class EmbeddedLogStore:
         (idempotent: also what finishes a deletion interrupted by a crash)."""
         with self._release_lock:
             self._deleted.update(log_ids)
+            for log_id in log_ids:  # no reader reads past a deletion: their tails and ends go
+                self._released.pop(log_id, None)
+                self._final.pop(log_id, None)
             watchers = [wake for log_id in log_ids for wake in self._watchers.get(log_id, ())]
         for wake in watchers:
             wake.set()
@@ -377,6 +387,10 @@ class EmbeddedLogStore:
         """Answer the callers of end_appends whose logs have every append decided."""
         for log_id in [i for i in self._ending if i not in self._sequencers or self._sequencers[i].idle]:
             tail = self.released(log_id)
+            if self._ended[log_id] == "deleted":
+                # Its appends are all decided and ``_ended`` refuses any more: no use for its sequencer.
+                self._sequencers.pop(log_id, None)
+                self._timed.discard(log_id)
             for future in self._ending.pop(log_id):
                 future.set_result(tail)
 
@@ -465,6 +479,9 @@ class EmbeddedLogStore:
                         self._storage_effects(self._storage.handle(event))  # type: ignore[arg-type]
                     else:
                         self._sequencer_effects(target, event)  # type: ignore[arg-type]
+                if self._epochs_wanted:
+                    self._grant_epochs()
+                    continue
                 flushed = self._storage.flush()
                 if not flushed:
                     break
@@ -502,13 +519,22 @@ class EmbeddedLogStore:
             elif isinstance(effect, AppendFailed):
                 self._settle(self._pending.pop(effect.request_id), effect.error)
             elif isinstance(effect, RequestEpoch):
-                try:
-                    granted: SequencerEvent = EpochGranted(bump_epoch(self._epochs, effect.log_id))
-                except SeawayError as exc:
-                    granted = EpochFailed(exc)
-                self._events.append((effect.log_id, granted))
+                self._epochs_wanted.append(effect.log_id)
             else:
                 self._events.append((None, effect))
+
+    def _grant_epochs(self) -> None:
+        """Take a new epoch for every log that asked, in one write of the epoch store (a sequencer
+        asks once, then waits for the answer: no log is in the list twice)."""
+        wanted = self._epochs_wanted[:_EPOCHS_PER_WRITE_MAX]  # the rest go in the next write
+        del self._epochs_wanted[:_EPOCHS_PER_WRITE_MAX]
+        invariant(len(set(wanted)) == len(wanted), "a sequencer asks for one epoch at a time")
+        try:
+            granted = bump_epochs(self._epochs, wanted)
+        except SeawayError as exc:
+            self._events.extend((log_id, EpochFailed(exc)) for log_id in wanted)
+            return
+        self._events.extend((log_id, EpochGranted(granted[log_id])) for log_id in wanted)
 
     def _storage_effects(self, effects: list[StorageEffect]) -> None:
         for effect in effects:

@@ -2,7 +2,7 @@
 
 A sequencer takes a new epoch by compare-and-set, so two sequencers can never get the same one.
 Embedded mode keeps the counters in their own RocksDB; a cluster will keep them in ZooKeeper behind
-the same interface.
+the same interface (its ``multi`` operation sets several at once, as :meth:`compare_and_set_many` asks).
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Protocol
 
-from rocksdict import Options, Rdict, WriteOptions
+from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
 from seaway._dirs import make_dir_durable
 from seaway._errors import ClosedError, StorageError, TimedOutError
@@ -31,6 +32,11 @@ class EpochStore(Protocol):
         """Set the log's epoch to ``new`` if it is ``expected``; say whether it did."""
         ...
 
+    def compare_and_set_many(self, changes: Mapping[int, tuple[int, int]]) -> bool:
+        """For each ``log id: (expected, new)``, set the epoch to ``new``, if every one is
+        ``expected``; all or none, in one durable write. Say whether it did."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -41,6 +47,15 @@ def bump_epoch(store: EpochStore, log_id: int, attempts_max: int = 16) -> int:
         if store.compare_and_set(log_id, current, current + 1):
             return current + 1
     raise TimedOutError(f"log {log_id}: epoch store contended {attempts_max} times")
+
+
+def bump_epochs(store: EpochStore, log_ids: Collection[int], attempts_max: int = 16) -> dict[int, int]:
+    """Take the next epoch of each log, all in one compare-and-set (one durable write); return them."""
+    for _ in range(attempts_max):
+        current = {log_id: store.get(log_id) for log_id in log_ids}
+        if store.compare_and_set_many({log_id: (epoch, epoch + 1) for log_id, epoch in current.items()}):
+            return {log_id: epoch + 1 for log_id, epoch in current.items()}
+    raise TimedOutError(f"{len(log_ids)} logs: epoch store contended {attempts_max} times")
 
 
 class RocksDBEpochStore:
@@ -76,6 +91,19 @@ class RocksDBEpochStore:
                 return False
             try:
                 self._db.put(_KEY.pack(log_id), _VALUE.pack(new), self._sync)
+            except Exception as exc:
+                raise StorageError(f"epoch store write failed: {exc}") from exc
+            return True
+
+    def compare_and_set_many(self, changes: Mapping[int, tuple[int, int]]) -> bool:
+        with self._lock:
+            if any(self.get(log_id) != expected for log_id, (expected, _) in changes.items()):
+                return False
+            batch = WriteBatch(raw_mode=True)
+            for log_id, (_, new) in changes.items():
+                batch.put(_KEY.pack(log_id), _VALUE.pack(new))
+            try:
+                self._db.write(batch, self._sync)
             except Exception as exc:
                 raise StorageError(f"epoch store write failed: {exc}") from exc
             return True

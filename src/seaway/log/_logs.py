@@ -457,6 +457,7 @@ class Logs:
         self._check_open()
         self._store.delete_log(resolved.id, lambda: self._config.mark_deleted(resolved.id))
         self._config.forget_name(resolved.id)
+        self._coalescers.forget(resolved.id)  # nothing more can be appended to it
 
     def _resolve(self, log: Log | int | str) -> Log:
         if isinstance(log, Log):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 
 
 class MemoryEpochStore:
@@ -23,6 +24,15 @@ class MemoryEpochStore:
             if self._epochs.get(log_id, 0) != expected:
                 return False
             self._epochs[log_id] = new
+            return True
+
+    def compare_and_set_many(self, changes: Mapping[int, tuple[int, int]]) -> bool:
+        with self._lock:
+            self.cas_calls += 1
+            if any(self._epochs.get(log_id, 0) != expected for log_id, (expected, _) in changes.items()):
+                return False
+            for log_id, (_, new) in changes.items():
+                self._epochs[log_id] = new
             return True
 
     def close(self) -> None:
