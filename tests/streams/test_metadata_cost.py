@@ -2,7 +2,7 @@
 
 A stream of two segments, ``A`` over ``[0, 0.5)`` and the other half, whose other half is split
 and merged back generation after generation while ``A`` lives on; near the end ``A`` is split
-too. The same history is built short (20 generations) and long (2,000): every cut below is made
+too. The same history is built short (200 generations) and long (2,000): every cut below is made
 the same way relative to the end, so that in both the cuts are alike except for how many
 generations lie between their segments. A metadata store wrapped to count what it reads (each
 get one, each scan the rows it returns, at least one) is the seam: a query must read as much
@@ -131,7 +131,7 @@ def _reads(tmp_path: Path, generations: int) -> dict[str, Counter[str]]:
 
 @pytest.mark.parametrize("long", [2_000])
 def test_the_cut_queries_read_as_much_however_many_generations_a_cut_spans(tmp_path: Path, long: int) -> None:
-    short, far = _reads(tmp_path, 20), _reads(tmp_path, long)
+    short, far = _reads(tmp_path, 200), _reads(tmp_path, long)
     for query in short:
         shards = far[query].pop("sizes", 0)
         assert shards <= 4  # the segments of the query's cuts
@@ -140,7 +140,7 @@ def test_the_cut_queries_read_as_much_however_many_generations_a_cut_spans(tmp_p
     assert max(sum(reads.values()) for reads in short.values()) < 20
 
 
-def test_past_the_sealed_lookups_the_queries_begin_at_the_oldest_creation_and_answer_alike(
+def test_near_and_far_cuts_are_answered_alike_by_a_span_by_records_and_past_the_sealed_lookups(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with seaway.Seaway(tmp_path, clock=FakeClock()) as sw:
         sw.streams.create_scope("s")
@@ -165,7 +165,9 @@ def test_past_the_sealed_lookups_the_queries_begin_at_the_oldest_creation_and_an
                         found.append(None)
             return found
 
-        looked_up = answers()
+        spans = answers()  # 30 generations: every cut is near (read as a span)
+        monkeypatch.setattr(_metadata, "NEAR_GENERATIONS", 0)
+        assert answers() == spans  # the records of the cuts' segments, and where they were sealed
         monkeypatch.setattr(_metadata, "SEALED_LOOKUPS_MAX", 0)
-        assert answers() == looked_up
-        assert len([a for a in looked_up if a]) > 20
+        assert answers() == spans  # the records, and the deltas from the oldest creation
+        assert len([a for a in spans if a]) > 20

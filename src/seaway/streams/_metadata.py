@@ -61,6 +61,11 @@ SIZE_SHARD_SEGMENTS = 1_000
 SEALED_LOOKUPS_MAX = 64
 """Segments whose sealed-generation records a cut query reads to find where the deltas it needs
 begin; past it, it begins after the oldest one's creation (one scan reads 10,000 deltas)."""
+NEAR_GENERATIONS = 64
+"""Cuts whose segments were made at most this many generations apart are read as a span (the
+oldest generation's record and one scan of the deltas after it), cheaper than a read for each
+generation that made one or a lookup of where each was sealed; farther apart, a cut query reads
+those, as many as the cut's segments whatever the generations between."""
 RETENTION_CUTS_MAX = 20_000
 """Stream cuts the retention set keeps. Past it, cuts are thinned as they age (see
 :func:`thinned_cut`), so that the set reaches back as far as the stream does, however long a
@@ -471,11 +476,16 @@ class StreamMetadata:
         a cut of one whole generation (the recorded cuts, the tail, a head), or a checkpoint
         lagging on a segment that has not scaled; each other one costs 1 read per distinct
         generation that created them (:meth:`segment_records`). However many generations lie
-        between them: :class:`InvalidArgumentError` if the stream has no such newest generation."""
+        between them (cuts made over at most ``NEAR_GENERATIONS`` are read as a :meth:`span`):
+        :class:`InvalidArgumentError` if the stream has no such newest generation."""
         wanted = set(segments)
         if not wanted:
             return {}
-        newest = self.generation(max(generation_of(s) for s in wanted))
+        generations = [generation_of(s) for s in wanted]
+        if max(generations) - min(generations) <= NEAR_GENERATIONS:
+            records = self.span(wanted).records
+            return {s: records[s] for s in wanted if s in records}
+        newest = self.generation(max(generations))
         found = {s.id: s for s in newest.segments if s.id in wanted}
         found.update(self.segment_records(wanted - found.keys()))
         return found
@@ -484,7 +494,7 @@ class StreamMetadata:
         """Records that hold those of ``segments`` (all of them, for segments of the stream), and
         of every segment made between the oldest and the newest of them: 1 read when the
         generation that created the newest holds them all, else 2 reads and a scan of every delta
-        between (only :meth:`size_until` uses it, while a scaling's sizes are not recorded yet)."""
+        between (at most ``NEAR_GENERATIONS``, or while a scaling's sizes are not recorded yet)."""
         wanted = set(segments)
         generations = [generation_of(s) for s in wanted]
         low, high = min(generations), max(generations)
@@ -499,15 +509,17 @@ class StreamMetadata:
         per 10,000 generations)."""
         return Span(self.generation(low), self.deltas(low, high))
 
-    def _first_sealed(self, segments: Sequence[Segment]) -> int:
+    def _first_sealed(self, segments: Sequence[Segment], until: int) -> int:
         """A generation at or before the first one that sealed any of ``segments`` (all sealed):
         their sealed-generation records (1 read each) when they are at most
-        ``SEALED_LOOKUPS_MAX``, else the one after the oldest of them was created."""
-        if len(segments) <= SEALED_LOOKUPS_MAX:
+        ``SEALED_LOOKUPS_MAX`` and ``until``, the last generation wanted, is more than
+        ``NEAR_GENERATIONS`` after the oldest one's creation; else the one after that."""
+        oldest = min(s.generation for s in segments)
+        if until - oldest > NEAR_GENERATIONS and len(segments) <= SEALED_LOOKUPS_MAX:
             found = [self.sealed_at(s.id) for s in segments]
             if all(g is not None for g in found):
                 return min(g for g in found if g is not None)
-        return min(s.generation for s in segments) + 1
+        return oldest + 1
 
     def segments_between(self, lower: Sequence[Segment], upper: Sequence[Segment]) -> list[Segment]:
         """Every segment with events between two consistent cuts (given as their segments' records,
@@ -524,7 +536,8 @@ class StreamMetadata:
         new = [s for s in upper if s.id not in lower_ids]
         candidates = {s.id: s for s in (*lower, *upper)}
         if moved and new:
-            after, until = self._first_sealed(moved) - 1, max(s.generation for s in new)
+            until = max(s.generation for s in new)
+            after = self._first_sealed(moved, until) - 1
             if after < until:
                 for delta in self.deltas(after, until):
                     candidates.update((s.id, s) for s in delta.created)
