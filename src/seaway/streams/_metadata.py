@@ -24,8 +24,9 @@ A stream being created has a record ``new/<scope>/<stream>`` until its records a
 ``StreamController.create_stream``).
 
 Numbers in keys are fixed-width hex, so that byte order is numeric order. Each query costs a
-constant number of store reads (gets or one-call scans), however long the history: see each
-method. The class only reads and builds batches; :mod:`seaway.streams._controller` runs the
+constant number of store reads (gets or one-call scans), however long the history; a query over
+stream cuts, a number bounded by its cuts' segments, not by the generations between them: see
+each method. The class only reads and builds batches; :mod:`seaway.streams._controller` runs the
 changes.
 """
 
