@@ -397,6 +397,8 @@ class StreamMetadata:
         """The deltas of generations in ``(after, until]``, in order: one scan per 10,000 (a constant
         number for a span of a few chunks, as a stream cut spans)."""
         result: list[Delta] = []
+        if until <= after:
+            return result
         start = self.key(self.hist_key(after + 1))
         end = self.key(self.hist_key(until)) + b"\x00"
         while True:
