@@ -29,6 +29,24 @@ def test_bench_metadata_reports_every_query_at_every_history_length(cli: Cli) ->
     assert queries[figures["worst_query"]]["ratio"] == figures["worst_query_ratio"]
 
 
+def test_bench_metadata_reports_a_comparison_of_cuts_far_apart_against_near_ones(cli: Cli) -> None:
+    ran = cli("bench", "metadata", "--generations", "6,300", "--far", "200", "--samples", "20", "--json")
+    assert ran.status == 0, ran.err
+    figures = json.loads(ran.out)
+    far = figures["far"]
+    assert far["generations_apart"] == {"6": 6, "300": 200}
+    for g in ("6", "300"):
+        near_us, far_us = far["compare_near_p50_us"][g], far["compare_far_p50_us"][g]
+        assert _positive(near_us) and _positive(far_us)
+        assert abs(far["ratio"][g] - far_us / near_us) < 0.01
+    assert figures["far_ratio"] == far["ratio"]["300"]
+    assert figures["targets"]["far_ratio"] == 2.0
+    # The cuts 200 generations apart are checked from their segments' records alone, not from the
+    # 200 deltas between: noise aside, no slower than cuts 4 apart (reading those deltas made it
+    # about 10 times slower).
+    assert figures["far_ratio"] < 4
+
+
 def test_bench_stream_reports_write_and_read_ratios_embedded_and_remote(cli: Cli) -> None:
     ran = cli("bench", "stream", "--events", "2000", "--segments-counts", "1,64", "--rounds", "1", "--json")
     assert ran.status == 0, ran.err

@@ -40,6 +40,12 @@ QUERIES = ("current_segments", "segments_at", "successors", "predecessors", "seg
 CUTS_RECORDED = 5
 BETWEEN_GENERATIONS = 4
 """How many generations apart the two cuts of ``segments_between`` are."""
+FAR_QUERIES = ("compare_near", "compare_far")
+"""The comparison of two cuts ``BETWEEN_GENERATIONS`` apart, and of two cuts far apart: the check
+of the cuts every cut query begins with reads only their segments' records, however many
+generations lie between them (``far_ratio``: the far one's p50 over the near one's, in the same
+history)."""
+FAR_GENERATIONS = 10_000
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,8 @@ class MetadataBenchConfig:
     samples: int = 1_000
     """Calls of each query on each history (each with its own random arguments)."""
     seed: int = 1
+    far_generations: int = FAR_GENERATIONS
+    """How many generations apart the cuts of ``compare_far`` are (at most the history's length)."""
 
 
 class HistoryClock:
@@ -265,7 +273,8 @@ def _cut(stream: Stream, generation: Generation) -> StreamCut:
     return StreamCut(stream.name, {s.id: LSN_OLDEST for s in generation.segments})
 
 
-def _arguments(stream: Stream, generations: int, samples: int, rng: random.Random) -> dict[str, list[Any]]:
+def _arguments(stream: Stream, generations: int, samples: int, rng: random.Random,
+               far_generations: int = FAR_GENERATIONS) -> dict[str, list[Any]]:
     """Each query's arguments for each sample, chosen before any clock starts."""
     meta = stream.metadata
     first_ms, last_ms = meta.generation(0).created_ms, meta.generation(generations).created_ms
@@ -273,8 +282,9 @@ def _arguments(stream: Stream, generations: int, samples: int, rng: random.Rando
     sealed = [segment for delta in deltas for segment in delta.sealed]
     created = [segment.id for delta in deltas for segment in delta.created]
     retention = meta.retention_set()
-    args: dict[str, list[Any]] = {q: [] for q in QUERIES}
+    args: dict[str, list[Any]] = {q: [] for q in (*QUERIES, *FAR_QUERIES)}
     span = min(BETWEEN_GENERATIONS, generations)
+    far = min(far_generations, generations)
     for _ in range(samples):
         low = rng.randrange(generations - span + 1)
         args["current_segments"].append(())
@@ -287,26 +297,32 @@ def _arguments(stream: Stream, generations: int, samples: int, rng: random.Rando
         args["cut_at_time"].append((rng.randrange(retention[0][0], retention[-1][0] + 1),))
         args["cut_at_size"].append((rng.randrange(retention[0][1], retention[-1][1] + 1),))
         args["generation_at"].append((rng.randrange(first_ms, last_ms + 1),))
+        args["compare_near"].append(args["segments_between"][-1])
+        low = rng.randrange(generations - far + 1)
+        args["compare_far"].append((_cut(stream, meta.generation(low)), _cut(stream, meta.generation(low + far))))
     return args
 
 
 def _query(stream: Stream, name: str) -> Callable[..., Any]:
+    if name in FAR_QUERIES:
+        return stream.compare
     return stream.metadata.generation_at if name == "generation_at" else getattr(stream, name)
 
 
 def _measure(histories: Sequence[_History], samples: int, progress: Progress) -> dict[int, dict[str, list[int]]]:
     """Nanoseconds of each call, by history and query; every sample calls every query on every
     history in turn."""
-    calls = {h.generations: {q: _query(h.stream, q) for q in QUERIES} for h in histories}
-    times: dict[int, dict[str, list[int]]] = {h.generations: {q: [] for q in QUERIES} for h in histories}
+    queries = (*QUERIES, *FAR_QUERIES)
+    calls = {h.generations: {q: _query(h.stream, q) for q in queries} for h in histories}
+    times: dict[int, dict[str, list[int]]] = {h.generations: {q: [] for q in queries} for h in histories}
     clock = time.perf_counter_ns
     for i in range(samples):
         # Each sample starts with another history and another query: none is always first (cold).
         for k in range(len(histories)):
             history = histories[(i + k) % len(histories)]
             mine, out = calls[history.generations], times[history.generations]
-            for j in range(len(QUERIES)):
-                query = QUERIES[(i + j) % len(QUERIES)]
+            for j in range(len(queries)):
+                query = queries[(i + j) % len(queries)]
                 call, args = mine[query], history.args[query][i]
                 start = clock()
                 call(*args)
@@ -328,7 +344,7 @@ def run_metadata_bench(config: MetadataBenchConfig) -> dict[str, Any]:
                 sw, stream, build_s = _build(Path(tmp) / f"g{generations}", generations, rng)
                 histories.append(_History(generations, sw, stream, build_s, {}))
                 history = histories[-1]
-                history.args = _arguments(stream, generations, config.samples, rng)
+                history.args = _arguments(stream, generations, config.samples, rng, config.far_generations)
                 progress.advance(label=f"built {generations} generations in {build_s:.1f} s")
             times = _measure(histories, config.samples, progress)
         finally:
@@ -340,6 +356,12 @@ def run_metadata_bench(config: MetadataBenchConfig) -> dict[str, Any]:
         p50_us = {str(g): round(statistics.median(times[g][query]) / 1000, 1) for g in config.generations}
         queries[query] = {"p50_us": p50_us, "ratio": round(p50_us[str(last)] / p50_us[str(first)], 3)}
     worst = max(QUERIES, key=lambda q: queries[q]["ratio"])
+    far: dict[str, Any] = {"generations_apart": {str(g): min(config.far_generations, g) for g in config.generations}}
+    for query in FAR_QUERIES:
+        far[f"{query}_p50_us"] = {str(g): round(statistics.median(times[g][query]) / 1000, 1)
+                                  for g in config.generations}
+    far["ratio"] = {str(g): round(far["compare_far_p50_us"][str(g)] / far["compare_near_p50_us"][str(g)], 3)
+                    for g in config.generations}
     return {
         "benchmark": "metadata",
         "generations": list(config.generations),
@@ -347,7 +369,9 @@ def run_metadata_bench(config: MetadataBenchConfig) -> dict[str, Any]:
         "queries": queries,
         "worst_query": worst,
         "worst_query_ratio": queries[worst]["ratio"],
+        "far": far,
+        "far_ratio": far["ratio"][str(last)],
         "build_s": {str(h.generations): round(h.build_s, 2) for h in histories},
-        "targets": {"worst_query_ratio": 2.0},
+        "targets": {"worst_query_ratio": 2.0, "far_ratio": 2.0},
         "machine": machine(),
     }

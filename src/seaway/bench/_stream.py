@@ -36,7 +36,7 @@ import seaway
 from seaway._errors import InvalidArgumentError
 from seaway._progress import Progress
 from seaway.bench._log import machine
-from seaway.bench._metadata import BETWEEN_GENERATIONS, MetadataBenchConfig, run_metadata_bench
+from seaway.bench._metadata import BETWEEN_GENERATIONS, FAR_GENERATIONS, MetadataBenchConfig, run_metadata_bench
 from seaway.log import LSN_OLDEST, Record
 from seaway.server import ServerProcess
 from seaway.streams import Stream, WriterConfig
@@ -304,6 +304,9 @@ def add_stream_bench_parsers(kinds: Any) -> None:
     meta.add_argument("--generations", default="10,1000,100000",
                       help="history lengths, comma-separated; the ratio is the last's over the first's")
     meta.add_argument("--samples", type=int, default=1_000, help="calls of each query on each history")
+    meta.add_argument("--far", type=int, default=FAR_GENERATIONS,
+                      help="generations between the cuts of the far comparison (default 10,000; at most a "
+                           "history's length)")
     meta.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     stream = kinds.add_parser("stream", help="stream writes and reads against the log path, embedded and remote")
     stream.add_argument("--events", type=int, default=50_000, help="1 KB events per run (default 50,000)")
@@ -333,10 +336,10 @@ def run_stream_bench_command(args: argparse.Namespace) -> dict[str, Any]:
     """The figures of ``seaway bench metadata`` or ``seaway bench stream``, its options checked."""
     if args.bench == "metadata":
         generations = _counts(args.generations, "--generations")
-        if len(generations) < 2 or min(generations) <= BETWEEN_GENERATIONS or args.samples < 1:
+        if len(generations) < 2 or min(generations) <= BETWEEN_GENERATIONS or args.samples < 1 or args.far < 1:
             raise InvalidArgumentError(f"--generations takes two or more lengths above {BETWEEN_GENERATIONS}, "
-                                       "--samples at least 1")
-        return run_metadata_bench(MetadataBenchConfig(generations, args.samples))
+                                       "--samples and --far at least 1")
+        return run_metadata_bench(MetadataBenchConfig(generations, args.samples, far_generations=args.far))
     if args.segments:
         if args.scales < 1 or args.remote_scales < 0:
             raise InvalidArgumentError("--scales must be at least 1 and --remote-scales at least 0")

@@ -61,7 +61,6 @@ from seaway.streams._cut import StreamCut, check_consistent
 from seaway.streams._metadata import (
     NAMESPACE,
     RETENTION_CUTS_MAX,
-    Span,
     StreamMetadata,
     StreamState,
     Truncation,
@@ -426,18 +425,17 @@ class StreamController:
         self.recover_stream(meta)
         old, version = meta.truncation_versioned()
         head = old.positions if old is not None else {s.id: LSN_OLDEST for s in meta.generation(0).segments}
-        # One span over the head and the cut serves the check, the segments between and the size.
-        span, (lower, pairs) = self.check_cuts(meta, StreamCut(meta.name, head), cut)
+        _, (lower, pairs) = self.check_cuts(meta, StreamCut(meta.name, head), cut)
         if old is not None:
             if cut_order(lower, pairs) > 0:
                 raise InvalidStreamCutError(f"stream {meta.name!r} is truncated past this cut already")
             if head == dict(cut.positions):
                 return
         upper = [s for s, _ in pairs]
-        between = meta.segments_between([s for s, _ in lower], upper, span)
+        between = meta.segments_between([s for s, _ in lower], upper)
         steps = [(s.log_id, 0) for s in between if wholly_before(s, upper)]  # 0: delete the log
         steps.extend((s.log_id, lsn - 1) for s, lsn in pairs if lsn > LSN_OLDEST)
-        record = Truncation(tuple(pairs), meta.size_until(pairs, span), (old.sequence if old else 0) + 1,
+        record = Truncation(tuple(pairs), meta.size_until(pairs), (old.sequence if old else 0) + 1,
                             bool(steps))
         batch = self.meta.batch()
         batch.expect_version(NAMESPACE, meta.key("trunc"), version)
@@ -512,22 +510,22 @@ class StreamController:
         """A cut of this stream, checked to be consistent; its segments with their records."""
         return self.check_cuts(meta, cut)[1][0]
 
-    def check_cuts(self, meta: StreamMetadata, *cuts: StreamCut) -> tuple[Span, list[list[tuple[Segment, int]]]]:
-        """Cuts of this stream, each checked to be consistent, with their segments' records, and the
-        :meth:`StreamMetadata.span` those were found in (one read for a cut of one whole generation,
-        else two and one scan, however many generations made the segments), which the cut queries go
-        on with."""
+    def check_cuts(self, meta: StreamMetadata, *cuts: StreamCut) -> tuple[dict[int, Segment],
+                                                                            list[list[tuple[Segment, int]]]]:
+        """Cuts of this stream, each checked to be consistent, with their segments' records, and
+        all those records by id (:meth:`StreamMetadata.cut_records`: 1 read when the newest
+        segment's generation holds them all, 1 more per other generation that made them, however
+        many generations lie between)."""
         for cut in cuts:
             if not isinstance(cut, StreamCut):
                 raise InvalidStreamCutError(f"expected a StreamCut, got {cut!r:.80}")
             if cut.stream != meta.name:
                 raise InvalidStreamCutError(f"the cut is of stream {cut.stream!r}, not {meta.name!r}")
         try:
-            span = meta.span(s for cut in cuts for s in cut.positions)
+            records = meta.cut_records(s for cut in cuts for s in cut.positions)
         except InvalidArgumentError:  # a generation the stream never had
             raise InvalidStreamCutError(f"a stream cut names segments stream {meta.name!r} never had") from None
-        records = span.records
-        return span, [check_consistent(cut, records) for cut in cuts]
+        return records, [check_consistent(cut, records) for cut in cuts]
 
     def _finish_scaling(self, meta: StreamMetadata, delta: Delta, version: int) -> None:
         state, _ = meta.state()

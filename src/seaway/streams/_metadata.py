@@ -24,8 +24,9 @@ A stream being created has a record ``new/<scope>/<stream>`` until its records a
 ``StreamController.create_stream``).
 
 Numbers in keys are fixed-width hex, so that byte order is numeric order. Each query costs a
-constant number of store reads (gets or one-call scans), however long the history: see each
-method. The class only reads and builds batches; :mod:`seaway.streams._controller` runs the
+constant number of store reads (gets or one-call scans), however long the history; a query over
+stream cuts, a number bounded by its cuts' segments, not by the generations between them: see
+each method. The class only reads and builds batches; :mod:`seaway.streams._controller` runs the
 changes.
 """
 
@@ -58,6 +59,14 @@ CHUNK_GENERATIONS = 1_000
 """Deltas per history chunk, and generations per time-index leaf."""
 SIZE_SHARD_SEGMENTS = 1_000
 """Segment numbers per shard of sealed sizes."""
+SEALED_LOOKUPS_MAX = 64
+"""Segments whose sealed-generation records a cut query reads to find where the deltas it needs
+begin; past it, it begins after the oldest one's creation (one scan reads 10,000 deltas)."""
+NEAR_GENERATIONS = 64
+"""Cuts whose segments were made at most this many generations apart are read as a span (the
+oldest generation's record and one scan of the deltas after it), cheaper than a read for each
+generation that made one or a lookup of where each was sealed; farther apart, a cut query reads
+those, as many as the cut's segments whatever the generations between."""
 RETENTION_CUTS_MAX = 20_000
 """Stream cuts the retention set keeps. Past it, cuts are thinned as they age (see
 :func:`thinned_cut`), so that the set reaches back as far as the stream does, however long a
@@ -388,6 +397,8 @@ class StreamMetadata:
         """The deltas of generations in ``(after, until]``, in order: one scan per 10,000 (a constant
         number for a span of a few chunks, as a stream cut spans)."""
         result: list[Delta] = []
+        if until <= after:
+            return result
         start = self.key(self.hist_key(after + 1))
         end = self.key(self.hist_key(until)) + b"\x00"
         while True:
@@ -462,15 +473,31 @@ class StreamMetadata:
                     records[segment] = this
         return records
 
+    def cut_records(self, segments: Iterable[int]) -> dict[int, Segment]:
+        """The records of a cut's segments; those the stream never had are left out. The record of
+        the generation that created the newest (1 read) holds every one still current then, as in
+        a cut of one whole generation (the recorded cuts, the tail, a head), or a checkpoint
+        lagging on a segment that has not scaled; each other one costs 1 read per distinct
+        generation that created them (:meth:`segment_records`). However many generations lie
+        between them (cuts made over at most ``NEAR_GENERATIONS`` are read as a :meth:`span`):
+        :class:`InvalidArgumentError` if the stream has no such newest generation."""
+        wanted = set(segments)
+        if not wanted:
+            return {}
+        generations = [generation_of(s) for s in wanted]
+        if max(generations) - min(generations) <= NEAR_GENERATIONS:
+            records = self.span(wanted).records
+            return {s: records[s] for s in wanted if s in records}
+        newest = self.generation(max(generations))
+        found = {s.id: s for s in newest.segments if s.id in wanted}
+        found.update(self.segment_records(wanted - found.keys()))
+        return found
+
     def span(self, segments: Iterable[int]) -> Span:
         """Records that hold those of ``segments`` (all of them, for segments of the stream), and
-        of every segment made between the oldest and the newest of them.
-
-        When the generation that created the newest holds them all (a cut of one whole generation,
-        as the recorded cuts, the tail and a head are), that generation's record alone (1 read):
-        every segment made between was sealed before it, so is wholly before such a cut. Otherwise
-        the record of the generation that created the oldest and the deltas after it up to the
-        newest (2 reads and one scan for up to 10,000 generations)."""
+        of every segment made between the oldest and the newest of them: 1 read when the
+        generation that created the newest holds them all, else 2 reads and a scan of every delta
+        between (at most ``NEAR_GENERATIONS``, or while a scaling's sizes are not recorded yet)."""
         wanted = set(segments)
         generations = [generation_of(s) for s in wanted]
         low, high = min(generations), max(generations)
@@ -482,28 +509,78 @@ class StreamMetadata:
 
     def full_span(self, low: int, high: int) -> Span:
         """Generation ``low``'s record and the deltas after it up to ``high`` (1 read and one scan
-        for up to 10,000 generations)."""
+        per 10,000 generations)."""
         return Span(self.generation(low), self.deltas(low, high))
 
-    def segments_between(self, lower: Sequence[Segment], upper: Sequence[Segment],
-                         span: Span | None = None) -> list[Segment]:
-        """Every segment with events between two consistent cuts (given as their segments, ``lower``
-        not after ``upper``): those of both cuts and those created in between over their ranges.
-        Reads: the :meth:`span` of the two cuts (given, if read already)."""
-        span = span or self.span([s.id for s in (*lower, *upper)])
-        candidates = span.records
+    def _first_sealed(self, segments: Sequence[Segment], until: int) -> int:
+        """A generation at or before the first one that sealed any of ``segments`` (all sealed):
+        their sealed-generation records (1 read each) when they are at most
+        ``SEALED_LOOKUPS_MAX`` and ``until``, the last generation wanted, is more than
+        ``NEAR_GENERATIONS`` after the oldest one's creation; else the one after that."""
+        oldest = min(s.generation for s in segments)
+        if until - oldest > NEAR_GENERATIONS and len(segments) <= SEALED_LOOKUPS_MAX:
+            found = [self.sealed_at(s.id) for s in segments]
+            if all(g is not None for g in found):
+                return min(g for g in found if g is not None)
+        return oldest + 1
+
+    def segments_between(self, lower: Sequence[Segment], upper: Sequence[Segment]) -> list[Segment]:
+        """Every segment with events between two consistent cuts (given as their segments' records,
+        ``lower`` not after ``upper``): those of both cuts and those created in between over their
+        ranges. Over a part of the key space, the segments between were created after the lower
+        cut's segment there was sealed and no later than the upper cut's: so the deltas read are
+        those after the first sealing of a segment of ``lower`` not in ``upper`` (see
+        :meth:`_first_sealed`), up to the newest segment of ``upper`` not in ``lower``. Reads:
+        those deltas (one scan per 10,000), as many as the generations in which the parts that
+        moved were scaled, not the generations between the cuts' oldest and newest segments (a
+        cut lagging on a segment that has not scaled for a year costs nothing for that year)."""
+        lower_ids, upper_ids = {s.id for s in lower}, {s.id for s in upper}
+        moved = [s for s in lower if s.id not in upper_ids]
+        new = [s for s in upper if s.id not in lower_ids]
+        candidates = {s.id: s for s in (*lower, *upper)}
+        if moved and new:
+            until = max(s.generation for s in new)
+            after = self._first_sealed(moved, until) - 1
+            if after < until:
+                for delta in self.deltas(after, until):
+                    candidates.update((s.id, s) for s in delta.created)
         return sorted((s for s in candidates.values()
                        if not wholly_before(s, lower) and not wholly_after(s, upper)),
                       key=lambda s: (s.generation, s.key_lo))
 
-    def size_until(self, cut: Sequence[tuple[Segment, int]], span: Span | None = None) -> int:
+    def size_until(self, cut: Sequence[tuple[Segment, int]]) -> int:
         """Bytes of the segments wholly before a consistent cut, from the stream's first event
         (truncated ones included): counted in whole segments, as Kafka's ``retention.bytes`` counts
-        whole segment files; a cut's own segment counts once the cut is past its end. Reads: the
-        running total at the cut's lowest generation, the cut's :meth:`span` (given, if read
-        already), and the size shards it touches."""
+        whole segment files; a cut's own segment counts once the cut is past its end.
+
+        With ``H`` the generation that created the cut's newest segment: every segment sealed up
+        to ``H`` is wholly before the cut except the cut's own sealed ones and those made after
+        them over their ranges, which are the segments between the cut and generation ``H``'s
+        segments that are not current in ``H``. So: the running total at ``H`` (1 read),
+        ``H``'s record (1 read), less the sizes of those, plus the cut's own segments it is past
+        the end of (the size shards they touch, and :meth:`segments_between`'s reads, none when
+        the cut's segments are all current in ``H``: a whole generation's cut, or one lagging on
+        a segment that has not scaled since)."""
         segments = [s for s, _ in cut]
-        span = span or self.span(s.id for s in segments)
+        high = max(s.generation for s in segments)
+        total = self._sealed_sum(high)
+        if total is None and high > 0:
+            # No running total yet at H: its scaling has not recorded the sizes of what it sealed.
+            return self._size_walking(cut)
+        newest = self.generation(high)
+        current = {s.id for s in newest.segments}
+        after = [] if all(s.id in current for s in segments) else [
+            s for s in self.segments_between(segments, newest.segments) if s.id not in current]
+        recorded = self.sealed_ends({*(s.id for s in after), *(s.id for s in segments)})
+        total = (total or 0) - sum(recorded[s.id][0] for s in after if s.id in recorded)
+        total += sum(recorded[s.id][0] for s, lsn in cut if s.id in recorded and lsn > recorded[s.id][1])
+        return total
+
+    def _size_walking(self, cut: Sequence[tuple[Segment, int]]) -> int:
+        """:meth:`size_until` from the running total at the cut's oldest generation and every
+        delta after it up to its newest (while a scaling's sizes are not recorded yet)."""
+        segments = [s for s, _ in cut]
+        span = self.span(s.id for s in segments)
         total = self._sealed_sum(span.first.generation)
         if total is None:
             # No running total yet at the span's first generation: its scaling has not recorded the
@@ -667,7 +744,8 @@ def _typed(method: Callable[..., Any]) -> Callable[..., Any]:
 for _name in ("state", "current", "generation", "generation_at", "truncation_versioned", "segments_at", "sealed_at",
               "successors", "predecessors", "deltas", "pending_chunk", "sealed_ends", "sealed_sum", "transition",
               "retention_set",
-              "recorded_cut", "segment_records", "segments_between", "size_until", "span", "full_span",
+              "recorded_cut", "segment_records", "cut_records", "segments_between", "size_until", "span",
+              "full_span",
               "new_generation_batch",
               "sizes_batch"):
     setattr(StreamMetadata, _name, _typed(getattr(StreamMetadata, _name)))

@@ -122,15 +122,15 @@ class Stream:
 
     def segments_between(self, lower: StreamCut, upper: StreamCut) -> builtins.list[Segment]:
         """Every segment with events between two cuts (the lower not after the upper)."""
-        span, (low, high) = self._controller.check_cuts(self._meta, lower, upper)
+        _, (low, high) = self._controller.check_cuts(self._meta, lower, upper)
         if cut_order(low, high) > 0:
             raise InvalidStreamCutError("the lower stream cut is after the upper one")
-        return self._meta.segments_between([s for s, _ in low], [s for s, _ in high], span)
+        return self._meta.segments_between([s for s, _ in low], [s for s, _ in high])
 
     def size_until(self, cut: StreamCut) -> int:
         """Bytes of the segments wholly before the cut (see :meth:`StreamMetadata.size_until`)."""
-        span, (pairs,) = self._controller.check_cuts(self._meta, cut)
-        return self._meta.size_until(pairs, span)
+        _, (pairs,) = self._controller.check_cuts(self._meta, cut)
+        return self._meta.size_until(pairs)
 
     def compare(self, a: StreamCut, b: StreamCut) -> int:
         """-1, 0 or 1 as cut ``a`` is before, equal to or after ``b``; :class:`InvalidStreamCutError`
