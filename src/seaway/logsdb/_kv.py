@@ -21,6 +21,10 @@ class KvStore(LedgerStore):
 
     _kv_revision: int
 
+    def _load_kv(self) -> None:
+        raw_revision = self._meta.get(P_KV_REVISION)
+        self._kv_revision = fmt.decode_u64(raw_revision) if raw_revision is not None else 0
+
     @holding_no_handles
     def put_meta(self, key: bytes, value: bytes, *, ledger: bytes | None = None) -> None:
         """Durably store an upper layer's metadata key (with a ``ledger`` entry, atomically)."""

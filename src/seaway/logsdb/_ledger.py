@@ -19,6 +19,17 @@ class LedgerStore(StoreCore):
 
     _ledger_listeners: tuple[Callable[[], None], ...]
 
+    def _load_ledger(self) -> None:
+        raw_head = self._meta.get(P_LEDGER_HEAD)
+        head = fmt.decode_u64(raw_head) if raw_head is not None else 0
+        first = next(self._meta_scan(P_LEDGER), None)
+        tail = fmt.decode_u64(first[0][1:]) if first is not None else head + 1
+        raw_written = self._meta.get(P_LEDGER_WRITTEN)
+        written = fmt.decode_u64(raw_written) if raw_written is not None else 0
+        state = LedgerState(tail, head, written, 0)
+        self._ledger = state._replace(tail_start=self._ledger_start(tail, {}, state))
+        self._ledger_shown = (tail, head)
+
     def _meta_put_sync(self, key: bytes, value: bytes | None, ledger: bytes | None = None) -> None:
         # Written unsynced, then synced by a call that lets the GIL go (see _apply): a synced
         # rocksdict write would stall every thread of the process for the fsync. Nothing reads

@@ -24,11 +24,17 @@ class LogMarks(KvStore):
     """Trim points, seals, epoch ends and final seals of the logs."""
 
     _trim: dict[int, int]
-    _last_lsn: dict[int, int]
     _seal: dict[int, int]
     _epoch_ends: OrderedDict[int, dict[int, int]]
     _epoch_ends_generation: int
     _final: dict[int, int]
+
+    def _load_marks(self) -> None:
+        self._trim = self._load_u64_map(P_TRIM)
+        self._seal = self._load_u64_map(P_SEAL)
+        self._epoch_ends = OrderedDict()  # recently read logs' (LRU)
+        self._epoch_ends_generation = 0  # changed by every write of epoch ends
+        self._final = self._load_u64_map(P_FINAL)
 
     @holding_no_handles
     def trim(self, log_id: int, lsn: int, *, ledger: bytes | None = None) -> None:
@@ -44,10 +50,6 @@ class LogMarks(KvStore):
     def trim_point(self, log_id: int) -> int:
         """The highest trimmed LSN of the log; 0 if none."""
         return self._trim.get(log_id, 0)
-
-    def last_lsn(self, log_id: int) -> int:
-        """The highest LSN ever stored for the log (records or hole plug), or its trim point; 0 if none."""
-        return max(self._last_lsn.get(log_id, 0), self._trim.get(log_id, 0))
 
     def sealed_epoch(self, log_id: int) -> int:
         """The highest epoch sealed for the log; 0 if never sealed."""

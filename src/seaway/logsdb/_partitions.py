@@ -11,7 +11,7 @@ from rocksdict import DBCompressionType, Options, ReadOptions
 from seaway._errors import StorageError
 from seaway._values import PartitionInfo
 from seaway.logsdb import _format as fmt
-from seaway.logsdb._keys import P_PARTITION, cf_name, segment_name, u64
+from seaway.logsdb._keys import P_DIRECTORY, P_PARTITION, SEGMENT_NAME, cf_name, segment_name, u64
 from seaway.logsdb._producers import ProducerWindows
 from seaway.logsdb._segment import Segment
 
@@ -33,6 +33,47 @@ class Partitions(ProducerWindows):
     _directory: dict[int, dict[int, fmt.DirEntry]]
     """Partition id -> log id -> what the partition holds of the log."""
     _sizes: dict[int, int]
+    """Bytes of entries per partition, kept as they are written: a write must not sum a directory."""
+    _last_lsn: dict[int, int]
+    """The highest LSN stored of each log."""
+
+    def _load_partitions(self, cf_names: list[str]) -> None:
+        """Load the directory of the partitions registered; drop the column families (``cf_names``,
+        those RocksDB opened) and segment files of the others."""
+        self._directory = {}
+        created: dict[int, int] = {}
+        for key, value in self._meta_scan(P_PARTITION):
+            created[fmt.decode_u64(key[1:9])] = fmt.decode_u64(value)
+        for name in cf_names:
+            pid = int(name[1:], 16)
+            if pid not in created:
+                # Created but never registered (crash in between), or dropped from the directory but
+                # not yet from RocksDB (crash in between): it holds nothing that is retained.
+                self._db.drop_column_family(name)
+                continue
+            self._partitions[pid] = (created[pid], self._db.get_column_family(name),
+                                     self._db.get_column_family_handle(name))
+            self._directory[pid] = {}
+            self._segments[pid] = Segment(self._segments_dir / segment_name(pid))
+        kept = {segment_name(pid) for pid in self._partitions}
+        for path in self._segments_dir.iterdir():
+            # A segment whose partition was dropped, or never registered (a crash in between).
+            # Nothing else is Seaway's to remove: the folder may be a mount point, say.
+            if SEGMENT_NAME.fullmatch(path.name) and path.name not in kept:
+                try:
+                    path.unlink()
+                except OSError as exc:
+                    raise StorageError(f"cannot remove the orphaned segment file {path}: {exc}") from exc
+        for key, value in self._meta_scan(P_DIRECTORY):
+            pid, log_id = fmt.decode_u64(key[1:9]), fmt.decode_u64(key[9:17])
+            if pid in self._directory:
+                self._directory[pid][log_id] = fmt.DirEntry.decode(value)
+        self._sizes = {pid: sum(d.size_bytes for d in entries.values()) for pid, entries in self._directory.items()}
+        self._last_lsn = {}
+        for entries in self._directory.values():
+            for log_id, d in entries.items():
+                self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
+
 
     def _cf_options(self) -> Options:
         opts = Options(raw_mode=True)
@@ -93,6 +134,10 @@ class Partitions(ProducerWindows):
         # A slot retransmitted after a later one was stored arrives out of LSN order.
         return fmt.DirEntry(min(d.lsn_min, first), max(d.lsn_max, last), min(d.timestamp_ms_min, ts),
                             max(d.timestamp_ms_max, ts), d.size_bytes + size, d.entries + 1)
+
+    def last_lsn(self, log_id: int) -> int:
+        """The highest LSN ever stored for the log (records or hole plug), or its trim point; 0 if none."""
+        return max(self._last_lsn.get(log_id, 0), self._trim.get(log_id, 0))
 
     def log_ids(self) -> list[int]:
         """Every log that has stored data or a trim point."""

@@ -7,6 +7,8 @@ from collections import OrderedDict
 from typing import Any
 
 from seaway._values import ProducerMark, PutRecords
+from seaway.logsdb import _format as fmt
+from seaway.logsdb._keys import P_FORGOT, P_PRODUCER
 from seaway.logsdb._marks import LogMarks
 
 
@@ -16,6 +18,24 @@ class ProducerWindows(LogMarks):
     _produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]]
     _producers: dict[int, OrderedDict[bytes, int]]
     _forgot: set[int]
+
+    def _load_producers(self) -> None:
+        self._produced = {}
+        # Per log, its producers from least to most recently appending, with the time of their last
+        # append (for the bound on them; after a restart, the time it opened: none is idle yet).
+        self._producers = {}
+        opened_ms = self._clock.now_ms()
+        for key, value in self._meta_scan(P_PRODUCER):
+            log_id, producer_id = fmt.decode_u64(key[1:9]), key[9:]
+            self._produced[(log_id, producer_id)] = fmt.decode_produced(value)
+            self._producers.setdefault(log_id, OrderedDict())[producer_id] = opened_ms
+        self._forgot = {fmt.decode_u64(key[1:9]) for key, _ in self._meta_scan(P_FORGOT)}
+
+    def _forget_log_producers(self, log_id: int) -> None:
+        """After a write that deleted every producer of the log (under ``_lock``)."""
+        for key in [k for k in self._producers.get(log_id, ())]:
+            self._produced.pop((log_id, key), None)
+        self._producers.pop(log_id, None)
 
     def _remember(self, produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]], op: PutRecords,
                   mark: ProducerMark) -> None:

@@ -130,9 +130,7 @@ class Records(Partitions):
                     self._sizes[pid] -= d.size_bytes
                 if last:
                     self._trim[log_id] = last
-                for key in [k for k in self._producers.get(log_id, ())]:
-                    self._produced.pop((log_id, key), None)
-                self._producers.pop(log_id, None)
+                self._forget_log_producers(log_id)
                 self._forget_epoch_ends([log_id])
         for pid in held:
             try:

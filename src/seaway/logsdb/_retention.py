@@ -3,6 +3,7 @@ bytes of the expired logs in the others."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,7 @@ class _RetentionPlan:
 class Retention(Records):
     """Retention passes (see :meth:`drop_expired`)."""
 
-    _retention_lock: Any
+    _retention_lock: threading.Lock
     _dropping: dict[int, tuple[Any, Segment]]
 
     @holding_no_handles

@@ -12,7 +12,6 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,25 +23,7 @@ from seaway._dirs import make_dir_durable
 from seaway._errors import DataDirLockedError, InvalidArgumentError, StorageError
 from seaway.logsdb import _format as fmt
 from seaway.logsdb._config import LogsDBConfig
-from seaway.logsdb._core import LedgerState
-from seaway.logsdb._keys import (
-    LOCK_FILE,
-    META_CF,
-    P_DIRECTORY,
-    P_FINAL,
-    P_FORGOT,
-    P_KV_REVISION,
-    P_LEDGER,
-    P_LEDGER_HEAD,
-    P_LEDGER_WRITTEN,
-    P_PARTITION,
-    P_PRODUCER,
-    P_SEAL,
-    P_TRIM,
-    SEGMENT_NAME,
-    SEGMENTS_DIR,
-    segment_name,
-)
+from seaway.logsdb._keys import LOCK_FILE, META_CF, SEGMENTS_DIR
 from seaway.logsdb._retention import Retention
 from seaway.logsdb._segment import Segment
 
@@ -52,6 +33,34 @@ class LogsDB(Retention):
 
     Writes are atomic: a :meth:`write` call stores all of its operations or none. With ``sync=True``
     it returns only once they are on stable storage.
+
+    One object over one RocksDB handle, assembled from one class per concern, each built on the
+    ones before it: ``StoreCore`` (``_core``: the state, these locks, the write path and its
+    syncs), ``LedgerStore`` (``_ledger``), ``KvStore`` (``_kv``: both key-value stores),
+    ``LogMarks`` (``_marks``: trims, seals, epoch ends), ``ProducerWindows`` (``_producers``),
+    ``Partitions`` (``_partitions``), ``Records`` (``_records``: writing and reading entries),
+    ``Retention`` (``_retention``), then this class (opening, loading, closing, repair hooks).
+
+    The locks, in the order a thread may take them (none waits for an earlier one while holding a
+    later one):
+
+    - ``_retention_lock``: one retention pass at a time. A pass decides without the writers' lock,
+      then unregisters partitions under it and drops their files after it (``_dropping`` holds
+      them meanwhile); :meth:`close` takes it first, to wait for a pass.
+    - ``_write_lock``, the writers' lock: held for a whole write, RocksDB's included, so writers go
+      one at a time. It guards what a write decides from: the ledger's state (``_ledger``), the
+      metadata store's revision and its count of batches applied (``_kv_applied``), the newest
+      partition and its segment's appends.
+    - ``_sync_lock``: group commit of metadata batches, never taken under the writers' lock: one
+      WAL sync covers every batch applied before it started (``_kv_synced``).
+    - ``_lock`` (re-entrant): guards the in-memory maps that readers use (partitions, directory,
+      sizes, last LSNs, trim points, seals, epoch ends, final seals, producers, the ledger's bounds
+      as shown and its listeners), and is held only briefly, never over disk I/O: readers never
+      wait for a disk write. A map changes only under both the writers' lock and this one, so a
+      writer may read the maps without it.
+
+    ``_closed`` changes under all of them; ``_failed`` is set by whichever write or sync fails,
+    and only ever set.
     """
 
     def __init__(self, path: str | os.PathLike[str], config: LogsDBConfig | None = None,
@@ -59,15 +68,10 @@ class LogsDB(Retention):
         self._path = Path(path)
         self._config = config or LogsDBConfig()
         self._clock = clock or SystemClock()
-        # Writers hold _write_lock for a whole write, RocksDB's included, so they go one at a time.
-        # _lock guards the in-memory maps and is held only briefly: readers never wait for a disk
-        # write. A map changes only under both locks, so a writer may read them under its own.
-        self._write_lock = threading.Lock()
+        self._write_lock = threading.Lock()  # what each lock guards: see the class docstring
         self._lock = threading.RLock()
-        # Group commit of metadata batches: each is applied under the writers' lock, then made
-        # durable by one WAL sync that covers every batch applied before it started.
         self._sync_lock = threading.Lock()
-        self._retention_lock = threading.Lock()  # one retention pass at a time (see drop_expired)
+        self._retention_lock = threading.Lock()
         self._dropping: dict[int, tuple[Any, Segment]] = {}  # partitions unregistered, their files not yet dropped
         self._kv_applied = 0  # metadata batches applied
         self._kv_synced = 0  # of which durable
@@ -111,7 +115,6 @@ class LogsDB(Retention):
         self._segments_dir = self._path / SEGMENTS_DIR
         self._make_dir(self._segments_dir)
 
-
     def _open_rocksdb(self) -> None:
         opts = Options(raw_mode=True)
         opts.create_if_missing(True)
@@ -140,67 +143,13 @@ class LogsDB(Retention):
         self._cf_names_on_open = [n for n in names if n.startswith("p")]
 
     def _load_metadata(self) -> None:
-        # directory: partition id -> log id -> DirEntry
-        self._directory: dict[int, dict[int, fmt.DirEntry]] = {}
-        created: dict[int, int] = {}
-        for key, value in self._meta_scan(P_PARTITION):
-            created[fmt.decode_u64(key[1:9])] = fmt.decode_u64(value)
-        for name in self._cf_names_on_open:
-            pid = int(name[1:], 16)
-            if pid not in created:
-                # Created but never registered (crash in between), or dropped from the directory but
-                # not yet from RocksDB (crash in between): it holds nothing that is retained.
-                self._db.drop_column_family(name)
-                continue
-            self._partitions[pid] = (created[pid], self._db.get_column_family(name),
-                                     self._db.get_column_family_handle(name))
-            self._directory[pid] = {}
-            self._segments[pid] = Segment(self._segments_dir / segment_name(pid))
-        kept = {segment_name(pid) for pid in self._partitions}
-        for path in self._segments_dir.iterdir():
-            # A segment whose partition was dropped, or never registered (a crash in between).
-            # Nothing else is Seaway's to remove: the folder may be a mount point, say.
-            if SEGMENT_NAME.fullmatch(path.name) and path.name not in kept:
-                try:
-                    path.unlink()
-                except OSError as exc:
-                    raise StorageError(f"cannot remove the orphaned segment file {path}: {exc}") from exc
-        for key, value in self._meta_scan(P_DIRECTORY):
-            pid, log_id = fmt.decode_u64(key[1:9]), fmt.decode_u64(key[9:17])
-            if pid in self._directory:
-                self._directory[pid][log_id] = fmt.DirEntry.decode(value)
-        self._trim: dict[int, int] = self._load_u64_map(P_TRIM)
-        raw_revision = self._meta.get(P_KV_REVISION)
-        self._kv_revision = fmt.decode_u64(raw_revision) if raw_revision is not None else 0
-        raw_head = self._meta.get(P_LEDGER_HEAD)
-        head = fmt.decode_u64(raw_head) if raw_head is not None else 0
-        first = next(self._meta_scan(P_LEDGER), None)
-        tail = fmt.decode_u64(first[0][1:]) if first is not None else head + 1
-        raw_written = self._meta.get(P_LEDGER_WRITTEN)
-        written = fmt.decode_u64(raw_written) if raw_written is not None else 0
-        state = LedgerState(tail, head, written, 0)
-        self._ledger = state._replace(tail_start=self._ledger_start(tail, {}, state))
-        self._ledger_shown = (tail, head)
-        self._seal: dict[int, int] = self._load_u64_map(P_SEAL)
-        self._epoch_ends: OrderedDict[int, dict[int, int]] = OrderedDict()  # recently read logs' (LRU)
-        self._epoch_ends_generation = 0  # changed by every write of epoch ends
-        self._final: dict[int, int] = self._load_u64_map(P_FINAL)
-        self._produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
-        # Per log, its producers from least to most recently appending, with the time of their last
-        # append (for the bound on them; after a restart, the time it opened: none is idle yet).
-        self._producers: dict[int, OrderedDict[bytes, int]] = {}
-        opened_ms = self._clock.now_ms()
-        for key, value in self._meta_scan(P_PRODUCER):
-            log_id, producer_id = fmt.decode_u64(key[1:9]), key[9:]
-            self._produced[(log_id, producer_id)] = fmt.decode_produced(value)
-            self._producers.setdefault(log_id, OrderedDict())[producer_id] = opened_ms
-        self._forgot = {fmt.decode_u64(key[1:9]) for key, _ in self._meta_scan(P_FORGOT)}
-        self._last_lsn: dict[int, int] = {}
-        # Bytes of entries per partition, kept as they are written: a write must not sum a directory.
-        self._sizes = {pid: sum(d.size_bytes for d in entries.values()) for pid, entries in self._directory.items()}
-        for entries in self._directory.values():
-            for log_id, d in entries.items():
-                self._last_lsn[log_id] = max(self._last_lsn.get(log_id, 0), d.lsn_max)
+        """Each part's state as the metadata family holds it (partitions first: the logs' last LSNs
+        come from their directory)."""
+        self._load_partitions(self._cf_names_on_open)
+        self._load_marks()
+        self._load_kv()
+        self._load_ledger()
+        self._load_producers()
 
     def close(self) -> None:
         """Close the store; idempotent. Later calls raise :class:`ClosedError`."""
