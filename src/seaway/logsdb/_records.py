@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,8 +12,9 @@ from seaway._invariant import invariant
 from seaway._values import Entry, PutRecords, PutSeal, WriteOp
 from seaway.logsdb import _format as fmt
 from seaway.logsdb._core import holding_no_handles
-from seaway.logsdb._keys import P_DIRECTORY, P_EPOCH_END, P_FORGOT, P_PRODUCER, P_TRIM, u64
+from seaway.logsdb._keys import P_DIRECTORY, P_EPOCH_END, P_PRODUCER, P_TRIM, u64
 from seaway.logsdb._partitions import Partitions
+from seaway.logsdb._producers import Window
 from seaway.logsdb._read import Unreadable, check, first_key_from, read_partition
 
 
@@ -34,7 +34,7 @@ class Records(Partitions):
         directory = self._directory[pid]
         changed: dict[int, fmt.DirEntry] = {}
         seals: dict[int, int] = {}
-        produced: dict[tuple[int, bytes], dict[int, tuple[int, int]]] = {}
+        produced: dict[tuple[int, bytes], Window] = {}
         entries: list[tuple[bytes, bytes]] = []
         to_segment: list[tuple[bytes, int, int, bytes]] = []  # key, timestamp, count, entry
         total = 0
@@ -69,14 +69,8 @@ class Records(Partitions):
                 f"write of {total} bytes exceeds write_bytes_max={self._config.write_bytes_max}")
         for log_id, d in changed.items():
             batch.put(P_DIRECTORY + u64(pid) + u64(log_id), d.encode(), self._meta_handle)
-        for (log_id, producer_id), window in produced.items():
-            batch.put(P_PRODUCER + u64(log_id) + producer_id, fmt.encode_produced(window), self._meta_handle)
         now_ms = self._clock.now_ms()
-        forgotten = self._producers_to_forget(produced, now_ms)
-        for gone_log, gone_producer in forgotten:
-            batch.delete(P_PRODUCER + u64(gone_log) + gone_producer, self._meta_handle)
-        for gone_log in {log_id for log_id, _ in forgotten} - self._forgot:
-            batch.put(P_FORGOT + u64(gone_log), b"", self._meta_handle)
+        forgotten = self._put_producers(batch, produced, now_ms)
         if to_segment:
             offset = self._to_segment(pid, [value for *_, value in to_segment])
             for key, timestamp_ms, count, value in to_segment:
@@ -88,14 +82,7 @@ class Records(Partitions):
             batch.put(key, value, handle)
         self._apply(batch, sync)
         with self._lock:
-            self._produced.update(produced)
-            for log_id, producer_id in produced:
-                self._producers.setdefault(log_id, OrderedDict())[producer_id] = now_ms
-                self._producers[log_id].move_to_end(producer_id)
-            for log_id, producer_id in forgotten:
-                del self._produced[(log_id, producer_id)]
-                del self._producers[log_id][producer_id]
-                self._forgot.add(log_id)
+            self._producers_written(produced, forgotten, now_ms)
             self._sizes[pid] = self._sizes.get(pid, 0) + total
             for log_id, d in changed.items():
                 directory[log_id] = d
