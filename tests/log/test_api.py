@@ -479,6 +479,20 @@ def test_each_log_remembers_a_bounded_number_of_producers_and_never_stores_a_ret
         assert sorted(stored) == [b"a", b"a", b"b", b"b", b"c", b"d"]  # each once
 
 
+def test_short_lived_producers_are_not_refused_at_the_default_bounds(tmp_path: Path) -> None:
+    """Finding 8: each connection, writer or CLI append is a new producer; at ten new producers a
+    second, a log must go on taking them, and still recognize the retry of the first one."""
+    clock = FakeClock()
+    with seaway.open(tmp_path, seaway.SeawayConfig(), clock) as sw:
+        log = sw.logs.create("l")
+        first = log.append_batch([b"0"], producer_id=b"p0", sequence=0)
+        for n in range(1, 1025):
+            clock.advance(0.1)
+            log.append_batch([b"%d" % n], producer_id=b"p%d" % n, sequence=0)  # none refused
+        assert log.append_batch([b"0"], producer_id=b"p0", sequence=0) == first  # a retry: not stored twice
+        assert sum(isinstance(r, Record) for r in log.read()) == 1025
+
+
 def test_wake_makes_a_read_that_would_wait_return_empty(sw: seaway.Seaway) -> None:
     log = sw.logs.create("woken")
     log.append(b"one")

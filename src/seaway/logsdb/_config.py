@@ -29,15 +29,20 @@ class LogsDBConfig:
     compressed. 0 puts every batch of records there; ``entry_bytes_max + 1``, none."""
     producer_window: int = 128
     """How many recent batches of each producer, per log, are remembered for deduplication."""
-    producers_per_log_max: int = 1024
+    producers_per_log_max: int = 65_536
     """How many producers each log remembers. Past that, the one that appended least recently is
     forgotten, but only once it has not appended for ``producer_idle_s_min``; until one has, a new
     producer's batches are refused as overloaded (retriable) rather than an active producer forgotten.
+    So a log takes new producers at ``producers_per_log_max / producer_idle_s_min`` a second (about 218
+    with the defaults) for ever, and bursts of up to ``producers_per_log_max``: every connection,
+    writer, command or task that appends is a new producer. A producer that appended one batch takes
+    about 250 bytes of memory (65,536 of them: 16 MiB), and 20 bytes more for each further batch kept.
     A log that forgot a producer refuses an unknown producer's batches with a sequence above 0
     (``SequenceTooOldError``): they may be retries of a forgotten producer."""
-    producer_idle_s_min: float = 3600.0
+    producer_idle_s_min: float = 300.0
     """How long a producer must have been silent on a log before it may be forgotten: a retry sent
-    within this time of the producer's last append is always recognized."""
+    within this time of the producer's last append is always recognized. The default outlasts the
+    retries of a default client (5 attempts of at most 30 s each)."""
     ledger_hard_entries_max: int = 1_000_000
     """The most change ledger entries kept, whatever their readers have read: a write whose entry
     would pass it drops the oldest tenth of them (one range) in the same batch. It protects the

@@ -212,6 +212,21 @@ def decode_produced(raw: bytes) -> dict[int, tuple[int, int]]:
     return {seq: (first, count) for seq, first, count in _PRODUCED.iter_unpack(raw)}
 
 
+PRODUCED_BATCH_BYTES = _PRODUCED.size
+"""Bytes of one batch in an encoded window (see :func:`encode_produced`)."""
+
+
+def encode_produced_batch(sequence: int, first_lsn: int, count: int) -> bytes:
+    """One batch of an encoded window: windows grow by appending them."""
+    return _PRODUCED.pack(sequence, first_lsn, count)
+
+
+def produced_batch(raw: bytes, index: int) -> tuple[int, int, int]:
+    """Batch number ``index`` of an encoded window, as ``(sequence, first LSN, count)``."""
+    sequence, first, count = _PRODUCED.unpack_from(raw, index * _PRODUCED.size)
+    return sequence, first, count
+
+
 def lsn_text(lsn: int) -> str:
     """An LSN as the log layer spells it (``e<epoch>n<esn>``), for messages."""
     return f"e{lsn >> 32}n{lsn & 0xFFFFFFFF}"

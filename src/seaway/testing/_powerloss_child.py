@@ -148,9 +148,9 @@ def _take_syncs_away(mode: str) -> None:
         os.fsync = no_fsync
         os.fdatasync = no_fsync
     elif mode == "nowalsync":
-        LogsDB.sync_wal = no_wal_sync  # type: ignore[method-assign]
+        LogsDB.sync_wal = no_wal_sync  # type: ignore[method-assign,assignment]
     elif mode == "nokvsync":
-        LogsDB._kv_sync = no_kv_sync  # type: ignore[method-assign]
+        LogsDB._kv_sync = no_kv_sync  # type: ignore[method-assign,assignment]
 
 
 def _append(log: seaway.Log, run: int, rng: random.Random, emit: Callable[[str], None]) -> None:

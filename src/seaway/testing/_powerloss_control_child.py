@@ -97,7 +97,7 @@ def main(argv: list[str]) -> None:
         def no_wal_sync(self: LogsDB) -> None:
             return None
 
-        LogsDB.sync_wal = no_wal_sync  # type: ignore[method-assign]
+        LogsDB.sync_wal = no_wal_sync  # type: ignore[method-assign,assignment]
     with seaway.open(data_dir, config()) as sw:
         emit("ready")
         large = mode == "sync"
