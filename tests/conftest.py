@@ -34,6 +34,10 @@ def _starts_spark(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The Spark group first, then the slow tests, then the others (each in its order): in parallel,
+    the longest work starts first, and the short tests fill the other workers' time around it rather
+    than leaving one worker to finish the Spark group alone."""
     for item in items:
         if _starts_spark(item):
             item.add_marker(pytest.mark.xdist_group(SPARK_GROUP))
+    items.sort(key=lambda item: 0 if _starts_spark(item) else 1 if item.get_closest_marker("slow") else 2)
