@@ -42,8 +42,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# On every core (pytest-xdist): a test goes to whichever worker is free, except those of one
+# xdist_group, which share a worker (the Spark tests: one Spark session per run). Each worker starts
+# its own session-scoped servers (on ports the kernel picks). WORKERS=0 runs in this process.
+WORKERS ?= auto
 unit: $(STAMP)
-	$(BIN)/pytest -q --durations=25
+	$(BIN)/pytest -q --durations=25 -n $(WORKERS) --dist loadgroup
 
 test: lint typecheck unit
 

@@ -20,3 +20,24 @@ def clock() -> FakeClock:
 def sw(tmp_path: Path, clock: FakeClock) -> Iterator[seaway.Seaway]:
     with seaway.open(tmp_path / "data", clock=clock) as store:
         yield store
+
+
+SPARK_GROUP = "spark"
+"""The tests that start a Spark session (a JVM of a few GB, seconds to start): run in parallel
+(``make test`` runs ``pytest -n auto --dist loadgroup``), they all go to one worker, which starts one
+session for all of them, as a run without xdist does."""
+
+
+def _starts_spark(item: pytest.Item) -> bool:
+    parts = item.path.relative_to(item.config.rootpath).parts
+    return parts[:2] == ("tests", "spark") or parts[-1] == "test_bench_spark.py"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The Spark group first, then the slow tests, then the others (each in its order): in parallel,
+    the longest work starts first, and the short tests fill the other workers' time around it rather
+    than leaving one worker to finish the Spark group alone."""
+    for item in items:
+        if _starts_spark(item):
+            item.add_marker(pytest.mark.xdist_group(SPARK_GROUP))
+    items.sort(key=lambda item: 0 if _starts_spark(item) else 1 if item.get_closest_marker("slow") else 2)

@@ -28,7 +28,10 @@ def test_bench_notify_prints_its_figures_as_json(capsys: pytest.CaptureFixture[s
     assert figures["benchmark"] == "notify" and figures["ops_per_cycle"] == 4
     off, on = figures["ops_per_s_off"], figures["ops_per_s_on"]
     assert off > 0 and on > 0
-    assert figures["slowdown"] == pytest.approx(off / on - 1, abs=0.01)
+    # The rates are rounded to 0.1 and the slowdown to 0.001: on a loaded machine (a few ops/s), the
+    # rates' rounding alone moves their ratio by more than any fixed tolerance.
+    low, high = (off - 0.05) / (on + 0.05) - 1, (off + 0.05) / (on - 0.05) - 1
+    assert low - 0.0005 <= figures["slowdown"] <= high + 0.0005, (figures["slowdown"], off, on)
     for target in ("webhook", "nats"):
         assert figures[f"{target}_entries"] >= 10
         p50, p99 = figures[f"{target}_latency_p50_ms"], figures[f"{target}_latency_p99_ms"]

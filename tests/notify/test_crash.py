@@ -148,7 +148,11 @@ def test_killed_server_loses_no_notification_and_repeats_only_resends(
                 time.sleep(rng.uniform(0.05, 0.35))  # a restart takes ~1 s: 20 kills in ~30 s
                 server.kill()
                 server.restart()
-            time.sleep(0.3)  # a few changes after the last restart too
+            after = len(acked.trimmed)  # a few changes after the last restart too
+            deadline = time.monotonic() + 30
+            while len(acked.trimmed) < after + 3:
+                assert time.monotonic() < deadline, f"seed {seed}: no change made after the last restart"
+                time.sleep(0.01)  # polling what the client thread has done (it appends to a list)
             stop.set()
             client.join(30)
             assert not client.is_alive(), f"seed {seed}: the client is stuck"

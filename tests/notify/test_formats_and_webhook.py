@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 from cloudevents.http import from_http
@@ -207,9 +208,21 @@ class _KeptAlive(BaseHTTPRequestHandler):
         pass
 
 
+class _ClosingServer(ThreadingHTTPServer):
+    """Tells when it has closed a connection (the handler's idle timeout ended it)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.closed = threading.Event()
+
+    def shutdown_request(self, request: Any) -> None:
+        super().shutdown_request(request)
+        self.closed.set()
+
+
 def test_a_webhook_connection_is_kept_alive_and_renewed_when_the_receiver_closed_it() -> None:
     handler = type("Handler", (_KeptAlive,), {"got": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _ClosingServer(("127.0.0.1", 0), handler)
     server.daemon_threads = False
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -219,7 +232,7 @@ def test_a_webhook_connection_is_kept_alive_and_renewed_when_the_receiver_closed
                     for i in range(1, 5)]
         for message in messages[:3]:
             sender.send(message)
-        time.sleep(0.6)  # the receiver closes the idle connection: the next send finds it closed
+        assert server.closed.wait(10)  # the receiver closes it once idle: the next send finds it closed
         sender.send(messages[3])
         sender.close()
     finally:

@@ -138,6 +138,20 @@ def test_streams_are_refused_once_their_bytes_would_pass_the_servers_bound(serve
                 reader.close()
 
 
+def _wait_granted_all_received(reader: Any, timeout_s: float) -> bool:
+    """Wait until ``reader`` (a remote reader) has received all it granted its server and grants no
+    more: the server then reads nothing more for it (it reads ahead within the grants, in the call
+    that makes a reply) and has nothing of it in flight. A reply's receipt and the grant that
+    follows it happen together under the reader's lock, which then wakes its waiters."""
+
+    def idle() -> bool:
+        stream = reader._stream
+        return stream is not None and (stream.bytes_out <= 0 or stream.items_out <= 0)
+
+    with reader._cv:
+        return bool(reader._cv.wait_for(idle, timeout_s))
+
+
 def _rss_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -160,7 +174,9 @@ def test_readers_that_stop_reading_cost_the_server_little_memory(tmp_path: Path)
             for reader in readers:
                 reader.start_reading(log)
                 assert reader.read(1, timeout_s=30)
-            time.sleep(1)  # let the server read ahead as far as it ever will
+            # The server has read ahead as far as it ever will once every grant has come back filled.
+            for reader in readers:
+                assert _wait_granted_all_received(reader, 60), "the server did not send all the reader granted"
             grown = _rss_bytes(server.pid) - before
         finally:
             for reader in readers:

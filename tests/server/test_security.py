@@ -284,7 +284,9 @@ def test_a_hung_receiver_does_not_hold_the_servers_stop(tmp_path: Path, receiver
         assert handler.arrived.wait(30)
         started = time.monotonic()
         code = server.stop(timeout_s=30)  # SIGKILL after 30 s: a plugin waiting out its 60 s
-        assert code == 0 and time.monotonic() - started < 20, server.log_text()[-3000:]
+        # The delivery is cut short: the stop takes what an idle server's does (about a second), not
+        # some part of the 60 s (a bound of 20 s let a stop held 19 s pass).
+        assert code == 0 and time.monotonic() - started < 8, server.log_text()[-3000:]
     finally:
         server.stop()
 

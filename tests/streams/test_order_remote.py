@@ -1,13 +1,14 @@
-"""Per-key order and exactly-once reading through a server: four writers and a reader group of three
-readers, each in its own connection, while the stream scales ten times (five by hand, five by the
-auto-scaler's decisions)."""
+"""Per-key order and exactly-once reading through a server: four writers, each with several writes of
+each of its keys in flight at once, and a reader group of three readers, each in its own connection,
+while the stream scales ten times (five by hand, five by the auto-scaler's decisions)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,8 @@ from seaway.streams._autoscaling import AutoScaling, AutoScalingConfig
 from seaway.testing import FakeClock
 
 WRITERS, KEYS_PER_WRITER, EVENTS_PER_KEY_MIN, READERS = 4, 8, 50, 3
+ROUNDS_IN_FLIGHT = 8
+"""Writes of each key a writer has in flight at most."""
 
 
 @pytest.mark.slow
@@ -32,6 +35,7 @@ def test_each_event_is_read_once_and_in_key_order_while_the_stream_scales(tmp_pa
             written: dict[str, list[int]] = defaultdict(list)
             read: dict[str, list[int]] = defaultdict(list)
             errors: list[BaseException] = []
+            overlapped = [0]  # writes made while the key's previous one was not acknowledged yet
             lock = threading.Lock()
             writers_done = threading.Event()
             scaled = threading.Event()  # the writers write until the ten scalings are done
@@ -40,15 +44,31 @@ def test_each_event_is_read_once_and_in_key_order_while_the_stream_scales(tmp_pa
                 try:
                     with seaway.connect(server.url, timeout_s=30) as sw, \
                             sw.streams.get("o/events").writer(f"w{w}") as writer:
-                        n = 0
-                        while n < EVENTS_PER_KEY_MIN or not scaled.is_set():
-                            futures = [(f"w{w}k{k}", n, writer.write(f"w{w}k{k} {n}".encode(), f"w{w}k{k}"))
-                                       for k in range(KEYS_PER_WRITER)]
-                            for key, seq, future in futures:
+                        # Up to ROUNDS_IN_FLIGHT writes of each key are in flight at once: a writer
+                        # that reordered them (a retry landing after a later write) would show.
+                        in_flight: deque[tuple[str, int, Any]] = deque()
+                        last: dict[str, Any] = {}
+
+                        def settle(keep: int) -> None:
+                            while len(in_flight) > keep:
+                                key, seq, future = in_flight.popleft()
                                 future.result(60)
                                 with lock:
                                     written[key].append(seq)
+
+                        n = 0
+                        while n < EVENTS_PER_KEY_MIN or not scaled.is_set():
+                            for k in range(KEYS_PER_WRITER):
+                                key = f"w{w}k{k}"
+                                before = last.get(key)
+                                last[key] = writer.write(f"{key} {n}".encode(), key)
+                                in_flight.append((key, n, last[key]))
+                                if before is not None and not before.done():
+                                    with lock:
+                                        overlapped[0] += 1
                             n += 1
+                            settle(KEYS_PER_WRITER * (ROUNDS_IN_FLIGHT - 1))
+                        settle(0)
                 except BaseException as exc:
                     errors.append(exc)
 
@@ -106,6 +126,8 @@ def test_each_event_is_read_once_and_in_key_order_while_the_stream_scales(tmp_pa
                 thread.join(240)
             assert not errors, errors[:3]
             assert manual == 5 and automatic >= 5, (manual, automatic)
+            total = sum(map(len, written.values()))
+            assert overlapped[0] > total // 4, f"{overlapped[0]} of {total} writes overlapped their key's previous one"
             assert all("target" in d.reason for d in stream.history() if d.reason != "manual")
             assert len(written) == WRITERS * KEYS_PER_WRITER
             for key, seqs in written.items():
