@@ -117,8 +117,13 @@ class AppendQueueMachine(RuleBasedStateMachine):
             else:
                 final = error if kind == "retriable" else refused
                 self.expected[n] = final
-                doomed[log] = final
-                self._doom(log, final, retried.get(log, []), error)
+                if kind == "retriable":  # given up: the producer's batches behind it cannot be stored
+                    doomed[log] = final
+                    self._doom(log, final, retried.get(log, []), error)
+                else:  # refused for its own reason: those ahead of it to be retried fail, those behind wait
+                    for m in retried.get(log, []):
+                        self.expected[m] = error
+                    retried.get(log, []).clear()
         for log in dict.fromkeys(self.log_of[n] for n in ids):  # in call order, as the queue schedules them
             if retried.get(log):
                 self.retrying.append((log, retried[log]))

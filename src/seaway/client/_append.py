@@ -198,6 +198,7 @@ class AppendQueue:
         retries: dict[int, list[_Queued]] = {}
         doomed: dict[tuple[int, bytes], BaseException] = {}  # producer -> the error its later batches fail with
         own: dict[int, BaseException] = {}  # id of a batch to retry -> its own error, should it fail now
+        ended: set[tuple[int, bytes]] = set()  # producers with a batch failed for good
         with self._lock:
             self._calls -= 1
             for item, outcome in zip(batch, outcomes, strict=True):
@@ -213,7 +214,12 @@ class AppendQueue:
                     retries.setdefault(item.log_id, []).append(again)
                 else:
                     settle.append((item, outcome))
-                    doomed[producer] = outcome
+                    ended.add(producer)
+                    if isinstance(outcome, SeawayError) and outcome.retriable:
+                        # Given up: the producer's batches behind it cannot be stored before it. (One
+                        # refused for a reason of its own, say a sequence reused for a batch of
+                        # another size, leaves them: a true retry of the stored batch may follow.)
+                        doomed[producer] = outcome
                     # The producer's batches ahead of it that were to be retried fail too (the caller's
                     # own retry must not be overtaken by them), each with its own error: the later
                     # batch's (LogSealedError, say) would tell of one whose reply was lost that it
@@ -250,7 +256,7 @@ class AppendQueue:
         for log_id, items in retries.items():
             delay_s = self._retry.delay_s(max(item.attempt for item in items) - 1)
             self._later(delay_s, lambda log_id=log_id, items=items: self._retry_now(log_id, items))  # type: ignore[misc]
-        for log_id, producer_id in doomed:
+        for log_id, producer_id in ended:
             self._failed(log_id, ProducerMark(producer_id, 0))
         for item, outcome in settle:
             if isinstance(outcome, range):
