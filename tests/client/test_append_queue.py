@@ -117,7 +117,7 @@ class AppendQueueMachine(RuleBasedStateMachine):
             else:
                 final = error if kind == "retriable" else refused
                 self.expected[n] = final
-                if kind == "retriable":  # given up: the producer's batches behind it cannot be stored
+                if final is not InvalidArgumentError:  # not stored: the batches behind it cannot be
                     doomed[log] = final
                     self._doom(log, final, retried.get(log, []), error)
                 else:  # refused for its own reason: those ahead of it to be retried fail, those behind wait

@@ -215,10 +215,11 @@ class AppendQueue:
                 else:
                     settle.append((item, outcome))
                     ended.add(producer)
-                    if isinstance(outcome, SeawayError) and outcome.retriable:
-                        # Given up: the producer's batches behind it cannot be stored before it. (One
-                        # refused for a reason of its own, say a sequence reused for a batch of
-                        # another size, leaves them: a true retry of the stored batch may follow.)
+                    if not isinstance(outcome, InvalidArgumentError):
+                        # Failed for good and not stored: the producer's batches behind it cannot be
+                        # stored before it. (A batch refused as a mistake, say a sequence reused for
+                        # a batch of another size, leaves them: a true retry of the stored batch may
+                        # follow.)
                         doomed[producer] = outcome
                     # The producer's batches ahead of it that were to be retried fail too (the caller's
                     # own retry must not be overtaken by them), each with its own error: the later
