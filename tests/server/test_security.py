@@ -325,3 +325,23 @@ def test_the_stores_namespaces_change_only_through_their_apis(tmp_path: Path) ->
         sw.notify.delete("n")
         assert sw.ledger.floors() == {"mine": 3}
         assert sw.meta.get("mine", b"t") is not None
+
+
+# --- transactions review, finding 54: the manager's write-ahead log and state are its own ------------
+
+
+def test_clients_read_neither_the_transaction_managers_log_nor_its_saved_state(tmp_path: Path) -> None:
+    """The manager's log and saved state hold the metadata writes of commits being decided (which may
+    yet fail): a client reading them would see writes that never commit. Clients ask through sw.txn."""
+    with ServerProcess(tmp_path / "data") as server, seaway.connect(server.url) as sw:
+        with sw.transaction() as tx:
+            tx.stage_put("mine", b"k", b"staged")
+        wal = sw.logs.get("seaway.txn.wal")
+        with pytest.raises(PermissionDeniedError):
+            list(wal.read())
+        with pytest.raises(PermissionDeniedError):
+            sw.meta.scan("txn")
+        with pytest.raises(PermissionDeniedError):
+            sw.meta.get("txn", b"state")
+        assert sw.txn.status(tx.id) is seaway.TxnStatus.COMMITTED  # the API answers
+        assert sw.meta.get("mine", b"k").value == b"staged"

@@ -17,9 +17,20 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from seaway._errors import InvalidArgumentError, LsnOutOfRangeError, OverloadedError, SeawayError
+from seaway._errors import (
+    InvalidArgumentError,
+    LsnOutOfRangeError,
+    OverloadedError,
+    PermissionDeniedError,
+    SeawayError,
+)
 from seaway.log import LSN_MAX, LSN_OLDEST, Gap, Logs, RecordRun, RunItem, lsn_str, payload_bytes, weight
+from seaway.txn import WAL_LOG
 from seaway.wire import add_items, error_to_msg, seaway_pb2
+
+PRIVATE_LOGS = frozenset({WAL_LOG})
+"""Logs clients may not read: the transaction manager's write-ahead log holds the metadata writes of
+commits being decided, which may yet fail (clients ask through the Txn* calls)."""
 
 pb = seaway_pb2
 
@@ -145,6 +156,8 @@ class ReadSession:
 
     def _start(self, start: pb.ReadStart) -> None:
         log = self._logs.get(start.log_id)
+        if log.name in PRIVATE_LOGS:
+            raise PermissionDeniedError(f"log {log.name!r} is the store's own and private: clients do not read it")
         lsn_from = start.lsn_from or LSN_OLDEST
         lsn_until = start.lsn_until or LSN_MAX
         if lsn_from > lsn_until:

@@ -35,6 +35,7 @@ from seaway.notify import NotifyConfig
 from seaway.server import _pages
 from seaway.server._metrics import Metrics
 from seaway.server._read_many import ReadSession, ReadStreamBounds
+from seaway.txn import STATE_NAMESPACE
 from seaway.wire import (
     error_metadata,
     error_to_msg,
@@ -60,9 +61,10 @@ transaction). Metadata namespaces named so (the ledger's floors) are the store's
 STORE_NAMESPACES = ("notify", "txn")
 """The store's own metadata namespaces (besides ``seaway.*``): clients change them only through
 the calls of the API that owns them (Notify*, Txn*), which keep their invariants."""
-SECRET_NAMESPACES = ("notify",)
-"""Namespaces clients may not even read: they hold the targets' secrets (NotifyList shows them
-redacted)."""
+SECRET_NAMESPACES = ("notify", STATE_NAMESPACE)
+"""Namespaces clients may not even read: the notification targets' secrets (NotifyList shows them
+redacted), and the transaction manager's saved state (the metadata writes of commits being decided,
+which may yet fail: clients ask through the Txn* calls)."""
 STORE_CHANGE_KINDS = ("log", "log_group", "txn", "notify")
 """Kinds of ledger change only the server writes (with the change itself): a client's batch may
 not record one, nor may it append or prune the ledger."""
@@ -345,8 +347,8 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     @staticmethod
     def _readable(namespace: str) -> str:
         if namespace in SECRET_NAMESPACES:
-            raise PermissionDeniedError(f"namespace {namespace!r} is the store's own and holds secrets: "
-                                        "read it through sw.notify")
+            raise PermissionDeniedError(f"namespace {namespace!r} is the store's own and private: read it "
+                                        "through its API (sw.notify, sw.txn)")
         return namespace
 
     @staticmethod
