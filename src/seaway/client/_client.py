@@ -256,7 +256,7 @@ class RemoteLog(LogHandle):
         return client._coalescers.get(log_id, send)
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
-               flush_interval_s: float = 0.05, ordered: bool = True,
+               flush_interval_s: float = 0.05,
                retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
         # A producer of its own, as embedded: a batch the writer sends again (after the client's
         # own retries gave up) keeps its sequence number, so it is stored once.
@@ -270,7 +270,7 @@ class RemoteLog(LogHandle):
 
         return BatchingWriter(append, flush_records_max=flush_records_max,
                               flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
-                              ordered=ordered, retry=retry, in_flight_batches_max=in_flight_batches_max,
+                              retry=retry, in_flight_batches_max=in_flight_batches_max,
                               payload_bytes_max=self.attributes.payload_bytes_max, new_producer=new_producer)
 
     def _state(self) -> pb.LogState:
