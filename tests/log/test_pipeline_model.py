@@ -24,6 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from seaway import (
     InvalidArgumentError,
+    LogSealedError,
     OverloadedError,
     PayloadTooLargeError,
     SeawayError,
@@ -47,12 +48,15 @@ class _Store:
     def __init__(self) -> None:
         self.records: list[bytes] = []
         self.producers: dict[bytes, _Producer] = {}
+        self.sealed = False
 
     def append(self, payloads: Sequence[bytes], mark: ProducerMark) -> range | SeawayError:
         producer = self.producers.setdefault(mark.producer_id, _Producer())
         stored = producer.stored.get(mark.sequence)
         if stored is not None:
             return stored if len(stored) == len(payloads) else InvalidArgumentError("sequence reused")
+        if self.sealed:
+            return LogSealedError("sealed")
         if mark.sequence > producer.next:
             return SequenceGapError(f"batch {mark.sequence} before {producer.next}")
         if mark.sequence < producer.next:
@@ -64,7 +68,7 @@ class _Store:
         return lsns
 
 
-FAULTS = ("none", "refuse", "lose_reply", "final")
+FAULTS = ("none", "refuse", "lose_reply", "final", "seal")
 
 
 class PipelineMachine(RuleBasedStateMachine):
@@ -73,27 +77,48 @@ class PipelineMachine(RuleBasedStateMachine):
         self.now = 0.0
         self.timers: list[tuple[float, int, Callable[[], None]]] = []
         self.timer_ids = itertools.count()
-        self.store = _Store()
-        self.arrivals: deque[tuple[Sequence[bytes], ProducerMark, Future[range]]] = deque()
+        self.stores: list[_Store] = []
+        self.arrivals: deque[tuple[_Store, Sequence[bytes], ProducerMark, Future[range]]] = deque()
         self.replies: list[tuple[Future[range], range | BaseException]] = []
         self.refuse_sends = 0
         self.units: list[tuple[bytes, ...]] = []
-        self.futures: list[Future[range]] = []
-        self.producers_seen: set[bytes] = set()
+        self.outcomes: dict[int, range | BaseException] = {}
+        self.ended = False
+        self.new_log()
+
+    def new_log(self) -> None:
+        """Appends to a new log (a sealed log's successor, as a stream writer moves to)."""
+        store = _Store()
+        self.stores.append(store)
+        self.ended = False
+
+        def send(payloads: Sequence[bytes], mark: ProducerMark) -> Future[range]:
+            return self.send(store, payloads, mark)
+
+        def ended(_error: BaseException) -> None:
+            self.ended = True
+
         self.appends = OrderedAppends(
-            self.send, PipelineConfig(batches_in_flight_max=3, join_records_max=4,
-                                      retry=RetryPolicy(attempts_max=3, backoff_s=1.0, backoff_max_s=4.0)),
-            later=self.later, clock=lambda: self.now)
+            send, PipelineConfig(batches_in_flight_max=3, join_records_max=4,
+                                 retry=RetryPolicy(attempts_max=3, backoff_s=1.0, backoff_max_s=4.0)),
+            later=self.later, clock=lambda: self.now, hand_back=lambda e: isinstance(e, LogSealedError),
+            ended=ended)
+
+    def put_unit(self, n: int) -> None:
+        def settle(lsns: range | None, error: BaseException | None) -> None:
+            assert n not in self.outcomes, f"unit {n} settled twice"
+            self.outcomes[n] = lsns if error is None else error  # type: ignore[assignment]
+
+        self.appends.put_unit(self.units[n], settle, wait=False, tag=n)
 
     # --- the injected transport and clock -------------------------------------------------------
 
-    def send(self, payloads: Sequence[bytes], mark: ProducerMark) -> Future[range]:
+    def send(self, store: _Store, payloads: Sequence[bytes], mark: ProducerMark) -> Future[range]:
         if self.refuse_sends:
             self.refuse_sends -= 1
             raise OverloadedError("injected: refused at once")
-        self.producers_seen.add(mark.producer_id)
         future: Future[range] = Future()
-        self.arrivals.append((tuple(payloads), mark, future))
+        self.arrivals.append((store, tuple(payloads), mark, future))
         return future
 
     def later(self, delay_s: float, run: Callable[[], None]) -> None:
@@ -104,22 +129,24 @@ class PipelineMachine(RuleBasedStateMachine):
     @rule(records=st.integers(1, 3))
     def put(self, records: int) -> None:
         n = len(self.units)
-        payloads = tuple(f"u{n}.{i}".encode() for i in range(records))
-        self.units.append(payloads)
-        self.futures.append(self.appends.put(payloads, wait=False))
+        self.units.append(tuple(f"u{n}.{i}".encode() for i in range(records)))
+        self.put_unit(n)
 
     @precondition(lambda self: self.arrivals)
     @rule(fault=st.sampled_from(FAULTS))
     def arrive(self, fault: str) -> None:
         """The oldest batch on its way reaches the store (or is refused on the way)."""
-        payloads, mark, future = self.arrivals.popleft()
+        store, payloads, mark, future = self.arrivals.popleft()
         outcome: range | BaseException
-        if fault == "refuse":
+        if fault == "seal":
+            store.sealed = True
+            outcome = store.append(payloads, mark)
+        elif fault == "refuse":
             outcome = OverloadedError("injected: refused before the store saw it")
         elif fault == "final":
             outcome = PayloadTooLargeError("injected: refused for good before the store saw it")
         else:
-            outcome = self.store.append(payloads, mark)
+            outcome = store.append(payloads, mark)
             if fault == "lose_reply":
                 outcome = TimedOutError("injected: the answer was lost")
         self.replies.append((future, outcome))
@@ -145,6 +172,20 @@ class PipelineMachine(RuleBasedStateMachine):
         self.now = max(self.now, at)
         run()
 
+    @precondition(lambda self: self.ended)
+    @rule()
+    def move_to_a_new_log(self) -> None:
+        """The log ended (sealed): what it did not store goes, in order, to a new log, first."""
+        moved = self.appends.take_back()
+        assert moved == sorted(moved), f"units handed back out of order: {moved}"
+        records = set(self.stores[-1].records)
+        for n in moved:
+            assert n not in self.outcomes, f"unit {n} handed back after it was settled"
+            assert self.units[n][0] not in records, f"unit {n} handed back, and stored"
+        self.new_log()
+        for n in moved:
+            self.put_unit(n)
+
     @rule()
     def faults_stop(self) -> None:
         """No more faults: everything put is settled, and the contract holds at the end too."""
@@ -156,9 +197,11 @@ class PipelineMachine(RuleBasedStateMachine):
                 self.reply(0)
             elif self.timers:
                 self.fire_timer()
+            elif self.ended:
+                self.move_to_a_new_log()
             else:
                 break
-        assert all(f.done() for f in self.futures), "a unit is unsettled once the faults stopped"
+        assert len(self.outcomes) == len(self.units), "a unit is unsettled once the faults stopped"
         assert self.appends.held_bytes == 0
         self.check_stored()
 
@@ -169,7 +212,7 @@ class PipelineMachine(RuleBasedStateMachine):
         index = {p: (n, i) for n, unit in enumerate(self.units) for i, p in enumerate(unit)}
         position = 0
         last_unit = -1
-        records = self.store.records
+        records = [r for store in self.stores for r in store.records]
         while position < len(records):
             n, i = index[records[position]]
             assert i == 0, f"unit {n} stored in part: {records[position:position + 3]}"
@@ -178,11 +221,12 @@ class PipelineMachine(RuleBasedStateMachine):
             assert tuple(records[position:position + len(unit)]) == unit, f"unit {n} not stored whole"
             last_unit = n
             position += len(unit)
-        for n, future in enumerate(self.futures):
-            if future.done() and future.exception() is None:
-                lsns = future.result()
-                assert tuple(records[lsn - 1] for lsn in lsns) == self.units[n], \
-                    f"unit {n} said stored at {lsns}, which hold something else"
+        for n, outcome in self.outcomes.items():
+            if isinstance(outcome, range):
+                stored = [store.records for store in self.stores if self.units[n][0] in store.records]
+                assert len(stored) == 1, f"unit {n} said stored, and is stored in {len(stored)} logs"
+                assert tuple(stored[0][lsn - 1] for lsn in outcome) == self.units[n], \
+                    f"unit {n} said stored at {outcome}, which hold something else"
 
     def teardown(self) -> None:
         self.appends.close()

@@ -42,6 +42,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from seaway._errors import BufferFullError, ClosedError, InternalError, InvalidArgumentError, SeawayError, TimedOutError
+from seaway._invariant import invariant
 from seaway._values import ProducerMark
 
 
@@ -112,6 +113,7 @@ class _Unit:
     payloads: Sequence[bytes]
     size: int
     settle: Settle
+    tag: object = None
 
 
 @dataclass(slots=True, eq=False)
@@ -128,6 +130,10 @@ class _Batch:
     """Not sent: when it may go out again."""
     error: BaseException | None = None
     """Its last retriable failure."""
+    handed_back: bool = False
+    """Refused with an error the owner takes back (see ``hand_back``): not sent again."""
+    abandoned: bool = False
+    """Settled by :meth:`OrderedAppends.close` before its answer came; the answer is ignored."""
 
 
 def _retriable(error: BaseException) -> bool:
@@ -135,14 +141,28 @@ def _retriable(error: BaseException) -> bool:
 
 
 class OrderedAppends:
-    """One producer's appends to one log; see the module docstring. Thread-safe."""
+    """One producer's appends to one log; see the module docstring. Thread-safe.
+
+    ``hand_back``: the errors that say the log takes nothing more (a sealed segment's, for a
+    stream writer that moves its writes to the successors). A batch refused with one is not sent
+    again and its units are not failed: nothing new goes out, the batches waiting to be sent again
+    ahead of and behind it still are (one whose answer was lost may be stored, and the sealed log
+    still answers a retry of what it stored), and once every batch is answered, ``ended`` is called
+    (from the thread of that answer; it must not block). The owner then calls :meth:`take_back` for
+    the units not stored, in order (those put meanwhile too)."""
 
     def __init__(self, send: SendBatch, config: PipelineConfig | None = None, *,
                  new_producer: Callable[[], bytes] = new_producer_id, later: Later | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 hand_back: Callable[[BaseException], bool] | None = None,
+                 ended: Callable[[BaseException], None] | None = None) -> None:
         config = config or PipelineConfig()
         self.config = config
         self._send = send
+        self._hand_back = hand_back
+        self._ended = ended
+        self._ending: BaseException | None = None  # the first error handed back
+        self._ended_told = False
         self._new_producer = new_producer
         self._later = later or _timer
         self._clock = clock
@@ -193,11 +213,12 @@ class OrderedAppends:
         return future
 
     def put_unit(self, payloads: Sequence[bytes], settle: Settle, *, size: int | None = None,
-                 wait: bool = True, send: bool = True) -> None:
+                 wait: bool = True, send: bool = True, tag: object = None) -> None:
         """As :meth:`put`, with ``settle`` told the outcome instead of a future (cheaper for a
         caller that has futures of its own). With ``send=False`` the unit is only queued, to go
         out with the next :meth:`kick` (or answer): a caller that orders its units under a lock
-        of its own queues them under it, and sends outside it."""
+        of its own queues them under it, and sends outside it. ``tag``: given back by
+        :meth:`take_back`."""
         if size is None:
             size = sum(map(len, payloads))
         with self._lock:
@@ -205,7 +226,7 @@ class OrderedAppends:
                 self._wait_room_locked(size, self.config.room_wait_s)
             if self._closed:
                 raise ClosedError("the appends are closed")
-            self._queue.append(_Unit(payloads, size, settle))
+            self._queue.append(_Unit(payloads, size, settle, tag))
             self._held += size
             if self._sending or not send:
                 return  # the sending thread takes it
@@ -248,12 +269,14 @@ class OrderedAppends:
             if self._sent:
                 return []  # the failed go out again once every batch sent after them is answered
             now = self._clock()
-            first = self._in_flight[0]
+            first = next(b for b in self._in_flight if not b.handed_back)
             if first.retry_at > now:
                 self._wake_in(first.retry_at, now)
                 return []
-            due = list(self._in_flight)  # all waiting to be sent again, in order
+            due = [b for b in self._in_flight if not b.handed_back]  # all waiting to be sent again, in order
             self._retrying = 0
+        elif self._ending is not None:
+            return []  # nothing new goes to a log that takes nothing more
         elif self._queue and len(self._in_flight) < self._in_flight_max:
             due = []
             while self._queue and len(self._in_flight) < self._in_flight_max:
@@ -339,7 +362,10 @@ class OrderedAppends:
         """A batch was answered: settle it, schedule its retry, or apply the final-failure rule."""
         settled: list[tuple[_Batch, range | None, BaseException | None]] = []
         failed_units: list[_Unit] = []
+        ended: BaseException | None = None
         with self._lock:
+            if batch.abandoned:
+                return
             batch.sent = False
             current = batch.producer_id == self._producer_id
             if current:
@@ -349,6 +375,11 @@ class OrderedAppends:
             if error is None or not current:
                 self._in_flight.remove(batch)
                 settled.append((batch, lsns, error))
+            elif self._hand_back is not None and self._hand_back(error):
+                batch.handed_back = True
+                batch.error = error
+                if self._ending is None:
+                    self._ending = error
             elif _retriable(error) and batch.attempts < self._retry.attempts_max and not self._closed:
                 batch.error = error
                 batch.retry_at = self._clock() + self._retry.delay_s(batch.attempts)
@@ -360,12 +391,18 @@ class OrderedAppends:
             self._held -= sum(u.size for u in failed_units)
             self._changed.notify_all()
             due = [] if self._sending else self._take()
+            if (self._ending is not None and not self._ended_told and not self._sent and not self._stale
+                    and not self._retrying):
+                self._ended_told = True
+                ended = self._ending
         if due:
             self._send_all(due)
         for done, done_lsns, done_error in settled:
             self._settle(done, done_lsns, done_error)
         for unit in failed_units:
             unit.settle(None, error)
+        if ended is not None and self._ended is not None:
+            self._ended(ended)
 
     def _fail_producer(self, batch: _Batch, error: BaseException,
                        settled: list[tuple[_Batch, range | None, BaseException | None]]) -> list[_Unit]:
@@ -380,14 +417,16 @@ class OrderedAppends:
                 self._sent -= 1
                 self._stale += 1
                 kept.append(other)
-            else:  # waiting to be sent again: never will be
-                self._retrying -= 1
+            else:  # waiting to be sent again (or handed back): never will be
+                if not other.handed_back:
+                    self._retrying -= 1
                 settled.append((other, None, (other.error or error) if ahead else error))
         self._in_flight = kept
         failed_units = list(self._queue)
         self._queue.clear()
         self._producer_id = self._new_producer()
         self._next_sequence = 0
+        self._ending = None  # what was handed back failed: the new producer starts afresh
         return failed_units
 
     @staticmethod
@@ -415,10 +454,11 @@ class OrderedAppends:
         with self._lock:
             return self._changed.wait_for(lambda: not self._queue and not self._in_flight, timeout_s)
 
-    def close(self) -> None:
+    def close(self, abandon: BaseException | None = None) -> None:
         """Take no more units. Those not yet sent fail with :class:`ClosedError`, and those waiting to
         be sent again with their last error (it may say they are stored); those in flight end as
-        the store answers them. Idempotent."""
+        the store answers them, or, with ``abandon``, fail with it now (their answers are ignored).
+        Idempotent."""
         with self._lock:
             self._closed = True
             waiting = list(self._queue)
@@ -426,10 +466,31 @@ class OrderedAppends:
             retrying = [b for b in self._in_flight if not b.sent]
             self._in_flight = [b for b in self._in_flight if b.sent]
             self._retrying = 0
-            self._held -= sum(u.size for u in waiting) + sum(b.size for b in retrying)
+            abandoned: list[_Batch] = []
+            if abandon is not None:
+                abandoned, self._in_flight = self._in_flight, []
+                self._sent = self._stale = 0
+                for batch in abandoned:
+                    batch.abandoned = True
+            self._held -= sum(u.size for u in waiting) + sum(b.size for b in retrying + abandoned)
             self._changed.notify_all()
         closed = ClosedError("the appends were closed before this one was sent")
         for unit in waiting:
             unit.settle(None, closed)
         for batch in retrying:
             self._settle(batch, None, batch.error or closed)
+        for batch in abandoned:
+            self._settle(batch, None, abandon)
+
+    def take_back(self) -> list[object]:
+        """Once ``ended`` was called: the tags of the units not stored, in the order they were put,
+        which the owner moves elsewhere; the appends take no more units."""
+        with self._lock:
+            invariant(self._ended_told, "take_back before the appends ended")
+            units = [u for b in self._in_flight for u in b.units] + list(self._queue)
+            self._in_flight = []
+            self._queue.clear()
+            self._held = 0
+            self._closed = True
+            self._changed.notify_all()
+        return [u.tag for u in units]
