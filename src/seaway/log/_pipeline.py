@@ -149,17 +149,23 @@ class OrderedAppends:
     ahead of and behind it still are (one whose answer was lost may be stored, and the sealed log
     still answers a retry of what it stored), and once every batch is answered, ``ended`` is called
     (from the thread of that answer; it must not block). The owner then calls :meth:`take_back` for
-    the units not stored, in order (those put meanwhile too)."""
+    the units not stored, in order (those put meanwhile too).
+
+    ``dispatch``: where answers are handled (and what they make due is sent): by default in the
+    thread that answers (the store's, a transport's); an owner whose ``send`` may block (on a
+    bound that only that thread frees) passes its own thread's queue."""
 
     def __init__(self, send: SendBatch, config: PipelineConfig | None = None, *,
                  new_producer: Callable[[], bytes] = new_producer_id, later: Later | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  hand_back: Callable[[BaseException], bool] | None = None,
-                 ended: Callable[[BaseException], None] | None = None) -> None:
+                 ended: Callable[[BaseException], None] | None = None,
+                 dispatch: Callable[[Callable[[], None]], None] | None = None) -> None:
         config = config or PipelineConfig()
         self.config = config
         self._send = send
         self._hand_back = hand_back
+        self._dispatch = dispatch
         self._ended = ended
         self._ending: BaseException | None = None  # the first error handed back
         self._ended_told = False
@@ -338,7 +344,12 @@ class OrderedAppends:
                                 self._retrying += 1
                     self._answered(batch, None, exc)
                     break
-                future.add_done_callback(lambda f, batch=batch: self._on_done(batch, f))  # type: ignore[misc]
+                if self._dispatch is None:
+                    future.add_done_callback(lambda f, batch=batch: self._on_done(batch, f))  # type: ignore[misc]
+                else:
+                    dispatch = self._dispatch
+                    future.add_done_callback(
+                        lambda f, batch=batch, dispatch=dispatch: dispatch(lambda: self._on_done(batch, f)))  # type: ignore[misc]
             with self._lock:
                 due = self._take_sending()
                 if not due:
