@@ -9,7 +9,15 @@ from concurrent.futures import Future
 
 import pytest
 
-from seaway import BufferFullError, ClosedError, OverloadedError, SequenceGapError, StorageError
+from seaway import (
+    BufferFullError,
+    ClosedError,
+    LogSealedError,
+    OverloadedError,
+    SequenceGapError,
+    StorageError,
+    TimedOutError,
+)
 from seaway.log import OrderedAppends, PipelineConfig, ProducerMark, RetryPolicy
 
 
@@ -20,10 +28,10 @@ class _Sent:
         self.batches: list[tuple[list[bytes], ProducerMark, Future[range]]] = []
         self.changed = threading.Condition()
 
-    def __call__(self, payloads: Sequence[bytes], mark: ProducerMark) -> Future[range]:
+    def __call__(self, payloads: Sequence[bytes], mark: ProducerMark, if_tail: int | None) -> Future[range]:
         future: Future[range] = Future()
         with self.changed:
-            self.batches.append((list(payloads), mark, future))
+            self.batches.append((list(payloads) + ([] if if_tail is None else [b"if_tail=%d" % if_tail]), mark, future))
             self.changed.notify_all()
         return future
 
@@ -73,7 +81,7 @@ def test_a_new_producer_goes_on_from_0_only_once_the_old_ones_batches_are_answer
     later = appends.put([b"c"])
     assert len(sent.batches) == 2, "nothing of the new producer goes out before the old one's answers"
     sent.batches[1][2].set_exception(SequenceGapError("before 0"))
-    with pytest.raises(SequenceGapError):  # its own answer: not stored
+    with pytest.raises(StorageError):  # refused for the failed batch's sake: that batch's error
         behind.result(0)
     assert [(p, m) for p, m, _ in sent.batches[2:]] == [([b"c"], ProducerMark(b"p2", 0))]
     sent.batches[2][2].set_result(range(1, 2))
@@ -96,3 +104,26 @@ def test_close_fails_what_was_not_sent_and_what_waits_to_be_sent_again_with_its_
         appends.put([b"late"])
     assert appends.held_bytes == 0 and len(sent.batches) == 1
     appends.flush(0)
+
+
+def test_a_batch_waiting_to_be_sent_again_ahead_of_one_that_fails_for_good_fails_with_its_own_error() -> None:
+    """Found by the fault suite (stream writers under scaling through a server, seed 2): batch 0's
+    answer was lost (it may be stored) and batch 1 of the same producer was refused for good because
+    the log was sealed. Batch 0 failed with LogSealedError, which says "not stored": the stream
+    writer sent it to the next segment, and it was stored twice. It fails with its own error; the
+    unit waiting behind fails with the final one, and so does the one in flight once the store
+    refuses it (as it must, for the failed batch's sake)."""
+    sent = _Sent()
+    retries: list[Callable[[], None]] = []
+    appends = OrderedAppends(sent, PipelineConfig(batches_in_flight_max=3, retry=RetryPolicy(attempts_max=3)),
+                             later=lambda _delay, run: retries.append(run))
+    ahead, sealed, in_flight, waiting = (appends.put([p]) for p in (b"a", b"b", b"c", b"d"))
+    sent.batches[0][2].set_exception(TimedOutError("the answer was lost"))
+    sent.batches[1][2].set_exception(LogSealedError("log 1 is sealed"))
+    assert isinstance(ahead.exception(0), TimedOutError), "a batch that may be stored was said not to be"
+    assert isinstance(sealed.exception(0), LogSealedError)
+    assert isinstance(waiting.exception(0), LogSealedError)  # never sent: it cannot overtake a retry
+    assert not in_flight.done()
+    sent.batches[2][2].set_exception(SequenceGapError("batch 2 before 1"))
+    assert isinstance(in_flight.exception(0), LogSealedError)
+    assert len(sent.batches) == 3, "nothing is sent again behind the caller's back"

@@ -92,7 +92,7 @@ class PipelineMachine(RuleBasedStateMachine):
         self.stores.append(store)
         self.ended = False
 
-        def send(payloads: Sequence[bytes], mark: ProducerMark) -> Future[range]:
+        def send(payloads: Sequence[bytes], mark: ProducerMark, _if_tail: int | None) -> Future[range]:
             return self.send(store, payloads, mark)
 
         def ended(_error: BaseException) -> None:

@@ -68,7 +68,7 @@ from seaway.log._meta import (
     check_meta_key,
     scan_bounds,
 )
-from seaway.log._pipeline import OrderedAppends, PipelineConfig, RetryPolicy, new_producer_id
+from seaway.log._pipeline import OrderedAppends, PipelineConfig, RetryPolicy, SendBatch, new_producer_id
 from seaway.log._protocol import (
     AppendAcked,
     AppendFailed,
@@ -200,6 +200,7 @@ __all__ = [
     "SealMsg",
     "SealReply",
     "SegmentLog",
+    "SendBatch",
     "Sequencer",
     "SequencerConfig",
     "SequencerState",

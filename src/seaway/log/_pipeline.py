@@ -20,9 +20,10 @@ Kafka's): the store takes a producer's batch only if its sequence number is the 
   (waiting to be sent, or to be sent again); the batches ahead of it waiting to be sent again fail
   with their own error (one whose answer was lost may be stored: a later batch's error such as
   :class:`LogSealedError` would wrongly say it was not). Batches still in flight end as the store
-  answers them. The producer id is then replaced and numbering restarts at 0 (the old id's next
-  batch would wait for ever for the failed one), but only once every batch of the old id is
-  answered, so that nothing of the new id overtakes them;
+  answers them (stored; or, behind the failed batch, refused for its sake with
+  :class:`SequenceGapError`: then with its error). The producer id is then replaced and
+  numbering restarts at 0 (the old id's next batch would wait for ever for the failed one), but
+  only once every batch of the old id is answered, so that nothing of the new id overtakes them;
 - a bound on the bytes it holds (waiting and in flight): :meth:`put` blocks for room, then raises
   :class:`BufferFullError`;
 - :meth:`flush` (wait until everything put is settled) and :meth:`close`.
@@ -41,7 +42,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from seaway._errors import BufferFullError, ClosedError, InternalError, InvalidArgumentError, SeawayError, TimedOutError
+from seaway._errors import (
+    BufferFullError,
+    ClosedError,
+    InternalError,
+    InvalidArgumentError,
+    SeawayError,
+    SequenceGapError,
+    SequenceOrderError,
+    TimedOutError,
+)
 from seaway._invariant import invariant
 from seaway._values import ProducerMark
 
@@ -88,8 +98,9 @@ class PipelineConfig:
             raise InvalidArgumentError(f"room_wait_s must be >= 0, got {self.room_wait_s!r}")
 
 
-SendBatch = Callable[[Sequence[bytes], ProducerMark], "Future[range]"]
-"""Sends one batch with its producer mark; the future gives its LSNs, or the error."""
+SendBatch = Callable[[Sequence[bytes], ProducerMark, "int | None"], "Future[range]"]
+"""Sends one batch with its producer mark and tail condition (``if_tail``: stored only if the log's
+tail is that LSN; None: none); the future gives its LSNs, or the error."""
 Settle = Callable[[range | None, BaseException | None], None]
 """Told a unit's outcome once: its LSNs, or the error."""
 Later = Callable[[float, Callable[[], None]], object]
@@ -114,6 +125,7 @@ class _Unit:
     size: int
     settle: Settle
     tag: object = None
+    if_tail: int | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -123,6 +135,7 @@ class _Batch:
     size: int
     producer_id: bytes
     sequence: int
+    if_tail: int | None = None
     attempts: int = 0
     sent: bool = False
     """Sent and not yet answered."""
@@ -132,6 +145,9 @@ class _Batch:
     """Its last retriable failure."""
     handed_back: bool = False
     """Refused with an error the owner takes back (see ``hand_back``): not sent again."""
+    doomed: BaseException | None = None
+    """In flight behind a batch that failed for good: the store refuses it for that batch's sake
+    (``SequenceGapError``), so that batch's error is its own."""
     abandoned: bool = False
     """Settled by :meth:`OrderedAppends.close` before its answer came; the answer is ignored."""
 
@@ -199,13 +215,20 @@ class OrderedAppends:
         return self._producer_id
 
     @property
+    def idle(self) -> bool:
+        """Nothing put is unsettled (nothing waits, nothing is in flight)."""
+        return not self._queue and not self._in_flight
+
+    @property
     def held_bytes(self) -> int:
         """Payload bytes put and not yet settled."""
         return self._held
 
-    def put(self, payloads: Sequence[bytes], *, wait: bool = True) -> Future[range]:
+    def put(self, payloads: Sequence[bytes], *, wait: bool = True, if_tail: int | None = None) -> Future[range]:
         """Queue one unit, stored whole or not at all; the future gives its LSNs. With ``wait``,
-        blocks while the bytes held are at their bound (see :meth:`wait_room`)."""
+        blocks while the bytes held are at their bound (see :meth:`wait_room`). With ``if_tail``,
+        stored only if the log's tail is then that LSN (a conditional append): such a unit goes
+        alone, never joined with others."""
         future: Future[range] = Future()
         future.set_running_or_notify_cancel()  # an append on its way cannot be called back
 
@@ -215,11 +238,11 @@ class OrderedAppends:
             else:
                 future.set_exception(error)
 
-        self.put_unit(payloads, settle, wait=wait)
+        self.put_unit(payloads, settle, wait=wait, if_tail=if_tail)
         return future
 
     def put_unit(self, payloads: Sequence[bytes], settle: Settle, *, size: int | None = None,
-                 wait: bool = True, send: bool = True, tag: object = None) -> None:
+                 wait: bool = True, send: bool = True, tag: object = None, if_tail: int | None = None) -> None:
         """As :meth:`put`, with ``settle`` told the outcome instead of a future (cheaper for a
         caller that has futures of its own). With ``send=False`` the unit is only queued, to go
         out with the next :meth:`kick` (or answer): a caller that orders its units under a lock
@@ -232,7 +255,7 @@ class OrderedAppends:
                 self._wait_room_locked(size, self.config.room_wait_s)
             if self._closed:
                 raise ClosedError("the appends are closed")
-            self._queue.append(_Unit(payloads, size, settle, tag))
+            self._queue.append(_Unit(payloads, size, settle, tag, if_tail))
             self._held += size
             if self._sending or not send:
                 return  # the sending thread takes it
@@ -305,14 +328,15 @@ class OrderedAppends:
         first = queue.popleft()
         units = [first]
         records, size = len(first.payloads), first.size
-        while queue and records + len(queue[0].payloads) <= self._join_records_max \
+        while queue and first.if_tail is None and queue[0].if_tail is None \
+                and records + len(queue[0].payloads) <= self._join_records_max \
                 and size + queue[0].size <= self._join_bytes_max:
             unit = queue.popleft()
             units.append(unit)
             records += len(unit.payloads)
             size += unit.size
         payloads = first.payloads if len(units) == 1 else [p for u in units for p in u.payloads]
-        batch = _Batch(units, payloads, size, self._producer_id, self._next_sequence)
+        batch = _Batch(units, payloads, size, self._producer_id, self._next_sequence, first.if_tail)
         self._next_sequence += 1
         return batch
 
@@ -332,7 +356,7 @@ class OrderedAppends:
         while True:
             for i, batch in enumerate(due):
                 try:
-                    future = self._send(batch.payloads, ProducerMark(batch.producer_id, batch.sequence))
+                    future = self._send(batch.payloads, ProducerMark(batch.producer_id, batch.sequence), batch.if_tail)
                 except Exception as exc:  # refused at once: the rest of this round waits behind it
                     with self._lock:
                         for rest in due[i + 1:]:
@@ -385,6 +409,8 @@ class OrderedAppends:
                 self._stale -= 1
             if error is None or not current:
                 self._in_flight.remove(batch)
+                if batch.doomed is not None and isinstance(error, SequenceGapError | SequenceOrderError):
+                    error = batch.doomed
                 settled.append((batch, lsns, error))
             elif self._hand_back is not None and self._hand_back(error):
                 batch.handed_back = True
@@ -427,6 +453,8 @@ class OrderedAppends:
             elif other.sent:  # answered later, as a replaced producer's
                 self._sent -= 1
                 self._stale += 1
+                if not ahead:
+                    other.doomed = error
                 kept.append(other)
             else:  # waiting to be sent again (or handed back): never will be
                 if not other.handed_back:

@@ -78,7 +78,7 @@ class BatchingWriter:
                 new_producer()
             return producers[0].to_bytes(8, "big")
 
-        def send(payloads: Sequence[bytes], mark: ProducerMark) -> Future[range]:
+        def send(payloads: Sequence[bytes], mark: ProducerMark, _if_tail: int | None) -> Future[range]:
             return append_batch(cast(list[bytes], payloads), mark.sequence)  # the writer's lists, joined or not
 
         self._appends = OrderedAppends(send, PipelineConfig(

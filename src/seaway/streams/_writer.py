@@ -445,7 +445,7 @@ class EventWriter:
     def _new_queue(self, segment: Segment, log: SegmentLog) -> _Queue:
         config = self.config
 
-        def send(payloads: Sequence[bytes], mark: ProducerMark) -> Future[range]:
+        def send(payloads: Sequence[bytes], mark: ProducerMark, _if_tail: int | None) -> Future[range]:
             return log.append_batch_async(payloads, producer_id=mark.producer_id, sequence=mark.sequence)
 
         def new_producer() -> bytes:
