@@ -1,8 +1,10 @@
 """The remote client: the embedded API (``sw.logs``, ``Log``, ``Reader``) over the gRPC protocol.
 
 Calls that are safe to repeat (reads of state, trims) are retried on transport failures with the
-client's :class:`RetryPolicy`. Appends are retried too: each batch carries the client's producer id
-and a sequence number, so the server stores a batch sent twice once (see ``_append.py``).
+client's :class:`RetryPolicy`. Appends are retried too, in order: each log's plain appends go
+through an ordered append pipeline of this connection (:class:`~seaway.log.OrderedAppends`), each
+batch with its producer id and a sequence number, so the server stores a batch sent twice once
+(docs/ordering.md); ``_append.py`` packs the batches of every log into calls.
 """
 
 from __future__ import annotations
