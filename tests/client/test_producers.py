@@ -1,41 +1,72 @@
-"""The client's per-log producers: consecutive sequence numbers, a new id after a failure, and a
-bounded memory that never forgets a log with a batch in flight nor reuses an id from 0."""
+"""The client's per-log producers (each an ordered append pipeline): consecutive sequence numbers
+per log, a new id after a failure, and a bounded memory that never forgets a log with a batch in
+flight nor reuses an id from 0."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 
-from seaway.client._producers import ProducerSequences
+from seaway import StorageError
+from seaway.client._producers import LogProducers
+from seaway.log import OrderedAppends, PipelineConfig, RetryPolicy
 from seaway.logsdb import ProducerMark
 
 
-def _ids() -> ProducerSequences:
+class _Sends:
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, ProducerMark, Future[range]]] = []
+
+    def make(self, log_id: int, new_id: Callable[[], bytes]) -> OrderedAppends:
+        def send(payloads: Sequence[bytes], mark: ProducerMark, _if_tail: int | None) -> Future[range]:
+            future: Future[range] = Future()
+            self.sent.append((log_id, mark, future))
+            return future
+
+        return OrderedAppends(send, PipelineConfig(retry=RetryPolicy(attempts_max=1)), new_producer=new_id)
+
+    def marks(self) -> list[tuple[int, ProducerMark]]:
+        return [(log_id, mark) for log_id, mark, _ in self.sent]
+
+    def answer_all(self) -> None:
+        for _, _, future in self.sent:
+            if not future.done():
+                future.set_result(range(1, 2))
+
+
+def _producers(sends: _Sends) -> LogProducers:
     counter = itertools.count()
-    return ProducerSequences(logs_max=3, new_id=lambda: b"p%d" % next(counter))
+    return LogProducers(sends.make, logs_max=3, new_id=lambda: b"p%d" % next(counter))
 
 
-def test_each_log_has_its_own_producer_with_consecutive_sequences() -> None:
-    producers = _ids()
-    assert [producers.take(1), producers.take(1), producers.take(2)] == [
-        ProducerMark(b"p0", 0), ProducerMark(b"p0", 1), ProducerMark(b"p1", 0)]
-    producers.failed(1, ProducerMark(b"p0", 0))
-    assert producers.take(1) == ProducerMark(b"p2", 0)
-    producers.failed(1, ProducerMark(b"p0", 1))  # an old producer's failure changes nothing now
-    assert producers.take(1) == ProducerMark(b"p2", 1)
+def test_each_log_has_its_own_producer_with_consecutive_sequences_and_a_new_one_after_a_failure() -> None:
+    sends = _Sends()
+    producers = _producers(sends)
+    for log_id in (1, 1, 2):
+        producers.get(log_id).put([b"x"])
+    assert sends.marks() == [(1, ProducerMark(b"p0", 0)), (1, ProducerMark(b"p0", 1)), (2, ProducerMark(b"p1", 0))]
+    sends.sent[0][2].set_exception(StorageError("final"))  # log 1's batch 0 failed for good
+    sends.sent[1][2].set_result(range(1, 2))
+    producers.get(1).put([b"y"])
+    assert sends.marks()[3] == (1, ProducerMark(b"p2", 0))
 
 
 def test_the_least_recently_used_idle_log_is_forgotten_beyond_the_bound() -> None:
-    producers = _ids()
-    busy = producers.take(1)  # in flight
-    for log_id in (2, 3):
-        producers.answered(log_id, producers.take(log_id))
-    producers.answered(2, producers.take(2))  # 3 is now the least recently used idle log
-    producers.take(4)
+    sends = _Sends()
+    producers = _producers(sends)
+    busy = producers.get(1).put([b"x"])  # in flight
+    for log_id in (2, 3, 2):
+        producers.get(log_id).put([b"x"])
+        sends.sent[-1][2].set_result(range(1, 2))
+    producers.get(4).put([b"x"])  # 3 is the least recently used idle log; 4's batch stays in flight
     assert len(producers) == 3 and 3 not in producers and 1 in producers
-    assert producers.take(3) == ProducerMark(b"p4", 0)  # a new id, never p2 from 0 again
+    producers.get(3).put([b"x"])
+    assert sends.marks()[-1] == (3, ProducerMark(b"p4", 0))  # a new id, never p2 from 0 again
     assert 2 not in producers and len(producers) == 3
-    producers.take(5)  # every log left has a batch in flight: the bound gives rather than the order
+    producers.get(5)  # every log left has a batch in flight: the bound gives rather than the order
     assert len(producers) == 4 and 1 in producers
-    producers.answered(1, busy)
+    sends.answer_all()
+    assert busy.result(1) == range(1, 2)
     producers.forget(5)
     assert 5 not in producers

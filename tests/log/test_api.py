@@ -331,22 +331,47 @@ def _failing_like_a_store(log: seaway.Log, failures: int) -> object:
     return append
 
 
-@pytest.mark.parametrize("ordered", [True, False])
-def test_batching_writer_retries_and_ordered_mode_keeps_order(sw: seaway.Seaway, ordered: bool) -> None:
+def test_batching_writer_retries_keep_order(sw: seaway.Seaway) -> None:
     log = sw.logs.create("l")
-    append = _failing_like_a_store(log, 2) if ordered else _flaky(log, {b"first": 2})
-    writer = BatchingWriter(append, flush_records_max=1, flush_interval_s=10,  # type: ignore[arg-type]
-                            ordered=ordered, retry=RetryPolicy(attempts_max=5, backoff_s=0.05),
-                            in_flight_batches_max=4)
+    writer = BatchingWriter(_failing_like_a_store(log, 2), flush_records_max=1, flush_interval_s=10,  # type: ignore[arg-type]
+                            retry=RetryPolicy(attempts_max=5, backoff_s=0.05), in_flight_batches_max=4)
     futures = [writer.write(p) for p in (b"first", b"second", b"third")]
     writer.close()
     assert all(f.result(10) for f in futures)
-    stored = records(list(log.read()))
-    assert sorted(stored) == sorted([b"first", b"second", b"third"])
-    if ordered:
-        assert stored == [b"first", b"second", b"third"]
-    else:
-        assert stored[0] == b"second"  # the retried batch landed after later ones
+    assert records(list(log.read())) == [b"first", b"second", b"third"]
+
+
+def test_batching_writer_fails_the_batches_waiting_behind_one_that_failed_for_good(sw: seaway.Seaway) -> None:
+    """The contract (docs/ordering.md): stored in the order written, or the later ones fail. A
+    batch waiting behind one that failed for good must not be stored after it was given up (the
+    caller's own retry of the failed one would land after it)."""
+    log = sw.logs.create("l")
+    gate = threading.Event()
+    sent: list[bytes] = []
+
+    def append(payloads: list[bytes], sequence: int) -> Future[range]:
+        sent.append(payloads[0])
+        if payloads[0] == b"doomed":
+            failed: Future[range] = Future()
+            threading.Thread(target=lambda: (gate.wait(10), failed.set_exception(StorageError("final"))),
+                             daemon=True).start()
+            return failed
+        return log.append_batch_async(payloads)
+
+    writer = BatchingWriter(append, flush_records_max=1, flush_interval_s=10, in_flight_batches_max=1,
+                            retry=RetryPolicy(attempts_max=1))
+    doomed = writer.write(b"doomed")
+    behind = writer.write(b"behind")  # waits: one batch in flight at most
+    gate.set()
+    with pytest.raises(StorageError):
+        doomed.result(10)
+    with pytest.raises(StorageError):
+        behind.result(10)
+    after = writer.write(b"after")  # written once the failure is known: a new producer, stored
+    writer.close()
+    assert after.result(10) > 0
+    assert records(list(log.read())) == [b"after"]
+    assert b"behind" not in sent
 
 
 def test_batching_writer_gives_up_after_the_policy(sw: seaway.Seaway) -> None:
@@ -355,10 +380,13 @@ def test_batching_writer_gives_up_after_the_policy(sw: seaway.Seaway) -> None:
     writer = BatchingWriter(_flaky(log, {b"doomed": 99}), flush_records_max=1, flush_interval_s=10,  # type: ignore[arg-type]
                             retry=RetryPolicy(attempts_max=2, backoff_s=0.01))
     doomed = writer.write(b"doomed")
-    fine = writer.write(b"fine")
-    writer.close()
+    behind = writer.write(b"behind")
     with pytest.raises(StorageError):
         doomed.result(10)
+    with pytest.raises(StorageError):  # behind it, not in flight: fails with it (docs/ordering.md)
+        behind.result(10)
+    fine = writer.write(b"fine")
+    writer.close()
     assert fine.result(10) > 0
     assert records(list(log.read())) == [b"fine"]
 
@@ -535,8 +563,7 @@ def test_batching_writer_raises_seaway_errors_when_full_or_late() -> None:
         writer.write(b"late")
 
 
-@pytest.mark.parametrize("ordered", [True, False])
-def test_batching_writer_keeps_several_batches_in_flight_and_joins_those_that_waited(ordered: bool) -> None:
+def test_batching_writer_keeps_several_batches_in_flight_and_joins_those_that_waited() -> None:
     sent: list[tuple[list[bytes], Future[range]]] = []
     changed = threading.Condition()
 
@@ -546,12 +573,11 @@ def test_batching_writer_keeps_several_batches_in_flight_and_joins_those_that_wa
             changed.notify_all()
             return sent[-1][1]
 
-    writer = BatchingWriter(append, flush_records_max=1, flush_interval_s=10, ordered=ordered,
-                            in_flight_batches_max=3)
+    writer = BatchingWriter(append, flush_records_max=1, flush_interval_s=10, in_flight_batches_max=3)
     futures = [writer.write(bytes([i])) for i in range(5)]
     with changed:
         assert changed.wait_for(lambda: len(sent) >= 3, 10)
-        assert len(sent) == 3  # three in flight (ordered too), the rest wait for one to end
+        assert len(sent) == 3  # three in flight, the rest wait for one to end
     for i, (_, future) in enumerate(sent[:3]):
         future.set_result(range(i + 1, i + 2))
     with changed:

@@ -6,16 +6,12 @@ count and a byte bound). A Kafka producer fills its next produce request the sam
 nothing waits; at high rates a call carries several batches, so the per-call work of both ends is
 shared.
 
-Every batch carries a producer id and sequence number, so a batch that failed retriably (alone, or
-with its whole call) is sent again, up to the retry policy, without being stored twice.
-
-Order per log: a log's batches are in at most one call at a time, in the order they were queued
-(with ``calls_max`` > 1, another call may carry other logs meanwhile). While a log's call is in
-flight, or a batch of it waits to be retried, its later batches are held back; a retried batch goes
-out before them. A batch that fails for good with a retriable error fails the log's batches held
-behind it too, unsent, so that none of them is stored before a caller's own retry of it; its
-producer's batches ahead of it in the same call that were to be retried fail too, each with its own
-(retriable) error, which says that it may have been stored.
+This queue only carries batches: each one ends as its call says (its LSNs, or its error; a call
+that fails fails each of its batches). Order and retries are the producer's, in the log layer's
+ordered append pipeline (:class:`~seaway.log.OrderedAppends`, docs/ordering.md): the connection's
+own producer of each log is one, and so are the writers'. What this queue keeps is that a log's
+batches reach the server in the order they were put: a log's batches are in at most one call at a
+time (with ``calls_max`` > 1, another call may carry other logs meanwhile), in the order queued.
 """
 
 from __future__ import annotations
@@ -24,11 +20,11 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from seaway._errors import BufferFullError, ClosedError, InvalidArgumentError, SeawayError, ServerError
-from seaway.log import ProducerMark, RetryPolicy
+from seaway.log import ProducerMark
 from seaway.wire import error_from_msg, seaway_pb2
 
 pb = seaway_pb2
@@ -64,32 +60,20 @@ class _Queued:
     mark: ProducerMark
     size: int
     outer: Future[range]
-    attempt: int
     if_tail: int | None = None
-
-
-def _later(delay_s: float, run: Callable[[], None]) -> None:
-    timer = threading.Timer(delay_s, run)
-    timer.daemon = True
-    timer.start()
 
 
 class AppendQueue:
     """Batches waiting to be sent, per log, and the number of calls carrying others."""
 
-    def __init__(self, call: Callable[[pb.AppendManyRequest], Future[Any]], retry: RetryPolicy,
-                 config: AppendQueueConfig, later: Callable[[float, Callable[[], None]], None] | None = None,
-                 failed: Callable[[int, ProducerMark], None] | None = None) -> None:
+    def __init__(self, call: Callable[[pb.AppendManyRequest], Future[Any]], config: AppendQueueConfig) -> None:
         self._call = call
-        self._failed = failed or (lambda log_id, mark: None)
-        self._retry = retry
-        self._later = later or _later
         self._config = config
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
         self._waiting: dict[int, deque[_Queued]] = {}  # per log, in the order they go out
         self._ready: deque[int] = deque()  # logs with batches waiting and not busy, first come first
-        self._busy: set[int] = set()  # logs in a call in flight, or with a retry scheduled
+        self._busy: set[int] = set()  # logs in a call in flight
         self._waiting_bytes = 0
         self._calls = 0
         self._closed = False
@@ -106,14 +90,11 @@ class AppendQueue:
             # A batch larger than the bound goes alone, once nothing else waits.
             if not self._room.wait_for(lambda: self._closed or not self._waiting_bytes
                                        or self._waiting_bytes + size <= self._config.waiting_bytes_max, timeout_s):
-                # The batch's sequence number will never be sent: its producer's next batch would
-                # wait for it for ever at the store (docs/ordering.md), so the producer ends here.
-                self._failed(log_id, mark)
                 raise BufferFullError(f"{self._waiting_bytes} bytes of appends have waited for the server "
                                       f"for {timeout_s} s (waiting_bytes_max={self._config.waiting_bytes_max})")
             closed = self._closed
             if not closed:
-                self._enqueue(log_id, [_Queued(log_id, payloads, mark, size, outer, 1, if_tail)], front=False)
+                self._enqueue(log_id, _Queued(log_id, payloads, mark, size, outer, if_tail))
                 calls = self._take()
         if closed:
             outer.set_exception(ClosedError("the client is closed"))
@@ -121,18 +102,15 @@ class AppendQueue:
             self._send(batch)
         return outer
 
-    def _enqueue(self, log_id: int, items: list[_Queued], front: bool) -> None:
-        """Under the lock: queue a log's ``items``, after (or before) those waiting."""
+    def _enqueue(self, log_id: int, item: _Queued) -> None:
+        """Under the lock: queue a log's ``item``, after those waiting."""
         queue = self._waiting.get(log_id)
         if queue is None:
             queue = self._waiting[log_id] = deque()
             if log_id not in self._busy:
                 self._ready.append(log_id)
-        if front:
-            queue.extendleft(reversed(items))
-        else:
-            queue.extend(items)
-        self._waiting_bytes += sum(item.size for item in items)
+        queue.append(item)
+        self._waiting_bytes += item.size
 
     def _take(self) -> list[list[_Queued]]:
         """The calls to start now (under the lock): as many as free call slots allow, each filled
@@ -189,99 +167,22 @@ class AppendQueue:
         return [error or ServerError("the call failed without an error")] * len(batch)
 
     def _finished(self, batch: list[_Queued], error: BaseException | None, call: Future[Any] | None) -> None:
-        """A call ended. Per log, in order: the stored are answered, the retriable are retried (the
-        log stays busy until then), and one that fails for good fails its producer's batches
-        behind it, in the call and waiting (see the module docstring): the store would refuse them
-        anyway, since it takes a producer's batches only in order."""
+        """A call ended: each batch gets its outcome, its logs may go in the next call."""
         outcomes = self._outcomes(batch, error, call)
-        settle: list[tuple[_Queued, range | BaseException]] = []
-        retries: dict[int, list[_Queued]] = {}
-        doomed: dict[tuple[int, bytes], BaseException] = {}  # producer -> the error its later batches fail with
-        own: dict[int, BaseException] = {}  # id of a batch to retry -> its own error, should it fail now
-        ended: set[tuple[int, bytes]] = set()  # producers with a batch failed for good
         with self._lock:
             self._calls -= 1
-            for item, outcome in zip(batch, outcomes, strict=True):
-                producer = (item.log_id, item.mark.producer_id)
-                if isinstance(outcome, range):
-                    settle.append((item, outcome))
-                elif producer in doomed:
-                    settle.append((item, doomed[producer]))
-                elif (isinstance(outcome, SeawayError) and outcome.retriable and not self._closed
-                      and item.attempt < self._retry.attempts_max):
-                    again = replace(item, attempt=item.attempt + 1)
-                    own[id(again)] = outcome
-                    retries.setdefault(item.log_id, []).append(again)
-                else:
-                    settle.append((item, outcome))
-                    ended.add(producer)
-                    if not isinstance(outcome, InvalidArgumentError):
-                        # Failed for good and not stored: the producer's batches behind it cannot be
-                        # stored before it. (A batch refused as a mistake, say a sequence reused for
-                        # a batch of another size, leaves them: a true retry of the stored batch may
-                        # follow.)
-                        doomed[producer] = outcome
-                    # The producer's batches ahead of it that were to be retried fail too (the caller's
-                    # own retry must not be overtaken by them), each with its own error: the later
-                    # batch's (LogSealedError, say) would tell of one whose reply was lost that it
-                    # was not stored.
-                    log_retries = retries.get(item.log_id, [])
-                    settle.extend((ahead, own[id(ahead)]) for ahead in log_retries
-                                  if ahead.mark.producer_id == item.mark.producer_id)
-                    if log_retries:
-                        retries[item.log_id] = [b for b in log_retries if b.mark.producer_id != item.mark.producer_id]
-                        if not retries[item.log_id]:
-                            del retries[item.log_id]
-            for (log_id, producer_id), failure in doomed.items():
-                queue = self._waiting.get(log_id)
-                if queue:
-                    behind = [item for item in queue if item.mark.producer_id == producer_id]
-                    if behind:
-                        kept = deque(item for item in queue if item.mark.producer_id != producer_id)
-                        if kept:
-                            self._waiting[log_id] = kept
-                        else:
-                            del self._waiting[log_id]
-                            self._ready = deque(i for i in self._ready if i != log_id)
-                        self._waiting_bytes -= sum(item.size for item in behind)
-                        settle.extend((item, failure) for item in behind)
-                        self._room.notify_all()
             for log_id in {item.log_id for item in batch}:
-                if log_id not in retries:
-                    self._busy.discard(log_id)
-                    if log_id in self._waiting:
-                        self._ready.append(log_id)
+                self._busy.discard(log_id)
+                if log_id in self._waiting:
+                    self._ready.append(log_id)
             calls = self._take()
         for send in calls:
             self._send(send)
-        for log_id, items in retries.items():
-            delay_s = self._retry.delay_s(max(item.attempt for item in items) - 1)
-            self._later(delay_s, lambda log_id=log_id, items=items: self._retry_now(log_id, items))  # type: ignore[misc]
-        for log_id, producer_id in ended:
-            self._failed(log_id, ProducerMark(producer_id, 0))
-        for item, outcome in settle:
+        for item, outcome in zip(batch, outcomes, strict=True):
             if isinstance(outcome, range):
                 item.outer.set_result(outcome)
             else:
                 item.outer.set_exception(outcome)
-
-    def _retry_now(self, log_id: int, items: list[_Queued]) -> None:
-        """The log's retried batches go out first, then those that waited behind them."""
-        calls: list[list[_Queued]] = []
-        with self._lock:
-            closed = self._closed
-            self._busy.discard(log_id)
-            if not closed:
-                self._ready = deque(i for i in self._ready if i != log_id)  # rare: a retry, once per call
-                self._enqueue(log_id, items, front=True)
-                if log_id not in self._ready:
-                    self._ready.append(log_id)
-                calls = self._take()
-        for send in calls:
-            self._send(send)
-        if closed:
-            for item in items:
-                item.outer.set_exception(ClosedError("the client closed before the batch was sent again"))
 
     def close(self) -> None:
         """Fail the batches still waiting; calls in flight fail on their own as the channel closes."""

@@ -1,8 +1,10 @@
 """The remote client: the embedded API (``sw.logs``, ``Log``, ``Reader``) over the gRPC protocol.
 
 Calls that are safe to repeat (reads of state, trims) are retried on transport failures with the
-client's :class:`RetryPolicy`. Appends are retried too: each batch carries the client's producer id
-and a sequence number, so the server stores a batch sent twice once (see ``_append.py``).
+client's :class:`RetryPolicy`. Appends are retried too, in order: each log's plain appends go
+through an ordered append pipeline of this connection (:class:`~seaway.log.OrderedAppends`), each
+batch with its producer id and a sequence number, so the server stores a batch sent twice once
+(docs/ordering.md); ``_append.py`` packs the batches of every log into calls.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from seaway._errors import (
     UnknownTransactionError,
 )
 from seaway.client._append import AppendQueue, AppendQueueConfig
-from seaway.client._producers import ProducerSequences
+from seaway.client._producers import LogProducers
 from seaway.client._reader import RemoteReader, translate
 from seaway.ledger import Change, LedgerEntry, encode_change
 from seaway.log import (
@@ -53,7 +55,9 @@ from seaway.log import (
     LogInfo,
     MetaApi,
     MetaBatch,
+    OrderedAppends,
     PartitionInfo,
+    PipelineConfig,
     ProducerMark,
     ReadItem,
     RetryPolicy,
@@ -114,11 +118,15 @@ class RemoteSeaway:
         self._timeout_s = timeout_s
         self._retry = retry or RetryPolicy()
         self._closed = False
-        self._appends = AppendQueue(lambda request: self._call_async("AppendMany", request), self._retry,
-                                    appends or AppendQueueConfig(), failed=self._producer_failed)
+        self._appends = AppendQueue(lambda request: self._call_async("AppendMany", request),
+                                    appends or AppendQueueConfig())
+        coalesce = coalesce or CoalesceConfig()
         self._coalescers = Coalescers(coalesce)
-        # Per log: the producer id of this connection's plain appends and its next sequence.
-        self._producers = ProducerSequences()
+        # Per log: the ordered append pipeline of this connection's plain appends (its own producer).
+        self._producers = LogProducers(lambda log_id, new_id: OrderedAppends(
+            lambda payloads, mark, if_tail: self._appends.put(log_id, payloads, mark, self._timeout_s, if_tail),
+            PipelineConfig(batches_in_flight_max=coalesce.batches_in_flight_max, retry=self._retry),
+            new_producer=new_id))
         self.logs = RemoteLogs(self)
         self.meta = RemoteMetadataStore(self)
         self.ledger = RemoteLedger(self)
@@ -134,11 +142,6 @@ class RemoteSeaway:
         """Begin a transaction on the server's manager (``with sw.transaction() as tx:`` commits on
         exit, aborts on an exception); as :meth:`seaway.Seaway.transaction`."""
         return self.txn.begin(timeout_s)
-
-    def _producer_failed(self, log_id: int, mark: ProducerMark) -> None:
-        """A batch of ``mark``'s producer failed for good: this connection's plain appends to the
-        log go on under a new producer id (batches of a caller's own producer id are its own)."""
-        self._producers.failed(log_id, mark)
 
     # --- calls ----------------------------------------------------------------------------------
 
@@ -211,6 +214,7 @@ class RemoteSeaway:
         if not self._closed:
             self._closed = True
             self._coalescers.close(drain_s=0)
+            self._producers.close()
             self._appends.close()
             self._channel.close()
 
@@ -234,29 +238,23 @@ class RemoteLog(LogHandle):
         self._client = logs._client
 
     def _make_appends(self) -> AppendCoalescer:
-        """Batches go out as idempotent appends: this client's producer id and its next sequence
-        number for the log, unless the caller gave a mark. So a retriable failure is retried, up to
-        the client's retry policy, without storing the batch twice; batches queued while the
+        """Batches go out as idempotent appends through the log's ordered append pipeline of this
+        connection (its producer id, the next sequence number), unless the caller gave a mark (then
+        they are the caller's, sent once). So a retriable failure is retried in order, up to the
+        client's retry policy, without storing the batch twice; batches queued while the
         client's earlier calls are in flight go together in its next call (see
         :class:`~seaway.client.AppendQueueConfig`)."""
         client, log_id = self._client, self.id
 
         def send(payloads: tuple[bytes, ...], mark: ProducerMark | None, if_tail: int | None) -> Future[range]:
-            if mark is not None:  # the caller's own producer
+            if mark is not None:  # the caller's own producer: its order and retries are the caller's
                 return client._appends.put(log_id, payloads, mark, client._timeout_s, if_tail)
-            taken = client._producers.take(log_id)
-            try:
-                future = client._appends.put(log_id, payloads, taken, client._timeout_s, if_tail)
-            except BaseException:
-                client._producers.answered(log_id, taken)
-                raise
-            future.add_done_callback(lambda _: client._producers.answered(log_id, taken))
-            return future
+            return client._producers.get(log_id).put(payloads, wait=False, if_tail=if_tail)
 
         return client._coalescers.get(log_id, send)
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
-               flush_interval_s: float = 0.05, ordered: bool = True,
+               flush_interval_s: float = 0.05,
                retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
         # A producer of its own, as embedded: a batch the writer sends again (after the client's
         # own retries gave up) keeps its sequence number, so it is stored once.
@@ -270,7 +268,7 @@ class RemoteLog(LogHandle):
 
         return BatchingWriter(append, flush_records_max=flush_records_max,
                               flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
-                              ordered=ordered, retry=retry, in_flight_batches_max=in_flight_batches_max,
+                              retry=retry, in_flight_batches_max=in_flight_batches_max,
                               payload_bytes_max=self.attributes.payload_bytes_max, new_producer=new_producer)
 
     def _state(self) -> pb.LogState:

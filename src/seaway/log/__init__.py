@@ -68,6 +68,7 @@ from seaway.log._meta import (
     check_meta_key,
     scan_bounds,
 )
+from seaway.log._pipeline import OrderedAppends, PipelineConfig, RetryPolicy, SendBatch, new_producer_id
 from seaway.log._protocol import (
     AppendAcked,
     AppendFailed,
@@ -105,7 +106,7 @@ from seaway.log._types import (
     take_within,
     weight,
 )
-from seaway.log._writer import BatchingWriter, RetryPolicy
+from seaway.log._writer import BatchingWriter
 
 if TYPE_CHECKING:
     from seaway.log._embedded import DiskFault, EmbeddedLogStore, LogStoreConfig, read_chunk
@@ -179,7 +180,9 @@ __all__ = [
     "MetaOp",
     "MetaPut",
     "MetadataStore",
+    "OrderedAppends",
     "PartitionInfo",
+    "PipelineConfig",
     "PlugMsg",
     "ProducerMark",
     "ReadChunk",
@@ -197,6 +200,7 @@ __all__ = [
     "SealMsg",
     "SealReply",
     "SegmentLog",
+    "SendBatch",
     "Sequencer",
     "SequencerConfig",
     "SequencerState",
@@ -220,6 +224,7 @@ __all__ = [
     "get_or_create_log",
     "lsn_str",
     "make_lsn",
+    "new_producer_id",
     "payload_bytes",
     "producer_mark",
     "read_chunk",

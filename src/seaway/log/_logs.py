@@ -65,7 +65,7 @@ class Log(LogHandle):
         return self._logs._coalescers.get(log_id, send)
 
     def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
-               flush_interval_s: float = 0.05, ordered: bool = True,
+               flush_interval_s: float = 0.05,
                retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
         """A writer that gathers single records into batches (see :class:`BatchingWriter`)."""
         producer = [os.urandom(16)]  # one producer per writer: its retries are stored once
@@ -78,7 +78,7 @@ class Log(LogHandle):
 
         return BatchingWriter(append, flush_records_max=flush_records_max,
                               flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
-                              ordered=ordered, retry=retry, in_flight_batches_max=in_flight_batches_max,
+                              retry=retry, in_flight_batches_max=in_flight_batches_max,
                               payload_bytes_max=self.attributes.payload_bytes_max, new_producer=new_producer)
 
     # --- the log's state ------------------------------------------------------------------------

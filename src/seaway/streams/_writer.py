@@ -6,31 +6,31 @@ a key, of a position spread by :class:`~seaway.streams._routing.Spreader`). Each
 queue of the writer's writes (``write`` and ``write_batch`` calls) for it, in the order they were
 made.
 
-Writes are joined into appends, as the log layer joins plain appends (see
-:class:`~seaway.log.AppendCoalescer`), which it cannot do for the writer's: each of those is an
-idempotent append, named alone by the writer's producer id and a sequence number per segment log,
-so that sending it again (after an answer that was lost) stores it once. While fewer than
-``appends_in_flight_max`` appends of a segment are in flight, a write is sent at once, alone; the
-writes made meanwhile wait, and as soon as an append is answered, those waiting go out joined into
-one append (bounded by ``append_events_max`` and ``append_bytes_max``; a write is never split). At
-low rates nothing waits; at high rates each append carries what arrived during the previous ones,
-so that the per-append work (sequencing, a disk sync, a round trip, an entry to read back) is
-shared by many writes. Each write's future gives its own slice of the append's LSNs.
+Each segment's queue is an ordered append pipeline of the segment's log
+(:class:`~seaway.log.OrderedAppends`, the one every producer of Seaway uses: docs/ordering.md). It
+joins writes into idempotent appends, named by a producer id of the writer's and a sequence number
+per segment log, so that sending one again (after an answer that was lost) stores it once. While
+fewer than ``appends_in_flight_max`` appends of a segment are in flight, a write is sent at once,
+alone; the writes made meanwhile wait, and go out joined into one append (bounded by
+``append_events_max`` and ``append_bytes_max``; a write is never split). At high rates each append
+carries what arrived during the previous ones, so that the per-append work (sequencing, a disk
+sync, a round trip, an entry to read back) is shared by many writes. Each write's future gives its
+own slice of the append's LSNs.
 
-When an append fails, the appends sent after it to the same segment fail too (the log takes a
-producer's appends only in the order of their sequence numbers: see :mod:`seaway.log._order`), and
-new writes for that segment are held behind them. Once
-every append of the segment is answered, the writer's thread repairs the segment:
+When an append fails:
 
-- sealed (a scaling happened): an append whose answer was lost (it may be stored) is first sent
-  again to the sealed segment, which answers a retry of what it stored; then the stream's current
-  segments are read, the sealed segment's routes
-  are replaced by its successors' ranges within them, and its writes (those of the failed appends,
-  then those waiting) go to the successors in their original order, each to the successor of its
-  key's position, before anything new for that range (which routes there only from then on). So
-  a key's events stay in order across any number of scalings.
-- a retriable error: the same appends are sent again to the same segment, with the same sequence
-  numbers (a bounded number of times).
+- with a retriable error: it is sent again, with the same sequence number, before anything sent
+  after it (those go again after it), up to ``retries_max`` times; then it fails, with the writes
+  of the segment behind it that are not in flight, and the segment's next appends go out under a
+  new producer id.
+- sealed (a scaling happened): nothing new goes to the segment; the appends waiting to be sent
+  again still are (one whose answer was lost may be stored, and a sealed log answers a retry of
+  what it stored). Once every append of the segment is answered, the segment's log hands back the
+  writes it did not store, in order, and the writer's thread reads the stream's current segments,
+  replaces the sealed segment's routes by its successors' ranges within them, and sends those
+  writes (then the ones made meanwhile) to the successors in their original order, each to the
+  successor of its key's position, before anything new for that range (which routes there only
+  from then on). So a key's events stay in order across any number of scalings.
 - a sealed stream: the writes fail with :class:`StreamSealedError`, and so does every later write.
 
 Transactions. On a stream created ``transactional``, a write may be made in a transaction
@@ -56,10 +56,9 @@ import re
 import secrets
 import threading
 import time
-from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from seaway._errors import (
@@ -78,7 +77,7 @@ from seaway._errors import (
     UnknownStreamError,
 )
 from seaway._invariant import invariant
-from seaway.log import BATCH_RECORDS_MAX, LogsApi, SegmentLog
+from seaway.log import BATCH_RECORDS_MAX, LogsApi, OrderedAppends, PipelineConfig, ProducerMark, RetryPolicy, SegmentLog
 from seaway.streams._framing import header
 from seaway.streams._names import segment_str
 from seaway.streams._records import Segment
@@ -202,46 +201,18 @@ class _TxnWrites:
 
 
 @dataclass(eq=False)
-class _Append:
-    """Writes joined into one idempotent append of a segment's log, in the order they were made."""
-
-    batches: list[_Batch]
-    events: tuple[bytes, ...]
-    log_id: int
-    sequence: int
-    """The log's sequence number: sent again, the append keeps it, and is stored once."""
-    sent: bool = False
-    """Sent and not yet answered."""
-    unsure: SeawayError | None = None
-    """Its last answer, when an error that does not say it was not stored (a lost answer): it may
-    be stored, and must not go to another segment before its own log said whether it is."""
-
-
-@dataclass(eq=False)
 class _Queue:
-    """The writer's writes for one segment, in the order they were made: those in appends sent
-    (or failed, to be sent again), then those waiting to be joined into the next appends."""
+    """The writer's writes for one segment, in the order they were made: an ordered append
+    pipeline of the segment's log (:class:`~seaway.log.OrderedAppends`), which joins, numbers,
+    sends and retries them, and hands back, once the segment is sealed, the writes it did not
+    store (``held``, until they move to the successors)."""
 
     segment: Segment
     log: SegmentLog
-    producer_id: bytes
-    """The producer the queue's appends are numbered for: the writer's, or a new one after an
-    append failed for good (the log would take none of the old one's later appends)."""
-    next_sequence: int = 0
-    appends: deque[_Append] = field(default_factory=deque)
-    waiting: deque[_Batch] = field(default_factory=deque)
-    unanswered: int = 0
-    failure: SeawayError | None = None
-    """The first failure since the last repair: while set, writes are held, not sent."""
-    retries: int = 0
-
-    def batches(self) -> list[_Batch]:
-        """Every write of the queue, in order."""
-        return [b for a in self.appends for b in a.batches] + list(self.waiting)
-
-    def clear(self) -> None:
-        self.appends.clear()
-        self.waiting.clear()
+    appends: OrderedAppends
+    held: list[_Batch] | None = None
+    """Once the segment ended: its writes not stored, in order, and those made since; they move
+    to the successors (or fail)."""
 
 
 class EventWriter:
@@ -266,17 +237,17 @@ class EventWriter:
         self.config = config or WriterConfig()
         self._stream = stream
         self._logs = logs
-        # A fresh part per writer object: a writer made again with the same id starts its sequences
-        # at 0 again, and its batches must not be taken for retries of the previous one's.
-        self._producer_id = f"{writer_id}/{secrets.token_hex(8)}".encode()
         self._spreader = Spreader(secrets.randbelow(2**32) / 2**32)
-        self._lock = threading.RLock()
-        self._room = threading.Condition(self._lock)
+        self._lock = threading.RLock()  # routes and queues
+        self._room = threading.Condition()  # the bounds, and transactions' writes: never held while calling out
         self._events = self._bytes = self._batches = 0
         self._stop = threading.Event()
         self._ended: SeawayError | None = None
         """Why the writer takes no more writes (closed, stream sealed or deleted)."""
-        self._answers: queue.SimpleQueue[tuple[_Queue, _Append, Future[range]] | None] = queue.SimpleQueue()
+        self._answers: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        """The answers of the segments' appends, and the segments that ended (sealed), handled by
+        the writer's thread: the log layer's threads only queue them, and never wait on a bound
+        (a full queue of the log's appends) that only they can free."""
         self._queues: dict[int, _Queue] = {}
         self._routes: list[tuple[float, float, int]] = []
         """(key_lo, key_hi, segment id), sorted, covering [0, 1) exactly."""
@@ -292,7 +263,7 @@ class EventWriter:
             self._ended = (StreamSealedError(f"stream {stream.name!r} is sealed") if state == "sealed"
                            else UnknownStreamError(f"stream {stream.name!r} is being deleted"))
         for segment in stream.current_segments():
-            self._queues[segment.id] = _Queue(segment, logs.get(segment.log_id), self._producer_id)
+            self._queues[segment.id] = self._new_queue(segment, logs.get(segment.log_id))
             self._routes.append((segment.key_lo, segment.key_hi, segment.id))
         self._routes.sort()
         self._thread = threading.Thread(target=self._run, name=f"seaway-writer-{writer_id}", daemon=True)
@@ -333,33 +304,39 @@ class EventWriter:
             raise InvalidArgumentError(f"stream {self._stream.name!r} was not created transactional: it takes no "
                                        "writes in a transaction")
         batch = self._make_batch(events, routing_key, txn)
-        deadline = time.monotonic() + self.config.room_wait_s
-        log_id = 0
-        logs: list[int] = []
-        if txn is not None:
-            with self._lock:
-                log_id = self._queue_at(batch.position).log.id
-                # The first write of a transaction through this writer registers every segment's
-                # log at once: one durable manager call, rather than one per segment written.
-                logs = [log_id] if txn.id in self._txns else [log_id, *(q.log.id for q in self._queues.values())]
-        for _ in range(REGISTER_ATTEMPTS_MAX):
-            if txn is not None:  # outside the lock: a manager round trip, unless all are registered already
-                txn.register_logs(logs)
-            with self._room:
-                self._wait_room(batch, deadline)
-                target = self._queue_at(batch.position)
-                if txn is not None and target.log.id != log_id:
-                    log_id = target.log.id  # rerouted meanwhile by a scaling: register, look again
-                    logs = [log_id]
-                    continue
-                self._events += len(batch.events)
-                self._bytes += batch.size
-                self._batches += 1
-                if txn is not None:
-                    self._note_txn_write(txn, batch)
-                target.waiting.append(batch)
-                self._send_waiting(target)
-            return batch.future
+        with self._room:
+            self._wait_room(batch, time.monotonic() + self.config.room_wait_s)
+            self._events += len(batch.events)
+            self._bytes += batch.size
+            self._batches += 1
+        try:
+            log_id = 0
+            logs: list[int] = []
+            if txn is not None:
+                with self._lock:
+                    log_id = self._queue_at(batch.position).log.id
+                    # The first write of a transaction through this writer registers every segment's
+                    # log at once: one durable manager call, rather than one per segment written.
+                    logs = [log_id] if txn.id in self._txns else [log_id, *(q.log.id for q in self._queues.values())]
+            for _ in range(REGISTER_ATTEMPTS_MAX):
+                if txn is not None:  # outside the lock: a manager round trip, unless all are registered already
+                    txn.register_logs(logs)
+                with self._lock:
+                    if self._ended is not None:
+                        raise self._ended
+                    target = self._queue_at(batch.position)
+                    if txn is not None and target.log.id != log_id:
+                        log_id = target.log.id  # rerouted meanwhile by a scaling: register, look again
+                        logs = [log_id]
+                        continue
+                    if txn is not None:
+                        self._note_txn_write(txn, batch)
+                    self._put(target, batch)
+                return batch.future
+        except BaseException:
+            self._release(batch)
+            raise
+        self._release(batch)
         raise UnavailableError(f"{self!r}: the segment of a transaction's write changed on each of "
                                f"{REGISTER_ATTEMPTS_MAX} tries (scalings in a row); nothing was written")
 
@@ -465,139 +442,87 @@ class EventWriter:
         invariant(key_lo <= position < key_hi, f"{self!r}: no route for key position {position}")
         return self._queues[segment]
 
-    def _send_waiting(self, target: _Queue) -> None:
-        """Under the lock: while the segment has room for appends in flight (and no failure to
-        repair), join the writes waiting for it into appends and send them."""
+    def _new_queue(self, segment: Segment, log: SegmentLog) -> _Queue:
         config = self.config
-        while target.waiting and target.failure is None and target.unanswered < config.appends_in_flight_max:
-            batches = [target.waiting.popleft()]
-            events, size = len(batches[0].events), batches[0].size
-            while target.waiting:  # whole writes only: a write_batch is stored in one append
-                nxt = target.waiting[0]
-                events += len(nxt.events)
-                size += nxt.size
-                if events > config.append_events_max or size > config.append_bytes_max:
-                    break
-                batches.append(target.waiting.popleft())
-            joined = batches[0].events if len(batches) == 1 else tuple(e for b in batches for e in b.events)
-            append = _Append(batches, joined, target.log.id, target.next_sequence)
-            target.next_sequence += 1
-            target.appends.append(append)
-            self._send(target, append)
 
-    def _send(self, target: _Queue, append: _Append) -> None:
-        """Under the lock: send the append to its queue's segment (again, with the same sequence,
-        if it was sent before). The answer goes to the writer's thread."""
-        invariant(append.log_id == target.log.id and not append.sent,
-                  f"{self!r}: an append of log {append.log_id} sent to log {target.log.id}, or sent twice")
-        append.sent = True
-        target.unanswered += 1
-        try:
-            answer = target.log.append_batch_async(append.events, producer_id=target.producer_id,
-                                                   sequence=append.sequence)
-        except SeawayError as exc:
-            answer = Future()
-            answer.set_exception(exc)
-        # The log layer's thread only queues the answer: it never waits for this writer's lock.
-        answer.add_done_callback(lambda done: self._answers.put((target, append, done)))
+        def send(payloads: Sequence[bytes], mark: ProducerMark, _if_tail: int | None) -> Future[range]:
+            return log.append_batch_async(payloads, producer_id=mark.producer_id, sequence=mark.sequence)
 
-    # --- answers and repairs (the writer's thread) ----------------------------------------------
+        def new_producer() -> bytes:
+            # A fresh part per producer: a writer made again with the same id starts its
+            # sequences at 0 again, and its appends must not be taken for retries of the old one's.
+            return f"{self.writer_id}/{secrets.token_hex(8)}".encode()
+
+        def ended(failure: BaseException) -> None:
+            self._answers.put(lambda: self._reroute(target, failure if isinstance(failure, SeawayError)
+                                                    else ClosedError(f"append failed: {failure!r}")))
+
+        appends = OrderedAppends(send, PipelineConfig(
+            batches_in_flight_max=config.appends_in_flight_max, join_records_max=config.append_events_max,
+            join_bytes_max=config.append_bytes_max, held_bytes_max=config.bytes_in_flight_max,
+            retry=RetryPolicy(attempts_max=config.retries_max + 1, backoff_s=config.retry_backoff_s,
+                              backoff_max_s=config.retry_backoff_s * config.retries_max)),
+            new_producer=new_producer, hand_back=lambda error: isinstance(error, _GONE), ended=ended,
+            dispatch=self._answers.put)
+        target = _Queue(segment, log, appends)
+        return target
+
+    def _put(self, target: _Queue, batch: _Batch, send: bool = True) -> None:
+        """Under the lock: the write goes into the segment's appends, after those made before it
+        (or waits with the writes of a segment that ended, to move with them)."""
+        if target.held is not None:
+            target.held.append(batch)
+            return
+        segment = target.segment.id
+
+        def settle(lsns: range | None, error: BaseException | None) -> None:  # any thread, once
+            if lsns is not None:
+                batch.future.set_result(WriteAck(segment, lsns))
+            else:
+                batch.future.set_exception(error if isinstance(error, SeawayError)
+                                           else ClosedError(f"append failed: {error!r}"))
+            self._release(batch)
+
+        target.appends.put_unit(batch.events, settle, size=batch.size, wait=False, send=send, tag=batch)
+
+    # --- moves (the writer's thread) ------------------------------------------------------------
 
     def _run(self) -> None:
         while True:
             item = self._answers.get()
             if item is None:
                 return
-            target, append, answer = item
             try:
-                if self._answered(target, append, answer):
-                    self._repair(target)
+                item()
             except SeawayError as exc:  # the store is gone (a lost server, a closed store) while
-                # repairing: what the writer holds fails with it, and so does every later write
+                # moving: what the writer holds fails with it, and so does every later write
                 self._fail_all(exc)
                 return
             except BaseException as exc:  # a bug here must not leave every future waiting
                 self._fail_all(ClosedError(f"{self!r} stopped on an unexpected error: {exc!r}"))
                 raise
 
-    def _answered(self, target: _Queue, append: _Append, answer: Future[range]) -> bool:
-        """Note an answer, and send what waited for it; whether the queue is now ready for repair
-        (failed, all answered)."""
-        exc = answer.exception()
-        lsns = None if exc is not None else answer.result()
-        if lsns is not None and len(lsns) != len(append.events):  # a bug: fail rather than misplace
-            exc, lsns = ClosedError(f"an append of {len(append.events)} events was answered with {lsns}"), None
-        with self._lock:
-            target.unanswered -= 1
-            append.sent = False
-            if lsns is not None:
-                target.appends.remove(append)
-                target.retries = 0
-                for batch in append.batches:
-                    self._release(batch)
-            else:
-                append.unsure = None if isinstance(exc, _GONE) else \
-                    exc if isinstance(exc, SeawayError) else ClosedError(f"append failed: {exc!r}")
-                if target.failure is None:
-                    target.failure = exc if isinstance(exc, SeawayError) else ClosedError(f"append failed: {exc!r}")
-            self._send_waiting(target)
-            ready = target.failure is not None and target.unanswered == 0
-        if lsns is not None:
-            first = lsns.start
-            for batch in append.batches:  # each write's slice of the append's LSNs
-                batch.future.set_result(WriteAck(target.segment.id, range(first, first + len(batch.events))))
-                first += len(batch.events)
-        return ready
-
     def _release(self, batch: _Batch) -> None:
-        """Under the lock: the batch is answered; make room."""
-        self._events -= len(batch.events)
-        self._bytes -= batch.size
-        self._batches -= 1
-        self._room.notify_all()
+        """The batch is answered (or was never queued): make room."""
+        with self._room:
+            self._events -= len(batch.events)
+            self._bytes -= batch.size
+            self._batches -= 1
+            self._room.notify_all()
 
     def _fail(self, batches: Iterable[_Batch], exc: SeawayError) -> None:
-        with self._lock:
-            failed = list(batches)
-            for batch in failed:
-                self._release(batch)
-        for batch in failed:
+        for batch in batches:
             batch.future.set_exception(exc)
-
-    def _repair(self, target: _Queue) -> None:
-        failure = target.failure
-        invariant(failure is not None, "a repair needs a failure")
-        assert failure is not None  # for mypy
-        # A sealed log still answers a retry of an append it stored: an append whose answer was lost
-        # is sent to it again before anything moves, or it would be stored twice.
-        unsure = next((a.unsure for a in target.appends if a.unsure is not None), None)
-        if isinstance(failure, _GONE) and unsure is None:
-            self._reroute(target, failure)
-        elif (failure.retriable or unsure is not None) and target.retries < self.config.retries_max:
-            target.retries += 1
-            if self._stop.wait(self.config.retry_backoff_s * target.retries):
-                return
-            with self._lock:
-                target.failure = None
-                for append in target.appends:  # the same appends, the same sequences
-                    self._send(target, append)
-                self._send_waiting(target)
-        else:
-            with self._lock:
-                failed = target.batches()
-                target.clear()
-                target.failure = None
-                target.retries = 0
-                target.producer_id = f"{self.writer_id}/{secrets.token_hex(8)}".encode()
-                target.next_sequence = 0
-            # Not a sealed segment's refusal when some of the writes may be stored: their own error.
-            self._fail(failed, unsure if isinstance(failure, _GONE) and unsure is not None else failure)
+            self._release(batch)
 
     def _reroute(self, target: _Queue, failure: SeawayError) -> None:
         """The segment takes no more appends: send its writes, in order, to its successors. The
         appends it refused are taken apart, since keys joined in one may now belong to different
         successors: each write waits in its successor's queue, to be joined into that segment's
         next appends (with that log's sequences)."""
+        with self._lock:
+            if target.held is None:
+                target.held = [b for b in target.appends.take_back() if isinstance(b, _Batch)]
         deadline = time.monotonic() + self.config.successors_wait_s
         while True:
             found = self._successors(target)
@@ -613,7 +538,7 @@ class EventWriter:
         refused: dict[int, SeawayError] = {}
         while True:  # the transactions of the writes to move are registered with the successors' logs first
             with self._lock:
-                fresh = {b.txn.id: b.txn for b in target.batches()
+                fresh = {b.txn.id: b.txn for b in target.held or ()
                          if b.txn is not None and b.txn.id not in registered and b.txn.id not in refused}
                 if not fresh:  # under the same lock as the move: no write of an unregistered one moves
                     failed = self._move(target, found, refused)
@@ -636,7 +561,8 @@ class EventWriter:
         """Under the lock: route the sealed segment's range to its successors and move its writes
         there, in order; the writes of ``refused`` transactions are returned instead, to fail."""
         for successor, log in found:
-            self._queues.setdefault(successor.id, _Queue(successor, log, self._producer_id))
+            if successor.id not in self._queues:
+                self._queues[successor.id] = self._new_queue(successor, log)
         routes: list[tuple[float, float, int]] = []
         for lo, hi, segment in self._routes:
             if segment != target.segment.id:
@@ -646,16 +572,17 @@ class EventWriter:
                           if s.key_lo < hi and lo < s.key_hi)
         self._routes = sorted(routes)
         del self._queues[target.segment.id]
-        moved = [b for b in target.batches() if b.txn is None or b.txn.id not in refused]
-        failed = [b for b in target.batches() if b.txn is not None and b.txn.id in refused]
-        target.clear()
+        held = target.held or []
+        target.held = []
+        moved = [b for b in held if b.txn is None or b.txn.id not in refused]
+        failed = [b for b in held if b.txn is not None and b.txn.id in refused]
         successors: dict[int, _Queue] = {}
         for batch in moved:  # first, in their order: anything new for these keys comes after
             now = self._queue_at(batch.position)
-            now.waiting.append(batch)
+            self._put(now, batch, send=False)  # queued all, then sent: joined as far as they fit
             successors[now.segment.id] = now
         for now in successors.values():
-            self._send_waiting(now)
+            now.appends.kick()
         return failed
 
     def _successors(self, target: _Queue) -> list[tuple[Segment, SegmentLog]] | SeawayError | None:
@@ -682,21 +609,26 @@ class EventWriter:
     def _end_segment(self, target: _Queue, failure: SeawayError) -> None:
         """The segment's batches cannot be stored; if the stream ended, neither can any write."""
         with self._lock:
-            failed = target.batches()
-            target.clear()
-            target.failure = None
+            failed = target.held or []
+            target.held = []
             if isinstance(failure, StreamSealedError | UnknownStreamError) and self._ended is None:
                 self._ended = failure
-                self._room.notify_all()
+                with self._room:
+                    self._room.notify_all()
         self._fail(failed, failure)
 
     def _fail_all(self, exc: SeawayError) -> None:
         with self._lock:
             if self._ended is None:
                 self._ended = exc
-            failed = [b for q in self._queues.values() for b in q.batches()]
-            for q in self._queues.values():
-                q.clear()
+            failed = [b for q in self._queues.values() for b in q.held or ()]
+            queues = list(self._queues.values())
+            for q in queues:
+                q.held = [] if q.held is not None else None
+        with self._room:
+            self._room.notify_all()
+        for q in queues:
+            q.appends.close(abandon=exc)
         self._fail(failed, exc)
 
     # --- flush and close ------------------------------------------------------------------------
