@@ -5,10 +5,12 @@ flight nor reuses an id from 0."""
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from typing import Any
 
-from seaway import StorageError
+from seaway import StorageError, UnavailableError
 from seaway.client._producers import LogProducers
 from seaway.log import OrderedAppends, PipelineConfig, RetryPolicy
 from seaway.logsdb import ProducerMark
@@ -70,3 +72,54 @@ def test_the_least_recently_used_idle_log_is_forgotten_beyond_the_bound() -> Non
     assert busy.result(1) == range(1, 2)
     producers.forget(5)
     assert 5 not in producers
+
+
+def test_a_log_forgotten_between_looking_up_its_producer_and_putting_keeps_one_producer() -> None:
+    """The client's append looks the log's producer up, then puts. If another log's first append
+    forgot that idle producer in between, the put went to the forgotten one and the log's next
+    append to a new producer: while the first batch waited for its retry, the next one went out
+    under the new id and was stored before it. Looking up and queueing are one step now."""
+    sent: list[tuple[bytes, ProducerMark]] = []
+    futures: list[Future[range]] = []
+    retries: list[Callable[[], None]] = []
+    counter = itertools.count()
+    evicted = threading.Event()
+    producers: LogProducers
+
+    def evict_log_1() -> None:
+        producers.get(2)  # another log's first append, at the bound: forgets log 1's idle producer
+        evicted.set()
+
+    class _Racing(OrderedAppends):
+        race = True
+
+        def put_unit(self, *args: Any, **kwargs: Any) -> None:
+            if _Racing.race:  # the other thread gets its chance between looking up and queueing
+                _Racing.race = False
+                threading.Thread(target=evict_log_1, daemon=True).start()
+                evicted.wait(1.0)  # cannot happen while the unit is being queued: then times out
+            super().put_unit(*args, **kwargs)
+
+    def make(log_id: int, new_id: Callable[[], bytes]) -> OrderedAppends:
+        def send(payloads: Sequence[bytes], mark: ProducerMark, _if_tail: int | None) -> Future[range]:
+            future: Future[range] = Future()
+            sent.append((bytes(payloads[0]), mark))
+            futures.append(future)
+            return future
+
+        return _Racing(send, PipelineConfig(retry=RetryPolicy(attempts_max=3)), new_producer=new_id,
+                       later=lambda _delay, run: retries.append(run))
+
+    producers = LogProducers(make, logs_max=1, new_id=lambda: b"p%d" % next(counter))
+    first = producers.put(1, [b"x"])
+    assert evicted.wait(5.0)
+    futures[0].set_exception(UnavailableError("lost"))  # x waits for its retry
+    second = producers.put(1, [b"y"])
+    assert [payload for payload, _ in sent] == [b"x"], "y went out while x waited for its retry"
+    for run in retries:
+        run()
+    assert [payload for payload, _ in sent] == [b"x", b"x", b"y"]
+    assert sent[1][1] == sent[0][1] and sent[2][1] == ProducerMark(sent[0][1].producer_id, 1)
+    futures[1].set_result(range(1, 2))
+    futures[2].set_result(range(2, 3))
+    assert first.result(1.0) == range(1, 2) and second.result(1.0) == range(2, 3)

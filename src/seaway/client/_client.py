@@ -249,7 +249,7 @@ class RemoteLog(LogHandle):
         def send(payloads: tuple[bytes, ...], mark: ProducerMark | None, if_tail: int | None) -> Future[range]:
             if mark is not None:  # the caller's own producer: its order and retries are the caller's
                 return client._appends.put(log_id, payloads, mark, client._timeout_s, if_tail)
-            return client._producers.get(log_id).put(payloads, wait=False, if_tail=if_tail)
+            return client._producers.put(log_id, payloads, if_tail=if_tail)
 
         return client._coalescers.get(log_id, send)
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from itertools import islice
 
 from seaway.log import OrderedAppends, SendBatch
@@ -39,7 +40,7 @@ class LogProducers:
         self._make = make
         self._logs_max = logs_max
         self._new_id = new_id
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # put looks up under it
         self._by_log: OrderedDict[int, OrderedAppends] = OrderedDict()  # least recently used first
 
     def get(self, log_id: int) -> OrderedAppends:
@@ -53,6 +54,26 @@ class LogProducers:
             else:
                 self._by_log.move_to_end(log_id)
             return producer
+
+    def put(self, log_id: int, payloads: Sequence[bytes], *, if_tail: int | None = None) -> Future[range]:
+        """Append through the log's producer (as :meth:`OrderedAppends.put`, without waiting for
+        room). The batch is queued under this lock: a producer looked up, then forgotten by another
+        log's first append before the batch was queued, would leave the log two producers, and the
+        new one's batches could be stored before a retry of the old one's."""
+        future: Future[range] = Future()
+        future.set_running_or_notify_cancel()  # an append on its way cannot be called back
+
+        def settle(lsns: range | None, error: BaseException | None) -> None:
+            if error is None:
+                future.set_result(lsns)  # type: ignore[arg-type]  # None only with an error
+            else:
+                future.set_exception(error)
+
+        with self._lock:
+            producer = self.get(log_id)
+            producer.put_unit(payloads, settle, wait=False, send=False, if_tail=if_tail)
+        producer.kick()
+        return future
 
     def forget(self, log_id: int) -> None:
         """The log was deleted."""
