@@ -142,13 +142,12 @@ class BatchingWriter:
 
     def close(self) -> None:
         """Flush, then stop. Idempotent."""
-        with self._cv:
-            if self._closing:
-                return
-        self.flush()
-        with self._cv:
-            self._closing = True
+        with self._cv:  # closing first: a write once flush has sealed would never be sent
+            again, self._closing = self._closing, True
             self._cv.notify_all()
+        self.flush()  # a second close too returns once what was written is settled
+        if again:
+            return
         self._thread.join()
         self._appends.close()
 
