@@ -380,3 +380,30 @@ def test_a_commit_being_logged_conflicts_with_transactions_begun_meanwhile(store
     late = store.txn.begin()
     late.add_conflicts(b"row")
     late.commit()
+
+
+def test_an_aborted_writer_that_writes_until_its_deadline_stays_invisible(store: seaway.Seaway,
+                                                                         clock: FakeClock) -> None:
+    """Finding 1: a transaction aborted by id is settled (and can leave the invalid list) no
+    earlier than its own expiry plus ``settle_s``: its handle, which does not know of the abort,
+    may write until its deadline, and such a write must stay invisible, pruned or not."""
+    manager = manager_of(store)
+    log = store.logs.create("late")
+    settle_s = manager.config.settle_s
+    tx = store.txn.begin(timeout_s=3 * settle_s)
+    tx.register_logs([log.id])
+    log.append(b"%d" % tx.id)
+    store.txn.abort(tx.id)  # by id, from elsewhere: the handle does not know
+    clock.advance(settle_s + 1)
+    manager.run_pruning()  # settles, if it may
+    log.trim(log.tail_lsn())
+    assert manager.run_pruning() == 0, "left the invalid list before its writer's deadline"
+    tx.check_open()  # the handle may still write
+    log.append(b"%d" % tx.id)
+    assert store.txn.snapshot().visibility(tx.id) is seaway.txn.Visibility.SKIP
+    # Once its expiry and the settling time passed, its data gone, it leaves the list.
+    clock.advance(3 * settle_s)
+    manager.run_pruning()
+    log.trim(log.tail_lsn())
+    assert manager.run_pruning() == 1
+    assert tx.id not in store.txn.snapshot().invalid

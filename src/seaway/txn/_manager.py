@@ -117,8 +117,9 @@ class TxnConfig:
     """How often idle transactions are timed out."""
     prune_interval_s: float = 10.0
     settle_s: float = 60.0
-    """After this long an invalid transaction's writes can no longer be in flight (its writer
-    stops at its own deadline, and an append in flight is answered within its timeout): its logs'
+    """How long after an invalid transaction's end, or its expiry if later, its writes may still
+    land. A writer aborted by id is not told: its handle goes on writing until its own deadline,
+    just before the expiry; an append sent by then is answered within this time. Then its logs'
     tails are noted, and once trimmed past them it leaves the invalid list."""
     save_edits: int = 10_000
     save_interval_s: float = 60.0
@@ -623,7 +624,7 @@ class TransactionManager:
         gone: list[int] = []
         for write_pointer, entry in entries:
             if entry.tails is None:
-                if now_ms - entry.since_ms >= settle_ms:
+                if now_ms - entry.ended_ms >= settle_ms:
                     settled.append(Settle(write_pointer, tuple(self._tail(log_id) for log_id in entry.logs)))
             elif all(self._trimmed_past(log_id, tail) for log_id, tail in zip(entry.logs, entry.tails, strict=True)):
                 gone.append(write_pointer)

@@ -59,6 +59,14 @@ class Invalid:
     logs: tuple[int, ...]
     tails: tuple[int, ...] | None = None
     """The logs' tail LSNs once settled: the transaction's data lies at or below them."""
+    expiry_ms: int = 0
+    """Its own expiry: a writer that was not told of an abort by id may write until its handle's
+    deadline, just before it, so it settles no earlier than this (plus ``settle_s``)."""
+
+    @property
+    def ended_ms(self) -> int:
+        """When no new write of it can begin any more: the later of its end and its expiry."""
+        return max(self.since_ms, self.expiry_ms)
 
 
 @dataclass(frozen=True)
@@ -210,7 +218,8 @@ class TxnState:
             status = TxnStatus.ABORTED if isinstance(edit, Abort) else TxnStatus.TIMED_OUT
             if (txn := self.in_progress.pop(edit.write_pointer, None)) is not None:
                 if txn.logs:
-                    self.invalid[edit.write_pointer] = Invalid(status, edit.now_ms, tuple(sorted(txn.logs)))
+                    self.invalid[edit.write_pointer] = Invalid(status, edit.now_ms, tuple(sorted(txn.logs)),
+                                                               expiry_ms=txn.expiry_ms)
                 self._finish(edit.write_pointer, status)
                 self._forget_conflicts()
         elif isinstance(edit, Settle):
@@ -268,8 +277,8 @@ class TxnState:
         return json.dumps({
             "last": self.last_write_pointer,
             "in_progress": [[wp, t.began_ms, t.expiry_ms, sorted(t.logs)] for wp, t in self.in_progress.items()],
-            "invalid": [[wp, e.status.value, e.since_ms, list(e.logs), None if e.tails is None else list(e.tails)]
-                        for wp, e in self.invalid.items()],
+            "invalid": [[wp, e.status.value, e.since_ms, list(e.logs), None if e.tails is None else list(e.tails),
+                         e.expiry_ms] for wp, e in self.invalid.items()],
             "committed": [[cp, sorted(k.hex() for k in keys)] for cp, keys in self.committed],
             "outcomes": [[wp, s.value] for wp, s in self.outcomes.items()],
         }, separators=(",", ":")).encode()
@@ -282,9 +291,11 @@ class TxnState:
             state.last_write_pointer = int(data["last"])
             state.in_progress = {int(wp): InProgress(int(began), int(expiry), set(map(int, logs)))
                                  for wp, began, expiry, logs in data["in_progress"]}
+            # A state saved before invalid entries kept their expiry: the end stands for it.
             state.invalid = {int(wp): Invalid(TxnStatus(status), int(since), tuple(map(int, logs)),
-                                              None if tails is None else tuple(map(int, tails)))
-                             for wp, status, since, logs, tails in data["invalid"]}
+                                              None if tails is None else tuple(map(int, tails)),
+                                              int(expiry[0]) if expiry else int(since))
+                             for wp, status, since, logs, tails, *expiry in data["invalid"]}
             state.committed = [(int(cp), frozenset(bytes.fromhex(k) for k in keys)) for cp, keys in data["committed"]]
             state.outcomes = OrderedDict((int(wp), TxnStatus(s)) for wp, s in data["outcomes"])
         except (ValueError, KeyError, TypeError) as exc:
