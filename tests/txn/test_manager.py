@@ -382,6 +382,43 @@ def test_a_commit_being_logged_conflicts_with_transactions_begun_meanwhile(store
     late.commit()
 
 
+def test_a_commit_being_logged_conflicts_with_transactions_begun_meanwhile_after_a_restart(
+        store: seaway.Seaway, tmp_path: Path, clock: FakeClock) -> None:
+    """Finding 2: the same rule holds for a commit recovered from the log. A transaction that
+    began while the commit was being logged conflicts after a restart too (a lost update else);
+    one that began once it was visible does not."""
+    manager = manager_of(store)
+    entered, release = threading.Event(), threading.Event()
+    apply_edit = manager._apply_edit
+
+    def held(*args: Any) -> None:
+        entered.set()
+        assert release.wait(10)
+        apply_edit(*args)
+
+    first = store.txn.begin()
+    first.add_conflicts(b"row")
+    manager._apply_edit = held  # type: ignore[method-assign,assignment]
+    committing = threading.Thread(target=first.commit)
+    committing.start()
+    try:
+        assert entered.wait(10)
+        during = store.txn.begin()
+    finally:
+        release.set()
+        committing.join(10)
+    manager._apply_edit = apply_edit  # type: ignore[method-assign]
+    assert store.txn.status(first.id) is TxnStatus.COMMITTED
+    seen = store.txn.begin()  # began once the first commit was visible: it saw it
+    assert first.id not in seen.snapshot.in_progress
+    store.close()
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        with pytest.raises(TransactionConflictError):
+            sw.txn.commit(during.id, [b"row"])
+        sw.txn.commit(seen.id, [b"row"])
+        assert sw.txn.status(seen.id) is TxnStatus.COMMITTED
+
+
 def test_an_aborted_writer_that_writes_until_its_deadline_stays_invisible(store: seaway.Seaway,
                                                                          clock: FakeClock) -> None:
     """Finding 1: a transaction aborted by id is settled (and can leave the invalid list) no

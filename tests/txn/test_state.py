@@ -23,6 +23,7 @@ from seaway.txn._state import (
     TimeOut,
     TxnState,
     TxnStatus,
+    Visible,
     decode_edit,
     encode_edit,
 )
@@ -38,7 +39,8 @@ writes = st.lists(st.tuples(st.sampled_from(["m", "consumers"]), keys, st.none()
 edits: st.SearchStrategy[Edit] = st.one_of(
     st.builds(Begin, u64, ms, st.integers(1, 3_600_000)),
     st.builds(Register, u64, log_ids),
-    st.builds(Commit, u64, u64, st.lists(keys, max_size=3).map(tuple), writes),
+    st.builds(Commit, u64, st.lists(keys, max_size=3).map(tuple), writes),
+    st.builds(Visible, u64, u64),
     st.builds(Abort, u64, ms),
     st.builds(TimeOut, u64, ms),
     st.builds(Settle, u64, lsns),
@@ -104,13 +106,14 @@ def test_malformed_edits_are_corruption(raw: bytes) -> None:
 
 
 def test_a_commit_of_several_transactions_round_trips_and_ends_them_all() -> None:
-    edit = Commit(1, 5, (b"c",), (("m", b"k", b"v"),), (3, 2))
+    edit = Commit(1, (b"c",), (("m", b"k", b"v"),), (3, 2))
     assert decode_edit(encode_edit(edit)) == edit
-    assert b"also" not in encode_edit(Commit(1, 5))  # a single commit encodes as it always did
+    assert b"also" not in encode_edit(Commit(1))  # a single commit encodes as it always did
     state = TxnState()
     for wp in (1, 2, 3, 4):
         state.apply(Begin(wp, 1000, 5000))
     state.apply(edit)
+    state.apply(Visible(1, 4))
     assert [state.status(wp) for wp in (1, 2, 3, 4)] == [TxnStatus.COMMITTED] * 3 + [TxnStatus.IN_PROGRESS]
     assert state.conflicting(4, frozenset({b"c"})) == b"c"
 
@@ -121,10 +124,11 @@ def _busy_state() -> TxnState:
         state.apply(Begin(wp, 1000 + wp, 5000))
     state.apply(Register(2, (7, 9)))
     state.apply(Register(3, (4,)))
-    state.apply(Commit(1, 7, (b"a",), ((("m", b"k", b"v")),)))
+    state.apply(Commit(1, (b"a",), ((("m", b"k", b"v")),)))
+    state.apply(Visible(1, 7))
     state.apply(Abort(2, 2000))
     state.apply(TimeOut(3, 9000))
-    state.apply(Commit(4, 7))
+    state.apply(Commit(4))
     state.apply(Abort(5, 2001))
     state.apply(Settle(2, (10, 11)))
     return state
@@ -157,3 +161,30 @@ def test_a_damaged_saved_state_is_corruption(data: st.DataObject) -> None:
 def test_malformed_saved_states_are_corruption(raw: bytes) -> None:
     with pytest.raises(CorruptionError):
         TxnState.decode(raw)
+
+
+def test_a_commit_logged_before_visible_edits_decodes_and_dates_from_the_end_of_recovery() -> None:
+    """A commit record of an older log carries the pointer of when it was logged; its keys date
+    from the end of the recovery instead (they count against every transaction then in progress)."""
+    edit = decode_edit(b'{"k":"Commit","write_pointer":1,"commit_pointer":1,"conflicts":["61"],"writes":[]}')
+    assert edit == Commit(1, (b"a",))
+    state = TxnState()
+    for wp in (1, 2):
+        state.apply(Begin(wp, 1000, 5000))
+    state.apply(edit)
+    state.apply(Begin(3, 1000, 5000))  # began while it was being logged, or once it was visible
+    assert state.conflicting(2, frozenset({b"a"})) is None  # not dated yet: only recovery applies it so
+    state.date_commits()
+    assert state.conflicting(2, frozenset({b"a"})) == b"a"
+    assert state.conflicting(3, frozenset({b"a"})) == b"a"
+
+
+def test_a_commit_of_transactions_not_in_progress_commits_nothing() -> None:
+    """A commit record whose transactions were aborted once its append failed (finding 12)."""
+    state = TxnState()
+    state.apply(Begin(1, 1000, 5000))
+    state.apply(Register(1, (7,)))
+    state.apply(Abort(1, 1001))
+    state.apply(Commit(1, (b"a",), (("m", b"k", b"v"),)))
+    assert state.status(1) is TxnStatus.ABORTED and 1 in state.invalid
+    assert not state.undated and not state.committed

@@ -24,7 +24,6 @@ the log edit and that batch, recovery writes it, and never twice.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import heapq
 import json
 import logging
@@ -66,6 +65,7 @@ from seaway.txn._state import (
     TimeOut,
     TxnState,
     TxnStatus,
+    Visible,
     decode_edit,
     encode_edit,
 )
@@ -274,10 +274,13 @@ class TransactionManager:
             if not isinstance(item, Record):  # pragma: no cover - plain reads yield records and gaps
                 continue
             edit = decode_edit(item.payload)
+            if isinstance(edit, Commit) and not state.takes(edit):
+                continue  # its transactions were aborted once its append failed
             change = _ledger_change(state, edit)  # from the state before the edit: its logs
             state.apply(edit)
             if change is not None and self._meta.get(NAMESPACE, _applied_key(item.lsn)) is None:
                 self._apply_edit(edit.writes if isinstance(edit, Commit) else (), item.lsn, change)
+        state.date_commits()
         for write_pointer, txn in state.in_progress.items():
             heapq.heappush(self._expiries, (txn.expiry_ms, write_pointer))
         # Begins are not waited for (see begin): write pointers issued before a crash may be
@@ -471,8 +474,7 @@ class TransactionManager:
             self._check_running()
             failure, ends = self._refusal(pointers, keys)
             if failure is None:
-                edit = Commit(pointers[0], self.state.last_write_pointer, tuple(sorted(keys)), checked,
-                              pointers[1:])
+                edit = Commit(pointers[0], tuple(sorted(keys)), checked, pointers[1:])
                 committed = _commit_change(self.state, edit)
                 # Appended first: an append refused at once (an edit over the log's payload bound)
                 # leaves the transactions in progress, not "being committed" for ever.
@@ -502,8 +504,13 @@ class TransactionManager:
             raise self._stop(f"transaction {pointers[0]} is logged as committed but its writes failed", exc) from exc
         with self._cond:
             # Its conflict keys date from now, when it becomes visible: a transaction that began
-            # while it was being logged did not see it either.
-            self.state.apply(dataclasses.replace(edit, commit_pointer=self.state.last_write_pointer))
+            # while it was being logged did not see it either. Logged (not waited for), so that
+            # recovery dates it the same; one lost in a crash dates it later, never earlier.
+            self.state.apply(edit)
+            if edit.conflicts:
+                visible = Visible(edit.write_pointer, self.state.last_write_pointer)
+                self.state.apply(visible)
+                self._append(visible).add_done_callback(_log_failure)
             for write_pointer in pointers:
                 del self._committing[write_pointer]
             self._cond.notify_all()

@@ -7,10 +7,14 @@ the state after a crash is the state the acknowledged edits describe (Tephra's T
 - ``Begin``: a write pointer is issued and its transaction is in progress until ``expiry_ms``.
 - ``Register``: the transaction is about to write to these logs (kept so that its data can be found
   when it is aborted or times out; see pruning below).
-- ``Commit``: its writes are visible from now on; its conflict keys are kept while a transaction
-  that began before it is still in progress; its metadata writes are applied by the manager. One
-  edit may commit several transactions (``also``) as one atomic step: after a crash, all of them
-  are committed or none.
+- ``Commit``: its writes are visible from now on; its metadata writes are applied by the manager.
+  One edit may commit several transactions (``also``) as one atomic step: after a crash, all of
+  them are committed or none. It is logged before it is visible (the manager applies its writes
+  first), and a transaction that begins in between does not see it:
+- ``Visible``: the commit became visible, and its conflict keys date from here: they are kept, and
+  count, against every transaction that began before (at or below ``commit_pointer``), while one
+  is still in progress. A commit recovered without its ``Visible`` may have been seen by none of
+  the transactions in progress: its keys count against all of them (:meth:`TxnState.date_commits`).
 - ``Abort`` / ``TimeOut``: its writes will never be visible. A transaction that registered logs
   goes to the *invalid list*, which every snapshot carries so that readers skip its data; one that
   wrote nothing is simply forgotten.
@@ -85,8 +89,6 @@ class Register:
 @dataclass(frozen=True)
 class Commit:
     write_pointer: int
-    commit_pointer: int
-    """The last write pointer issued when it committed: a transaction at or below it began before."""
     conflicts: tuple[bytes, ...] = ()
     writes: tuple[tuple[str, bytes, bytes | None], ...] = ()
     """Metadata writes applied with the commit: ``(namespace, key, value)``, None to delete."""
@@ -96,6 +98,15 @@ class Commit:
     @property
     def write_pointers(self) -> tuple[int, ...]:
         return (self.write_pointer, *self.also)
+
+
+@dataclass(frozen=True)
+class Visible:
+    """The commit of ``write_pointer`` became visible when ``commit_pointer`` was the last write
+    pointer issued: a transaction at or below it began before and did not see it."""
+
+    write_pointer: int
+    commit_pointer: int
 
 
 @dataclass(frozen=True)
@@ -134,10 +145,10 @@ class Reserve:
     write_pointer: int
 
 
-Edit = Begin | Register | Commit | Abort | TimeOut | Settle | Prune | SaveMark | Reserve
+Edit = Begin | Register | Commit | Visible | Abort | TimeOut | Settle | Prune | SaveMark | Reserve
 
-_KINDS: dict[str, type[Any]] = {cls.__name__: cls for cls in (Begin, Register, Commit, Abort, TimeOut, Settle,
-                                                              Prune, SaveMark, Reserve)}
+_KINDS: dict[str, type[Any]] = {cls.__name__: cls for cls in (Begin, Register, Commit, Visible, Abort, TimeOut,
+                                                              Settle, Prune, SaveMark, Reserve)}
 
 
 def encode_edit(edit: Edit) -> bytes:
@@ -156,6 +167,7 @@ def decode_edit(raw: bytes) -> Edit:
         fields = json.loads(raw)
         cls = _KINDS[fields.pop("k")]
         if cls is Commit:
+            fields.pop("commit_pointer", None)  # logged before Visible edits existed; see date_commits
             fields["conflicts"] = tuple(bytes.fromhex(key) for key in fields["conflicts"])
             fields["writes"] = tuple((ns, bytes.fromhex(key), None if v is None else bytes.fromhex(v))
                                      for ns, key, v in fields["writes"])
@@ -191,7 +203,11 @@ class TxnState:
         self.in_progress: dict[int, InProgress] = {}
         self.invalid: dict[int, Invalid] = {}
         self.committed: list[tuple[int, frozenset[bytes]]] = []
-        """(commit pointer, conflict keys), in commit order, while a transaction may conflict."""
+        """(commit pointer, conflict keys), in the order they became visible, while a transaction
+        may conflict."""
+        self.undated: dict[int, frozenset[bytes]] = {}
+        """The conflict keys of commits applied whose ``Visible`` is not applied yet: only while
+        recovery replays the log (the manager applies both edits at once)."""
         self.outcomes: OrderedDict[int, TxnStatus] = OrderedDict()
         self.outcomes_max = outcomes_max
 
@@ -208,12 +224,18 @@ class TxnState:
             if (txn := self.in_progress.get(edit.write_pointer)) is not None:
                 txn.logs.update(edit.logs)
         elif isinstance(edit, Commit):
+            if not self.takes(edit):
+                return
             for write_pointer in edit.write_pointers:
                 self.in_progress.pop(write_pointer, None)
                 self._finish(write_pointer, TxnStatus.COMMITTED)
             if edit.conflicts:
-                self.committed.append((edit.commit_pointer, frozenset(edit.conflicts)))
+                self.undated[edit.write_pointer] = frozenset(edit.conflicts)
             self._forget_conflicts()
+        elif isinstance(edit, Visible):
+            if (keys := self.undated.pop(edit.write_pointer, None)) is not None:
+                self.committed.append((edit.commit_pointer, keys))
+                self._forget_conflicts()
         elif isinstance(edit, (Abort, TimeOut)):
             status = TxnStatus.ABORTED if isinstance(edit, Abort) else TxnStatus.TIMED_OUT
             if (txn := self.in_progress.pop(edit.write_pointer, None)) is not None:
@@ -230,6 +252,19 @@ class TxnState:
                 self.invalid.pop(write_pointer, None)
         elif isinstance(edit, Reserve):
             self.last_write_pointer = max(self.last_write_pointer, edit.write_pointer)
+
+    def takes(self, edit: Commit) -> bool:
+        """Whether ``edit`` commits: all its transactions are in progress. The manager logs a commit
+        only then, and aborts them if its append fails, not knowing whether it was written: such a
+        record, found after their abort (or before it, see the manager's recovery), commits nothing."""
+        return all(write_pointer in self.in_progress for write_pointer in edit.write_pointers)
+
+    def date_commits(self) -> None:
+        """Date the commits applied without their ``Visible`` (at the end of a recovery): they may
+        have been visible to none of the transactions in progress, so they count against all."""
+        for keys in self.undated.values():
+            self.committed.append((self.last_write_pointer, keys))
+        self.undated.clear()
 
     def _finish(self, write_pointer: int, status: TxnStatus) -> None:
         self.outcomes[write_pointer] = status
