@@ -170,9 +170,15 @@ def test_a_transaction_times_out_and_cannot_commit_after(api: Api) -> None:
     log = sw.logs.create(api.name())
     idle = sw.transaction(timeout_s=0.3)
     idle.register_logs([log.id])
+    ends: list[bool] = []
+    idle.after_end(ends.append)
     late = sw.txn.begin(timeout_s=0.3)
     wait_for_status(sw, idle.id, TxnStatus.TIMED_OUT)
     raises_exactly(TransactionTimedOutError, idle.commit)  # the handle's own deadline passed
+    # ... and it ended: its end hooks ran (a consumer gives back what it dequeued), and it says so.
+    assert ends == [False] and idle.status is TxnStatus.TIMED_OUT
+    raises_exactly(TransactionTimedOutError, idle.commit)
+    assert ends == [False]
     raises_exactly(TransactionTimedOutError, lambda: sw.txn.commit(idle.id))  # the manager's answer
     assert idle.id in sw.txn.snapshot().invalid
     sw.txn.abort(idle.id)  # aborting a timed-out transaction does nothing
@@ -183,6 +189,31 @@ def test_a_transaction_times_out_and_cannot_commit_after(api: Api) -> None:
     patient = sw.transaction()
     assert patient.deadline_s - time.monotonic() > 25  # the default timeout, less the handle's margin
     patient.abort()
+
+
+def test_a_commit_whose_end_hook_raises_still_returns_committed(api: Api) -> None:
+    """Finding 9: a hook run once the transaction ended (a consumer's trim, say) cannot turn a
+    commit into a failure (the caller would retry, and duplicate): its error is logged and kept on
+    the handle, and the other hooks run all the same."""
+    sw = api.sw
+    ns = api.name()
+    tx = sw.txn.begin()
+    tx.stage_put(ns, b"k", b"v")
+    seen: list[bool] = []
+
+    def broken(committed: bool) -> None:
+        raise UnavailableError("the trim's call failed")
+
+    tx.after_end(broken)
+    tx.after_end(seen.append)
+    tx.commit()
+    assert tx.status is TxnStatus.COMMITTED and seen == [True]
+    assert sw.txn.status(tx.id) is TxnStatus.COMMITTED
+    assert [type(exc) for exc in tx.end_errors] == [UnavailableError]
+    with sw.transaction() as aborted:  # an abort too
+        aborted.after_end(broken)
+        aborted.abort()
+    assert aborted.status is TxnStatus.ABORTED and len(aborted.end_errors) == 1
 
 
 def test_errors_cross_with_their_classes(api: Api) -> None:
