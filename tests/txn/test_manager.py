@@ -14,6 +14,7 @@ import pytest
 import seaway
 from seaway import (
     OverloadedError,
+    SeawayError,
     TransactionConflictError,
     TransactionNotInProgressError,
     TxnConfig,
@@ -22,8 +23,8 @@ from seaway import (
 )
 from seaway.log import CoalesceConfig, DiskWrite, MetaApi, Record
 from seaway.logsdb import PutRecords
-from seaway.testing import FakeClock
-from seaway.txn import TransactionManager
+from seaway.testing import AppendFaults, FakeClock
+from seaway.txn import TransactionManager, Visibility
 from seaway.txn._manager import WAL_LOG
 from seaway.txn._state import decode_edit
 
@@ -444,3 +445,33 @@ def test_an_aborted_writer_that_writes_until_its_deadline_stays_invisible(store:
     log.trim(log.tail_lsn())
     assert manager.run_pruning() == 1
     assert tx.id not in store.txn.snapshot().invalid
+
+
+@pytest.mark.parametrize("stored", [True, False])
+def test_a_commit_whose_log_append_failed_has_the_same_outcome_live_and_after_a_restart(
+        tmp_path: Path, clock: FakeClock, stored: bool) -> None:
+    """Finding 12: a commit whose append failed, written (a lost reply) or not, is aborted, and a
+    restart finds it aborted too: its writes are never applied, over newer values or at all."""
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        log = sw.logs.create("data")
+        sw.transaction().abort()  # the manager's log exists
+        wal = sw.logs.get(WAL_LOG).id
+        tx = sw.txn.begin()
+        tx.register_logs([log.id])
+        log.append(b"%d" % tx.id)
+        tx.stage_put("m", b"position", b"old")
+        faults = (AppendFaults(1, lose_reply=1.0, limit=1, logs={wal}) if stored
+                  else AppendFaults(1, refuse_later=1.0, limit=1, logs={wal}))
+        with faults.applied(sw), pytest.raises(SeawayError):
+            tx.commit()
+        assert len(faults.injected) == 1
+        assert sw.txn.status(tx.id) is TxnStatus.ABORTED and tx.status is TxnStatus.ABORTED
+        assert sw.txn.snapshot().visibility(tx.id) is Visibility.SKIP
+        sw.meta.put("m", b"position", b"newer")  # written since, outside the transaction
+        later = sw.txn.begin()  # the manager goes on
+        later.commit()
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        assert sw.txn.status(tx.id) is TxnStatus.ABORTED
+        assert sw.txn.snapshot().visibility(tx.id) is Visibility.SKIP
+        assert value(sw, b"position") == b"newer"
+        assert sw.txn.status(later.id) is TxnStatus.COMMITTED

@@ -265,6 +265,7 @@ class TransactionManager:
             except (ValueError, KeyError, TypeError) as exc:
                 raise CorruptionError(f"the transaction manager's saved state is damaged: {exc!r:.200}") from None
             state = TxnState.decode(raw, self.config.outcomes_max)
+        edits: list[tuple[int, Edit]] = []  # since the saved state: at most about save_edits
         for item in () if self._wal is None else self._wal.read(start):
             if isinstance(item, Gap):
                 # Trimmed past the saved state: the edits in between are gone as surely as lost ones.
@@ -273,13 +274,17 @@ class TransactionManager:
                 continue
             if not isinstance(item, Record):  # pragma: no cover - plain reads yield records and gaps
                 continue
-            edit = decode_edit(item.payload)
-            if isinstance(edit, Commit) and not state.takes(edit):
-                continue  # its transactions were aborted once its append failed
+            edits.append((item.lsn, decode_edit(item.payload)))
+        # A commit whose append failed, and whose transactions were aborted then (see _cancel),
+        # commits nothing, whichever of the two records came first.
+        cancelled = {edit.write_pointer for _, edit in edits if isinstance(edit, Abort)}
+        for lsn, edit in edits:
+            if isinstance(edit, Commit) and (not state.takes(edit) or cancelled.intersection(edit.write_pointers)):
+                continue
             change = _ledger_change(state, edit)  # from the state before the edit: its logs
             state.apply(edit)
-            if change is not None and self._meta.get(NAMESPACE, _applied_key(item.lsn)) is None:
-                self._apply_edit(edit.writes if isinstance(edit, Commit) else (), item.lsn, change)
+            if change is not None and self._meta.get(NAMESPACE, _applied_key(lsn)) is None:
+                self._apply_edit(edit.writes if isinstance(edit, Commit) else (), lsn, change)
         state.date_commits()
         for write_pointer, txn in state.in_progress.items():
             heapq.heappush(self._expiries, (txn.expiry_ms, write_pointer))
@@ -428,6 +433,7 @@ class TransactionManager:
     def status(self, write_pointer: int) -> TxnStatus:
         check_write_pointer(write_pointer)
         with self._cond:
+            self._check_running()  # stopped, the log decides what a restart will say
             return self.state.status(write_pointer)
 
     def register(self, write_pointer: int, logs: Iterable[int]) -> None:
@@ -490,11 +496,8 @@ class TransactionManager:
             raise failure
         try:
             lsn = durable.result()
-        except BaseException:  # not known to be logged: they stay in progress, and time out
-            with self._cond:
-                for write_pointer in pointers:
-                    del self._committing[write_pointer]
-                self._cond.notify_all()
+        except BaseException as exc:
+            self._cancel(pointers, exc)
             raise
         try:  # every commit has a ledger entry: a batch even when it has no metadata writes
             self._apply_edit(checked, lsn, committed)
@@ -514,6 +517,30 @@ class TransactionManager:
             for write_pointer in pointers:
                 del self._committing[write_pointer]
             self._cond.notify_all()
+
+    def _cancel(self, pointers: tuple[int, ...], exc: BaseException) -> None:
+        """The commit of ``pointers`` failed to append: it may be written all the same (a reply
+        lost), and a restart would find it committed. Abort them, waited for, so that the live
+        outcome and the recovered one agree: recovery commits nothing by a commit record whose
+        transactions have an abort in the log (before or after it). If that fails too, stop: the
+        outcome is the log's, which the next opening reads."""
+        with self._cond:
+            now_ms = self._clock.now_ms()
+            for write_pointer in pointers:
+                del self._committing[write_pointer]
+            self._cond.notify_all()
+            try:
+                futures = [self._end(Abort(write_pointer, now_ms)) for write_pointer in pointers]
+            except SeawayError as refused:
+                futures, failure = [], refused
+        try:
+            for future in futures:
+                future.result()
+            return
+        except SeawayError as refused:
+            failure = refused
+        raise self._stop(f"transaction {pointers[0]}'s commit failed to append ({exc}) and so did its abort",
+                         failure) from exc
 
     def _refusal(self, pointers: tuple[int, ...], keys: frozenset[bytes],
                  ) -> tuple[SeawayError | None, list[Abort | TimeOut]]:
