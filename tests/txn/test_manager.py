@@ -475,3 +475,32 @@ def test_a_commit_whose_log_append_failed_has_the_same_outcome_live_and_after_a_
         assert sw.txn.snapshot().visibility(tx.id) is Visibility.SKIP
         assert value(sw, b"position") == b"newer"
         assert sw.txn.status(later.id) is TxnStatus.COMMITTED
+
+
+def test_the_timeout_pass_goes_past_a_commit_being_logged(store: seaway.Seaway, clock: FakeClock) -> None:
+    """Finding 20: a transaction being committed at the head of the expiry order is left alone,
+    and the pass goes on to time out the others past their expiry."""
+    manager = manager_of(store)
+    entered, release = threading.Event(), threading.Event()
+    apply_edit = manager._apply_edit
+
+    def held(*args: Any) -> None:
+        entered.set()
+        assert release.wait(10)
+        apply_edit(*args)
+
+    first = store.txn.begin(timeout_s=1)
+    idle = store.txn.begin(timeout_s=2)
+    manager._apply_edit = held  # type: ignore[method-assign,assignment]
+    committing = threading.Thread(target=first.commit)
+    committing.start()
+    try:
+        assert entered.wait(10)
+        clock.advance(3)
+        manager.run_timeouts()
+        assert store.txn.status(idle.id) is TxnStatus.TIMED_OUT
+        assert store.txn.status(first.id) is TxnStatus.IN_PROGRESS  # being committed: not timed out
+    finally:
+        release.set()
+        committing.join(10)
+    assert store.txn.status(first.id) is TxnStatus.COMMITTED

@@ -631,6 +631,7 @@ class TransactionManager:
         fake clock and no background passes."""
         now_ms = self._clock.now_ms()
         pending: list[tuple[Future[int], TxnAbortedByTimeout | None]] = []
+        later: list[tuple[int, int]] = []
         with self._cond:
             while self._expiries and self._expiries[0][0] <= now_ms:
                 _, write_pointer = heapq.heappop(self._expiries)
@@ -638,9 +639,13 @@ class TransactionManager:
                 if txn is None:
                     continue
                 if write_pointer in self._committing or txn.expiry_ms > now_ms:
-                    heapq.heappush(self._expiries, (max(txn.expiry_ms, now_ms + 1), write_pointer))
-                    break
+                    # Being committed (it ends by itself, or is looked at again next time): the
+                    # others behind it time out all the same.
+                    later.append((max(txn.expiry_ms, now_ms + 1), write_pointer))
+                    continue
                 pending.extend(self._end_all([TimeOut(write_pointer, now_ms)]))
+            for entry in later:
+                heapq.heappush(self._expiries, entry)
             due = self._edits_since_save > 0 and (
                 self._edits_since_save >= self.config.save_edits
                 or self._clock.monotonic_s() - self._saved_at_s >= self.config.save_interval_s)
