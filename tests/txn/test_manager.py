@@ -127,6 +127,26 @@ def test_outcomes_are_bounded(tmp_path: Path, clock: FakeClock) -> None:
             sw.txn.commit(ids[4])
 
 
+def test_outcomes_are_remembered_for_outcomes_s_whatever_finishes_meanwhile(tmp_path: Path, clock: FakeClock) -> None:
+    """Finding 11: a cut-off commit's outcome is answerable for ``outcomes_s`` after it ended, also
+    across a restart, however many transactions (read-only polls, say) finished since, up to the
+    memory bound; then it is forgotten."""
+    config = _config(outcomes_s=60, outcomes_max=10_000)
+    with seaway.open(tmp_path, config, clock=clock) as sw:
+        cut_off = sw.txn.begin()
+        cut_off.commit()
+        for _ in range(200):  # polls that find nothing, each ends a transaction
+            sw.txn.begin().abort()
+        clock.advance(59)
+        sw.txn.begin().abort()
+        assert sw.txn.status(cut_off.id) is TxnStatus.COMMITTED
+    with seaway.open(tmp_path, config, clock=clock) as sw:
+        assert sw.txn.status(cut_off.id) is TxnStatus.COMMITTED
+        clock.advance(2)
+        sw.txn.begin().abort()
+        assert sw.txn.status(cut_off.id) is TxnStatus.UNKNOWN
+
+
 def test_transactions_in_progress_are_bounded(tmp_path: Path, clock: FakeClock) -> None:
     with seaway.open(tmp_path, _config(in_progress_max=2), clock=clock) as sw:
         first, _ = sw.txn.begin(), sw.txn.begin()

@@ -111,8 +111,11 @@ class TxnConfig:
     timeout_s_max: float = 3600.0
     in_progress_max: int = 100_000
     """Transactions in progress at once; a begin beyond it fails with OverloadedError."""
-    outcomes_max: int = 10_000
-    """Finished transactions whose outcome ``status`` still reports (then: UNKNOWN)."""
+    outcomes_s: float = 900.0
+    """How long after a transaction ended ``status`` still reports its outcome (then: UNKNOWN),
+    also across restarts: what a client whose commit call was cut off has to ask."""
+    outcomes_max: int = 1_000_000
+    """A memory bound on those outcomes (17 bytes each): beyond, the oldest are forgotten earlier."""
     tick_s: float = 0.1
     """How often idle transactions are timed out."""
     prune_interval_s: float = 10.0
@@ -125,7 +128,7 @@ class TxnConfig:
     save_interval_s: float = 60.0
 
     def __post_init__(self) -> None:
-        for name in ("timeout_s", "timeout_s_max", "tick_s", "prune_interval_s", "save_interval_s"):
+        for name in ("timeout_s", "timeout_s_max", "tick_s", "prune_interval_s", "save_interval_s", "outcomes_s"):
             if not getattr(self, name) > 0:
                 raise InvalidArgumentError(f"TxnConfig.{name} must be positive")
         if self.timeout_s > self.timeout_s_max:
@@ -253,7 +256,7 @@ class TransactionManager:
     def _recover(self) -> TxnState:
         head = self._meta.get(NAMESPACE, _STATE_HEAD)
         start = LSN_OLDEST
-        state = TxnState(self.config.outcomes_max)
+        state = TxnState(*self._outcome_bounds)
         if head is not None:
             try:
                 saved = json.loads(head.value)
@@ -264,7 +267,7 @@ class TransactionManager:
                 start = int(saved["lsn"]) + 1
             except (ValueError, KeyError, TypeError) as exc:
                 raise CorruptionError(f"the transaction manager's saved state is damaged: {exc!r:.200}") from None
-            state = TxnState.decode(raw, self.config.outcomes_max)
+            state = TxnState.decode(raw, *self._outcome_bounds)
         edits: list[tuple[int, Edit]] = []  # since the saved state: at most about save_edits
         for item in () if self._wal is None else self._wal.read(start):
             if isinstance(item, Gap):
@@ -295,6 +298,10 @@ class TransactionManager:
             state.last_write_pointer = max(state.last_write_pointer,
                                            self._clock.now_ms() * POINTERS_PER_MS) + RECOVERY_GAP_POINTERS
         return state
+
+    @property
+    def _outcome_bounds(self) -> tuple[int, int]:
+        return self.config.outcomes_max, int(self.config.outcomes_s * 1000)
 
     def save(self) -> None:
         """Save the whole state and trim the log below it (done by itself every so often)."""
@@ -480,7 +487,7 @@ class TransactionManager:
             self._check_running()
             failure, ends = self._refusal(pointers, keys)
             if failure is None:
-                edit = Commit(pointers[0], tuple(sorted(keys)), checked, pointers[1:])
+                edit = Commit(pointers[0], tuple(sorted(keys)), checked, pointers[1:], self._clock.now_ms())
                 committed = _commit_change(self.state, edit)
                 # Appended first: an append refused at once (an edit over the log's payload bound)
                 # leaves the transactions in progress, not "being committed" for ever.
@@ -610,7 +617,7 @@ class TransactionManager:
         status = TxnStatus.IN_PROGRESS if txn is not None else self.state.status(write_pointer)
         if status is TxnStatus.UNKNOWN:
             raise UnknownTransactionError(f"no transaction {write_pointer} is known (never begun, or finished "
-                                          f"before the last {self.config.outcomes_max} outcomes)")
+                                          f"before the outcomes the manager keeps: outcomes_s after it ended)")
         if status is TxnStatus.TIMED_OUT:
             raise TransactionTimedOutError(f"transaction {write_pointer} timed out")
         what = "is being committed" if status is TxnStatus.IN_PROGRESS else f"already ended: {status.value}"

@@ -26,8 +26,9 @@ the state after a crash is the state the acknowledged edits describe (Tephra's T
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
-from collections.abc import Iterable
+from array import array
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -94,6 +95,8 @@ class Commit:
     """Metadata writes applied with the commit: ``(namespace, key, value)``, None to delete."""
     also: tuple[int, ...] = ()
     """Other transactions committed by the same edit, all together with ``write_pointer``."""
+    now_ms: int = 0
+    """When it was logged (0 in records from before it was kept: the last begin's time stands in)."""
 
     @property
     def write_pointers(self) -> tuple[int, ...]:
@@ -159,6 +162,8 @@ def encode_edit(edit: Edit) -> bytes:
         fields["writes"] = [[ns, key.hex(), None if v is None else v.hex()] for ns, key, v in edit.writes]
         if not edit.also:  # the encoding of a single commit stays what it always was
             del fields["also"]
+        if not edit.now_ms:
+            del fields["now_ms"]
     return json.dumps(fields, separators=(",", ":")).encode()
 
 
@@ -194,11 +199,99 @@ def _check_types(edit: Edit) -> None:
         raise ValueError("a metadata write's namespace is not a string")
 
 
+_CODES = (TxnStatus.COMMITTED, TxnStatus.ABORTED, TxnStatus.TIMED_OUT)
+_CODE = {status: code for code, status in enumerate(_CODES)}
+_CHUNK = 4096
+
+
+class _Chunk:
+    __slots__ = ("codes", "ended", "first", "high", "low", "pointers")
+
+    def __init__(self) -> None:
+        self.pointers = array("Q")
+        self.codes = bytearray()
+        self.ended = array("Q")
+        self.first = 0
+        """Entries before it are forgotten."""
+        self.low, self.high = 2**64, 0
+
+
+class Outcomes:
+    """How finished transactions ended, each for ``keep_ms`` after it ended, at most ``most`` of
+    them (the oldest go first): 17 bytes each, in chunks in the order they ended. Looking one up
+    searches the chunks whose range of pointers holds it (``status`` calls are rare)."""
+
+    def __init__(self, most: int, keep_ms: int) -> None:
+        self.most = most
+        self.keep_ms = keep_ms
+        self._chunks: deque[_Chunk] = deque()
+        self._count = 0
+        self.forgotten_early = 0
+        """Outcomes forgotten before ``keep_ms`` because ``most`` were kept."""
+
+    def __len__(self) -> int:
+        return self._count
+
+    def add(self, write_pointer: int, status: TxnStatus, ended_ms: int) -> None:
+        if not self._chunks or len(self._chunks[-1].pointers) >= _CHUNK:
+            self._chunks.append(_Chunk())
+        chunk = self._chunks[-1]
+        chunk.pointers.append(write_pointer)
+        chunk.codes.append(_CODE[status])
+        chunk.ended.append(ended_ms)
+        chunk.low, chunk.high = min(chunk.low, write_pointer), max(chunk.high, write_pointer)
+        self._count += 1
+        self._forget(ended_ms - self.keep_ms)
+
+    def _forget(self, before_ms: int) -> None:
+        while self._chunks:
+            oldest = self._chunks[0]
+            if self._count > self.most:
+                self.forgotten_early += oldest.ended[oldest.first] >= before_ms
+            elif oldest.ended[oldest.first] >= before_ms:
+                return
+            oldest.first += 1
+            self._count -= 1
+            if oldest.first == len(oldest.pointers):
+                self._chunks.popleft()
+
+    def get(self, write_pointer: int) -> TxnStatus | None:
+        for chunk in reversed(self._chunks):
+            if chunk.low <= write_pointer <= chunk.high:
+                try:
+                    return _CODES[chunk.codes[chunk.pointers.index(write_pointer, chunk.first)]]
+                except ValueError:
+                    continue
+        return None
+
+    def __iter__(self) -> Iterator[tuple[int, TxnStatus, int]]:
+        for chunk in self._chunks:
+            for i in range(chunk.first, len(chunk.pointers)):
+                yield chunk.pointers[i], _CODES[chunk.codes[i]], chunk.ended[i]
+
+    def encode(self) -> dict[str, Any]:
+        entries = list(self)
+        return {"p": [wp for wp, _, _ in entries], "s": "".join(str(_CODE[s]) for _, s, _ in entries),
+                "t": [ms for _, _, ms in entries]}
+
+    def decode(self, data: Any, legacy_ms: int) -> None:
+        if isinstance(data, list):  # saved before outcomes were kept by time: [[wp, status], ...]
+            for wp, status in data:
+                self.add(int(wp), TxnStatus(status), legacy_ms)
+            return
+        pointers, codes, ended = data["p"], data["s"], data["t"]
+        if not len(pointers) == len(codes) == len(ended) or not isinstance(codes, str):
+            raise ValueError("the outcomes' columns differ in length")
+        for wp, code, ms in zip(pointers, codes, ended, strict=True):
+            self.add(int(wp), _CODES[int(code)], int(ms))
+
+
 class TxnState:
     """Write pointers, transactions in progress, the invalid list, recent conflict keys and
-    outcomes. ``outcomes_max`` bounds the finished transactions whose status is remembered."""
+    outcomes. ``outcomes_max`` bounds the finished transactions whose status is remembered, each
+    for ``outcomes_ms`` after it ended."""
 
-    def __init__(self, outcomes_max: int = 10_000) -> None:
+    def __init__(self, outcomes_max: int = 1_000_000, outcomes_ms: int = 900_000) -> None:
         self.last_write_pointer = 0
         self.in_progress: dict[int, InProgress] = {}
         self.invalid: dict[int, Invalid] = {}
@@ -208,8 +301,7 @@ class TxnState:
         self.undated: dict[int, frozenset[bytes]] = {}
         """The conflict keys of commits applied whose ``Visible`` is not applied yet: only while
         recovery replays the log (the manager applies both edits at once)."""
-        self.outcomes: OrderedDict[int, TxnStatus] = OrderedDict()
-        self.outcomes_max = outcomes_max
+        self.outcomes = Outcomes(outcomes_max, outcomes_ms)
 
     # --- edits ------------------------------------------------------------------------------------
 
@@ -226,9 +318,10 @@ class TxnState:
         elif isinstance(edit, Commit):
             if not self.takes(edit):
                 return
+            now_ms = edit.now_ms or self.last_write_pointer // POINTERS_PER_MS
             for write_pointer in edit.write_pointers:
                 self.in_progress.pop(write_pointer, None)
-                self._finish(write_pointer, TxnStatus.COMMITTED)
+                self._finish(write_pointer, TxnStatus.COMMITTED, now_ms)
             if edit.conflicts:
                 self.undated[edit.write_pointer] = frozenset(edit.conflicts)
             self._forget_conflicts()
@@ -242,7 +335,7 @@ class TxnState:
                 if txn.logs:
                     self.invalid[edit.write_pointer] = Invalid(status, edit.now_ms, tuple(sorted(txn.logs)),
                                                                expiry_ms=txn.expiry_ms)
-                self._finish(edit.write_pointer, status)
+                self._finish(edit.write_pointer, status, edit.now_ms)
                 self._forget_conflicts()
         elif isinstance(edit, Settle):
             if (entry := self.invalid.get(edit.write_pointer)) is not None:
@@ -266,10 +359,8 @@ class TxnState:
             self.committed.append((self.last_write_pointer, keys))
         self.undated.clear()
 
-    def _finish(self, write_pointer: int, status: TxnStatus) -> None:
-        self.outcomes[write_pointer] = status
-        while len(self.outcomes) > self.outcomes_max:
-            self.outcomes.popitem(last=False)
+    def _finish(self, write_pointer: int, status: TxnStatus, now_ms: int) -> None:
+        self.outcomes.add(write_pointer, status, now_ms)
 
     def _forget_conflicts(self) -> None:
         """Conflict keys matter only to transactions that began before their commit and are still
@@ -300,7 +391,7 @@ class TxnState:
             return TxnStatus.IN_PROGRESS
         if (entry := self.invalid.get(write_pointer)) is not None:
             return entry.status
-        return self.outcomes.get(write_pointer, TxnStatus.UNKNOWN)
+        return self.outcomes.get(write_pointer) or TxnStatus.UNKNOWN
 
     def snapshot(self, write_pointer: int = 0) -> Snapshot:
         return Snapshot(self.last_write_pointer, tuple(sorted(self.in_progress)), tuple(sorted(self.invalid)),
@@ -315,12 +406,12 @@ class TxnState:
             "invalid": [[wp, e.status.value, e.since_ms, list(e.logs), None if e.tails is None else list(e.tails),
                          e.expiry_ms] for wp, e in self.invalid.items()],
             "committed": [[cp, sorted(k.hex() for k in keys)] for cp, keys in self.committed],
-            "outcomes": [[wp, s.value] for wp, s in self.outcomes.items()],
+            "outcomes": self.outcomes.encode(),
         }, separators=(",", ":")).encode()
 
     @classmethod
-    def decode(cls, raw: bytes, outcomes_max: int = 10_000) -> TxnState:
-        state = cls(outcomes_max)
+    def decode(cls, raw: bytes, outcomes_max: int = 1_000_000, outcomes_ms: int = 900_000) -> TxnState:
+        state = cls(outcomes_max, outcomes_ms)
         try:
             data = json.loads(raw)
             state.last_write_pointer = int(data["last"])
@@ -332,7 +423,7 @@ class TxnState:
                                               int(expiry[0]) if expiry else int(since))
                              for wp, status, since, logs, tails, *expiry in data["invalid"]}
             state.committed = [(int(cp), frozenset(bytes.fromhex(k) for k in keys)) for cp, keys in data["committed"]]
-            state.outcomes = OrderedDict((int(wp), TxnStatus(s)) for wp, s in data["outcomes"])
-        except (ValueError, KeyError, TypeError) as exc:
+            state.outcomes.decode(data["outcomes"], state.last_write_pointer // POINTERS_PER_MS)
+        except (ValueError, KeyError, TypeError, IndexError, OverflowError) as exc:
             raise CorruptionError(f"the transaction manager's saved state does not decode: {exc!r:.200}") from None
         return state
