@@ -4,6 +4,7 @@ is damaged fails with CorruptionError (never with another exception, never as a 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -188,3 +189,60 @@ def test_a_commit_of_transactions_not_in_progress_commits_nothing() -> None:
     state.apply(Commit(1, (b"a",), (("m", b"k", b"v"),)))
     assert state.status(1) is TxnStatus.ABORTED and 1 in state.invalid
     assert not state.undated and not state.committed
+
+
+def test_a_commit_check_does_not_scan_the_commits_a_long_transaction_keeps() -> None:
+    """Finding 23: one transaction left open keeps every later commit's keys (they may conflict
+    with it), but checking a commit looks up its own keys only: 50,000 kept commits, then 5,000
+    checks, take well under the time one scan each would (about a second per thousand here)."""
+    state = TxnState()
+    state.apply(Begin(1, 0, 10**9))  # the long one
+    wp = 1
+    for n in range(50_000):
+        wp += 1
+        state.apply(Begin(wp, 0, 10**9))
+        state.apply(Commit(wp, (b"k%d" % n,)))
+        state.apply(Visible(wp, wp))
+    assert len(state.committed) == 50_000
+    started = time.monotonic()
+    for n in range(5_000):
+        assert state.conflicting(wp, frozenset({b"other%d" % n})) is None
+    assert state.conflicting(1, frozenset({b"k7"})) == b"k7"
+    assert state.conflicting(wp, frozenset({b"k49999"})) == b"k49999"  # committed at wp itself
+    assert state.conflicting(wp + 1, frozenset({b"k49999"})) is None
+    assert time.monotonic() - started < 2.0
+    state.apply(Abort(1, 5))  # the long one ends: what only it could conflict with goes
+    assert state.committed == [] and state.conflicting(1, frozenset({b"k7"})) is None
+
+
+def test_the_conflict_index_forgets_a_key_only_with_its_last_commit() -> None:
+    state = TxnState()
+    for wp in (1, 2, 3, 4):
+        state.apply(Begin(wp, 0, 10**9))
+    state.apply(Commit(2, (b"a", b"b")))
+    state.apply(Visible(2, 4))
+    state.apply(Begin(5, 0, 10**9))
+    state.apply(Begin(6, 0, 10**9))
+    state.apply(Commit(3, (b"a",)))
+    state.apply(Visible(3, 6))
+    state.apply(Abort(1, 0))  # oldest now 4: both commits kept (4 <= 4 and 6)
+    assert state.conflicting(4, frozenset({b"b"})) == b"b"
+    state.apply(Abort(4, 0))
+    state.apply(Abort(5, 0))  # oldest now 6: the first commit goes, "a" stays with the second
+    assert state.conflicting(6, frozenset({b"b"})) is None
+    assert state.conflicting(6, frozenset({b"a"})) == b"a"
+    again = TxnState.decode(state.encode())
+    assert again.conflicting(6, frozenset({b"a"})) == b"a" and again.conflicting(6, frozenset({b"b"})) is None
+
+
+def test_commits_visible_at_the_same_pointer_are_forgotten_together() -> None:
+    state = TxnState()
+    for wp in (1, 2, 3):
+        state.apply(Begin(wp, 0, 10**9))
+    for wp in (2, 3):  # no begin between them: the same commit pointer
+        state.apply(Commit(wp, (b"a",)))
+        state.apply(Visible(wp, 3))
+    assert state.conflicting(1, frozenset({b"a"})) == b"a"
+    state.apply(Begin(4, 0, 10**9))
+    state.apply(Abort(1, 0))
+    assert state.committed == [] and state.conflicting(4, frozenset({b"a"})) is None

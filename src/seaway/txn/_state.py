@@ -297,7 +297,10 @@ class TxnState:
         self.invalid: dict[int, Invalid] = {}
         self.committed: list[tuple[int, frozenset[bytes]]] = []
         """(commit pointer, conflict keys), in the order they became visible, while a transaction
-        may conflict."""
+        may conflict: what to forget, in order."""
+        self._latest: dict[bytes, int] = {}
+        """Each key of ``committed``: the latest commit pointer that declared it (what a commit
+        check looks up, per key of its own, however many commits are kept)."""
         self.undated: dict[int, frozenset[bytes]] = {}
         """The conflict keys of commits applied whose ``Visible`` is not applied yet: only while
         recovery replays the log (the manager applies both edits at once)."""
@@ -327,7 +330,7 @@ class TxnState:
             self._forget_conflicts()
         elif isinstance(edit, Visible):
             if (keys := self.undated.pop(edit.write_pointer, None)) is not None:
-                self.committed.append((edit.commit_pointer, keys))
+                self._keep(edit.commit_pointer, keys)
                 self._forget_conflicts()
         elif isinstance(edit, (Abort, TimeOut)):
             status = TxnStatus.ABORTED if isinstance(edit, Abort) else TxnStatus.TIMED_OUT
@@ -356,8 +359,13 @@ class TxnState:
         """Date the commits applied without their ``Visible`` (at the end of a recovery): they may
         have been visible to none of the transactions in progress, so they count against all."""
         for keys in self.undated.values():
-            self.committed.append((self.last_write_pointer, keys))
+            self._keep(self.last_write_pointer, keys)
         self.undated.clear()
+
+    def _keep(self, commit_pointer: int, keys: frozenset[bytes]) -> None:
+        self.committed.append((commit_pointer, keys))
+        for key in keys:
+            self._latest[key] = max(commit_pointer, self._latest.get(key, 0))
 
     def _finish(self, write_pointer: int, status: TxnStatus, now_ms: int) -> None:
         self.outcomes.add(write_pointer, status, now_ms)
@@ -368,9 +376,14 @@ class TxnState:
         oldest = min(self.in_progress, default=None)
         if oldest is None:
             self.committed.clear()
+            self._latest.clear()
             return
         keep = 0
         while keep < len(self.committed) and self.committed[keep][0] < oldest:
+            commit_pointer, keys = self.committed[keep]
+            for key in keys:
+                if self._latest.get(key, 0) <= commit_pointer:  # no later commit declared it
+                    self._latest.pop(key, None)
             keep += 1
         del self.committed[:keep]
 
@@ -381,10 +394,11 @@ class TxnState:
         """A key of ``keys`` that a transaction committed since ``write_pointer`` began also wrote."""
         if not keys:
             return None
-        for commit_pointer, written in (*self.committed, *pending):
-            if commit_pointer >= write_pointer and (common := keys & written):
-                return min(common)
-        return None
+        common = {key for key in keys if self._latest.get(key, 0) >= write_pointer}
+        for commit_pointer, written in pending:  # being committed now: few
+            if commit_pointer >= write_pointer:
+                common |= keys & written
+        return min(common) if common else None
 
     def status(self, write_pointer: int) -> TxnStatus:
         if write_pointer in self.in_progress:
@@ -422,7 +436,8 @@ class TxnState:
                                               None if tails is None else tuple(map(int, tails)),
                                               int(expiry[0]) if expiry else int(since))
                              for wp, status, since, logs, tails, *expiry in data["invalid"]}
-            state.committed = [(int(cp), frozenset(bytes.fromhex(k) for k in keys)) for cp, keys in data["committed"]]
+            for cp, keys in data["committed"]:
+                state._keep(int(cp), frozenset(bytes.fromhex(k) for k in keys))
             state.outcomes.decode(data["outcomes"], state.last_write_pointer // POINTERS_PER_MS)
         except (ValueError, KeyError, TypeError, IndexError, OverflowError) as exc:
             raise CorruptionError(f"the transaction manager's saved state does not decode: {exc!r:.200}") from None
