@@ -246,3 +246,23 @@ def test_commits_visible_at_the_same_pointer_are_forgotten_together() -> None:
     state.apply(Begin(4, 0, 10**9))
     state.apply(Abort(1, 0))
     assert state.committed == [] and state.conflicting(4, frozenset({b"a"})) is None
+
+
+def test_ending_a_transaction_does_not_scan_those_in_progress() -> None:
+    """Finding 29: the oldest transaction in progress (what conflict keys are kept for) is found
+    without a pass over all of them: with 50,000 open, 5,000 commits and aborts take well under
+    the time a pass each would (about 0.6 s per thousand here)."""
+    state = TxnState()
+    for wp in range(1, 50_001):
+        state.apply(Begin(wp, 0, 10**9))
+    started = time.monotonic()
+    for wp in range(50_001, 55_001, 2):  # pointers are issued in increasing order
+        state.apply(Begin(wp, 0, 10**9))
+        state.apply(Commit(wp, (b"k",)))
+        state.apply(Visible(wp, wp))
+        state.apply(Begin(wp + 1, 0, 10**9))
+        state.apply(Abort(wp + 1, 0))
+    assert time.monotonic() - started < 1.5
+    assert state.conflicting(1, frozenset({b"k"})) == b"k"
+    state.apply(Abort(1, 0))  # the oldest goes: the next is the oldest, still before every commit
+    assert state.conflicting(2, frozenset({b"k"})) == b"k"

@@ -373,7 +373,9 @@ class TxnState:
     def _forget_conflicts(self) -> None:
         """Conflict keys matter only to transactions that began before their commit and are still
         in progress."""
-        oldest = min(self.in_progress, default=None)
+        # Begins are applied in the order of their pointers (issued increasing, logged in that
+        # order, saved in it): the first in progress is the oldest.
+        oldest = next(iter(self.in_progress), None)
         if oldest is None:
             self.committed.clear()
             self._latest.clear()
