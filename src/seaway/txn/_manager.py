@@ -173,6 +173,8 @@ def _ledger_change(state: TxnState, edit: Edit) -> TxnCommitted | TxnAbortedByTi
 
 
 def check_write_pointer(write_pointer: object) -> int:
+    """A transaction id (write pointer), checked: an integer in (0, 2**64); shared with the remote
+    client, so that both refuse the same ids the same way."""
     if not isinstance(write_pointer, int) or isinstance(write_pointer, bool) or not 0 < write_pointer < 2**64:
         raise InvalidArgumentError(f"a transaction id is an integer in (0, 2**64), got {write_pointer!r}")
     return write_pointer
