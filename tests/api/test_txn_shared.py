@@ -216,6 +216,35 @@ def test_a_commit_whose_end_hook_raises_still_returns_committed(api: Api) -> Non
     assert aborted.status is TxnStatus.ABORTED and len(aborted.end_errors) == 1
 
 
+class _ReplyLost:
+    """The manager, whose commit goes through but whose answer is lost on the way back (the remote
+    client's own retries could not learn the outcome either)."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def commit(self, *args: Any) -> None:
+        self._real.commit(*args)
+        raise UnavailableError("injected: the commit's answer was lost")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def test_a_handle_whose_commit_answer_was_lost_learns_the_outcome(api: Api) -> None:
+    """Review item 54: a handle whose commit ended in an error that does not say how it ended asks
+    the manager before it runs its end hooks: committed, it ends committed (a consumer must not
+    give back what it dequeued and committed) and the commit returns."""
+    sw = api.sw
+    tx = sw.txn.begin()
+    ends: list[bool] = []
+    tx.after_end(ends.append)
+    tx._api = _ReplyLost(tx._api)  # type: ignore[assignment]
+    tx.commit()
+    assert tx.status is TxnStatus.COMMITTED and ends == [True]
+    assert sw.txn.status(tx.id) is TxnStatus.COMMITTED
+
+
 def test_errors_cross_with_their_classes(api: Api) -> None:
     sw = api.sw
     unknown = 12345

@@ -17,14 +17,19 @@ from typing import Protocol
 from seaway._errors import (
     InvalidArgumentError,
     SeawayError,
+    TransactionConflictError,
     TransactionNotInProgressError,
     TransactionTimedOutError,
+    UnknownTransactionError,
 )
 from seaway.txn._manager import TxnInfo, check_commit, check_write_pointers
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import TxnStatus
 
 log = logging.getLogger("seaway.txn")
+
+_REFUSALS = (TransactionConflictError, TransactionNotInProgressError, UnknownTransactionError, InvalidArgumentError)
+"""A commit's errors that say it did not commit."""
 
 DEADLINE_MARGIN_S_MAX = 1.0
 """A transaction's handle refuses writes this long (or a tenth of its timeout, if less) before the
@@ -150,11 +155,26 @@ class Transaction:
             writes = [(ns, key, value) for (ns, key), value in self._writes.items()]
             self._api.commit(self.id, self._conflicts, writes)
         except BaseException as exc:
+            if isinstance(exc, SeawayError) and self.status is TxnStatus.IN_PROGRESS and self._committed_after(exc):
+                self._end(TxnStatus.COMMITTED)
+                return
             if not isinstance(exc, SeawayError) or self.status is TxnStatus.IN_PROGRESS:
                 timed_out = isinstance(exc, TransactionTimedOutError)
                 self._abort_quietly(TxnStatus.TIMED_OUT if timed_out else TxnStatus.ABORTED)
             raise
         self._end(TxnStatus.COMMITTED)
+
+    def _committed_after(self, exc: SeawayError) -> bool:
+        """Whether a commit that raised ``exc`` committed all the same: an error that does not say
+        the manager refused it (a connection cut, an answer lost) is followed by asking it once, so
+        that the end hooks learn the true outcome (a consumer that committed must not give back
+        what it dequeued). If that fails too, the handle ends as aborted, as before."""
+        if isinstance(exc, _REFUSALS):
+            return False
+        try:
+            return self._api.status(self.id) is TxnStatus.COMMITTED
+        except SeawayError:
+            return False
 
     def abort(self) -> None:
         """Nothing the transaction wrote becomes visible; what it dequeued is given back."""
