@@ -266,3 +266,22 @@ def test_ending_a_transaction_does_not_scan_those_in_progress() -> None:
     assert state.conflicting(1, frozenset({b"k"})) == b"k"
     state.apply(Abort(1, 0))  # the oldest goes: the next is the oldest, still before every commit
     assert state.conflicting(2, frozenset({b"k"})) == b"k"
+
+
+def test_outcomes_round_trip_through_a_saved_state_and_older_saves_decode() -> None:
+    state = TxnState(outcomes_max=10, outcomes_ms=1000)
+    for wp in range(1, 13):
+        state.apply(Begin(wp, 0, 10**9))
+        state.apply(Abort(wp, 100 * wp) if wp % 3 else TimeOut(wp, 100 * wp))
+    # 12 ended, at most 10 kept, those older than 1 s before the last (1200 ms) gone: none by time
+    assert [state.status(wp) for wp in (1, 2, 3, 12)] == [TxnStatus.UNKNOWN] * 2 + [TxnStatus.TIMED_OUT,
+                                                                                   TxnStatus.TIMED_OUT]
+    again = TxnState.decode(state.encode(), outcomes_max=10, outcomes_ms=1000)
+    assert list(again.outcomes) == list(state.outcomes) and len(again.outcomes) == 10
+    state.apply(Begin(20, 0, 10**9))
+    state.apply(Abort(20, 2050))  # 1 s after 1050: what ended before then goes
+    assert state.status(5) is TxnStatus.UNKNOWN and state.status(11) is TxnStatus.ABORTED
+    older = (b'{"last":9000000,"in_progress":[],"invalid":[],"committed":[],'
+             b'"outcomes":[[7,"COMMITTED"],[8,"ABORTED"]]}')
+    legacy = TxnState.decode(older)
+    assert legacy.status(7) is TxnStatus.COMMITTED and legacy.status(8) is TxnStatus.ABORTED
