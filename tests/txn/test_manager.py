@@ -525,3 +525,30 @@ def test_the_timeout_pass_goes_past_a_commit_being_logged(store: seaway.Seaway, 
         release.set()
         committing.join(10)
     assert store.txn.status(first.id) is TxnStatus.COMMITTED
+
+
+def test_a_commit_recovered_without_its_visibility_is_dated_once(tmp_path: Path, clock: FakeClock) -> None:
+    """A commit logged by a process that died before it became visible counts against every
+    transaction in progress when the manager reopens; that dating is logged, so that a later
+    reopening does not date it again, against transactions begun since (which saw it). Found by
+    the model: a spurious conflict after the second restart."""
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        manager = manager_of(sw)
+        before = sw.txn.begin()  # in progress across the crash: it cannot have seen the commit
+        died = sw.txn.begin()
+
+        def crash(*args: Any) -> None:
+            raise seaway.StorageError("injected: the process died before the commit became visible")
+
+        manager._apply_edit = crash  # type: ignore[method-assign,assignment]
+        with pytest.raises(seaway.StorageError):
+            sw.txn.commit(died.id, [b"row"], [("m", b"row", b"died")])
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        assert sw.txn.status(died.id) is TxnStatus.COMMITTED and value(sw, b"row") == b"died"
+        with pytest.raises(TransactionConflictError):
+            sw.txn.commit(before.id, [b"row"])
+        after = sw.txn.begin()  # sees the commit
+        assert died.id not in after.snapshot.in_progress
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        sw.txn.commit(after.id, [b"row"])
+        assert sw.txn.status(after.id) is TxnStatus.COMMITTED

@@ -238,8 +238,11 @@ class TransactionManager:
         self._wal: Log | None = None
         with contextlib.suppress(UnknownLogError):  # made by the first edit: a store that never
             self._wal = logs.get(WAL_LOG)           # uses transactions has no log of theirs
+        self._dated: list[Visible] = []
         self.state = self._recover()
         if self._wal is not None:  # the floor recovery raised, durable before any pointer above it is issued
+            for visible in self._dated:  # as recovery dated them, for the next recovery to do the same
+                self._append(visible)
             self._append(Reserve(self.state.last_write_pointer)).result()
         self._ticks = PeriodicPasses("txn-timeouts", self._tick, self.config.tick_s)
         self._prunes = PeriodicPasses("txn-pruning", self.run_pruning, self.config.prune_interval_s)
@@ -290,7 +293,7 @@ class TransactionManager:
             state.apply(edit)
             if change is not None and self._meta.get(NAMESPACE, _applied_key(lsn)) is None:
                 self._apply_edit(edit.writes if isinstance(edit, Commit) else (), lsn, change)
-        state.date_commits()
+        self._dated = state.date_commits()
         for write_pointer, txn in state.in_progress.items():
             heapq.heappush(self._expiries, (txn.expiry_ms, write_pointer))
         # Begins are not waited for (see begin): write pointers issued before a crash may be

@@ -373,12 +373,15 @@ class TxnState:
         record, found after their abort (or before it, see the manager's recovery), commits nothing."""
         return all(write_pointer in self.in_progress for write_pointer in edit.write_pointers)
 
-    def date_commits(self) -> None:
+    def date_commits(self) -> list[Visible]:
         """Date the commits applied without their ``Visible`` (at the end of a recovery): they may
-        have been visible to none of the transactions in progress, so they count against all."""
-        for keys in self.undated.values():
-            self._keep(self.last_write_pointer, keys)
-        self.undated.clear()
+        have been visible to none of the transactions in progress, so they count against all.
+        Return those ``Visible`` edits, for the manager to log: the next recovery must date them
+        the same, not again later (against transactions begun since, which did see them)."""
+        dated = [Visible(write_pointer, self.last_write_pointer) for write_pointer in self.undated]
+        for edit in dated:
+            self.apply(edit)
+        return dated
 
     def _keep(self, commit_pointer: int, keys: frozenset[bytes]) -> None:
         self.committed.append((commit_pointer, keys))
