@@ -170,9 +170,15 @@ def test_a_transaction_times_out_and_cannot_commit_after(api: Api) -> None:
     log = sw.logs.create(api.name())
     idle = sw.transaction(timeout_s=0.3)
     idle.register_logs([log.id])
+    ends: list[bool] = []
+    idle.after_end(ends.append)
     late = sw.txn.begin(timeout_s=0.3)
     wait_for_status(sw, idle.id, TxnStatus.TIMED_OUT)
     raises_exactly(TransactionTimedOutError, idle.commit)  # the handle's own deadline passed
+    # ... and it ended: its end hooks ran (a consumer gives back what it dequeued), and it says so.
+    assert ends == [False] and idle.status is TxnStatus.TIMED_OUT
+    raises_exactly(TransactionTimedOutError, idle.commit)
+    assert ends == [False]
     raises_exactly(TransactionTimedOutError, lambda: sw.txn.commit(idle.id))  # the manager's answer
     assert idle.id in sw.txn.snapshot().invalid
     sw.txn.abort(idle.id)  # aborting a timed-out transaction does nothing
@@ -183,6 +189,60 @@ def test_a_transaction_times_out_and_cannot_commit_after(api: Api) -> None:
     patient = sw.transaction()
     assert patient.deadline_s - time.monotonic() > 25  # the default timeout, less the handle's margin
     patient.abort()
+
+
+def test_a_commit_whose_end_hook_raises_still_returns_committed(api: Api) -> None:
+    """Finding 9: a hook run once the transaction ended (a consumer's trim, say) cannot turn a
+    commit into a failure (the caller would retry, and duplicate): its error is logged and kept on
+    the handle, and the other hooks run all the same."""
+    sw = api.sw
+    ns = api.name()
+    tx = sw.txn.begin()
+    tx.stage_put(ns, b"k", b"v")
+    seen: list[bool] = []
+
+    def broken(committed: bool) -> None:
+        raise UnavailableError("the trim's call failed")
+
+    tx.after_end(broken)
+    tx.after_end(seen.append)
+    tx.commit()
+    assert tx.status is TxnStatus.COMMITTED and seen == [True]
+    assert sw.txn.status(tx.id) is TxnStatus.COMMITTED
+    assert [type(exc) for exc in tx.end_errors] == [UnavailableError]
+    with sw.transaction() as aborted:  # an abort too
+        aborted.after_end(broken)
+        aborted.abort()
+    assert aborted.status is TxnStatus.ABORTED and len(aborted.end_errors) == 1
+
+
+class _ReplyLost:
+    """The manager, whose commit goes through but whose answer is lost on the way back (the remote
+    client's own retries could not learn the outcome either)."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def commit(self, *args: Any) -> None:
+        self._real.commit(*args)
+        raise UnavailableError("injected: the commit's answer was lost")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def test_a_handle_whose_commit_answer_was_lost_learns_the_outcome(api: Api) -> None:
+    """Review item 54: a handle whose commit ended in an error that does not say how it ended asks
+    the manager before it runs its end hooks: committed, it ends committed (a consumer must not
+    give back what it dequeued and committed) and the commit returns."""
+    sw = api.sw
+    tx = sw.txn.begin()
+    ends: list[bool] = []
+    tx.after_end(ends.append)
+    tx._api = _ReplyLost(tx._api)  # type: ignore[assignment]
+    tx.commit()
+    assert tx.status is TxnStatus.COMMITTED and ends == [True]
+    assert sw.txn.status(tx.id) is TxnStatus.COMMITTED
 
 
 def test_errors_cross_with_their_classes(api: Api) -> None:

@@ -14,6 +14,7 @@ import pytest
 import seaway
 from seaway import (
     OverloadedError,
+    SeawayError,
     TransactionConflictError,
     TransactionNotInProgressError,
     TxnConfig,
@@ -22,8 +23,8 @@ from seaway import (
 )
 from seaway.log import CoalesceConfig, DiskWrite, MetaApi, Record
 from seaway.logsdb import PutRecords
-from seaway.testing import FakeClock
-from seaway.txn import TransactionManager
+from seaway.testing import AppendFaults, FakeClock
+from seaway.txn import TransactionManager, Visibility
 from seaway.txn._manager import WAL_LOG
 from seaway.txn._state import decode_edit
 
@@ -124,6 +125,26 @@ def test_outcomes_are_bounded(tmp_path: Path, clock: FakeClock) -> None:
             sw.txn.abort(ids[1])
         with pytest.raises(TransactionNotInProgressError):
             sw.txn.commit(ids[4])
+
+
+def test_outcomes_are_remembered_for_outcomes_s_whatever_finishes_meanwhile(tmp_path: Path, clock: FakeClock) -> None:
+    """Finding 11: a cut-off commit's outcome is answerable for ``outcomes_s`` after it ended, also
+    across a restart, however many transactions (read-only polls, say) finished since, up to the
+    memory bound; then it is forgotten."""
+    config = _config(outcomes_s=60, outcomes_max=10_000)
+    with seaway.open(tmp_path, config, clock=clock) as sw:
+        cut_off = sw.txn.begin()
+        cut_off.commit()
+        for _ in range(200):  # polls that find nothing, each ends a transaction
+            sw.txn.begin().abort()
+        clock.advance(59)
+        sw.txn.begin().abort()
+        assert sw.txn.status(cut_off.id) is TxnStatus.COMMITTED
+    with seaway.open(tmp_path, config, clock=clock) as sw:
+        assert sw.txn.status(cut_off.id) is TxnStatus.COMMITTED
+        clock.advance(2)
+        sw.txn.begin().abort()
+        assert sw.txn.status(cut_off.id) is TxnStatus.UNKNOWN
 
 
 def test_transactions_in_progress_are_bounded(tmp_path: Path, clock: FakeClock) -> None:
@@ -380,3 +401,154 @@ def test_a_commit_being_logged_conflicts_with_transactions_begun_meanwhile(store
     late = store.txn.begin()
     late.add_conflicts(b"row")
     late.commit()
+
+
+def test_a_commit_being_logged_conflicts_with_transactions_begun_meanwhile_after_a_restart(
+        store: seaway.Seaway, tmp_path: Path, clock: FakeClock) -> None:
+    """Finding 2: the same rule holds for a commit recovered from the log. A transaction that
+    began while the commit was being logged conflicts after a restart too (a lost update else);
+    one that began once it was visible does not."""
+    manager = manager_of(store)
+    entered, release = threading.Event(), threading.Event()
+    apply_edit = manager._apply_edit
+
+    def held(*args: Any) -> None:
+        entered.set()
+        assert release.wait(10)
+        apply_edit(*args)
+
+    first = store.txn.begin()
+    first.add_conflicts(b"row")
+    manager._apply_edit = held  # type: ignore[method-assign,assignment]
+    committing = threading.Thread(target=first.commit)
+    committing.start()
+    try:
+        assert entered.wait(10)
+        during = store.txn.begin()
+    finally:
+        release.set()
+        committing.join(10)
+    manager._apply_edit = apply_edit  # type: ignore[method-assign]
+    assert store.txn.status(first.id) is TxnStatus.COMMITTED
+    seen = store.txn.begin()  # began once the first commit was visible: it saw it
+    assert first.id not in seen.snapshot.in_progress
+    store.close()
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        with pytest.raises(TransactionConflictError):
+            sw.txn.commit(during.id, [b"row"])
+        sw.txn.commit(seen.id, [b"row"])
+        assert sw.txn.status(seen.id) is TxnStatus.COMMITTED
+
+
+def test_an_aborted_writer_that_writes_until_its_deadline_stays_invisible(store: seaway.Seaway,
+                                                                         clock: FakeClock) -> None:
+    """Finding 1: a transaction aborted by id is settled (and can leave the invalid list) no
+    earlier than its own expiry plus ``settle_s``: its handle, which does not know of the abort,
+    may write until its deadline, and such a write must stay invisible, pruned or not."""
+    manager = manager_of(store)
+    log = store.logs.create("late")
+    settle_s = manager.config.settle_s
+    tx = store.txn.begin(timeout_s=3 * settle_s)
+    tx.register_logs([log.id])
+    log.append(b"%d" % tx.id)
+    store.txn.abort(tx.id)  # by id, from elsewhere: the handle does not know
+    clock.advance(settle_s + 1)
+    manager.run_pruning()  # settles, if it may
+    log.trim(log.tail_lsn())
+    assert manager.run_pruning() == 0, "left the invalid list before its writer's deadline"
+    tx.check_open()  # the handle may still write
+    log.append(b"%d" % tx.id)
+    assert store.txn.snapshot().visibility(tx.id) is seaway.txn.Visibility.SKIP
+    # Once its expiry and the settling time passed, its data gone, it leaves the list.
+    clock.advance(3 * settle_s)
+    manager.run_pruning()
+    log.trim(log.tail_lsn())
+    assert manager.run_pruning() == 1
+    assert tx.id not in store.txn.snapshot().invalid
+
+
+@pytest.mark.parametrize("stored", [True, False])
+def test_a_commit_whose_log_append_failed_has_the_same_outcome_live_and_after_a_restart(
+        tmp_path: Path, clock: FakeClock, stored: bool) -> None:
+    """Finding 12: a commit whose append failed, written (a lost reply) or not, is aborted, and a
+    restart finds it aborted too: its writes are never applied, over newer values or at all."""
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        log = sw.logs.create("data")
+        sw.transaction().abort()  # the manager's log exists
+        wal = sw.logs.get(WAL_LOG).id
+        tx = sw.txn.begin()
+        tx.register_logs([log.id])
+        log.append(b"%d" % tx.id)
+        tx.stage_put("m", b"position", b"old")
+        faults = (AppendFaults(1, lose_reply=1.0, limit=1, logs={wal}) if stored
+                  else AppendFaults(1, refuse_later=1.0, limit=1, logs={wal}))
+        with faults.applied(sw), pytest.raises(SeawayError):
+            tx.commit()
+        assert len(faults.injected) == 1
+        assert sw.txn.status(tx.id) is TxnStatus.ABORTED and tx.status is TxnStatus.ABORTED
+        assert sw.txn.snapshot().visibility(tx.id) is Visibility.SKIP
+        sw.meta.put("m", b"position", b"newer")  # written since, outside the transaction
+        later = sw.txn.begin()  # the manager goes on
+        later.commit()
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        assert sw.txn.status(tx.id) is TxnStatus.ABORTED
+        assert sw.txn.snapshot().visibility(tx.id) is Visibility.SKIP
+        assert value(sw, b"position") == b"newer"
+        assert sw.txn.status(later.id) is TxnStatus.COMMITTED
+
+
+def test_the_timeout_pass_goes_past_a_commit_being_logged(store: seaway.Seaway, clock: FakeClock) -> None:
+    """Finding 20: a transaction being committed at the head of the expiry order is left alone,
+    and the pass goes on to time out the others past their expiry."""
+    manager = manager_of(store)
+    entered, release = threading.Event(), threading.Event()
+    apply_edit = manager._apply_edit
+
+    def held(*args: Any) -> None:
+        if not entered.is_set():  # only the commit's: the time-out's ledger entry goes through
+            entered.set()
+            assert release.wait(10)
+        apply_edit(*args)
+
+    first = store.txn.begin(timeout_s=1)
+    idle = store.txn.begin(timeout_s=2)
+    manager._apply_edit = held  # type: ignore[method-assign,assignment]
+    committing = threading.Thread(target=first.commit)
+    committing.start()
+    try:
+        assert entered.wait(10)
+        clock.advance(3)
+        manager.run_timeouts()
+        assert store.txn.status(idle.id) is TxnStatus.TIMED_OUT
+        assert store.txn.status(first.id) is TxnStatus.IN_PROGRESS  # being committed: not timed out
+    finally:
+        release.set()
+        committing.join(10)
+    assert store.txn.status(first.id) is TxnStatus.COMMITTED
+
+
+def test_a_commit_recovered_without_its_visibility_is_dated_once(tmp_path: Path, clock: FakeClock) -> None:
+    """A commit logged by a process that died before it became visible counts against every
+    transaction in progress when the manager reopens; that dating is logged, so that a later
+    reopening does not date it again, against transactions begun since (which saw it). Found by
+    the model: a spurious conflict after the second restart."""
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        manager = manager_of(sw)
+        before = sw.txn.begin()  # in progress across the crash: it cannot have seen the commit
+        died = sw.txn.begin()
+
+        def crash(*args: Any) -> None:
+            raise seaway.StorageError("injected: the process died before the commit became visible")
+
+        manager._apply_edit = crash  # type: ignore[method-assign,assignment]
+        with pytest.raises(seaway.StorageError):
+            sw.txn.commit(died.id, [b"row"], [("m", b"row", b"died")])
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        assert sw.txn.status(died.id) is TxnStatus.COMMITTED and value(sw, b"row") == b"died"
+        with pytest.raises(TransactionConflictError):
+            sw.txn.commit(before.id, [b"row"])
+        after = sw.txn.begin()  # sees the commit
+        assert died.id not in after.snapshot.in_progress
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        sw.txn.commit(after.id, [b"row"])
+        assert sw.txn.status(after.id) is TxnStatus.COMMITTED

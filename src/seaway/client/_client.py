@@ -76,6 +76,7 @@ from seaway.notify import Checkpoint, Notifications, NotifyConfig
 from seaway.queues import Queues
 from seaway.streams import Streams
 from seaway.txn import Snapshot, Transaction, Transactions, TxnInfo, TxnStatus
+from seaway.txn import check_write_pointer as _check_txn_id  # one rule for ids, embedded and remote
 from seaway.wire import (
     TOKEN_KEY,
     ledger_entry_from_msg,
@@ -736,12 +737,6 @@ so the reply to one part stays under 1 MiB (a call may name 100,000 logs; a repl
 def _parts(ids: builtins.list[int]) -> Iterator[builtins.list[int]]:
     for at in range(0, len(ids), _LOGS_PER_CALL):
         yield ids[at:at + _LOGS_PER_CALL]
-
-
-def _check_txn_id(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**64:
-        raise InvalidArgumentError(f"a transaction id is an integer in (0, 2**64), got {value!r}")
-    return value
 
 
 def _closing_iter(reader: RemoteReader) -> Iterator[ReadItem]:

@@ -17,14 +17,19 @@ from typing import Protocol
 from seaway._errors import (
     InvalidArgumentError,
     SeawayError,
+    TransactionConflictError,
     TransactionNotInProgressError,
     TransactionTimedOutError,
+    UnknownTransactionError,
 )
 from seaway.txn._manager import TxnInfo, check_commit, check_write_pointers
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import TxnStatus
 
 log = logging.getLogger("seaway.txn")
+
+_REFUSALS = (TransactionConflictError, TransactionNotInProgressError, UnknownTransactionError, InvalidArgumentError)
+"""A commit's errors that say it did not commit."""
 
 DEADLINE_MARGIN_S_MAX = 1.0
 """A transaction's handle refuses writes this long (or a tenth of its timeout, if less) before the
@@ -75,6 +80,8 @@ class Transaction:
         self._logs: set[int] = set()
         self._before_commit: list[Callable[[], None]] = []
         self._after: list[Callable[[bool], None]] = []
+        self.end_errors: list[Exception] = []
+        """What end hooks raised (each is also logged): the outcome stands all the same."""
         self._numbers: dict[str, int] = {}
 
     def __repr__(self) -> str:
@@ -84,6 +91,8 @@ class Transaction:
 
     def check_open(self) -> None:
         """Raise unless the transaction may still write (in progress, before its deadline)."""
+        if self.status is TxnStatus.TIMED_OUT:
+            raise TransactionTimedOutError(f"transaction {self.id} reached its timeout; begin a new one")
         if self.status is not TxnStatus.IN_PROGRESS:
             raise TransactionNotInProgressError(f"transaction {self.id} already ended: {self.status.value}")
         if time.monotonic() >= self.deadline_s:
@@ -125,46 +134,75 @@ class Transaction:
         self._before_commit.append(hook)
 
     def after_end(self, hook: Callable[[bool], None]) -> None:
-        """Call ``hook(committed)`` once the transaction ended (for an abort too)."""
+        """Call ``hook(committed)`` once the transaction ended (for an abort too). What it raises
+        does not change the outcome: it is logged and kept in :attr:`end_errors`, and the other
+        hooks run all the same."""
         self._after.append(hook)
 
     # --- ending -----------------------------------------------------------------------------------
 
     def commit(self) -> None:
         """Make everything the transaction wrote visible, all together. On
-        :class:`TransactionConflictError` or :class:`TransactionTimedOutError` it is aborted."""
-        self.check_open()
+        :class:`TransactionConflictError` or :class:`TransactionTimedOutError` it is aborted
+        (its end hooks run), also when it reached the handle's deadline before the call."""
+        if self.status is not TxnStatus.IN_PROGRESS:
+            self.check_open()  # raises: it already ended
         try:
+            self.check_open()
             for hook in self._before_commit:
                 hook()
             self.check_open()
             writes = [(ns, key, value) for (ns, key), value in self._writes.items()]
             self._api.commit(self.id, self._conflicts, writes)
         except BaseException as exc:
+            if isinstance(exc, SeawayError) and self.status is TxnStatus.IN_PROGRESS and self._committed_after(exc):
+                self._end(TxnStatus.COMMITTED)
+                return
             if not isinstance(exc, SeawayError) or self.status is TxnStatus.IN_PROGRESS:
-                self._abort_quietly()
+                timed_out = isinstance(exc, TransactionTimedOutError)
+                self._abort_quietly(TxnStatus.TIMED_OUT if timed_out else TxnStatus.ABORTED)
             raise
         self._end(TxnStatus.COMMITTED)
 
+    def _committed_after(self, exc: SeawayError) -> bool:
+        """Whether a commit that raised ``exc`` committed all the same: an error that does not say
+        the manager refused it (a connection cut, an answer lost) is followed by asking it once, so
+        that the end hooks learn the true outcome (a consumer that committed must not give back
+        what it dequeued). If that fails too, the handle ends as aborted, as before."""
+        if isinstance(exc, _REFUSALS):
+            return False
+        try:
+            return self._api.status(self.id) is TxnStatus.COMMITTED
+        except SeawayError:
+            return False
+
     def abort(self) -> None:
         """Nothing the transaction wrote becomes visible; what it dequeued is given back."""
+        self._abort(TxnStatus.ABORTED)
+
+    def _abort(self, status: TxnStatus) -> None:
         if self.status is not TxnStatus.IN_PROGRESS:
             return
         try:
             self._api.abort(self.id)
         finally:
-            self._end(TxnStatus.ABORTED)
+            self._end(status)
 
-    def _abort_quietly(self) -> None:
+    def _abort_quietly(self, status: TxnStatus = TxnStatus.ABORTED) -> None:
         try:
-            self.abort()
+            self._abort(status)
         except SeawayError as exc:  # it ends by itself at its timeout
             log.warning("abort failed", extra={"txn": self.id, "error": str(exc)})
 
     def _end(self, status: TxnStatus) -> None:
         self.status = status
         for hook in self._after:
-            hook(status is TxnStatus.COMMITTED)
+            try:
+                hook(status is TxnStatus.COMMITTED)
+            except Exception as exc:  # the outcome is decided: the caller must hear it, not this
+                self.end_errors.append(exc)
+                log.warning("a transaction's end hook failed", exc_info=True,
+                            extra={"txn": self.id, "status": status.value, "error": str(exc)})
 
     def __enter__(self) -> Transaction:
         return self

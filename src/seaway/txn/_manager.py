@@ -24,7 +24,6 @@ the log edit and that batch, recovery writes it, and never twice.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import heapq
 import json
 import logging
@@ -66,6 +65,7 @@ from seaway.txn._state import (
     TimeOut,
     TxnState,
     TxnStatus,
+    Visible,
     decode_edit,
     encode_edit,
 )
@@ -111,20 +111,24 @@ class TxnConfig:
     timeout_s_max: float = 3600.0
     in_progress_max: int = 100_000
     """Transactions in progress at once; a begin beyond it fails with OverloadedError."""
-    outcomes_max: int = 10_000
-    """Finished transactions whose outcome ``status`` still reports (then: UNKNOWN)."""
+    outcomes_s: float = 900.0
+    """How long after a transaction ended ``status`` still reports its outcome (then: UNKNOWN),
+    also across restarts: what a client whose commit call was cut off has to ask."""
+    outcomes_max: int = 1_000_000
+    """A memory bound on those outcomes (17 bytes each): beyond, the oldest are forgotten earlier."""
     tick_s: float = 0.1
     """How often idle transactions are timed out."""
     prune_interval_s: float = 10.0
     settle_s: float = 60.0
-    """After this long an invalid transaction's writes can no longer be in flight (its writer
-    stops at its own deadline, and an append in flight is answered within its timeout): its logs'
+    """How long after an invalid transaction's end, or its expiry if later, its writes may still
+    land. A writer aborted by id is not told: its handle goes on writing until its own deadline,
+    just before the expiry; an append sent by then is answered within this time. Then its logs'
     tails are noted, and once trimmed past them it leaves the invalid list."""
     save_edits: int = 10_000
     save_interval_s: float = 60.0
 
     def __post_init__(self) -> None:
-        for name in ("timeout_s", "timeout_s_max", "tick_s", "prune_interval_s", "save_interval_s"):
+        for name in ("timeout_s", "timeout_s_max", "tick_s", "prune_interval_s", "save_interval_s", "outcomes_s"):
             if not getattr(self, name) > 0:
                 raise InvalidArgumentError(f"TxnConfig.{name} must be positive")
         if self.timeout_s > self.timeout_s_max:
@@ -169,6 +173,8 @@ def _ledger_change(state: TxnState, edit: Edit) -> TxnCommitted | TxnAbortedByTi
 
 
 def check_write_pointer(write_pointer: object) -> int:
+    """A transaction id (write pointer), checked: an integer in (0, 2**64); shared with the remote
+    client, so that both refuse the same ids the same way."""
     if not isinstance(write_pointer, int) or isinstance(write_pointer, bool) or not 0 < write_pointer < 2**64:
         raise InvalidArgumentError(f"a transaction id is an integer in (0, 2**64), got {write_pointer!r}")
     return write_pointer
@@ -232,8 +238,11 @@ class TransactionManager:
         self._wal: Log | None = None
         with contextlib.suppress(UnknownLogError):  # made by the first edit: a store that never
             self._wal = logs.get(WAL_LOG)           # uses transactions has no log of theirs
+        self._dated: list[Visible] = []
         self.state = self._recover()
         if self._wal is not None:  # the floor recovery raised, durable before any pointer above it is issued
+            for visible in self._dated:  # as recovery dated them, for the next recovery to do the same
+                self._append(visible)
             self._append(Reserve(self.state.last_write_pointer)).result()
         self._ticks = PeriodicPasses("txn-timeouts", self._tick, self.config.tick_s)
         self._prunes = PeriodicPasses("txn-pruning", self.run_pruning, self.config.prune_interval_s)
@@ -252,7 +261,7 @@ class TransactionManager:
     def _recover(self) -> TxnState:
         head = self._meta.get(NAMESPACE, _STATE_HEAD)
         start = LSN_OLDEST
-        state = TxnState(self.config.outcomes_max)
+        state = TxnState(*self._outcome_bounds)
         if head is not None:
             try:
                 saved = json.loads(head.value)
@@ -263,7 +272,8 @@ class TransactionManager:
                 start = int(saved["lsn"]) + 1
             except (ValueError, KeyError, TypeError) as exc:
                 raise CorruptionError(f"the transaction manager's saved state is damaged: {exc!r:.200}") from None
-            state = TxnState.decode(raw, self.config.outcomes_max)
+            state = TxnState.decode(raw, *self._outcome_bounds)
+        edits: list[tuple[int, Edit]] = []  # since the saved state: at most about save_edits
         for item in () if self._wal is None else self._wal.read(start):
             if isinstance(item, Gap):
                 # Trimmed past the saved state: the edits in between are gone as surely as lost ones.
@@ -272,11 +282,18 @@ class TransactionManager:
                 continue
             if not isinstance(item, Record):  # pragma: no cover - plain reads yield records and gaps
                 continue
-            edit = decode_edit(item.payload)
+            edits.append((item.lsn, decode_edit(item.payload)))
+        # A commit whose append failed, and whose transactions were aborted then (see _cancel),
+        # commits nothing, whichever of the two records came first.
+        cancelled = {edit.write_pointer for _, edit in edits if isinstance(edit, Abort)}
+        for lsn, edit in edits:
+            if isinstance(edit, Commit) and (not state.takes(edit) or cancelled.intersection(edit.write_pointers)):
+                continue
             change = _ledger_change(state, edit)  # from the state before the edit: its logs
             state.apply(edit)
-            if change is not None and self._meta.get(NAMESPACE, _applied_key(item.lsn)) is None:
-                self._apply_edit(edit.writes if isinstance(edit, Commit) else (), item.lsn, change)
+            if change is not None and self._meta.get(NAMESPACE, _applied_key(lsn)) is None:
+                self._apply_edit(edit.writes if isinstance(edit, Commit) else (), lsn, change)
+        self._dated = state.date_commits()
         for write_pointer, txn in state.in_progress.items():
             heapq.heappush(self._expiries, (txn.expiry_ms, write_pointer))
         # Begins are not waited for (see begin): write pointers issued before a crash may be
@@ -286,6 +303,10 @@ class TransactionManager:
             state.last_write_pointer = max(state.last_write_pointer,
                                            self._clock.now_ms() * POINTERS_PER_MS) + RECOVERY_GAP_POINTERS
         return state
+
+    @property
+    def _outcome_bounds(self) -> tuple[int, int]:
+        return self.config.outcomes_max, int(self.config.outcomes_s * 1000)
 
     def save(self) -> None:
         """Save the whole state and trim the log below it (done by itself every so often)."""
@@ -424,6 +445,7 @@ class TransactionManager:
     def status(self, write_pointer: int) -> TxnStatus:
         check_write_pointer(write_pointer)
         with self._cond:
+            self._check_running()  # stopped, the log decides what a restart will say
             return self.state.status(write_pointer)
 
     def register(self, write_pointer: int, logs: Iterable[int]) -> None:
@@ -470,8 +492,7 @@ class TransactionManager:
             self._check_running()
             failure, ends = self._refusal(pointers, keys)
             if failure is None:
-                edit = Commit(pointers[0], self.state.last_write_pointer, tuple(sorted(keys)), checked,
-                              pointers[1:])
+                edit = Commit(pointers[0], tuple(sorted(keys)), checked, pointers[1:], self._clock.now_ms())
                 committed = _commit_change(self.state, edit)
                 # Appended first: an append refused at once (an edit over the log's payload bound)
                 # leaves the transactions in progress, not "being committed" for ever.
@@ -487,11 +508,8 @@ class TransactionManager:
             raise failure
         try:
             lsn = durable.result()
-        except BaseException:  # not known to be logged: they stay in progress, and time out
-            with self._cond:
-                for write_pointer in pointers:
-                    del self._committing[write_pointer]
-                self._cond.notify_all()
+        except BaseException as exc:
+            self._cancel(pointers, exc)
             raise
         try:  # every commit has a ledger entry: a batch even when it has no metadata writes
             self._apply_edit(checked, lsn, committed)
@@ -501,11 +519,40 @@ class TransactionManager:
             raise self._stop(f"transaction {pointers[0]} is logged as committed but its writes failed", exc) from exc
         with self._cond:
             # Its conflict keys date from now, when it becomes visible: a transaction that began
-            # while it was being logged did not see it either.
-            self.state.apply(dataclasses.replace(edit, commit_pointer=self.state.last_write_pointer))
+            # while it was being logged did not see it either. Logged (not waited for), so that
+            # recovery dates it the same; one lost in a crash dates it later, never earlier.
+            self.state.apply(edit)
+            if edit.conflicts:
+                visible = Visible(edit.write_pointer, self.state.last_write_pointer)
+                self.state.apply(visible)
+                self._append(visible).add_done_callback(_log_failure)
             for write_pointer in pointers:
                 del self._committing[write_pointer]
             self._cond.notify_all()
+
+    def _cancel(self, pointers: tuple[int, ...], exc: BaseException) -> None:
+        """The commit of ``pointers`` failed to append: it may be written all the same (a reply
+        lost), and a restart would find it committed. Abort them, waited for, so that the live
+        outcome and the recovered one agree: recovery commits nothing by a commit record whose
+        transactions have an abort in the log (before or after it). If that fails too, stop: the
+        outcome is the log's, which the next opening reads."""
+        with self._cond:
+            now_ms = self._clock.now_ms()
+            for write_pointer in pointers:
+                del self._committing[write_pointer]
+            self._cond.notify_all()
+            try:
+                futures = [self._end(Abort(write_pointer, now_ms)) for write_pointer in pointers]
+            except SeawayError as refused:
+                futures, failure = [], refused
+        try:
+            for future in futures:
+                future.result()
+            return
+        except SeawayError as refused:
+            failure = refused
+        raise self._stop(f"transaction {pointers[0]}'s commit failed to append ({exc}) and so did its abort",
+                         failure) from exc
 
     def _refusal(self, pointers: tuple[int, ...], keys: frozenset[bytes],
                  ) -> tuple[SeawayError | None, list[Abort | TimeOut]]:
@@ -575,7 +622,7 @@ class TransactionManager:
         status = TxnStatus.IN_PROGRESS if txn is not None else self.state.status(write_pointer)
         if status is TxnStatus.UNKNOWN:
             raise UnknownTransactionError(f"no transaction {write_pointer} is known (never begun, or finished "
-                                          f"before the last {self.config.outcomes_max} outcomes)")
+                                          f"before the outcomes the manager keeps: outcomes_s after it ended)")
         if status is TxnStatus.TIMED_OUT:
             raise TransactionTimedOutError(f"transaction {write_pointer} timed out")
         what = "is being committed" if status is TxnStatus.IN_PROGRESS else f"already ended: {status.value}"
@@ -596,6 +643,7 @@ class TransactionManager:
         fake clock and no background passes."""
         now_ms = self._clock.now_ms()
         pending: list[tuple[Future[int], TxnAbortedByTimeout | None]] = []
+        later: list[tuple[int, int]] = []
         with self._cond:
             while self._expiries and self._expiries[0][0] <= now_ms:
                 _, write_pointer = heapq.heappop(self._expiries)
@@ -603,9 +651,13 @@ class TransactionManager:
                 if txn is None:
                     continue
                 if write_pointer in self._committing or txn.expiry_ms > now_ms:
-                    heapq.heappush(self._expiries, (max(txn.expiry_ms, now_ms + 1), write_pointer))
-                    break
+                    # Being committed (it ends by itself, or is looked at again next time): the
+                    # others behind it time out all the same.
+                    later.append((max(txn.expiry_ms, now_ms + 1), write_pointer))
+                    continue
                 pending.extend(self._end_all([TimeOut(write_pointer, now_ms)]))
+            for entry in later:
+                heapq.heappush(self._expiries, entry)
             due = self._edits_since_save > 0 and (
                 self._edits_since_save >= self.config.save_edits
                 or self._clock.monotonic_s() - self._saved_at_s >= self.config.save_interval_s)
@@ -623,7 +675,7 @@ class TransactionManager:
         gone: list[int] = []
         for write_pointer, entry in entries:
             if entry.tails is None:
-                if now_ms - entry.since_ms >= settle_ms:
+                if now_ms - entry.ended_ms >= settle_ms:
                     settled.append(Settle(write_pointer, tuple(self._tail(log_id) for log_id in entry.logs)))
             elif all(self._trimmed_past(log_id, tail) for log_id, tail in zip(entry.logs, entry.tails, strict=True)):
                 gone.append(write_pointer)
