@@ -5,6 +5,7 @@ commit that cannot complete, lost tasks); bad rows and bad options, each a clear
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,8 +80,31 @@ def test_a_batch_id_published_before_is_not_published_again(server: ServerProces
     assert sw.txn.status(older[0].txn_id) is TxnStatus.ABORTED
     stream_writer(options, SCHEMA, False).commit([task([("c", b"c0")])], 1)
     assert sorted(read_events(sw, stream, 4)) == [b"a0", b"a1", b"b0", b"c0"]
-    assert sw.meta.get(NAMESPACE, b"by-hand/published").value == b"1"
+    assert json.loads(sw.meta.get(NAMESPACE, b"by-hand/published").value) == {"batch": 1, "checkpoint": None}
     assert staged_notes(sw) == [b"by-hand/published"]
+
+
+def test_a_sink_id_reused_with_another_checkpoint_is_refused_not_dropped(
+        server: ServerProcess, sw: Any, tmp_path: Path) -> None:
+    # Finding 17: a new checkpoint starts again at batch 0, which the old query's marker says was
+    # published: its batches would be dropped. The marker names its checkpoint; another is refused.
+    stream = make_stream(sw)
+    old = {"address": server.url, "stream": stream, "sinkId": "reused", "checkpointLocation": str(tmp_path / "old")}
+    new = {**old, "checkpointLocation": str(tmp_path / "new")}
+    early = stream_writer(new, SCHEMA, False)  # made before the old query published anything
+    for batch_id in (0, 1):
+        writer = stream_writer(old, SCHEMA, False)
+        writer.commit([writer.write(iter([("a", b"old%d" % batch_id)]))], batch_id)
+    with pytest.raises(seaway.InvalidArgumentError, match="checkpoint"):
+        stream_writer(new, SCHEMA, False)  # the new query's start
+    staged = early.write(iter([("a", b"new0")]))
+    with pytest.raises(seaway.InvalidArgumentError, match="new sinkId"):
+        early.commit([staged], 0)
+    assert sw.txn.status(staged.txn_id) is TxnStatus.ABORTED
+    restarted = stream_writer({**old, "checkpointLocation": str(tmp_path / "old") + "/"}, SCHEMA, False)
+    restarted.commit([restarted.write(iter([("a", b"old2")]))], 2)  # the old query, restarted
+    assert sorted(read_events(sw, stream, 3)) == [b"old0", b"old1", b"old2"]
+    assert staged_notes(sw) == [b"reused/published"]
 
 
 def test_a_commit_that_cannot_complete_publishes_nothing_and_lost_tasks_are_cleaned_up(

@@ -35,12 +35,10 @@ import itertools
 import json
 import logging
 import os
-import signal
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import (
     BinaryType,
@@ -77,13 +75,6 @@ STAGE_PENDING_EVENTS_MAX = 5000
 SINK_ID_BYTES_MAX = 200
 WRITE_OPTIONS = ("sinkId", "routingKeyColumn", "txnTimeoutS", "checkpointLocation")
 """Ours, and Spark's checkpointLocation, which Spark passes on to the sink."""
-FAULT_ENV = "SEAWAY_TEST_SPARK_SINK_KILL"
-"""Test-only fault hook, off unless set: ``<point>:<sink id>:<batch id>:<process group>``, with
-point ``write`` (a task, after staging its rows) or ``commit`` (the driver, right after the atomic
-commit returned and before Spark recorded it), makes the sink SIGKILL that process group (a Spark
-driver started by a test harness: its Python, its JVM) and itself there."""
-
-
 @dataclass(frozen=True)
 class SeawayCommitMessage(WriterCommitMessage):
     """What a task staged: its transaction (None when it had no rows), rows and payload bytes."""
@@ -209,12 +200,22 @@ def _marker_key(scope: str) -> bytes:
     return f"{scope}/published".encode()
 
 
-def _fault(point: str, scope: str, batch_id: object) -> None:
-    """The test-only fault hook (see FAULT_ENV): off unless the variable names this very point."""
-    where, _, group = os.environ.get(FAULT_ENV, "").rpartition(":")
-    if where == f"{point}:{scope}:{batch_id}":
-        os.killpg(int(group), signal.SIGKILL)
-        os.kill(os.getpid(), signal.SIGKILL)  # a worker may run in a process group of its own
+def _marker_value(batch_id: int, checkpoint: str | None) -> bytes:
+    return json.dumps({"batch": batch_id, "checkpoint": checkpoint}).encode()
+
+
+def _parse_marker(value: bytes) -> tuple[int, str | None]:
+    """The batch id and the checkpoint of a marker (one of an earlier version: a bare batch id)."""
+    if not value.startswith(b"{"):
+        return int(value), None
+    got = json.loads(value)
+    return int(got["batch"]), got["checkpoint"]
+
+
+def _checkpoint_of(options: Options) -> str | None:
+    """The query's checkpoint as the sink compares it (``dir`` and ``dir/`` are one)."""
+    given = options.get("checkpointLocation")
+    return None if not given else os.path.normpath(given)
 
 
 def _abort_quietly(sw: Any, txn_id: int) -> None:
@@ -228,6 +229,7 @@ class _Sink:
     """What the batch and the stream writer share: staging on executors, publishing on the driver."""
 
     def __init__(self, options: Options, plan: _Plan, scope: str, txn_timeout_s: float) -> None:
+        self._checkpoint = _checkpoint_of(options)
         self._options = options
         self._plan = plan
         self._scope = scope
@@ -253,7 +255,6 @@ class _Sink:
                     tx.abort()
                     sw.meta.delete(NAMESPACE, _staged_key(self._scope, tx.id))
                 raise
-        _fault("write", self._scope, _task_batch_id())
         return SeawayCommitMessage(tx.id, count, nbytes)
 
     def _stage_stream(self, sw: Any, tx: Any, rows: Iterable[Any]) -> tuple[int, int]:
@@ -338,8 +339,11 @@ class _Sink:
         ids = _txn_ids(messages)
         with self._options.connect() as sw:
             if batch_id is not None:
-                got = sw.meta.get(NAMESPACE, _marker_key(self._scope))
-                published = None if got is None else int(got.value)
+                try:
+                    published = self.published(sw)
+                except InvalidArgumentError:
+                    self._discard(sw, ids)
+                    raise
                 if published is not None and batch_id <= published:
                     log.info("batch already published: nothing to do",
                              extra={"sink": self._scope, "batch": batch_id, "published": published})
@@ -355,7 +359,7 @@ class _Sink:
             if batch_id is not None:
                 marker = _marker_key(self._scope)
                 conflicts.append(marker)
-                writes.append((NAMESPACE, marker, str(batch_id).encode()))
+                writes.append((NAMESPACE, marker, _marker_value(batch_id, self._checkpoint)))
             try:
                 sw.txn.commit_all([driver.id, *ids], conflicts=conflicts, writes=writes)
             except SeawayError:
@@ -363,8 +367,21 @@ class _Sink:
                     _abort_quietly(sw, txn_id)
                 self._forget(sw, ids)
                 raise
-            _fault("commit", self._scope, batch_id)
             self._forget(sw, [*ids, *lost])
+
+    def published(self, sw: Any) -> int | None:
+        """The highest batch id this sink published (None: none yet). A marker written under another
+        checkpoint is refused: that query's batch ids are not this one's (finding 17)."""
+        got = sw.meta.get(NAMESPACE, _marker_key(self._scope))
+        if got is None:
+            return None
+        batch_id, checkpoint = _parse_marker(got.value)
+        if checkpoint is not None and self._checkpoint is not None and checkpoint != self._checkpoint:
+            raise InvalidArgumentError(
+                f"sinkId {self._scope!r} published batches up to {batch_id} for the checkpoint {checkpoint!r}, "
+                f"not {self._checkpoint!r}: a new checkpoint numbers its batches from 0 again, which would be "
+                "taken as published and dropped. Give this query a new sinkId (or restart it with its checkpoint)")
+        return batch_id
 
     def discard(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         with self._options.connect() as sw:
@@ -400,13 +417,6 @@ class _Sink:
 
 def _txn_ids(messages: Sequence[WriterCommitMessage | None]) -> list[int]:
     return [m.txn_id for m in messages if isinstance(m, SeawayCommitMessage) and m.txn_id is not None]
-
-
-def _task_batch_id() -> str | None:
-    """The streaming batch a task belongs to, for the test-only fault hook (Spark sets this local
-    property on streaming tasks; it is not a documented API, hence used for nothing else)."""
-    context = TaskContext.get()
-    return None if context is None else context.getLocalProperty("streaming.sql.batchId")
 
 
 class SeawayBatchWriter(_Sink, DataSourceWriter):
@@ -446,6 +456,8 @@ def _open(options: Any, schema: StructType, overwrite: bool, *, streaming: bool)
         raise InvalidArgumentError(f"the option sinkId is 1-{SINK_ID_BYTES_MAX} bytes without '/', got {sink_id!r:.80}")
     with opts.connect() as sw:
         plan = _plan(opts, schema, sw)
+        if streaming:  # a sink id reused with a new checkpoint fails the query's start, before any task
+            _Sink(opts, plan, sink_id, timeout_s).published(sw)
     return opts, plan, sink_id, timeout_s
 
 
@@ -457,5 +469,5 @@ def stream_writer(options: Any, schema: StructType, overwrite: bool) -> SeawaySt
     return SeawayStreamWriter(*_open(options, schema, overwrite, streaming=True))
 
 
-__all__ = ["FAULT_ENV", "NAMESPACE", "SeawayBatchWriter", "SeawayCommitMessage", "SeawayStreamWriter",
+__all__ = ["NAMESPACE", "SeawayBatchWriter", "SeawayCommitMessage", "SeawayStreamWriter",
            "batch_writer", "stream_writer"]
