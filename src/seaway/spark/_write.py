@@ -19,8 +19,10 @@ idempotent sinks"):
    a conflict key: after any crash all of the batch is visible with its marker, or none of it, and
    of two commits of one batch racing, the second fails.
 3. ``abort(messages, batch_id)`` aborts what the messages name. Transactions that no message
-   names (a task lost with its executor, a driver killed during a batch) are aborted by the next
-   commit of the same sink id, through their staging notes; if none comes, they time out.
+   names (a task lost with its executor, a driver killed during a batch) are aborted, through
+   their staging notes (which hold the task's batch id), by a later commit of the same sink id, of
+   a later batch: another attempt of the batch being committed may still be writing; if none
+   comes, they time out.
 
 A batch ``df.write`` (no batch id) commits its tasks' transactions atomically, without a marker.
 """
@@ -39,6 +41,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import (
     BinaryType,
@@ -246,7 +249,8 @@ class _Sink:
             tx = sw.txn.begin(self._txn_timeout_s)
             try:
                 # Noted before anything is staged: a commit finds it even if this task's result is lost.
-                sw.meta.put(NAMESPACE, _staged_key(self._scope, tx.id), b"")
+                # The note holds the batch, so that a commit knows which lost attempts are dead.
+                sw.meta.put(NAMESPACE, _staged_key(self._scope, tx.id), (_task_batch_id() or "").encode())
                 every = itertools.chain([first], rows)
                 count, nbytes = (self._stage_stream(sw, tx, every) if self._options.target_kind == "stream"
                                  else self._stage_queue(sw, tx, every))
@@ -347,9 +351,10 @@ class _Sink:
                 if published is not None and batch_id <= published:
                     log.info("batch already published: nothing to do",
                              extra={"sink": self._scope, "batch": batch_id, "published": published})
-                    self._discard(sw, ids)
+                    lost = self._lost(sw, set(ids), batch_id)  # a replay after a crash: the crash's leftovers
+                    self._discard(sw, [*ids, *lost])
                     return
-            lost = self._lost(sw, set(ids))
+            lost = self._lost(sw, set(ids), batch_id)
             for txn_id in lost:
                 _abort_quietly(sw, txn_id)
             # The driver's own transaction carries the group when no task had rows.
@@ -392,17 +397,25 @@ class _Sink:
             _abort_quietly(sw, txn_id)
         self._forget(sw, ids)
 
-    def _lost(self, sw: Any, known: set[int]) -> list[int]:
-        """Transactions staged under this sink that no message names: lost tasks' (at most
-        CLEANUP_MAX; the next commits take the rest)."""
+    def _lost(self, sw: Any, known: set[int], batch_id: int | None) -> list[int]:
+        """Transactions staged under this sink that no message names and whose tasks are known
+        dead (at most CLEANUP_MAX; the next commits take the rest): those of an earlier batch, whose
+        job ended (a task lost with its executor, a driver killed during that batch). Another attempt
+        of the batch being committed (speculative, or cut off) may still be writing: aborted under
+        it, its late writes would race the abort; the next batch's commit takes it (finding 15). A
+        note without a batch (a batch write, or a Spark that does not name it) is taken as dead."""
         prefix = f"{self._scope}/staged/".encode()
         lost = []
-        for key, _ in sw.meta.scan_all(NAMESPACE, prefix=prefix):
+        for key, versioned in sw.meta.scan_all(NAMESPACE, prefix=prefix):
             txn_id = int(key[len(prefix):])
-            if txn_id not in known:
-                lost.append(txn_id)
-                if len(lost) >= CLEANUP_MAX:
-                    break
+            if txn_id in known:
+                continue
+            noted = versioned.value
+            if batch_id is not None and noted and int(noted) >= batch_id:
+                continue
+            lost.append(txn_id)
+            if len(lost) >= CLEANUP_MAX:
+                break
         return lost
 
     def _forget(self, sw: Any, ids: Sequence[int]) -> None:
@@ -417,6 +430,13 @@ class _Sink:
 
 def _txn_ids(messages: Sequence[WriterCommitMessage | None]) -> list[int]:
     return [m.txn_id for m in messages if isinstance(m, SeawayCommitMessage) and m.txn_id is not None]
+
+
+def _task_batch_id() -> str | None:
+    """The streaming batch a task belongs to: a local property Spark sets on streaming tasks (not a
+    documented API: used only to spare other attempts of the batch being committed, see ``_lost``)."""
+    context = TaskContext.get()
+    return None if context is None else context.getLocalProperty("streaming.sql.batchId")
 
 
 class SeawayBatchWriter(_Sink, DataSourceWriter):
