@@ -18,7 +18,7 @@ import seaway
 from seaway import TxnStatus
 from seaway.server import ServerProcess
 from seaway.spark import _write
-from seaway.spark._write import NAMESPACE, SeawayCommitMessage, stream_writer
+from seaway.spark._write import NAMESPACE, SeawayCommitMessage, batch_writer, stream_writer
 
 SCHEMA = StructType([StructField("routing_key", StringType()), StructField("payload", BinaryType())])
 
@@ -153,6 +153,26 @@ def test_a_commit_leaves_alone_another_attempt_of_its_own_batch_that_may_still_b
     assert sw.txn.status(zombie.txn_id) is TxnStatus.ABORTED
     assert sorted(read_events(sw, stream, 2)) == [b"kept", b"later"]
     assert staged_notes(sw) == [b"zombies/published"]
+
+
+def test_a_crashed_batch_write_is_cleaned_up(server: ServerProcess, sw: Any) -> None:
+    # Finding 18: a batch write's staging notes were under a random sink id, found by nothing later.
+    stream = make_stream(sw)
+    options = {"address": server.url, "stream": stream}
+    crashed = batch_writer(options, SCHEMA, False)
+    timed_out = crashed.write(iter([("k", b"crashed")]))  # its driver died before the commit
+    sw.txn.abort(timed_out.txn_id)  # as its timeout does
+    named = {**options, "sinkId": "nightly"}
+    crashed_named = batch_writer(named, SCHEMA, False).write(iter([("k", b"crashed too")]))
+    # The named write run again: its commit aborts what the crashed run of it staged.
+    rerun = batch_writer(named, SCHEMA, False)
+    rerun.commit([rerun.write(iter([("k", b"nightly")]))])
+    assert sw.txn.status(crashed_named.txn_id) is TxnStatus.ABORTED
+    # Any batch write's commit removes the notes of transactions that ended.
+    other = batch_writer(options, SCHEMA, False)
+    other.commit([other.write(iter([("k", b"other")]))])
+    assert sorted(read_events(sw, stream, 2)) == [b"nightly", b"other"]
+    assert staged_notes(sw) == []
 
 
 def test_bad_options_and_schemas_are_refused_before_any_task(server: ServerProcess, sw: Any) -> None:

@@ -53,9 +53,10 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from seaway._errors import InvalidArgumentError, PayloadTooLargeError, SeawayError
+from seaway._errors import InvalidArgumentError, PayloadTooLargeError, SeawayError, UnknownTransactionError
 from seaway.queues import Strategy
 from seaway.spark._options import Options
+from seaway.txn import TxnStatus
 
 log = logging.getLogger("seaway.spark")
 
@@ -76,6 +77,8 @@ STAGE_BATCH_BYTES = 2 << 20
 STAGE_PENDING_EVENTS_MAX = 5000
 """Rows held over all routing keys before every key's rows are written."""
 SINK_ID_BYTES_MAX = 200
+BATCH_SINK_PREFIX = "batch-"
+"""A batch write without a sinkId stages under ``batch-<random>``."""
 WRITE_OPTIONS = ("sinkId", "routingKeyColumn", "txnTimeoutS", "checkpointLocation")
 """Ours, and Spark's checkpointLocation, which Spark passes on to the sink."""
 @dataclass(frozen=True)
@@ -373,6 +376,8 @@ class _Sink:
                 self._forget(sw, ids)
                 raise
             self._forget(sw, [*ids, *lost])
+            if batch_id is None:
+                self._sweep_batch_notes(sw)
 
     def published(self, sw: Any) -> int | None:
         """The highest batch id this sink published (None: none yet). A marker written under another
@@ -417,6 +422,26 @@ class _Sink:
             if len(lost) >= CLEANUP_MAX:
                 break
         return lost
+
+    def _sweep_batch_notes(self, sw: Any) -> None:
+        """Remove staging notes of other batch writes (``batch-*``, a random sink id each) whose
+        transactions ended: a batch write that crashed leaves notes no later commit of its own finds
+        (finding 18). Its transactions, unknown to be dead while they are in progress (another batch
+        write may be running), are left to time out; at most CLEANUP_MAX notes are looked at."""
+        ended = []
+        for key, _ in itertools.islice(sw.meta.scan_all(NAMESPACE, prefix=BATCH_SINK_PREFIX.encode()), CLEANUP_MAX):
+            txn_id = int(key.rsplit(b"/", 1)[1])
+            try:
+                status = sw.txn.status(txn_id)
+            except UnknownTransactionError:
+                status = None  # forgotten: long ended
+            if status is not TxnStatus.IN_PROGRESS:
+                ended.append(key)
+        if ended:
+            batch = sw.meta.batch()
+            for key in ended:
+                batch.delete(NAMESPACE, key)
+            batch.commit()
 
     def _forget(self, sw: Any, ids: Sequence[int]) -> None:
         """Remove the staging notes of ended transactions (a note left by a crash here is found
@@ -471,7 +496,7 @@ def _open(options: Any, schema: StructType, overwrite: bool, *, streaming: bool)
         if streaming:
             raise InvalidArgumentError("writeStream to seaway needs the option sinkId: a name unique to this "
                                        "query, kept across its restarts (it names the batches it published)")
-        sink_id = f"batch-{os.urandom(8).hex()}"  # a batch write's staging notes, its own
+        sink_id = f"{BATCH_SINK_PREFIX}{os.urandom(8).hex()}"  # a batch write's staging notes, its own
     if not 0 < len(sink_id.encode()) <= SINK_ID_BYTES_MAX or "/" in sink_id:
         raise InvalidArgumentError(f"the option sinkId is 1-{SINK_ID_BYTES_MAX} bytes without '/', got {sink_id!r:.80}")
     with opts.connect() as sw:
