@@ -238,12 +238,13 @@ def test_a_streaming_write_into_a_queue_keys_its_entries(spark: Any, server: Ser
     for consumer_id in range(2):
         with sw.queues.consumer("orders", "per-user", consumer_id) as consumer, sw.transaction() as tx:
             for entry in consumer.dequeue(tx, entries_max=1000, timeout_s=1.0):
-                row = __import__("json").loads(entry.payload)  # the row as a JSON object
+                row = json.loads(entry.payload)  # the row as a JSON object
                 seen.setdefault(consumer_id, set()).add(row["user"])
                 numbers.append(row["n"])
     assert sorted(numbers) == list(range(200))
     assert not seen.get(0, set()) & seen.get(1, set())  # each user's entries went to one consumer
-    assert sw.meta.get(NAMESPACE, b"orders-sink/published").value == b"1"
+    assert json.loads(sw.meta.get(NAMESPACE, b"orders-sink/published").value) == {
+        "batch": 1, "checkpoint": str(tmp_path / "ckpt")}
 
 
 @pytest.mark.parametrize(("rows", "word"), [
