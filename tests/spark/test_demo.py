@@ -8,7 +8,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+import seaway
 from seaway.demo import Expected, Generated, GeneratorConfig, expected, generate
+from seaway.demo._pipeline import PAGE_COUNTS, prepare
+from seaway.demo._report import read_report
 from seaway.demo._transforms import dead_letters, decode_pageviews, pageviews, parse
 from seaway.demo.run import DemoConfig, QueryStats, Report, run_demo
 from seaway.server import ServerProcess
@@ -49,6 +52,19 @@ def test_pageviews_come_back_whole_from_their_json_queue_entries(spark: Any) -> 
 
 
 T0_MS = 1_700_000_000_000
+
+
+def test_the_report_counts_what_the_sinks_published_so_a_batch_published_twice_shows(
+        spark: Any, server: ServerProcess) -> None:
+    # Finding 42: the report took each key's largest running total, which a batch published twice
+    # leaves right. It adds up each published row's increment instead.
+    with seaway.connect(server.url) as sw:
+        prepare(sw)
+    rows = [("a", "a", 2, 2), ("b", "b", 1, 1), ("a", "a", 5, 3),
+            ("a", "a", 5, 3)]  # the batch that took a from 2 to 5, published twice
+    frame = spark.createDataFrame(rows, "routing_key string, page string, views long, added long")
+    frame.write.format("seaway").mode("append").option("address", server.url).option("stream", PAGE_COUNTS).save()
+    assert read_report(spark, server.url, window_s=2).page_views == {"a": 8, "b": 1}
 
 
 def test_the_pipeline_run_twice_counts_every_line_exactly_once(spark: Any, server: ServerProcess,

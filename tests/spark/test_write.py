@@ -5,6 +5,7 @@ commit that cannot complete, lost tasks); bad rows and bad options, each a clear
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,8 @@ from pyspark.sql.types import BinaryType, LongType, StringType, StructField, Str
 import seaway
 from seaway import TxnStatus
 from seaway.server import ServerProcess
-from seaway.spark._write import NAMESPACE, SeawayCommitMessage, stream_writer
+from seaway.spark import _write
+from seaway.spark._write import NAMESPACE, SeawayCommitMessage, batch_writer, stream_writer
 
 SCHEMA = StructType([StructField("routing_key", StringType()), StructField("payload", BinaryType())])
 
@@ -79,8 +81,31 @@ def test_a_batch_id_published_before_is_not_published_again(server: ServerProces
     assert sw.txn.status(older[0].txn_id) is TxnStatus.ABORTED
     stream_writer(options, SCHEMA, False).commit([task([("c", b"c0")])], 1)
     assert sorted(read_events(sw, stream, 4)) == [b"a0", b"a1", b"b0", b"c0"]
-    assert sw.meta.get(NAMESPACE, b"by-hand/published").value == b"1"
+    assert json.loads(sw.meta.get(NAMESPACE, b"by-hand/published").value) == {"batch": 1, "checkpoint": None}
     assert staged_notes(sw) == [b"by-hand/published"]
+
+
+def test_a_sink_id_reused_with_another_checkpoint_is_refused_not_dropped(
+        server: ServerProcess, sw: Any, tmp_path: Path) -> None:
+    # Finding 17: a new checkpoint starts again at batch 0, which the old query's marker says was
+    # published: its batches would be dropped. The marker names its checkpoint; another is refused.
+    stream = make_stream(sw)
+    old = {"address": server.url, "stream": stream, "sinkId": "reused", "checkpointLocation": str(tmp_path / "old")}
+    new = {**old, "checkpointLocation": str(tmp_path / "new")}
+    early = stream_writer(new, SCHEMA, False)  # made before the old query published anything
+    for batch_id in (0, 1):
+        writer = stream_writer(old, SCHEMA, False)
+        writer.commit([writer.write(iter([("a", b"old%d" % batch_id)]))], batch_id)
+    with pytest.raises(seaway.InvalidArgumentError, match="checkpoint"):
+        stream_writer(new, SCHEMA, False)  # the new query's start
+    staged = early.write(iter([("a", b"new0")]))
+    with pytest.raises(seaway.InvalidArgumentError, match="new sinkId"):
+        early.commit([staged], 0)
+    assert sw.txn.status(staged.txn_id) is TxnStatus.ABORTED
+    restarted = stream_writer({**old, "checkpointLocation": str(tmp_path / "old") + "/"}, SCHEMA, False)
+    restarted.commit([restarted.write(iter([("a", b"old2")]))], 2)  # the old query, restarted
+    assert sorted(read_events(sw, stream, 3)) == [b"old0", b"old1", b"old2"]
+    assert staged_notes(sw) == [b"reused/published"]
 
 
 def test_a_commit_that_cannot_complete_publishes_nothing_and_lost_tasks_are_cleaned_up(
@@ -103,6 +128,51 @@ def test_a_commit_that_cannot_complete_publishes_nothing_and_lost_tasks_are_clea
     assert read_events(sw, stream, 1) == [b"kept"]
     assert not [i for i in sw.txn.list() if i.status is TxnStatus.IN_PROGRESS]
     assert staged_notes(sw) == [b"partial/published"]
+
+
+def test_a_commit_leaves_alone_another_attempt_of_its_own_batch_that_may_still_be_writing(
+        server: ServerProcess, sw: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Finding 15: a staged transaction no message names may be a speculative or zombie attempt of
+    # the batch being committed, still writing: aborted by id under it, its late writes would race
+    # the abort. Only attempts of earlier batches (whose jobs ended) are known dead and aborted.
+    stream = make_stream(sw)
+    options = {"address": server.url, "stream": stream, "sinkId": "zombies"}
+    writer = stream_writer(options, SCHEMA, False)
+    batch = {"id": "2"}
+    monkeypatch.setattr(_write, "_task_batch_id", lambda: batch["id"])
+    crashed = writer.write(iter([("k", b"of batch 2, lost")]))
+    batch["id"] = "3"
+    zombie = writer.write(iter([("k", b"of batch 3, another attempt")]))
+    kept = writer.write(iter([("k", b"kept")]))
+    stream_writer(options, SCHEMA, False).commit([kept], 3)
+    assert sw.txn.status(crashed.txn_id) is TxnStatus.ABORTED
+    assert sw.txn.status(zombie.txn_id) is TxnStatus.IN_PROGRESS
+    batch["id"] = "4"
+    later = writer.write(iter([("k", b"later")]))
+    stream_writer(options, SCHEMA, False).commit([later], 4)
+    assert sw.txn.status(zombie.txn_id) is TxnStatus.ABORTED
+    assert sorted(read_events(sw, stream, 2)) == [b"kept", b"later"]
+    assert staged_notes(sw) == [b"zombies/published"]
+
+
+def test_a_crashed_batch_write_is_cleaned_up(server: ServerProcess, sw: Any) -> None:
+    # Finding 18: a batch write's staging notes were under a random sink id, found by nothing later.
+    stream = make_stream(sw)
+    options = {"address": server.url, "stream": stream}
+    crashed = batch_writer(options, SCHEMA, False)
+    timed_out = crashed.write(iter([("k", b"crashed")]))  # its driver died before the commit
+    sw.txn.abort(timed_out.txn_id)  # as its timeout does
+    named = {**options, "sinkId": "nightly"}
+    crashed_named = batch_writer(named, SCHEMA, False).write(iter([("k", b"crashed too")]))
+    # The named write run again: its commit aborts what the crashed run of it staged.
+    rerun = batch_writer(named, SCHEMA, False)
+    rerun.commit([rerun.write(iter([("k", b"nightly")]))])
+    assert sw.txn.status(crashed_named.txn_id) is TxnStatus.ABORTED
+    # Any batch write's commit removes the notes of transactions that ended.
+    other = batch_writer(options, SCHEMA, False)
+    other.commit([other.write(iter([("k", b"other")]))])
+    assert sorted(read_events(sw, stream, 2)) == [b"nightly", b"other"]
+    assert staged_notes(sw) == []
 
 
 def test_bad_options_and_schemas_are_refused_before_any_task(server: ServerProcess, sw: Any) -> None:
@@ -168,12 +238,13 @@ def test_a_streaming_write_into_a_queue_keys_its_entries(spark: Any, server: Ser
     for consumer_id in range(2):
         with sw.queues.consumer("orders", "per-user", consumer_id) as consumer, sw.transaction() as tx:
             for entry in consumer.dequeue(tx, entries_max=1000, timeout_s=1.0):
-                row = __import__("json").loads(entry.payload)  # the row as a JSON object
+                row = json.loads(entry.payload)  # the row as a JSON object
                 seen.setdefault(consumer_id, set()).add(row["user"])
                 numbers.append(row["n"])
     assert sorted(numbers) == list(range(200))
     assert not seen.get(0, set()) & seen.get(1, set())  # each user's entries went to one consumer
-    assert sw.meta.get(NAMESPACE, b"orders-sink/published").value == b"1"
+    assert json.loads(sw.meta.get(NAMESPACE, b"orders-sink/published").value) == {
+        "batch": 1, "checkpoint": str(tmp_path / "ckpt")}
 
 
 @pytest.mark.parametrize(("rows", "word"), [

@@ -1,14 +1,21 @@
-"""The Spark sink across driver crashes: a streaming query whose driver is SIGKILLed in the middle
-of a batch, then again right after the sink's commit and before Spark recorded it, restarted from
-its checkpoint each time, writes every row exactly once (count and checksum), and leaves no
-transaction staged."""
+"""Exactly-once across a Spark driver killed for real: a streaming query into a transactional
+stream through the seaway sink, its driver SIGKILLed with its whole process group (its Python, its
+JVM, their workers) at random moments, six times in one test (a task that staged its rows, at
+random moments in and around the sink's commit, right after the commit and before Spark recorded
+it, and at a random time once a batch was published), restarted from its checkpoint each time:
+the output holds every input event exactly once, by count and by a checksum computed here; no
+transaction is left staged. Once with files as the source, once with a queue read as a group."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,54 +26,119 @@ from seaway.spark._write import NAMESPACE
 from tests.spark.test_write import make_stream, read_events, staged_notes
 
 SINK = "crash-sink"
-FILES = 4
-ROWS = 50
-RUN_WAIT_S = 240
+BATCHES = 12
+ROWS = 25
+"""Rows (files source) or entries (queue source: the child takes 20 a batch) of one batch."""
+KILLS = ("write", "in-commit", "commit", "in-commit", "timer", "timer")
+RUN_WAIT_S = 120.0
+TIMER_KILL_S = 0.8
+"""A timer kill comes at a random moment up to this long after the run published a batch."""
 
 
-def run_child(server: ServerProcess, stream: str, tmp_path: Path, fault: str | None) -> int:
-    """One Spark driver, in a process group of its own (the fault hook kills that group)."""
-    args = [sys.executable, "-m", "seaway.testing._spark_child", server.url, stream, SINK, str(tmp_path / "in"),
-            str(tmp_path / "ckpt"), *([fault] if fault else [])]
-    child = subprocess.run(args, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           timeout=RUN_WAIT_S, check=False)
-    if child.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(f"the driver failed ({child.returncode}): {child.stderr.decode()[-3000:]}")
-    return child.returncode
-
-
-def published(sw: Any) -> int | None:
+def published(sw: Any) -> int:
+    """The sink's marker: the highest batch id published (-1: none)."""
     got = sw.meta.get(NAMESPACE, f"{SINK}/published".encode())
-    return None if got is None else int(got.value)
+    return -1 if got is None else int(json.loads(got.value)["batch"] if got.value.startswith(b"{")
+                                      else got.value)
 
 
-def test_a_driver_killed_mid_batch_and_after_the_sinks_commit_publishes_each_row_once(
-        server: ServerProcess, tmp_path: Path) -> None:
+class Driver:
+    """Starts the Spark driver (``seaway.testing._spark_child``) in a session of its own, again and
+    again from one checkpoint, and kills it."""
+
+    def __init__(self, server: ServerProcess, stream: str, source: str, tmp_path: Path) -> None:
+        self.args = [sys.executable, "-m", "seaway.testing._spark_child", server.url, stream, SINK,
+                     str(tmp_path / "ckpt"), source]
+        self.log = tmp_path / "driver.log"
+
+    def run(self, fault: str | None = None) -> int:
+        with self.log.open("wb") as log:
+            child = subprocess.run([*self.args, *([fault] if fault else [])], start_new_session=True,
+                                   stdout=subprocess.DEVNULL, stderr=log, timeout=RUN_WAIT_S, check=False)
+        return self._checked(child.returncode)
+
+    def run_killed_after_a_publish(self, sw: Any, rng: random.Random) -> int:
+        """Kill the driver at a random moment after it published a batch of its own."""
+        before = published(sw)
+        with self.log.open("wb") as log:
+            child = subprocess.Popen(self.args, start_new_session=True, stdout=subprocess.DEVNULL, stderr=log)
+            try:
+                deadline = time.monotonic() + RUN_WAIT_S
+                while published(sw) == before and child.poll() is None:
+                    assert time.monotonic() < deadline, "the driver published nothing in time"
+                    time.sleep(0.05)  # polling the store for progress (a bounded wait), not a sync
+                time.sleep(rng.uniform(0.0, TIMER_KILL_S))  # the random moment of the kill
+                if child.poll() is None:
+                    os.killpg(child.pid, signal.SIGKILL)
+                return self._checked(child.wait(RUN_WAIT_S))
+            finally:
+                if child.poll() is None:
+                    os.killpg(child.pid, signal.SIGKILL)
+                    child.wait()
+
+    def _checked(self, code: int) -> int:
+        if code not in (0, -signal.SIGKILL):
+            raise AssertionError(f"the driver failed ({code}): {self.log.read_text()[-3000:]}")
+        return code
+
+
+def kill_six_times_then_finish(sw: Any, driver: Driver, seed: int) -> None:
+    rng = random.Random(seed)
+    for kill in rng.sample(KILLS, len(KILLS)):
+        began = time.monotonic()
+        at = published(sw) + 1 + rng.randint(0, 1)
+        assert at < BATCHES, f"seed {seed}: too few batches left to kill the driver in"
+        code = driver.run_killed_after_a_publish(sw, rng) if kill == "timer" else driver.run(f"{kill}:{at}")
+        print(f"killed: {kill} at batch {at}, published {published(sw)}, {time.monotonic() - began:.1f} s")
+        assert code == -signal.SIGKILL, f"seed {seed}: the driver ended before its kill ({kill} at {at})"
+    began = time.monotonic()
+    assert driver.run() == 0
+    print(f"finished: published {published(sw)}, {time.monotonic() - began:.1f} s")
+
+
+def fingerprint(payloads: list[bytes]) -> tuple[int, int]:
+    """Count, and a checksum that a repeated or a missing payload changes: the sum of their digests."""
+    return len(payloads), sum(int.from_bytes(hashlib.blake2b(p, digest_size=16).digest(), "big")
+                              for p in payloads) % (1 << 128)
+
+
+def check_output(sw: Any, stream: str, expected: list[bytes]) -> None:
+    got = read_events(sw, stream, len(expected))
+    assert fingerprint(got) == fingerprint(expected)
+    assert sorted(got) == sorted(expected)
+    assert not [i for i in sw.txn.list() if i.status is TxnStatus.IN_PROGRESS]
+    assert staged_notes(sw) == [f"{SINK}/published".encode()]
+
+
+def seed() -> int:
+    value = int(os.environ.get("SEAWAY_TEST_SEED", time.time_ns() % 1_000_000))
+    print(f"seed {value} (SEAWAY_TEST_SEED)")
+    return value
+
+
+def test_a_driver_killed_six_times_writes_each_file_row_once(server: ServerProcess, tmp_path: Path) -> None:
     source = tmp_path / "in"
     source.mkdir()
-    for f in range(FILES):  # one file a micro-batch
+    expected = []
+    for f in range(BATCHES):  # one file a micro-batch
         rows = [{"routing_key": f"k{i % 6}", "n": f * ROWS + i} for i in range(ROWS)]
-        (source / f"{f}.json").write_text("\n".join(json.dumps(row) for row in rows))
+        (source / f"{f:03d}.json").write_text("\n".join(json.dumps(row) for row in rows))
+        expected += [json.dumps(row, separators=(",", ":")).encode() for row in rows]
     with seaway.connect(server.url) as sw:
         stream = make_stream(sw)
+        kill_six_times_then_finish(sw, Driver(server, stream, f"files:{source}", tmp_path), seed())
+        check_output(sw, stream, expected)
 
-        # 1. Killed while batch 1's task had staged its rows: batch 0 is published, batch 1 is not.
-        assert run_child(server, stream, tmp_path, f"write:{SINK}:1") == -signal.SIGKILL
-        assert published(sw) == 0
-        orphans = [int(key.rsplit(b"/", 1)[1]) for key in staged_notes(sw) if b"/staged/" in key]
-        assert orphans and all(sw.txn.status(t) is TxnStatus.IN_PROGRESS for t in orphans)
 
-        # 2. Restarted: batch 1 runs again and is published (the orphans aborted by that commit),
-        # batch 2 is published, and the driver dies before Spark records batch 2.
-        assert run_child(server, stream, tmp_path, f"commit:{SINK}:2") == -signal.SIGKILL
-        assert published(sw) == 2
-        assert all(sw.txn.status(t) is TxnStatus.ABORTED for t in orphans)
-
-        # 3. Restarted: Spark runs batch 2 again, and the sink does nothing for it; then batch 3.
-        assert run_child(server, stream, tmp_path, None) == 0
-        assert published(sw) == FILES - 1
-        events = [json.loads(e) for e in read_events(sw, stream, FILES * ROWS)]
-        numbers = sorted(e["n"] for e in events)
-        assert len(events) == FILES * ROWS and numbers == list(range(FILES * ROWS))  # each row once
-        assert not [i for i in sw.txn.list() if i.status is TxnStatus.IN_PROGRESS]
-        assert staged_notes(sw) == [f"{SINK}/published".encode()]
+def test_a_driver_killed_six_times_writes_each_queue_entry_once(server: ServerProcess, tmp_path: Path) -> None:
+    entries = [json.dumps({"user": n % 7, "n": n}).encode() for n in range(BATCHES * 20)]
+    with seaway.connect(server.url) as sw:
+        stream = make_stream(sw)
+        sw.queues.create("crash-q")
+        sw.queues.create_group("crash-q", "spark", size=2, strategy="ROUND_ROBIN")
+        producer = sw.queues.producer("crash-q")
+        for start in range(0, len(entries), 40):
+            with sw.transaction(timeout_s=60) as tx:
+                producer.enqueue_batch(tx, entries[start:start + 40])
+        kill_six_times_then_finish(sw, Driver(server, stream, "queue:crash-q:spark", tmp_path), seed())
+        check_output(sw, stream, entries)

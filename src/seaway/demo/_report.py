@@ -49,14 +49,15 @@ def _results(spark: Any, address: str, stream: str, ddl: str) -> Any:
 
 
 def read_report(spark: Any, address: str, window_s: int) -> Report:
-    """Read the result streams (one batch read each). The queries write each key's running total
-    whenever it changes, so its current value is its last one, which is also its largest: totals
-    only grow. Taking the largest does not depend on the order the rows come back in."""
-    pages = (_results(spark, address, PAGE_COUNTS, "page string, views long")
-             .groupBy("page").agg(F.max("views").alias("views")).collect())
-    windows = (_results(spark, address, UNIQUE_USERS, "window_start_ms long, window_s int, users long")
+    """Read the result streams (one batch read each) and count what the sinks published: each row
+    of a running total carries its batch's increment (``added``), and a key's count is their sum,
+    so a batch published twice (or lost) shows as a wrong count. (The largest running total, the
+    current one, would hide it.)"""
+    pages = (_results(spark, address, PAGE_COUNTS, "page string, views long, added long")
+             .groupBy("page").agg(F.sum("added").alias("views")).collect())
+    windows = (_results(spark, address, UNIQUE_USERS, "window_start_ms long, window_s int, users long, added long")
                .where(F.col("window_s") == window_s)
-               .groupBy("window_start_ms").agg(F.max("users").alias("users")).collect())
+               .groupBy("window_start_ms").agg(F.sum("added").alias("users")).collect())
     dead = spark.read.format("seaway").option("address", address).option("stream", DEAD_LETTERS).load().count()
     return Report(page_views={r.page: int(r.views) for r in pages},
                   unique_users={int(r.window_start_ms): int(r.users) for r in windows},

@@ -75,35 +75,40 @@ def decode_pageviews(entries: DataFrame) -> DataFrame:
 
 
 def _running_count(key: tuple[Any, ...], frames: Iterator[Any], state: GroupState) -> Iterator[Any]:
-    """The group's count so far: the state's, plus this batch's rows (one output row per group)."""
-    total = int(state.get[0]) if state.exists else 0
+    """The group's count so far: the state's, plus this batch's rows (one output row per group, with
+    the batch's own part: what the report adds up)."""
+    before = int(state.get[0]) if state.exists else 0
+    total = before
     for frame in frames:
         total += len(frame)
     state.update((total,))
-    yield pd.DataFrame({"key": [key[0]], "count": [total]})
+    yield pd.DataFrame({"key": [key[0]], "count": [total], "added": [total - before]})
 
 
 def running_counts(rows: DataFrame, key: str, key_type: str) -> DataFrame:
-    """Rows per value of ``key`` so far, as ``key`` and ``count`` (streaming only): each batch gives
-    the keys it saw with their new totals, which is what Spark's update output mode would give.
-    The seaway sink takes append mode only (a stream is append-only), and Spark allows a plain
-    aggregation no other mode without a watermark, so the totals are kept in the query's state by
-    hand, in append mode."""
+    """Rows per value of ``key`` so far, as ``key``, ``count`` and ``added`` (this batch's rows of
+    the key; streaming only): each batch gives the keys it saw with their new totals, which is what
+    Spark's update output mode would give. The seaway sink takes append mode only (a stream is
+    append-only), and Spark allows a plain aggregation no other mode without a watermark, so the
+    totals are kept in the query's state by hand, in append mode."""
     return rows.groupBy(key).applyInPandasWithState(
-        _running_count, f"key {key_type}, count long", "count long", "append", GroupStateTimeout.NoTimeout)
+        _running_count, f"key {key_type}, count long, added long", "count long", "append",
+        GroupStateTimeout.NoTimeout)
 
 
 def page_counts(views: DataFrame) -> DataFrame:
-    """Views per page so far (streaming): ``routing_key`` (the page), ``page``, ``views``; each batch
-    gives the pages it changed with their running totals."""
+    """Views per page so far (streaming): ``routing_key`` (the page), ``page``, ``views``, ``added``
+    (the batch's views of the page); each batch gives the pages it changed with their running totals."""
     counts = running_counts(views.select("page"), "page", "string")
-    return counts.select(F.col("key").alias("routing_key"), F.col("key").alias("page"), F.col("count").alias("views"))
+    return counts.select(F.col("key").alias("routing_key"), F.col("key").alias("page"), F.col("count").alias("views"),
+                         "added")
 
 
 def unique_users(views: DataFrame, window_s: int) -> DataFrame:
     """Exact distinct users per tumbling window of the lines' own time, windows aligned on the epoch
     (streaming): ``routing_key`` (the window start, as text), ``window_start_ms``, ``window_s``,
-    ``users``; each batch gives the windows it changed with their running totals.
+    ``users``, ``added`` (the batch's new users of the window); each batch gives the windows it
+    changed with their running totals.
 
     Spark streams have no distinct count, so this drops repeated (window, user) pairs first and
     counts what is left; both steps keep state in the query's checkpoint (no watermark: the demo's
@@ -113,4 +118,4 @@ def unique_users(views: DataFrame, window_s: int) -> DataFrame:
     firsts = views.select(start.alias("window_start_ms"), "user").dropDuplicates(["window_start_ms", "user"])
     counts = running_counts(firsts.select("window_start_ms"), "window_start_ms", "long")
     return counts.select(F.col("key").cast("string").alias("routing_key"), F.col("key").alias("window_start_ms"),
-                         F.lit(window_s).alias("window_s"), F.col("count").alias("users"))
+                         F.lit(window_s).alias("window_s"), F.col("count").alias("users"), "added")

@@ -12,6 +12,5 @@ from __future__ import annotations
 from seaway.spark._datasource import SeawayDataSource
 from seaway.spark._options import Options
 from seaway.spark._session import session
-from seaway.spark._write import FAULT_ENV
 
-__all__ = ["FAULT_ENV", "Options", "SeawayDataSource", "session"]
+__all__ = ["Options", "SeawayDataSource", "session"]

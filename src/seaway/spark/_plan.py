@@ -17,7 +17,13 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from seaway._errors import InvalidArgumentError, InvalidStreamCutError, StreamTruncatedError, UnknownLogError
+from seaway._errors import (
+    InvalidArgumentError,
+    InvalidStreamCutError,
+    StreamTruncatedError,
+    TimedOutError,
+    UnknownLogError,
+)
 from seaway.log import ESN_MAX, LSN_OLDEST, GapType, Record, RecordRun, epoch_of
 from seaway.streams import Segment, Stream, StreamCut, parse_segment, segment_str, unframe
 from seaway.txn import Snapshot, Visibility
@@ -32,6 +38,23 @@ SCAN_ITEMS_MAX = 10_000
 """Items a driver-side scan of a transactional segment asks for at a time."""
 KNOWN_CUTS_MAX = 16
 """Stream cuts a driver remembers as consistent (its latest offsets: Spark hands them back)."""
+
+
+READ_TIMEOUT_S = 60.0
+"""How long a source's read of stored data waits for the server to send something before it fails."""
+
+
+def read_stored(reader: Any, items_max: int, what: str) -> list[Any]:
+    """The next items of ``reader``, whose reads all end at LSNs already stored; ``[]`` only once
+    every read reached its end. A read that gets nothing for ``READ_TIMEOUT_S`` stalled (a server
+    that hangs, a range past what it holds): that fails with a retriable :class:`TimedOutError`, so
+    that Spark runs the task or the batch again, never taken for the end of the range (which would
+    drop the rest of it)."""
+    items: list[Any] = reader.read(items_max, timeout_s=READ_TIMEOUT_S)
+    if not items and not reader.done:
+        raise TimedOutError(f"the seaway source: reading {what}, the server sent nothing for {READ_TIMEOUT_S:g} s "
+                            "(the read stalled; the batch fails rather than end short, and Spark may run it again)")
+    return items
 
 
 @dataclass(frozen=True)
@@ -232,7 +255,7 @@ class Target:
         try:
             reader.start_reading(self._log(self.log_id(part)), lsn_from, lsn_until)  # a handle: no lookup
             while True:
-                items = reader.read(1, timeout_s=30.0)
+                items = read_stored(reader, 1, f"{self.kind} {self.name!r} positions {lsn_from}-{lsn_until}")
                 if not items:
                     return lsn_until + 1
                 item = items[0]
@@ -481,7 +504,8 @@ class StreamTarget(Target):
         try:
             reader.start_reading(self._log(self.log_id(part)), lsn_from, end - 1)  # a handle: no lookup
             while True:
-                items = reader.read(SCAN_ITEMS_MAX, timeout_s=30.0)
+                items = read_stored(reader, SCAN_ITEMS_MAX,
+                                    f"{self.kind} {self.name!r} positions {lsn_from}-{end - 1}")
                 if not items:
                     break
                 for item in items:

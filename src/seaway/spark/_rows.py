@@ -19,7 +19,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from seaway._errors import CorruptionError, StreamTruncatedError, UnknownLogError
 from seaway._invariant import invariant
 from seaway.log import Gap, GapType, Record, RecordRun
-from seaway.spark._plan import Range
+from seaway.spark._plan import Range, read_stored
 from seaway.streams import unframe_keyed
 from seaway.txn import Snapshot, Visibility
 
@@ -31,8 +31,6 @@ BATCH_EVENTS_MAX = 8_192
 """Events per Arrow record batch."""
 BUFFER_BYTES_MAX = 32 << 20
 """Payload bytes a range's reader buffers from the server."""
-READ_TIMEOUT_S = 60.0
-"""How long a range's read waits for the server before it fails (the data is stored already)."""
 
 
 class _Columns:
@@ -76,7 +74,7 @@ def read_range(client: Any, r: Range, schema: pa.Schema) -> Iterator[pa.RecordBa
         reader.start_reading(r.log_id, r.lsn_from, r.lsn_until)
         while True:
             try:
-                items = reader.read(BATCH_EVENTS_MAX, timeout_s=READ_TIMEOUT_S)
+                items = read_stored(reader, BATCH_EVENTS_MAX, f"{r.part} positions {r.lsn_from}-{r.lsn_until}")
             except UnknownLogError:  # deleted under the read: truncated away whole
                 _lost(r, r.lsn_from, r.lsn_until)
                 return

@@ -19,8 +19,10 @@ idempotent sinks"):
    a conflict key: after any crash all of the batch is visible with its marker, or none of it, and
    of two commits of one batch racing, the second fails.
 3. ``abort(messages, batch_id)`` aborts what the messages name. Transactions that no message
-   names (a task lost with its executor, a driver killed during a batch) are aborted by the next
-   commit of the same sink id, through their staging notes; if none comes, they time out.
+   names (a task lost with its executor, a driver killed during a batch) are aborted, through
+   their staging notes (which hold the task's batch id), by a later commit of the same sink id, of
+   a later batch: another attempt of the batch being committed may still be writing; if none
+   comes, they time out.
 
 A batch ``df.write`` (no batch id) commits its tasks' transactions atomically, without a marker.
 """
@@ -35,7 +37,6 @@ import itertools
 import json
 import logging
 import os
-import signal
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,9 +53,10 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from seaway._errors import InvalidArgumentError, PayloadTooLargeError, SeawayError
+from seaway._errors import InvalidArgumentError, PayloadTooLargeError, SeawayError, UnknownTransactionError
 from seaway.queues import Strategy
 from seaway.spark._options import Options
+from seaway.txn import TxnStatus
 
 log = logging.getLogger("seaway.spark")
 
@@ -75,15 +77,10 @@ STAGE_BATCH_BYTES = 2 << 20
 STAGE_PENDING_EVENTS_MAX = 5000
 """Rows held over all routing keys before every key's rows are written."""
 SINK_ID_BYTES_MAX = 200
+BATCH_SINK_PREFIX = "batch-"
+"""A batch write without a sinkId stages under ``batch-<random>``."""
 WRITE_OPTIONS = ("sinkId", "routingKeyColumn", "txnTimeoutS", "checkpointLocation")
 """Ours, and Spark's checkpointLocation, which Spark passes on to the sink."""
-FAULT_ENV = "SEAWAY_TEST_SPARK_SINK_KILL"
-"""Test-only fault hook, off unless set: ``<point>:<sink id>:<batch id>:<process group>``, with
-point ``write`` (a task, after staging its rows) or ``commit`` (the driver, right after the atomic
-commit returned and before Spark recorded it), makes the sink SIGKILL that process group (a Spark
-driver started by a test harness: its Python, its JVM) and itself there."""
-
-
 @dataclass(frozen=True)
 class SeawayCommitMessage(WriterCommitMessage):
     """What a task staged: its transaction (None when it had no rows), rows and payload bytes."""
@@ -209,12 +206,22 @@ def _marker_key(scope: str) -> bytes:
     return f"{scope}/published".encode()
 
 
-def _fault(point: str, scope: str, batch_id: object) -> None:
-    """The test-only fault hook (see FAULT_ENV): off unless the variable names this very point."""
-    where, _, group = os.environ.get(FAULT_ENV, "").rpartition(":")
-    if where == f"{point}:{scope}:{batch_id}":
-        os.killpg(int(group), signal.SIGKILL)
-        os.kill(os.getpid(), signal.SIGKILL)  # a worker may run in a process group of its own
+def _marker_value(batch_id: int, checkpoint: str | None) -> bytes:
+    return json.dumps({"batch": batch_id, "checkpoint": checkpoint}).encode()
+
+
+def _parse_marker(value: bytes) -> tuple[int, str | None]:
+    """The batch id and the checkpoint of a marker (one of an earlier version: a bare batch id)."""
+    if not value.startswith(b"{"):
+        return int(value), None
+    got = json.loads(value)
+    return int(got["batch"]), got["checkpoint"]
+
+
+def _checkpoint_of(options: Options) -> str | None:
+    """The query's checkpoint as the sink compares it (``dir`` and ``dir/`` are one)."""
+    given = options.get("checkpointLocation")
+    return None if not given else os.path.normpath(given)
 
 
 def _abort_quietly(sw: Any, txn_id: int) -> None:
@@ -228,6 +235,7 @@ class _Sink:
     """What the batch and the stream writer share: staging on executors, publishing on the driver."""
 
     def __init__(self, options: Options, plan: _Plan, scope: str, txn_timeout_s: float) -> None:
+        self._checkpoint = _checkpoint_of(options)
         self._options = options
         self._plan = plan
         self._scope = scope
@@ -244,7 +252,8 @@ class _Sink:
             tx = sw.txn.begin(self._txn_timeout_s)
             try:
                 # Noted before anything is staged: a commit finds it even if this task's result is lost.
-                sw.meta.put(NAMESPACE, _staged_key(self._scope, tx.id), b"")
+                # The note holds the batch, so that a commit knows which lost attempts are dead.
+                sw.meta.put(NAMESPACE, _staged_key(self._scope, tx.id), (_task_batch_id() or "").encode())
                 every = itertools.chain([first], rows)
                 count, nbytes = (self._stage_stream(sw, tx, every) if self._options.target_kind == "stream"
                                  else self._stage_queue(sw, tx, every))
@@ -253,7 +262,6 @@ class _Sink:
                     tx.abort()
                     sw.meta.delete(NAMESPACE, _staged_key(self._scope, tx.id))
                 raise
-        _fault("write", self._scope, _task_batch_id())
         return SeawayCommitMessage(tx.id, count, nbytes)
 
     def _stage_stream(self, sw: Any, tx: Any, rows: Iterable[Any]) -> tuple[int, int]:
@@ -338,14 +346,18 @@ class _Sink:
         ids = _txn_ids(messages)
         with self._options.connect() as sw:
             if batch_id is not None:
-                got = sw.meta.get(NAMESPACE, _marker_key(self._scope))
-                published = None if got is None else int(got.value)
+                try:
+                    published = self.published(sw)
+                except InvalidArgumentError:
+                    self._discard(sw, ids)
+                    raise
                 if published is not None and batch_id <= published:
                     log.info("batch already published: nothing to do",
                              extra={"sink": self._scope, "batch": batch_id, "published": published})
-                    self._discard(sw, ids)
+                    lost = self._lost(sw, set(ids), batch_id)  # a replay after a crash: the crash's leftovers
+                    self._discard(sw, [*ids, *lost])
                     return
-            lost = self._lost(sw, set(ids))
+            lost = self._lost(sw, set(ids), batch_id)
             for txn_id in lost:
                 _abort_quietly(sw, txn_id)
             # The driver's own transaction carries the group when no task had rows.
@@ -355,7 +367,7 @@ class _Sink:
             if batch_id is not None:
                 marker = _marker_key(self._scope)
                 conflicts.append(marker)
-                writes.append((NAMESPACE, marker, str(batch_id).encode()))
+                writes.append((NAMESPACE, marker, _marker_value(batch_id, self._checkpoint)))
             try:
                 sw.txn.commit_all([driver.id, *ids], conflicts=conflicts, writes=writes)
             except SeawayError:
@@ -363,8 +375,23 @@ class _Sink:
                     _abort_quietly(sw, txn_id)
                 self._forget(sw, ids)
                 raise
-            _fault("commit", self._scope, batch_id)
             self._forget(sw, [*ids, *lost])
+            if batch_id is None:
+                self._sweep_batch_notes(sw)
+
+    def published(self, sw: Any) -> int | None:
+        """The highest batch id this sink published (None: none yet). A marker written under another
+        checkpoint is refused: that query's batch ids are not this one's (finding 17)."""
+        got = sw.meta.get(NAMESPACE, _marker_key(self._scope))
+        if got is None:
+            return None
+        batch_id, checkpoint = _parse_marker(got.value)
+        if checkpoint is not None and self._checkpoint is not None and checkpoint != self._checkpoint:
+            raise InvalidArgumentError(
+                f"sinkId {self._scope!r} published batches up to {batch_id} for the checkpoint {checkpoint!r}, "
+                f"not {self._checkpoint!r}: a new checkpoint numbers its batches from 0 again, which would be "
+                "taken as published and dropped. Give this query a new sinkId (or restart it with its checkpoint)")
+        return batch_id
 
     def discard(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         with self._options.connect() as sw:
@@ -375,18 +402,46 @@ class _Sink:
             _abort_quietly(sw, txn_id)
         self._forget(sw, ids)
 
-    def _lost(self, sw: Any, known: set[int]) -> list[int]:
-        """Transactions staged under this sink that no message names: lost tasks' (at most
-        CLEANUP_MAX; the next commits take the rest)."""
+    def _lost(self, sw: Any, known: set[int], batch_id: int | None) -> list[int]:
+        """Transactions staged under this sink that no message names and whose tasks are known
+        dead (at most CLEANUP_MAX; the next commits take the rest): those of an earlier batch, whose
+        job ended (a task lost with its executor, a driver killed during that batch). Another attempt
+        of the batch being committed (speculative, or cut off) may still be writing: aborted under
+        it, its late writes would race the abort; the next batch's commit takes it (finding 15). A
+        note without a batch (a batch write, or a Spark that does not name it) is taken as dead."""
         prefix = f"{self._scope}/staged/".encode()
         lost = []
-        for key, _ in sw.meta.scan_all(NAMESPACE, prefix=prefix):
+        for key, versioned in sw.meta.scan_all(NAMESPACE, prefix=prefix):
             txn_id = int(key[len(prefix):])
-            if txn_id not in known:
-                lost.append(txn_id)
-                if len(lost) >= CLEANUP_MAX:
-                    break
+            if txn_id in known:
+                continue
+            noted = versioned.value
+            if batch_id is not None and noted and int(noted) >= batch_id:
+                continue
+            lost.append(txn_id)
+            if len(lost) >= CLEANUP_MAX:
+                break
         return lost
+
+    def _sweep_batch_notes(self, sw: Any) -> None:
+        """Remove staging notes of other batch writes (``batch-*``, a random sink id each) whose
+        transactions ended: a batch write that crashed leaves notes no later commit of its own finds
+        (finding 18). Its transactions, unknown to be dead while they are in progress (another batch
+        write may be running), are left to time out; at most CLEANUP_MAX notes are looked at."""
+        ended = []
+        for key, _ in itertools.islice(sw.meta.scan_all(NAMESPACE, prefix=BATCH_SINK_PREFIX.encode()), CLEANUP_MAX):
+            txn_id = int(key.rsplit(b"/", 1)[1])
+            try:
+                status = sw.txn.status(txn_id)
+            except UnknownTransactionError:
+                status = None  # forgotten: long ended
+            if status is not TxnStatus.IN_PROGRESS:
+                ended.append(key)
+        if ended:
+            batch = sw.meta.batch()
+            for key in ended:
+                batch.delete(NAMESPACE, key)
+            batch.commit()
 
     def _forget(self, sw: Any, ids: Sequence[int]) -> None:
         """Remove the staging notes of ended transactions (a note left by a crash here is found
@@ -403,8 +458,8 @@ def _txn_ids(messages: Sequence[WriterCommitMessage | None]) -> list[int]:
 
 
 def _task_batch_id() -> str | None:
-    """The streaming batch a task belongs to, for the test-only fault hook (Spark sets this local
-    property on streaming tasks; it is not a documented API, hence used for nothing else)."""
+    """The streaming batch a task belongs to: a local property Spark sets on streaming tasks (not a
+    documented API: used only to spare other attempts of the batch being committed, see ``_lost``)."""
     context = TaskContext.get()
     return None if context is None else context.getLocalProperty("streaming.sql.batchId")
 
@@ -441,11 +496,13 @@ def _open(options: Any, schema: StructType, overwrite: bool, *, streaming: bool)
         if streaming:
             raise InvalidArgumentError("writeStream to seaway needs the option sinkId: a name unique to this "
                                        "query, kept across its restarts (it names the batches it published)")
-        sink_id = f"batch-{os.urandom(8).hex()}"  # a batch write's staging notes, its own
+        sink_id = f"{BATCH_SINK_PREFIX}{os.urandom(8).hex()}"  # a batch write's staging notes, its own
     if not 0 < len(sink_id.encode()) <= SINK_ID_BYTES_MAX or "/" in sink_id:
         raise InvalidArgumentError(f"the option sinkId is 1-{SINK_ID_BYTES_MAX} bytes without '/', got {sink_id!r:.80}")
     with opts.connect() as sw:
         plan = _plan(opts, schema, sw)
+        if streaming:  # a sink id reused with a new checkpoint fails the query's start, before any task
+            _Sink(opts, plan, sink_id, timeout_s).published(sw)
     return opts, plan, sink_id, timeout_s
 
 
@@ -457,5 +514,5 @@ def stream_writer(options: Any, schema: StructType, overwrite: bool) -> SeawaySt
     return SeawayStreamWriter(*_open(options, schema, overwrite, streaming=True))
 
 
-__all__ = ["FAULT_ENV", "NAMESPACE", "SeawayBatchWriter", "SeawayCommitMessage", "SeawayStreamWriter",
+__all__ = ["NAMESPACE", "SeawayBatchWriter", "SeawayCommitMessage", "SeawayStreamWriter",
            "batch_writer", "stream_writer"]

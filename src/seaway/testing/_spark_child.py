@@ -1,11 +1,13 @@
-"""The child side of the Spark sink's crash test: a Spark driver running one streaming query.
+"""The child side of the Spark crash tests: a Spark driver running one streaming query into a
+transactional stream through the seaway sink, to be SIGKILLed (with its JVM) and restarted.
 
-Run as ``python -m seaway.testing._spark_child ADDRESS STREAM SINK_ID SOURCE_DIR CHECKPOINT
-[FAULT]``. It reads the JSON files of ``SOURCE_DIR`` (``routing_key string, n long``, one file a
-micro-batch) and writes each row, as a JSON object, to the transactional ``STREAM`` through the
-seaway sink, with ``availableNow`` and the checkpoint at ``CHECKPOINT``; it exits 0 once every
-file is written. ``FAULT`` (``<point>:<sink id>:<batch id>``, see the sink's ``FAULT_ENV``) makes
-the sink SIGKILL this process group there: start the child in a session of its own.
+Run as ``python -m seaway.testing._spark_child ADDRESS STREAM SINK_ID CHECKPOINT SOURCE [FAULT]``,
+in a session of its own (a fault kills the process group). ``SOURCE`` is ``files:DIR`` (the JSON
+files of ``DIR``, ``routing_key string, n long``, one file a micro-batch; each row written as a JSON
+object) or ``queue:QUEUE:GROUP`` (the queue read as that consumer group, a few entries a
+micro-batch; each entry's payload written as it is). The query runs with ``availableNow`` from the
+checkpoint at ``CHECKPOINT`` and the child exits 0 once it ended. ``FAULT`` is ``<point>:<batch
+id>`` (see :mod:`seaway.testing._spark_faults`).
 """
 
 from __future__ import annotations
@@ -13,18 +15,29 @@ from __future__ import annotations
 import os
 import sys
 
-from seaway.spark import FAULT_ENV, session
+from seaway.spark import session
+from seaway.testing._spark_faults import FAULT_ENV, FaultySeawayDataSource, fault_value
 
 QUERY_WAIT_S = 120
+QUEUE_ENTRIES_PER_TRIGGER = 20
 
 
 def main(argv: list[str]) -> int:
-    address, stream, sink_id, source, checkpoint, *fault = argv
+    address, stream, sink_id, checkpoint, source, *fault = argv
     if fault:  # set before the JVM starts, so that its Python workers inherit it
-        os.environ[FAULT_ENV] = f"{fault[0]}:{os.getpgid(0)}"
-    spark = session("seaway-sink-crash")
-    df = spark.readStream.schema("routing_key string, n long").option("maxFilesPerTrigger", 1).json(source)
-    query = (df.writeStream.format("seaway").option("address", address).option("stream", stream)
+        point, batch_id = fault[0].split(":")
+        os.environ[FAULT_ENV] = fault_value(point, int(batch_id), os.getpgid(0))
+    spark = session("seaway-crash")
+    spark.dataSource.register(FaultySeawayDataSource)
+    kind, _, what = source.partition(":")
+    if kind == "files":
+        df = spark.readStream.schema("routing_key string, n long").option("maxFilesPerTrigger", 1).json(what)
+    else:
+        queue, group = what.split(":")
+        df = (spark.readStream.format("seaway").option("address", address).option("queue", queue)
+              .option("group", group).option("maxEntriesPerTrigger", QUEUE_ENTRIES_PER_TRIGGER).load()
+              .select("payload"))
+    query = (df.writeStream.format("seaway_faults").option("address", address).option("stream", stream)
              .option("sinkId", sink_id).option("checkpointLocation", checkpoint)
              .trigger(availableNow=True).start())
     try:
