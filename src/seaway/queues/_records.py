@@ -109,12 +109,20 @@ class Layout:
     key: str | None
     logs: tuple[int, ...]
 
-    def place(self, entries: list[tuple[int, bytes, Mapping[str, Any] | None]], write_pointer: int) -> list[int]:
-        """The partition of each ``(counter, payload, keys)`` entry (the producer's side)."""
+    def place(self, entries: list[tuple[int, bytes, Mapping[str, Any] | None]], turn: int) -> list[int]:
+        """The partition of each ``(counter, payload, keys)`` entry (the producer's side).
+
+        ROUND_ROBIN deals the entries in turn from consumer ``turn % size``: the producer passes
+        where its previous send to the group stopped, so whatever the transactions' sizes and
+        write pointers, the consumers' shares of what one producer sent differ by at most one.
+        (Placing by entry id, ``(write pointer + counter) % size``, sent every single-entry
+        transaction to consumer 0 when the size divided 10**6: write pointers are multiples of
+        it.) Consumers never recompute a placement: it is not part of the stored format."""
         if self.strategy is Strategy.FIFO:
             return [0] * len(entries)
         if self.strategy is Strategy.ROUND_ROBIN:
-            return [(write_pointer + counter) % self.size for counter, _, _ in entries]
+            size = self.size
+            return [(turn + i) % size for i in range(len(entries))]
         key, size = self.key, self.size
         try:
             return [_hashed(keys[key]) % size for _, _, keys in entries]  # type: ignore[index]
