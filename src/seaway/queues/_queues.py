@@ -413,7 +413,9 @@ class Queues:
         commits would, in a transaction of its own: what lies before them is acknowledged.
 
         A position never moves backwards (one at or below the committed one is left as it is), nor
-        past its log's tail (:class:`InvalidArgumentError`). The positions are conflict keys like a
+        past its log's tail, nor past or into a chunk of a transaction still in progress
+        (:class:`InvalidArgumentError`: acknowledged, its entries would be trimmed away before it
+        commits). The positions are conflict keys like a
         dequeue's: a consumer instance that delivered the same entries in a transaction still open
         fails its commit (retriable), and this call retries its own conflicts a few times. Once
         committed, each log is trimmed below its position (eviction); acknowledging the end of the

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from seaway._errors import (
     CorruptionError,
@@ -29,7 +29,15 @@ from seaway._errors import (
 )
 from seaway.log import Gap, GapType, Record
 from seaway.queues._consumer import Entry
-from seaway.queues._records import NAMESPACE, Layout, Position, Strategy, decode_chunk, position_key
+from seaway.queues._records import (
+    NAMESPACE,
+    Layout,
+    Position,
+    Strategy,
+    chunk_write_pointer,
+    decode_chunk,
+    position_key,
+)
 from seaway.txn import Snapshot, Visibility
 
 if TYPE_CHECKING:
@@ -139,6 +147,26 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
     return CommittedRead(out, position, False)
 
 
+def _check_decided(handle: Any, committed: Position, position: Position, snapshot: Snapshot,
+                   partition: int) -> None:
+    """Refuse to acknowledge up to ``position`` when a chunk before it (or the one it points into)
+    belongs to a transaction still in progress: its entries would be acknowledged before they are
+    committed, and trimmed away with the log. ``snapshot`` is taken after the log's tail was read,
+    so every chunk up to the tail was appended by a transaction it knows."""
+    last = position.lsn if position.entry > 0 else position.lsn - 1
+    if not snapshot.in_progress or last < committed.lsn:
+        return
+    with contextlib.closing(handle.read(committed.lsn, last)) as items:
+        for item in items:
+            if isinstance(item, Record):
+                write_pointer = chunk_write_pointer(item.payload)
+                if snapshot.visibility(write_pointer) is Visibility.WAIT:
+                    raise InvalidArgumentError(
+                        f"partition {partition}'s position {tuple(position)} is past the chunk at LSN {item.lsn} of "
+                        f"transaction {write_pointer}, still in progress: acknowledge up to Position({item.lsn}, 0) "
+                        "at most, or once it is decided")
+
+
 def acknowledge(queues: Queues, queue: str, group: str, generation: int, positions: Mapping[int, Position]) -> None:
     """See :meth:`Queues.acknowledge`."""
     if not isinstance(positions, Mapping):
@@ -150,10 +178,13 @@ def acknowledge(queues: Queues, queue: str, group: str, generation: int, positio
     for partition, given in positions.items():
         log_id = _partition_log(queues, queue, group, generation, partition)
         position = check_position(given, f"partition {partition}'s position")
-        tail = queues.logs.get(log_id).tail_lsn()
+        handle = queues.logs.get(log_id)
+        tail = handle.tail_lsn()
         if position > Position(tail + 1, 0):
             raise InvalidArgumentError(f"partition {partition}'s position {tuple(position)} is past its log's tail "
                                        f"LSN {tail}: it would acknowledge entries not enqueued yet")
+        _check_decided(handle, queues.position(queue, group, generation, partition), position,
+                       queues.txn.snapshot(), partition)
         wanted[partition] = position
     for attempt in range(ACKNOWLEDGE_ATTEMPTS_MAX):
         tx = queues.txn.begin()
