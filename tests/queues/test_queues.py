@@ -19,12 +19,14 @@ from seaway import InvalidArgumentError, TxnConfig
 from seaway._errors import (
     ConsumerGroupExistsError,
     ConsumerOutsideGroupError,
+    LsnOutOfRangeError,
     MissingHashKeyError,
     QueueExistsError,
     UnknownConsumerGroupError,
     UnknownQueueError,
 )
-from seaway.queues import Consumer, Entry
+from seaway.log import Record
+from seaway.queues import Consumer, Entry, Position
 from seaway.queues._records import hash_key
 
 
@@ -346,3 +348,52 @@ def test_resize_changes_strategy_and_keeps_a_hash_key_unless_given(sw: seaway.Se
         sw.queues.resize_group("q", "f", 3, strategy="HASH")  # a HASH group needs its key
     info = sw.queues.resize_group("q", "f", 3, strategy="hash", key="p")
     assert (info.strategy, info.key, info.size, info.resizing) == (seaway.Strategy.HASH, "p", 3, False)
+
+
+def _records(sw: seaway.Seaway, log_id: int) -> list[int]:
+    return [item.lsn for item in sw.logs.get(log_id).read() if isinstance(item, Record)]
+
+
+@pytest.mark.parametrize("strategy", ["ROUND_ROBIN", "FIFO"])
+def test_a_range_trimmed_before_it_was_consumed_is_an_error_not_a_skip(sw: seaway.Seaway, strategy: str) -> None:
+    """Finding 13: a consumer stepped over a TRIM gap above its position (a FIFO claim claimed
+    over it), losing the entries there without a word; read_committed raises."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 1, strategy)
+    for i in range(3):
+        produce(sw, "q", [(b"%d" % i, {})])
+    log_id = sw.queues.describe_group("q", "g").partitions[0].log_id
+    lsns = _records(sw, log_id)
+    sw.logs.get(log_id).trim(lsns[1])  # not by the group: entries 0 and 1 were never consumed
+    consumer = sw.queues.consumer("q", "g", 0)
+    for _ in range(2):  # every time, not only the first
+        with pytest.raises(LsnOutOfRangeError, match="trimmed"), sw.transaction() as tx:
+            consumer.dequeue(tx, 10)
+    assert sw.queues.describe_group("q", "g").partitions[0].position == Position(1, 0)
+
+
+def test_a_racing_claim_under_the_same_consumer_id_never_replaces_one(sw: seaway.Seaway) -> None:
+    """Finding 14: the claim batch had no condition on the claim's key: a second instance of FIFO
+    consumer 0 that claimed while the first held a claim replaced it, and the entries of one of
+    the two claims were never delivered."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "f", 1, "FIFO")
+    for i in range(10):
+        produce(sw, "q", [(b"%d" % i, {})])
+    first, second = sw.queues.consumer("q", "f", 0), sw.queues.consumer("q", "f", 0)
+    t1, t2 = sw.transaction(), sw.transaction()
+    got: list[Entry] = []
+    claim = second._claim
+
+    def claim_after_the_first(*args: object) -> object:
+        got.extend(first.dequeue(t1, 5))  # the first instance claims in between
+        return claim(*args)  # type: ignore[arg-type]
+
+    second._claim = claim_after_the_first  # type: ignore[method-assign]
+    also = second.dequeue(t2, 5)
+    assert got and also == got  # the second delivers the claim it found, not a new one
+    t1.commit()
+    with pytest.raises(seaway.TransactionConflictError):
+        t2.commit()
+    rest = drain(sw, sw.queues.consumer("q", "f", 0))
+    assert sorted(int(e.payload) for e in got + rest) == list(range(10))

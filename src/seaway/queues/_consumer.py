@@ -27,6 +27,7 @@ from seaway._errors import (
     ConsumerOutsideGroupError,
     CorruptionError,
     InvalidArgumentError,
+    LsnOutOfRangeError,
     SeawayError,
     UnknownLogError,
 )
@@ -83,6 +84,17 @@ class Entry(NamedTuple):
         return self.write_pointer, self.counter
 
 
+def trimmed_error(log_id: int, position: Position, trim_lsn: int) -> LsnOutOfRangeError:
+    """The error for entries trimmed from a queue partition's log before they were acknowledged
+    (the log trimmed by hand, or another instance of the consumer acknowledged them): a consumer
+    never steps over them silently."""
+    return LsnOutOfRangeError(
+        f"queue partition log {log_id} was trimmed up to LSN {trim_lsn}, above the position "
+        f"{tuple(position)} this consumer reads from: entries there were never delivered by it (another "
+        "instance acknowledged them, or the log was trimmed by hand). A new Consumer starts from the "
+        "committed position")
+
+
 class _Judge:
     """Whether a chunk may be delivered: by the transaction's snapshot, and for a chunk that
     snapshot must wait at, by a fresher one taken while waiting (read committed: an entry committed
@@ -111,10 +123,13 @@ class _Chunk:
 
 @dataclass
 class _End:
-    """A gap: nothing up to ``next_lsn``; ``sealed``: the log ends there for good."""
+    """A gap: nothing up to ``next_lsn``; ``sealed``: the log ends there for good; ``trimmed``:
+    the log was trimmed up to there (entries the consumer never delivered, if it lies above its
+    position)."""
 
     next_lsn: int
     sealed: bool
+    trimmed: bool = False
 
 
 class _Cursor:
@@ -165,7 +180,8 @@ class _Cursor:
                     raise CorruptionError(f"queue partition log {self.log_id} lost entries "
                                           f"{item.lsn_lo}-{item.lsn_hi}")
                 sealed = item.type is GapType.SEALED
-                self._ahead.append(_End(item.lsn_lo if sealed else item.lsn_hi + 1, sealed))
+                self._ahead.append(_End(item.lsn_lo if sealed else item.lsn_hi + 1, sealed,
+                                        item.type is GapType.TRIM))
 
     def _push(self, lsn: int, payload: bytes) -> None:
         write_pointer, counters, payloads = decode_chunk(payload)
@@ -189,6 +205,8 @@ class _Cursor:
                     break
             head = self._ahead[0]
             if isinstance(head, _End):
+                if head.trimmed and head.next_lsn > self.pending.lsn:
+                    raise trimmed_error(self.log_id, self.pending, head.next_lsn - 1)
                 self._ahead.popleft()
                 if head.next_lsn > self.pending.lsn:
                     self.pending = Position(head.next_lsn, 0)
@@ -276,6 +294,11 @@ class Consumer:
                 cursor.trim()
         self._cursors.clear()
 
+    def _drop_cursors(self) -> None:
+        for where in list(self._cursors):
+            if where not in self._touched:
+                self._cursors.pop(where).close()
+
     def __enter__(self) -> Consumer:
         return self
 
@@ -345,7 +368,13 @@ class Consumer:
         deadline = time.monotonic() + timeout_s
         pause_s = WAIT_PAUSE_S_MIN
         while True:
-            out = self._dequeue_once(tx, judge, entries_max, timeout_s)
+            try:
+                out = self._dequeue_once(tx, judge, entries_max, timeout_s)
+            except (LsnOutOfRangeError, CorruptionError):
+                # The cursors' read-ahead is no longer to be trusted: the next dequeue starts again
+                # from the committed positions as stored (and raises again if entries are gone).
+                self._drop_cursors()
+                raise
             if out or not judge.blocked or time.monotonic() + pause_s > deadline:
                 break
             # Stopped at a chunk still in progress: wait for its transaction to end (its chunk
@@ -435,20 +464,36 @@ class Consumer:
                         break
                     last = item.lsn
                     count += chunk_count(item.payload)
-                elif isinstance(item, Gap) and item.type is not GapType.SEALED:
+                elif isinstance(item, Gap):
+                    if item.type is GapType.SEALED:
+                        break
+                    if item.type is GapType.DATALOSS:
+                        raise CorruptionError(f"queue partition log {source.log_id} lost entries "
+                                              f"{item.lsn_lo}-{item.lsn_hi}")
+                    if item.type is GapType.TRIM and item.lsn_hi >= first:
+                        raise trimmed_error(source.log_id, Position(first, 0), item.lsn_hi)
                     last = item.lsn_hi
                 if count >= entries_max:
                     break
             if last is None:
                 return None
+            mine = claim_key(self.queue, self.group, generation, self.consumer_id)
+            # Both conditions: the pointer as read (no other consumer claimed meanwhile), and no
+            # claim under this consumer id (another instance of it claimed meanwhile: a second
+            # claim would replace the first, whose entries no one would then deliver).
             batch = self._queues.meta.batch().expect_version(
-                NAMESPACE, pointer_key(self.queue, self.group, generation), version).put(
+                NAMESPACE, pointer_key(self.queue, self.group, generation), version).expect_absent(
+                NAMESPACE, mine).put(
                 NAMESPACE, pointer_key(self.queue, self.group, generation), encode_lsn(last + 1)).put(
-                NAMESPACE, claim_key(self.queue, self.group, generation, self.consumer_id),
-                Claim(last, Position(first, 0)).encode())
+                NAMESPACE, mine, Claim(last, Position(first, 0)).encode())
             try:
                 batch.commit()
             except ConditionFailedError:
+                if self._queues.meta.get(NAMESPACE, mine) is not None:
+                    # Deliver that claim: of the two instances' transactions, one commits and the
+                    # other conflicts on the claim's key.
+                    self._cursors.pop((generation, -1 - self.consumer_id), None)
+                    return self._claim_cursor(generation, self.consumer_id, source.log_id)
                 continue  # another consumer claimed meanwhile
             self._cursors.pop((generation, -1 - self.consumer_id), None)
             return self._claim_cursor(generation, self.consumer_id, source.log_id)
