@@ -397,3 +397,39 @@ def test_a_racing_claim_under_the_same_consumer_id_never_replaces_one(sw: seaway
         t2.commit()
     rest = drain(sw, sw.queues.consumer("q", "f", 0))
     assert sorted(int(e.payload) for e in got + rest) == list(range(10))
+
+
+def test_a_group_created_while_its_namesake_is_deleted_works(sw: seaway.Seaway) -> None:
+    """Finding 19: create_group looked its logs up by name and could take those of the group a
+    concurrent delete_group was deleting; the new group's logs were then gone, and every
+    producer commit of the queue failed."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 2, "ROUND_ROBIN")
+    sw.queues.create_group("q", "other", 1, "FIFO")
+    logs = sw.queues.logs
+    recreated: list[bool] = []
+
+    class RecreatingInBetween:
+        """The deletion's batch is committed; its logs are not deleted yet."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(logs, name)
+
+        def delete(self, log: object) -> None:
+            if not recreated:
+                recreated.append(True)
+                sw.queues.logs = logs
+                sw.queues.create_group("q", "g", 2, "ROUND_ROBIN")
+                sw.queues.logs = self  # type: ignore[assignment]
+            logs.delete(log)
+
+    sw.queues.logs = RecreatingInBetween()  # type: ignore[assignment]
+    try:
+        sw.queues.delete_group("q", "g")
+    finally:
+        sw.queues.logs = logs
+    assert recreated
+    produce(sw, "q", [(b"%d" % i, {}) for i in range(4)])
+    got = [e for c in range(2) for e in drain(sw, sw.queues.consumer("q", "g", c))]
+    assert sorted(e.payload for e in got) == [b"0", b"1", b"2", b"3"]
+    assert len(drain(sw, sw.queues.consumer("q", "other", 0))) == 4

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import secrets
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -184,10 +185,20 @@ class Queues:
             self._group_ready = True
 
     def _make_logs(self, queue: str, group: str, generation: int, strategy: Strategy, size: int) -> tuple[int, ...]:
+        """New logs for a layout's partitions, named ``queue/<queue>/<group>/<generation>/<partition>.<tag>``
+        with a tag of this call's own: never the logs of another layout of the same name (those of a
+        group a concurrent ``delete_group`` is deleting, or of a racing resize)."""
         self._partition_group()
         count = 1 if strategy is Strategy.FIFO else size
-        return tuple(int(self.logs.get_or_create(f"queue/{queue}/{group}/{generation}/{p}",
+        tag = secrets.token_hex(6)
+        return tuple(int(self.logs.get_or_create(f"queue/{queue}/{group}/{generation}/{p}.{tag}",
                                                  group=PARTITIONS_GROUP).id) for p in range(count))
+
+    def _drop_logs(self, log_ids: tuple[int, ...]) -> None:
+        """Delete the logs of a layout that was never recorded (its batch failed its condition)."""
+        for log_id in log_ids:
+            with contextlib.suppress(UnknownLogError):
+                self.logs.delete(log_id)
 
     def create_group(self, queue: str, group: str, size: int = 1, strategy: Strategy | str = Strategy.FIFO,
                      key: str | None = None) -> None:
@@ -205,6 +216,7 @@ class Queues:
                 NAMESPACE, group_key(queue, group), GroupRecord(group, layout).encode()).record(
                 ConsumerGroupCreated(queue, group, size, chosen.value, key)).commit()
         except ConditionFailedError:
+            self._drop_logs(layout.logs)
             raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}") from None
 
     def group_record(self, queue: str, group: str) -> tuple[GroupRecord, int]:
@@ -257,6 +269,7 @@ class Queues:
                 NAMESPACE, group_key(queue, group),
                 GroupRecord(group, layout, current, self.clock.now_ms()).encode()).record(resized).commit()
         except ConditionFailedError:
+            self._drop_logs(layout.logs)
             raise InvalidArgumentError(f"group {group!r} changed during the resize; try again") from None
         self._seal(current)
         if wait_s is not None:
