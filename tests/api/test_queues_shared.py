@@ -21,7 +21,7 @@ from seaway._errors import (
     UnknownQueueError,
 )
 from seaway.queues import Consumer, Entry, Position
-from seaway.queues._records import hash_key
+from seaway.queues._records import ENTRY_BYTES_MAX, READ_BYTES_DEFAULT, hash_key
 from tests.api.conftest import Api
 
 WAIT_S = 0.5
@@ -167,3 +167,39 @@ def test_bad_input_crosses_the_wire_typed(api: Api) -> None:
     with pytest.raises(ConsumerOutsideGroupError), api.sw.transaction() as tx:
         api.sw.queues.consumer(queue, "h", 2).dequeue(tx)
     assert api.sw.txn.status(tx.id) is seaway.TxnStatus.ABORTED
+
+
+@pytest.mark.parametrize("strategy", ["ROUND_ROBIN", "FIFO"])
+def test_reads_are_bounded_by_bytes(api: Api, strategy: str) -> None:
+    """Finding 21: dequeue and read_committed returned up to 10,000 entries of up to 1 MiB each.
+    They stop before an entry that would take them past ``bytes_max`` (8 MiB by default), and
+    always return at least one entry; the rest comes with the next call."""
+    queue = queue_with(api, ("g", 1, strategy, None))
+    entry = b"x" * ENTRY_BYTES_MAX
+    with api.sw.transaction() as tx:
+        api.sw.queues.producer(queue).enqueue_batch(tx, [entry] * 10 + [b"small"] * 4)
+    if strategy == "ROUND_ROBIN":
+        got = api.sw.queues.read_committed(queue, "g", 1, 0, Position(1, 0), entries_max=100)
+        assert len(got.entries) == READ_BYTES_DEFAULT // ENTRY_BYTES_MAX
+        small = api.sw.queues.read_committed(queue, "g", 1, 0, Position(1, 0), entries_max=100, bytes_max=100)
+        assert len(small.entries) == 1  # one entry at least, even above bytes_max
+        rest = api.sw.queues.read_committed(queue, "g", 1, 0, got.next, entries_max=100,
+                                            bytes_max=2 * ENTRY_BYTES_MAX + 10)
+        assert [len(e.payload) for e in rest.entries] == [ENTRY_BYTES_MAX, ENTRY_BYTES_MAX, 5, 5]
+        with pytest.raises(InvalidArgumentError):
+            api.sw.queues.read_committed(queue, "g", 1, 0, Position(1, 0), bytes_max=0)
+    # A remote consumer returns what its read stream delivered so far: each dequeue is checked
+    # against its bound, and all of them together against what was enqueued.
+    consumer = api.sw.queues.consumer(queue, "g", 0)
+    got_sizes: list[int] = []
+    for bytes_max in [None, 2 * ENTRY_BYTES_MAX + 7, 1, ENTRY_BYTES_MAX] + [ENTRY_BYTES_MAX] * 20:
+        with api.sw.transaction() as tx:
+            taken = [len(e.payload) for e in (consumer.dequeue(tx, 100, WAIT_S) if bytes_max is None
+                                             else consumer.dequeue(tx, 100, WAIT_S, bytes_max=bytes_max))]
+        assert len(taken) <= 1 or sum(taken) <= (bytes_max or READ_BYTES_DEFAULT), (bytes_max, taken)
+        got_sizes += taken
+        if len(got_sizes) == 14:
+            break
+    assert got_sizes == [ENTRY_BYTES_MAX] * 10 + [5] * 4
+    with pytest.raises(InvalidArgumentError), api.sw.transaction() as tx:
+        consumer.dequeue(tx, 10, bytes_max=0)

@@ -34,16 +34,19 @@ from seaway._errors import (
 from seaway.log import Gap, GapType, Record, RecordRun
 from seaway.queues._records import (
     NAMESPACE,
+    READ_BYTES_DEFAULT,
     Claim,
     GroupRecord,
     Layout,
     Position,
     Strategy,
+    check_bytes_max,
     chunk_count,
     chunk_write_pointer,
     claim_key,
     decode_chunk,
     encode_lsn,
+    entries_within,
     pointer_key,
     position_key,
     skipped_key,
@@ -93,6 +96,19 @@ def trimmed_error(log_id: int, position: Position, trim_lsn: int) -> LsnOutOfRan
         f"{tuple(position)} this consumer reads from: entries there were never delivered by it (another "
         "instance acknowledged them, or the log was trimmed by hand). A new Consumer starts from the "
         "committed position")
+
+
+class _Budget:
+    """What one dequeue may still return, in payload bytes (its first entry goes whatever its size)."""
+
+    def __init__(self, bytes_max: int) -> None:
+        self.bytes_left = bytes_max
+        self.taken = False
+
+    def take(self, payloads: list[bytes], start: int, stop: int) -> None:
+        if stop > start:
+            self.bytes_left = max(0, self.bytes_left - sum(len(p) for p in payloads[start:stop]))
+            self.taken = True
 
 
 class _Judge:
@@ -187,10 +203,10 @@ class _Cursor:
         write_pointer, counters, payloads = decode_chunk(payload)
         self._ahead.append(_Chunk(lsn, write_pointer, counters, payloads))
 
-    def take(self, judge: _Judge, entries_max: int, timeout_s: float) -> list[Entry]:
+    def take(self, judge: _Judge, entries_max: int, timeout_s: float, budget: _Budget) -> list[Entry]:
         out: list[Entry] = []
         deadline = time.monotonic() + timeout_s
-        while len(out) < entries_max:
+        while len(out) < entries_max and budget.bytes_left > 0:
             if self.until is not None and self.pending.lsn > self.until:
                 self.ended = True
                 break
@@ -224,8 +240,12 @@ class _Cursor:
             if visibility is Visibility.SKIP:
                 stop = start
             else:
-                stop = min(len(head.payloads), start + entries_max - len(out))
+                stop = entries_within(head.payloads, start, entries_max - len(out), budget.bytes_left,
+                                      not budget.taken)
+                if stop == start and start < len(head.payloads):
+                    break  # the next entry would go past the read's bytes
                 out.extend(Entry(head.write_pointer, head.counters[i], head.payloads[i]) for i in range(start, stop))
+                budget.take(head.payloads, start, stop)
             if visibility is Visibility.SKIP or stop == len(head.payloads):
                 self._ahead.popleft()
                 self.pending = Position(head.lsn + 1, 0)
@@ -355,13 +375,17 @@ class Consumer:
         return not any(self._queues.meta.get(NAMESPACE, claim_key(self.queue, self.group, generation, owner))
                        for owner in source.owners)
 
-    def dequeue(self, tx: Transaction, entries_max: int = 500, timeout_s: float = 0.0) -> list[Entry]:
+    def dequeue(self, tx: Transaction, entries_max: int = 500, timeout_s: float = 0.0, *,
+                bytes_max: int = READ_BYTES_DEFAULT) -> list[Entry]:
         """Up to ``entries_max`` entries of this consumer's share, in order, as part of ``tx``:
         acknowledged when ``tx`` commits, given back (to this consumer) if it aborts. Waits up to
-        ``timeout_s`` for the first entry; returns what it has otherwise (possibly nothing)."""
+        ``timeout_s`` for the first entry; returns what it has otherwise (possibly nothing). Stops
+        before an entry that would take its payloads past ``bytes_max`` bytes (at most
+        READ_BYTES_MAX), but returns at least one entry when it has one."""
         tx.check_open()
         if not isinstance(entries_max, int) or not 1 <= entries_max <= DEQUEUE_MAX:
             raise InvalidArgumentError(f"entries_max is in [1, {DEQUEUE_MAX}], got {entries_max!r}")
+        check_bytes_max(bytes_max)
         if self._tx is not None and self._tx != tx.id:
             raise InvalidArgumentError(f"{self!r} is dequeuing in transaction {self._tx}: commit or abort it first")
         judge = _Judge(tx.snapshot)
@@ -369,7 +393,7 @@ class Consumer:
         pause_s = WAIT_PAUSE_S_MIN
         while True:
             try:
-                out = self._dequeue_once(tx, judge, entries_max, timeout_s)
+                out = self._dequeue_once(tx, judge, entries_max, timeout_s, _Budget(bytes_max))
             except (LsnOutOfRangeError, CorruptionError):
                 # The cursors' read-ahead is no longer to be trusted: the next dequeue starts again
                 # from the committed positions as stored (and raises again if entries are gone).
@@ -387,29 +411,30 @@ class Consumer:
             self._stale = True  # idle, or a log ended (a resize): read the group again next time
         return out
 
-    def _dequeue_once(self, tx: Transaction, judge: _Judge, entries_max: int, timeout_s: float) -> list[Entry]:
+    def _dequeue_once(self, tx: Transaction, judge: _Judge, entries_max: int, timeout_s: float,
+                      budget: _Budget) -> list[Entry]:
         out: list[Entry] = []
         for source in self._sources() or ():
             if source.partition < 0:
                 out.extend(self._dequeue_claims(tx, judge, source, entries_max - len(out),
-                                                timeout_s if not out else 0.0))
-                if len(out) >= entries_max:
+                                                timeout_s if not out else 0.0, budget))
+                if len(out) >= entries_max or budget.bytes_left <= 0:
                     break
                 continue
             cursor = self._cursor(source.layout.generation, source.partition, source.log_id)
             before = cursor.pending
-            out.extend(cursor.take(judge, entries_max - len(out), timeout_s if not out else 0.0))
+            out.extend(cursor.take(judge, entries_max - len(out), timeout_s if not out else 0.0, budget))
             if cursor.pending != before:
                 self._stage(tx, cursor, position_key(self.queue, self.group, cursor.generation, cursor.partition),
                             cursor.pending.encode())
-            if len(out) >= entries_max or not cursor.ended:
+            if len(out) >= entries_max or budget.bytes_left <= 0 or not cursor.ended:
                 break
         return out
 
     # --- FIFO -----------------------------------------------------------------------------------
 
     def _dequeue_claims(self, tx: Transaction, judge: _Judge, source: _Source, entries_max: int,
-                        timeout_s: float) -> list[Entry]:
+                        timeout_s: float, budget: _Budget) -> list[Entry]:
         """A FIFO layout: the claims this consumer holds first (its own, and after a resize those
         of the old consumers it inherits), then a new claim of the next entries no one claimed."""
         out: list[Entry] = []
@@ -424,14 +449,14 @@ class Consumer:
             if cursor is None:
                 continue
             before = cursor.pending
-            out.extend(cursor.take(judge, entries_max - len(out), 0.0))
+            out.extend(cursor.take(judge, entries_max - len(out), 0.0, budget))
             if cursor.pending != before:
                 key = claim_key(self.queue, self.group, generation, owner)
                 if cursor.pending.lsn > (cursor.until or 0):  # the whole claim delivered
                     self._stage(tx, cursor, key, None)
                 else:
                     self._stage(tx, cursor, key, Claim(cursor.until or 0, cursor.pending).encode())
-            if len(out) >= entries_max:
+            if len(out) >= entries_max or budget.bytes_left <= 0:
                 break
         return out
 

@@ -48,6 +48,7 @@ from seaway.queues._records import (
     NAMESPACE,
     PARTITION_LOG_IDS,
     PARTITIONS_GROUP,
+    READ_BYTES_DEFAULT,
     SIZE_MAX,
     Claim,
     GroupRecord,
@@ -402,7 +403,7 @@ class Queues:
 
     def read_committed(self, queue: str, group: str, generation: int, partition: int, start: Position,
                        end: Position | None = None, *, entries_max: int = 500,
-                       snapshot: Snapshot | None = None) -> CommittedRead:
+                       snapshot: Snapshot | None = None, bytes_max: int = READ_BYTES_DEFAULT) -> CommittedRead:
         """Read partition ``partition`` (consumer ``partition``'s share) of generation ``generation``
         of a ROUND_ROBIN or HASH group from position ``start``, outside any transaction, without
         moving the group's positions.
@@ -410,8 +411,10 @@ class Queues:
         Returns up to ``entries_max`` (at most 10,000) committed entries in order and the position
         after them: chunks of aborted or timed-out transactions are stepped over; the read stops
         before the first chunk of a transaction still in progress (``blocked``), at ``end`` (not
-        included), at the log's tail as it is when called, or after ``entries_max`` entries. It
-        never waits for a transaction. ``snapshot`` judges the chunks (default: a fresh one).
+        included), at the log's tail as it is when called, after ``entries_max`` entries, or before
+        an entry that would take the payloads past ``bytes_max`` bytes (at most 64 MiB; the first
+        entry is read whatever its size). It never waits for a transaction. ``snapshot`` judges
+        the chunks (default: a fresh one).
 
         Deterministic: a range ``[start, end)`` whose ``end`` an earlier read returned holds only
         chunks that were committed or aborted then, and reads the same entries every time, until
@@ -419,7 +422,8 @@ class Queues:
         :class:`LsnOutOfRangeError`; a FIFO layout (claims, no positions) or a generation that is
         not the group's raises :class:`InvalidArgumentError`.
         """
-        return read_committed(self, queue, group, generation, partition, start, end, entries_max, snapshot)
+        return read_committed(self, queue, group, generation, partition, start, end, entries_max, snapshot,
+                              bytes_max)
 
     def acknowledge(self, queue: str, group: str, generation: int, positions: Mapping[int, Position]) -> None:
         """Commit the group's positions of ``generation`` (partition -> position) as consumers'

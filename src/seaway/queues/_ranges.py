@@ -31,11 +31,14 @@ from seaway.log import Gap, GapType, Record
 from seaway.queues._consumer import Entry
 from seaway.queues._records import (
     NAMESPACE,
+    READ_BYTES_DEFAULT,
     Layout,
     Position,
     Strategy,
+    check_bytes_max,
     chunk_write_pointer,
     decode_chunk,
+    entries_within,
     position_key,
 )
 from seaway.txn import Snapshot, Visibility
@@ -95,12 +98,14 @@ def _partition_log(queues: Queues, queue: str, group: str, generation: int, part
 
 
 def read_committed(queues: Queues, queue: str, group: str, generation: int, partition: int, start: Position,
-                   end: Position | None, entries_max: int, snapshot: Snapshot | None) -> CommittedRead:
+                   end: Position | None, entries_max: int, snapshot: Snapshot | None,
+                   bytes_max: int = READ_BYTES_DEFAULT) -> CommittedRead:
     """See :meth:`Queues.read_committed`."""
     start = check_position(start, "start")
     end = None if end is None else check_position(end, "end")
     if not isinstance(entries_max, int) or not 1 <= entries_max <= READ_ENTRIES_MAX:
         raise InvalidArgumentError(f"entries_max is in [1, {READ_ENTRIES_MAX}], got {entries_max!r}")
+    bytes_left = check_bytes_max(bytes_max)
     handle = queues.logs.get(_partition_log(queues, queue, group, generation, partition))
     snapshot = snapshot or queues.txn.snapshot()
     # The last LSN to read: the tail now, or the one holding the end (the chunk ``end`` points
@@ -135,10 +140,14 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
                 continue
             first = position.entry if item.lsn == position.lsn else 0
             stop = len(payloads) if end is None or item.lsn < end.lsn else min(len(payloads), end.entry)
-            stop = min(stop, first + entries_max - len(out))
+            limit = stop
+            stop = entries_within(payloads, first, min(limit - first, entries_max - len(out)), bytes_left, not out)
+            if stop == first < limit:
+                return CommittedRead(out, position, False)  # the next entry would go past bytes_max
             out.extend(Entry(write_pointer, counters[i], payloads[i]) for i in range(first, stop))
+            bytes_left -= sum(len(payloads[i]) for i in range(first, stop))
             position = Position(item.lsn + 1, 0) if stop == len(payloads) else Position(item.lsn, stop)
-            if len(out) >= entries_max or (end is not None and position >= end):
+            if len(out) >= entries_max or bytes_left <= 0 or (end is not None and position >= end):
                 return CommittedRead(out, position, False)
         else:
             # Everything up to ``until`` was read: records or gaps, nothing is left below it.

@@ -34,6 +34,31 @@ GROUPS_MAX = 64
 ENTRY_BYTES_MAX = (1 << 20) - 64
 """An entry's payload (a chunk is one log record, at most 1 MiB)."""
 CHUNK_BYTES_MAX = 1 << 20
+READ_BYTES_DEFAULT = 8 << 20
+"""Payload bytes one ``dequeue`` or ``read_committed`` returns by default (at least one entry)."""
+READ_BYTES_MAX = 64 << 20
+"""The largest ``bytes_max`` a read may ask for."""
+
+
+def check_bytes_max(bytes_max: object) -> int:
+    if not isinstance(bytes_max, int) or isinstance(bytes_max, bool) or not 1 <= bytes_max <= READ_BYTES_MAX:
+        raise InvalidArgumentError(f"bytes_max is in [1, {READ_BYTES_MAX}], got {bytes_max!r}")
+    return bytes_max
+
+
+def entries_within(payloads: list[bytes], start: int, count_max: int, bytes_left: int, first_free: bool) -> int:
+    """The end of the run of ``payloads`` from ``start`` a read takes: at most ``count_max``
+    entries of at most ``bytes_left`` bytes together, except that the read's first entry is taken
+    whatever its size (``first_free``: the read has none yet)."""
+    stop = start
+    end = min(len(payloads), start + count_max)
+    while stop < end:
+        size = len(payloads[stop])
+        if size > bytes_left and not (first_free and stop == start):
+            break
+        bytes_left -= size
+        stop += 1
+    return stop
 
 NAMESPACE = "queues"
 PARTITIONS_GROUP = "queues.partitions"
