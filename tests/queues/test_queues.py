@@ -79,7 +79,7 @@ def test_round_robin_and_fifo_give_each_entry_to_one_consumer(sw: seaway.Seaway)
     rr = [drain(sw, sw.queues.consumer("q", "rr", c)) for c in range(2)]
     assert sorted(e.payload for share in rr for e in share) == sorted(b"%d-%d" % (b, i) for b in range(6)
                                                                        for i in range(10))
-    assert all(20 <= len(share) <= 40 for share in rr)
+    assert abs(len(rr[0]) - len(rr[1])) <= 1  # one producer: dealt in turn (test_producer.py has more)
     consumers = [sw.queues.consumer("q", "fifo", c) for c in range(3)]
     fifo: list[bytes] = []
     for _ in range(10):
@@ -170,7 +170,7 @@ def test_hash_resize_2_3_1_keeps_exact_assignment_and_order(sw: seaway.Seaway) -
         consumers[2].dequeue(tx)
 
 
-def test_resize_of_a_busy_group_completes_within_a_second(sw: seaway.Seaway) -> None:
+def test_resize_of_a_busy_group_completes_while_its_consumers_run(sw: seaway.Seaway) -> None:
     sw.queues.create("q")
     sw.queues.create_group("q", "h", 2, "HASH", key="k")
     produce(sw, "q", [(b"%d" % i, {"k": i}) for i in range(1000)])
@@ -190,13 +190,12 @@ def test_resize_of_a_busy_group_completes_within_a_second(sw: seaway.Seaway) -> 
     worker = threading.Thread(target=consume)
     worker.start()
     try:
-        started = time.monotonic()
-        sw.queues.resize_group("q", "h", 3, wait_s=5)
-        took = time.monotonic() - started
+        # Returns once the old layout is drained (TimedOutError after wait_s, a bound for a stall).
+        info = sw.queues.resize_group("q", "h", 3, wait_s=60)
     finally:
         stop.set()
         worker.join()
-    assert took < 1.0
+    assert not info.resizing and info.size == 3
     assert sorted(seen) == sorted(b"%d" % i for i in range(1000))
 
 
@@ -328,15 +327,28 @@ def test_dequeue_waits_for_an_open_transaction_within_its_timeout(sw: seaway.Sea
     late = sw.transaction()
     producer.enqueue(late, b"late")
     producer.flush(late)
-    committer = threading.Timer(0.2, late.commit)
+    waiting = threading.Event()
+    snapshot = sw.queues.txn.snapshot
+
+    def fresh_snapshot() -> seaway.Snapshot:
+        waiting.set()  # the dequeue stopped at the open chunk and looks again
+        return snapshot()
+
+    def commit_once_waiting() -> None:
+        if waiting.wait(60):
+            late.commit()
+
+    sw.queues.txn.snapshot = fresh_snapshot  # type: ignore[method-assign]
+    committer = threading.Thread(target=commit_once_waiting)
     committer.start()
     consumer = sw.queues.consumer("q", "g", 0)
     with sw.transaction() as tx:  # began before the commit: read committed, not stepped over
         started = time.monotonic()
-        got = consumer.dequeue(tx, 10, timeout_s=5.0)
+        got = consumer.dequeue(tx, 10, timeout_s=120.0)
+        took = time.monotonic() - started
     committer.join()
-    assert [e.payload for e in got] == [b"late"]
-    assert time.monotonic() - started < 4.0
+    assert waiting.is_set() and [e.payload for e in got] == [b"late"]
+    assert took < 60.0  # it returned on the commit, long before its timeout
 
 
 def test_resize_changes_strategy_and_keeps_a_hash_key_unless_given(sw: seaway.Seaway) -> None:
