@@ -188,7 +188,9 @@ class Producer:
               targets: list[tuple[str, Layout]], relayouts: int) -> None:
         chunks: dict[tuple[str, int], list[Chunk]] = {}
         logs: dict[tuple[str, int], int] = {}
-        for group, layout in targets:
+        # ROUND_ROBIN groups last: placing takes their turns, and a HASH group's placement may
+        # still fail (a missing key), which would leave a turn taken by entries never sent.
+        for group, layout in sorted(targets, key=lambda target: target[1].strategy is Strategy.ROUND_ROBIN):
             shares: dict[int, list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
             for entry, partition in zip(entries, self._place(group, layout, entries, tx.id), strict=True):
                 shares.setdefault(partition, []).append(entry)
