@@ -42,7 +42,8 @@ from seaway.log import Record
 from seaway.queues import Consumer, Position
 from seaway.queues._records import chunk_count, hash_key
 
-KEYS = ["a", "b", "c", "d", "e"]
+KEYS = ["k0", "k1", "k2", "k4", "k6", "k8"]
+"""Keys whose hashes cover every consumer of groups of size 2, 3 and 4."""
 CONSUMED = {"h": ("HASH", 2), "f": ("FIFO", 2), "r": ("ROUND_ROBIN", 3)}
 """Groups read by Consumers, resized mid-run."""
 P_SIZE = 2
@@ -193,9 +194,9 @@ class QueueModel(RuleBasedStateMachine):
         numbers = list(range(self.next_entry, self.next_entry + before + 1))
         self.next_entry += before + 1
         for n in numbers:
-            self.key_of[n] = "a"
+            self.key_of[n] = KEYS[0]
             self.status[n] = "aborted"
-        keys = [{"k": "a"}] * before + [{"x": "a"}]
+        keys = [{"k": KEYS[0]}] * before + [{"x": KEYS[0]}]
         self.producer.enqueue_batch(tx, [b"%d" % n for n in numbers], keys)
         if flush:
             with pytest.raises(MissingHashKeyError):
