@@ -39,6 +39,7 @@ from seaway.ledger import (
     QueueDeleted,
 )
 from seaway.log import MetaApi
+from seaway.queues._chunks import drained
 from seaway.queues._consumer import Consumer
 from seaway.queues._producer import Producer
 from seaway.queues._ranges import CommittedRead, acknowledge, read_committed
@@ -82,7 +83,7 @@ class PartitionInfo:
 
     @property
     def drained(self) -> bool:
-        return self.final_lsn is not None and self.position.lsn > self.final_lsn
+        return drained(self.final_lsn, self.position)
 
 
 @dataclass(frozen=True)
@@ -320,10 +321,10 @@ class Queues:
                 self._seal(layout)
                 return False
             if layout.strategy is Strategy.FIFO:
-                if (self.claim_pointer(queue, group, layout.generation)[0] <= final
+                if (not drained(final, Position(self.claim_pointer(queue, group, layout.generation)[0], 0))
                         or self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation), limit=1)):
                     return False
-            elif self.position(queue, group, layout.generation, partition).lsn <= final:
+            elif not drained(final, self.position(queue, group, layout.generation, partition)):
                 return False
         return True
 

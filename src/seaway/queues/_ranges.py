@@ -21,14 +21,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from seaway._errors import (
-    CorruptionError,
     InvalidArgumentError,
-    LsnOutOfRangeError,
     TransactionConflictError,
     UnknownLogError,
 )
-from seaway.log import Gap, GapType, Record
-from seaway.queues._consumer import Entry
+from seaway.log import Gap, Record
+from seaway.queues._chunks import Budget, Entry, after_gap, take_chunk
 from seaway.queues._records import (
     NAMESPACE,
     READ_BYTES_DEFAULT,
@@ -38,7 +36,6 @@ from seaway.queues._records import (
     check_bytes_max,
     chunk_write_pointer,
     decode_chunk,
-    entries_within,
     position_key,
 )
 from seaway.txn import Snapshot, Visibility
@@ -105,7 +102,7 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
     end = None if end is None else check_position(end, "end")
     if not isinstance(entries_max, int) or not 1 <= entries_max <= READ_ENTRIES_MAX:
         raise InvalidArgumentError(f"entries_max is in [1, {READ_ENTRIES_MAX}], got {entries_max!r}")
-    bytes_left = check_bytes_max(bytes_max)
+    check_bytes_max(bytes_max)
     handle = queues.logs.get(_partition_log(queues, queue, group, generation, partition))
     snapshot = snapshot or queues.txn.snapshot()
     # The last LSN to read: the tail now, or the one holding the end (the chunk ``end`` points
@@ -115,19 +112,13 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
     out: list[Entry] = []
     if (end is not None and end <= start) or start.lsn > until:
         return CommittedRead(out, start, False)
+    budget = Budget(entries_max, bytes_max)
     with contextlib.closing(handle.read(start.lsn, until)) as items:
         for item in items:
             if isinstance(item, Gap):
-                if item.type is GapType.TRIM and item.lsn_hi >= position.lsn:
-                    raise LsnOutOfRangeError(
-                        f"queue {queue!r} group {group!r} partition {partition}: the entries up to LSN {item.lsn_hi} "
-                        f"were acknowledged and evicted; a read from {tuple(position)} finds them gone")
-                if item.type is GapType.DATALOSS:
-                    raise CorruptionError(f"queue partition log {handle.id} lost entries {item.lsn_lo}-{item.lsn_hi}")
-                if item.type is GapType.SEALED:  # past the final LSN: the log has nothing more
-                    position = max(position, Position(item.lsn_lo, 0))
+                position, sealed = after_gap(item, position, handle.id)
+                if sealed:
                     break
-                position = max(position, Position(item.lsn_hi + 1, 0))
                 continue
             if not isinstance(item, Record) or item.lsn < position.lsn:
                 continue
@@ -138,16 +129,11 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
             if visibility is Visibility.SKIP:
                 position = Position(item.lsn + 1, 0)
                 continue
-            first = position.entry if item.lsn == position.lsn else 0
-            stop = len(payloads) if end is None or item.lsn < end.lsn else min(len(payloads), end.entry)
-            limit = stop
-            stop = entries_within(payloads, first, min(limit - first, entries_max - len(out)), bytes_left, not out)
-            if stop == first < limit:
-                return CommittedRead(out, position, False)  # the next entry would go past bytes_max
-            out.extend(Entry(write_pointer, counters[i], payloads[i]) for i in range(first, stop))
-            bytes_left -= sum(len(payloads[i]) for i in range(first, stop))
-            position = Position(item.lsn + 1, 0) if stop == len(payloads) else Position(item.lsn, stop)
-            if len(out) >= entries_max or bytes_left <= 0 or (end is not None and position >= end):
+            stop_max = None if end is None or item.lsn < end.lsn else end.entry
+            entries, position, done = take_chunk(item.lsn, write_pointer, counters, payloads, position, budget,
+                                                 stop_max)
+            out.extend(entries)
+            if budget.spent or not done or (end is not None and position >= end):
                 return CommittedRead(out, position, False)
         else:
             # Everything up to ``until`` was read: records or gaps, nothing is left below it.
