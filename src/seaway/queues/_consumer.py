@@ -32,7 +32,7 @@ from seaway._errors import (
 )
 from seaway.queues._chunks import Budget, Entry, drained
 from seaway.queues._claims import FifoClaims
-from seaway.queues._cursor import Cursor, Judge, Source
+from seaway.queues._cursor import FIFO_PARTITION, Cursor, Judge, Source, is_claim_slot
 from seaway.queues._records import (
     NAMESPACE,
     READ_BYTES_DEFAULT,
@@ -132,7 +132,7 @@ class Consumer(FifoClaims):
     @staticmethod
     def _of(layout: Layout, owners: list[int]) -> list[Source]:
         if layout.strategy is Strategy.FIFO:
-            return [Source(layout, -1, layout.logs[0], tuple(owners))]
+            return [Source(layout, FIFO_PARTITION, layout.logs[0], tuple(owners))]
         return [Source(layout, p, layout.logs[p], ()) for p in owners if p < len(layout.logs)]
 
     def _drained(self, source: Source) -> bool:
@@ -140,7 +140,7 @@ class Consumer(FifoClaims):
         if final is None:
             return False
         generation = source.layout.generation
-        if source.partition >= 0:
+        if source.partition != FIFO_PARTITION:
             cursor = self._cursors.get((generation, source.partition))
             position = (cursor.committed if cursor is not None
                         else self._queues.position(self.queue, self.group, generation, source.partition))
@@ -189,7 +189,7 @@ class Consumer(FifoClaims):
     def _dequeue_once(self, tx: Transaction, judge: Judge, timeout_s: float, budget: Budget) -> list[Entry]:
         out: list[Entry] = []
         for source in self._sources() or ():
-            if source.partition < 0:
+            if source.partition == FIFO_PARTITION:
                 out.extend(self._dequeue_claims(tx, judge, source, budget))
                 if budget.spent:
                     break
@@ -235,11 +235,11 @@ class Consumer(FifoClaims):
             else:  # back to the committed position as stored: another instance may have moved it
                 cursor.close()
                 del self._cursors[where]
-        if committed and any(where[1] < 0 for where in self._touched):
+        if committed and any(is_claim_slot(where[1]) for where in self._touched):
             self._fifo_commits += 1
             if self._fifo_commits % FIFO_EVICT_EVERY == 0:
-                generation = max(where[0] for where in self._touched if where[1] < 0)
-                cursor = next(c for w, c in self._cursors.items() if w[0] == generation and w[1] < 0)
+                generation = max(where[0] for where in self._touched if is_claim_slot(where[1]))
+                cursor = next(c for w, c in self._cursors.items() if w[0] == generation and is_claim_slot(w[1]))
                 self._queues.evict_claimed(self.queue, self.group, generation, cursor.log_id)
         self._touched.clear()
         self._tx = None

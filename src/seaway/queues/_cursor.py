@@ -174,6 +174,20 @@ class Cursor:
             self._trimmed, self._trimmed_s = trim_to, time.monotonic()
 
 
+FIFO_PARTITION = -1
+"""A :class:`Source`'s partition when it is a FIFO layout's shared log."""
+
+
+def claim_slot(owner: int) -> int:
+    """The cursor slot (in a consumer's cursors, keyed ``(generation, slot)``) of ``owner``'s FIFO
+    claim: negative, apart from the partitions' slots, which are their numbers."""
+    return -1 - owner
+
+
+def is_claim_slot(slot: int) -> bool:
+    return slot < 0
+
+
 @dataclass(frozen=True)
 class Source:
     """Where a consumer reads: a partition of a layout, or (``partition`` -1) a FIFO layout's log,

@@ -289,6 +289,9 @@ class Queues:
                 self.logs.get(log_id).seal()
 
     def final_lsn(self, log_id: int) -> int | None:
+        """A queue partition log's final LSN once sealed (None while it is not). A deleted log (an
+        old layout's, dropped at a resize's barrier) answers 0: it has nothing left to read, so any
+        position counts as past its end."""
         try:
             final: int | None = self.logs.get(log_id).final_lsn()
         except UnknownLogError:
