@@ -445,3 +445,44 @@ def test_a_group_created_while_its_namesake_is_deleted_works(sw: seaway.Seaway) 
     got = [e for c in range(2) for e in drain(sw, sw.queues.consumer("q", "g", c))]
     assert sorted(e.payload for e in got) == [b"0", b"1", b"2", b"3"]
     assert len(drain(sw, sw.queues.consumer("q", "other", 0))) == 4
+
+
+@pytest.mark.parametrize("strategy", ["ROUND_ROBIN", "FIFO"])
+def test_a_failed_eviction_after_a_commit_does_not_fail_the_commit(sw: seaway.Seaway, strategy: str) -> None:
+    """The queue side of finding 9: the consumer's trim (and a FIFO consumer's eviction) after a
+    commit raised out of commit() though the transaction had committed; a caller would retry and
+    process the entries twice. The eviction is best-effort: a later commit trims again."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 1, strategy)
+    for i in range(16):
+        produce(sw, "q", [(b"%d" % i, {})])
+    logs = sw.queues.logs
+
+    class FailingTrims:
+        def __getattr__(self, name: str) -> object:
+            return getattr(logs, name)
+
+        def get(self, log: object) -> object:
+            handle = logs.get(log)  # type: ignore[arg-type]
+
+            class Handle:
+                def __getattr__(self, name: str) -> object:
+                    return getattr(handle, name)
+
+                def trim(self, lsn: int) -> None:
+                    raise seaway.UnavailableError("the store is not answering")
+
+            return Handle()
+
+    consumer = sw.queues.consumer("q", "g", 0)
+    sw.queues.logs = FailingTrims()  # type: ignore[assignment]
+    got: list[bytes] = []
+    try:
+        for _ in range(16):  # a FIFO consumer evicts once every 8 commits
+            tx = sw.transaction()
+            got += [e.payload for e in consumer.dequeue(tx, 1)]
+            tx.commit()
+            assert tx.status is seaway.TxnStatus.COMMITTED
+    finally:
+        sw.queues.logs = logs
+    assert got == [b"%d" % i for i in range(16)]

@@ -240,7 +240,9 @@ class Consumer(FifoClaims):
             if self._fifo_commits % FIFO_EVICT_EVERY == 0:
                 generation = max(where[0] for where in self._touched if is_claim_slot(where[1]))
                 cursor = next(c for w, c in self._cursors.items() if w[0] == generation and is_claim_slot(w[1]))
-                self._queues.evict_claimed(self.queue, self.group, generation, cursor.log_id)
+                # Best-effort, after the commit (which must not fail for it): the next one tries again.
+                with contextlib.suppress(SeawayError):
+                    self._queues.evict_claimed(self.queue, self.group, generation, cursor.log_id)
         self._touched.clear()
         self._tx = None
         for where, cursor in list(self._cursors.items()):  # partitions drained and gone after a resize

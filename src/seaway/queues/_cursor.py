@@ -7,12 +7,13 @@ rules of :mod:`seaway.queues._chunks`, judging each chunk with a :class:`Judge`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from seaway._errors import UnknownLogError
+from seaway._errors import SeawayError, UnknownLogError
 from seaway.log import Gap, Record, RecordRun
 from seaway.queues._chunks import Budget, Entry, after_gap, take_chunk
 from seaway.queues._records import Layout, Position, decode_chunk
@@ -20,6 +21,8 @@ from seaway.txn import Snapshot, Visibility
 
 if TYPE_CHECKING:
     from seaway.queues._queues import Queues
+
+log = logging.getLogger("seaway.queues")
 
 CLAIMED_WAIT_S = 10.0
 """How long a consumer waits for the records of a range it claimed (they exist: this only bounds a
@@ -162,7 +165,8 @@ class Cursor:
             self.trim()
 
     def trim(self) -> None:
-        """Trim the partition's log up to the committed position."""
+        """Trim the partition's log up to the committed position. Best-effort: it runs after a
+        commit, which must not fail for it; a trim that failed is tried again after a later one."""
         trim_to = self.committed.lsn - 1
         if self.until is None and trim_to > self._trimmed:
             try:
@@ -171,6 +175,10 @@ class Cursor:
                 self._log.trim(trim_to)
             except UnknownLogError:  # deleted at a resize's barrier: nothing to trim
                 pass
+            except SeawayError as exc:
+                log.info("queue partition trim failed; tried again later",
+                         extra={"log_id": self.log_id, "error": str(exc)})
+                return
             self._trimmed, self._trimmed_s = trim_to, time.monotonic()
 
 
