@@ -74,12 +74,12 @@ def take_chunk(lsn: int, write_pointer: int, counters: list[int], payloads: list
     the reader is done with the chunk."""
     first = position.entry if lsn == position.lsn else 0
     limit = len(payloads) if stop_max is None else min(len(payloads), stop_max)
-    stop = entries_within(payloads, first, min(limit - first, budget.entries_left), budget.bytes_left,
-                          not budget.taken)
+    stop, taken = entries_within(payloads, first, min(limit - first, budget.entries_left), budget.bytes_left,
+                                 not budget.taken)
     entries = [Entry(write_pointer, counters[i], payloads[i]) for i in range(first, stop)]
     if entries:
         budget.entries_left -= len(entries)
-        budget.bytes_left = max(0, budget.bytes_left - sum(len(payloads[i]) for i in range(first, stop)))
+        budget.bytes_left = max(0, budget.bytes_left - taken)
         budget.taken = True
     done = stop == len(payloads)
     return entries, Position(lsn + 1, 0) if done else Position(lsn, stop), done

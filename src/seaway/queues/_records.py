@@ -46,19 +46,23 @@ def check_bytes_max(bytes_max: object) -> int:
     return bytes_max
 
 
-def entries_within(payloads: list[bytes], start: int, count_max: int, bytes_left: int, first_free: bool) -> int:
-    """The end of the run of ``payloads`` from ``start`` a read takes: at most ``count_max``
-    entries of at most ``bytes_left`` bytes together, except that the read's first entry is taken
-    whatever its size (``first_free``: the read has none yet)."""
-    stop = start
+def entries_within(payloads: list[bytes], start: int, count_max: int, bytes_left: int,
+                   first_free: bool) -> tuple[int, int]:
+    """The end of the run of ``payloads`` from ``start`` a read takes, and its bytes: at most
+    ``count_max`` entries of at most ``bytes_left`` bytes together, except that the read's first
+    entry is taken whatever its size (``first_free``: the read has none yet)."""
     end = min(len(payloads), start + count_max)
+    total = sum(map(len, payloads[start:end]))
+    if total <= bytes_left:  # the common case: the whole run fits
+        return end, total
+    stop, taken = start, 0
     while stop < end:
         size = len(payloads[stop])
-        if size > bytes_left and not (first_free and stop == start):
+        if taken + size > bytes_left and not (first_free and stop == start):
             break
-        bytes_left -= size
+        taken += size
         stop += 1
-    return stop
+    return stop, taken
 
 NAMESPACE = "queues"
 PARTITIONS_GROUP = "queues.partitions"
