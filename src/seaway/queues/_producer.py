@@ -9,14 +9,19 @@ again under the group's new layout. A send that fails (an entry without its HASH
 append whose outcome is unknown) fails the transaction: whatever the caller does next, its commit
 raises that error and aborts it, so its data, wherever it landed, is never visible.
 
-Each send reads the queue's groups afresh: a group whose creation returned before the send began
-gets its entries. A ROUND_ROBIN group's entries are dealt to its consumers in turn, continuing
-where the producer's previous send to that group stopped (see :meth:`Layout.place`).
+A producer reads the queue's groups at most every ``GROUPS_REFRESH_S``, and ``create_group``
+returns only that long after its record was written: a send that begins after ``create_group``
+returned uses a read begun after the record was written, so the new group gets its entries (a
+resized or deleted group's entries are redirected at once, its old logs being sealed or gone).
+
+A ROUND_ROBIN group's entries are dealt to its consumers in turn, continuing where the producer's
+previous send to that group stopped (see :meth:`Layout.place`).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -33,6 +38,10 @@ FLUSH_BYTES = 8 << 20
 """A transaction's entries buffered before they are sent ahead of its commit."""
 RELAYOUTS_MAX = 8
 HANDLES_MAX = 4096
+GROUPS_REFRESH_S = 0.1
+"""How long a producer goes on with the groups it read (timed from before the read), and how long
+``create_group`` waits after writing a group's record before it returns: together, a send that
+begins after ``create_group`` returned reaches the new group."""
 TURNS_MAX = 1024
 """Groups whose ROUND_ROBIN turn a producer remembers (forgetting one only moves where that
 group's next send starts)."""
@@ -84,6 +93,7 @@ class Producer:
         self._lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._handles: dict[int, Any] = {}
+        self._groups: tuple[list[tuple[str, Layout]] | None, float] = (None, 0.0)
         self._turns: dict[str, int] = {}
         """Per ROUND_ROBIN group, the turn (consumer, modulo its size) the next send starts at."""
 
@@ -166,10 +176,19 @@ class Producer:
                 pending.failed = exc
             raise
 
-    def _targets(self) -> list[tuple[str, Layout]]:
-        """The queue's groups and their current layouts, read now: a group created before this
-        send began is among them (a stale list would miss it)."""
-        return [(record.name, record.current) for record, _ in self._queues._records(self.queue)]
+    def _targets(self, refresh: bool = False) -> list[tuple[str, Layout]]:
+        """The queue's groups and their current layouts, read again once GROUPS_REFRESH_S passed
+        since the last read began (and when an append finds a log sealed or gone: the group was
+        resized or deleted). A group whose ``create_group`` returned before this call is among
+        them: it waited that long after writing the group's record."""
+        with self._lock:
+            cached, read_s = self._groups
+        now_s = time.monotonic()
+        if refresh or cached is None or now_s - read_s >= GROUPS_REFRESH_S:
+            cached = [(record.name, record.current) for record, _ in self._queues._records(self.queue)]
+            with self._lock:
+                self._groups = (cached, now_s)  # timed from before the read: never younger than it is
+        return cached
 
     def _place(self, group: str, layout: Layout, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
                write_pointer: int) -> list[int]:
@@ -218,7 +237,7 @@ class Producer:
             return
         if relayouts >= RELAYOUTS_MAX:
             raise LogSealedError(f"queue {self.queue!r}: the groups kept changing while entries were sent")
-        current = dict(self._targets())
+        current = dict(self._targets(refresh=True))
         for group, again in moved.items():
             if group in current:  # else deleted meanwhile: nobody is to get them
                 again.sort(key=lambda entry: entry[0])  # in the order enqueued: per-key order
