@@ -54,7 +54,7 @@ DEQUEUE_MAX = 10_000
 WAIT_PAUSE_S_MIN = 0.002
 WAIT_PAUSE_S_MAX = 0.05
 """A dequeue stopped at a chunk still in progress looks again after these pauses (doubling)."""
-GROUP_REFRESH_S = 1.0
+CONSUMER_RECORD_REFRESH_S = 1.0
 """How long a consumer goes on with the group's record it read while it keeps getting entries (a
 resize seals its log, which it notices at once)."""
 FIFO_EVICT_EVERY = 8
@@ -113,7 +113,7 @@ class Consumer(FifoClaims):
         old partition is drained)."""
         record, read_s = self._record
         if (record is None or record.previous is not None or self._stale
-                or time.monotonic() - read_s >= GROUP_REFRESH_S):
+                or time.monotonic() - read_s >= CONSUMER_RECORD_REFRESH_S):
             record = self._queues.group_record(self.queue, self.group)[0]
             self._record, self._stale = (record, time.monotonic()), False
         current = record.current

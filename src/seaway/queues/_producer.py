@@ -9,7 +9,7 @@ again under the group's new layout. A send that fails (an entry without its HASH
 append whose outcome is unknown) fails the transaction: whatever the caller does next, its commit
 raises that error and aborts it, so its data, wherever it landed, is never visible.
 
-A producer reads the queue's groups at most every ``GROUPS_REFRESH_S``, and ``create_group``
+A producer reads the queue's groups at most every ``PRODUCER_GROUPS_REFRESH_S``, and ``create_group``
 returns only that long after its record was written: a send that begins after ``create_group``
 returned uses a read begun after the record was written, so the new group gets its entries (a
 resized or deleted group's entries are redirected at once, its old logs being sealed or gone).
@@ -38,7 +38,7 @@ FLUSH_BYTES = 8 << 20
 """A transaction's entries buffered before they are sent ahead of its commit."""
 RELAYOUTS_MAX = 8
 HANDLES_MAX = 4096
-GROUPS_REFRESH_S = 0.1
+PRODUCER_GROUPS_REFRESH_S = 0.1
 """How long a producer goes on with the groups it read (timed from before the read), and how long
 ``create_group`` waits after writing a group's record before it returns: together, a send that
 begins after ``create_group`` returned reaches the new group."""
@@ -177,14 +177,14 @@ class Producer:
             raise
 
     def _targets(self, refresh: bool = False) -> list[tuple[str, Layout]]:
-        """The queue's groups and their current layouts, read again once GROUPS_REFRESH_S passed
+        """The queue's groups and their current layouts, read again once PRODUCER_GROUPS_REFRESH_S passed
         since the last read began (and when an append finds a log sealed or gone: the group was
         resized or deleted). A group whose ``create_group`` returned before this call is among
         them: it waited that long after writing the group's record."""
         with self._lock:
             cached, read_s = self._groups
         now_s = time.monotonic()
-        if refresh or cached is None or now_s - read_s >= GROUPS_REFRESH_S:
+        if refresh or cached is None or now_s - read_s >= PRODUCER_GROUPS_REFRESH_S:
             cached = [(record.name, record.current) for record, _ in self._queues._records(self.queue)]
             with self._lock:
                 self._groups = (cached, now_s)  # timed from before the read: never younger than it is

@@ -41,7 +41,7 @@ from seaway.ledger import (
 from seaway.log import MetaApi
 from seaway.queues._chunks import drained
 from seaway.queues._consumer import Consumer
-from seaway.queues._producer import GROUPS_REFRESH_S, Producer
+from seaway.queues._producer import PRODUCER_GROUPS_REFRESH_S, Producer
 from seaway.queues._ranges import CommittedRead, acknowledge, read_committed
 from seaway.queues._records import (
     GROUPS_MAX,
@@ -206,7 +206,7 @@ class Queues:
                      key: str | None = None) -> None:
         """A consumer group of ``size`` consumers: it receives every entry sent from now on.
 
-        Returns ``GROUPS_REFRESH_S`` (0.1 s) after the group's record is written: producers read
+        Returns ``PRODUCER_GROUPS_REFRESH_S`` (0.1 s) after the group's record is written: producers read
         a queue's groups at most that often (a read per send would cost a round trip through a
         server), so by then every producer's next send reads them again and reaches the group."""
         self.check_queue(queue)
@@ -224,7 +224,7 @@ class Queues:
         except ConditionFailedError:
             self._drop_logs(layout.logs)
             raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}") from None
-        time.sleep(GROUPS_REFRESH_S)  # every producer's view of the groups is younger than that
+        time.sleep(PRODUCER_GROUPS_REFRESH_S)  # every producer's view of the groups is younger than that
 
     def group_record(self, queue: str, group: str) -> tuple[GroupRecord, int]:
         found = self.meta.get(NAMESPACE, group_key(queue, group))
