@@ -7,6 +7,8 @@ exactly-once processing, and the typed errors crossing the wire with their codes
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import seaway
@@ -21,21 +23,41 @@ from seaway._errors import (
     UnknownQueueError,
 )
 from seaway.queues import Consumer, Entry, Position
-from seaway.queues._records import hash_key
+from seaway.queues._records import ENTRY_BYTES_MAX, READ_BYTES_DEFAULT, hash_key
 from tests.api.conftest import Api
 
 WAIT_S = 0.5
 """A remote consumer's first read waits for its stream to deliver: dequeue with a timeout."""
+DRAIN_S = 60.0
+"""How long a drain waits for the entries it expects (a bound for a stalled test, not a timing)."""
 
 
-def drain(api: Api, consumer: Consumer, entries_max: int = 500) -> list[Entry]:
-    got: list[Entry] = []
-    for _ in range(20):
+def drain_all(api: Api, consumers: list[Consumer], count: int, entries_max: int = 500) -> list[list[Entry]]:
+    """Dequeue (and commit) round the consumers until they delivered ``count`` entries together,
+    then one round more, which must find nothing: a remote consumer's empty dequeue may only mean
+    that its read stream has not delivered yet, so an empty batch never ends the drain early."""
+    got: list[list[Entry]] = [[] for _ in consumers]
+    deadline = time.monotonic() + DRAIN_S
+    while sum(map(len, got)) < count and time.monotonic() < deadline:
+        for i, consumer in enumerate(consumers):
+            with api.sw.transaction() as tx:
+                got[i].extend(consumer.dequeue(tx, entries_max, WAIT_S))
+    for i, consumer in enumerate(consumers):
         with api.sw.transaction() as tx:
-            batch = consumer.dequeue(tx, entries_max, WAIT_S)
-        got.extend(batch)
-        if not batch:
-            break
+            got[i].extend(consumer.dequeue(tx, entries_max, WAIT_S))
+    return got
+
+
+def drain(api: Api, consumer: Consumer, count: int, entries_max: int = 500) -> list[Entry]:
+    return drain_all(api, [consumer], count, entries_max)[0]
+
+
+def drain_in(api: Api, consumer: Consumer, tx: seaway.Transaction, count: int) -> list[Entry]:
+    """Dequeue in ``tx`` until ``count`` entries came (or DRAIN_S passed)."""
+    got: list[Entry] = []
+    deadline = time.monotonic() + DRAIN_S
+    while len(got) < count and time.monotonic() < deadline:
+        got.extend(consumer.dequeue(tx, 10, WAIT_S))
     return got
 
 
@@ -55,10 +77,12 @@ def test_each_group_gets_every_entry_once_hash_in_key_order(api: Api) -> None:
         with api.sw.transaction() as tx:
             producer.enqueue_batch(tx, [p for p, _ in sent[start:start + 20]], [k for _, k in sent[start:start + 20]])
     for c in range(2):
-        got = [e.payload for e in drain(api, api.sw.queues.consumer(queue, "h", c))]
-        assert got == [p for p, k in sent if hash_key(k["user"]) % 2 == c]
+        mine = [p for p, k in sent if hash_key(k["user"]) % 2 == c]
+        got = [e.payload for e in drain(api, api.sw.queues.consumer(queue, "h", c), len(mine))]
+        assert got == mine
     for group, size in (("f", 2), ("r", 3)):
-        got = [e.payload for c in range(size) for e in drain(api, api.sw.queues.consumer(queue, group, c), 7)]
+        consumers = [api.sw.queues.consumer(queue, group, c) for c in range(size)]
+        got = [e.payload for share in drain_all(api, consumers, len(sent), 7) for e in share]
         assert sorted(got) == sorted(p for p, _ in sent)
 
 
@@ -71,13 +95,14 @@ def test_abort_redelivers_and_a_late_commit_is_not_skipped(api: Api) -> None:
     producer.flush(late)  # sent, not committed
     with api.sw.transaction() as tx:
         producer.enqueue(tx, b"after")
-    assert drain(api, consumer) == []
+    assert drain(api, consumer, 0) == []  # held back by the open chunk
     late.commit()
     tx = api.sw.transaction()
-    assert [e.payload for e in consumer.dequeue(tx, 10, WAIT_S)] == [b"late", b"after"]
+    taken = drain_in(api, consumer, tx, 2)
+    assert [e.payload for e in taken] == [b"late", b"after"]
     tx.abort()
-    assert [e.payload for e in drain(api, consumer)] == [b"late", b"after"]
-    assert drain(api, consumer) == []
+    assert [e.payload for e in drain(api, consumer, 2)] == [b"late", b"after"]
+    assert drain(api, consumer, 0) == []
 
 
 def test_resize_keeps_key_order_and_describe_shows_it(api: Api) -> None:
@@ -91,8 +116,8 @@ def test_resize_keeps_key_order_and_describe_shows_it(api: Api) -> None:
     with api.sw.transaction() as tx:
         producer.enqueue_batch(tx, [f"new:{k}".encode() for k in keys], [{"k": k} for k in keys])
     consumers = [api.sw.queues.consumer(queue, "h", c) for c in range(3)]
-    got = {c: [e.payload for e in drain(api, consumers[c])] for c in range(3)}
-    got = {c: got[c] + [e.payload for e in drain(api, consumers[c])] for c in range(3)}
+    shares = drain_all(api, consumers, 2 * len(keys))
+    got = {c: [e.payload for e in shares[c]] for c in range(3)}
     for c in range(3):
         assert got[c] == ([f"old:{k}".encode() for k in keys if hash_key(k) % 2 == c]
                           + [f"new:{k}".encode() for k in keys if hash_key(k) % 3 == c])
@@ -107,7 +132,9 @@ def test_exactly_once_processor(api: Api) -> None:
     consumer = api.sw.queues.consumer(source, "w", 0)
     output = api.sw.queues.producer(sink)
     aborted = False
-    while True:
+    processed = 0
+    deadline = time.monotonic() + DRAIN_S
+    while processed < 25 and time.monotonic() < deadline:
         with api.sw.transaction() as tx:
             entries = consumer.dequeue(tx, 10, WAIT_S)
             for entry in entries:
@@ -115,9 +142,10 @@ def test_exactly_once_processor(api: Api) -> None:
             if entries and not aborted:
                 aborted = True
                 tx.abort()  # a failure in the middle: nothing written, the entries come back
-        if not entries:
-            break
-    assert [e.payload for e in drain(api, api.sw.queues.consumer(sink, "s", 0))] == [b"%d!" % i for i in range(25)]
+        if tx.status is seaway.TxnStatus.COMMITTED:
+            processed += len(entries)
+    got = drain(api, api.sw.queues.consumer(sink, "s", 0), 25)
+    assert [e.payload for e in got] == [b"%d!" % i for i in range(25)]
 
 
 def test_read_committed_by_position_and_acknowledge(api: Api) -> None:
@@ -142,7 +170,7 @@ def test_read_committed_by_position_and_acknowledge(api: Api) -> None:
         assert api.sw.queues.describe_group(queue, "h").partitions[c].position == got.next
     open_tx.commit()
     consumers = [api.sw.queues.consumer(queue, "h", c) for c in range(2)]
-    rest = sorted(e.payload for c in range(2) for e in drain(api, consumers[c]))
+    rest = sorted(e.payload for share in drain_all(api, consumers, 4) for e in share)
     assert rest == [b"late"] * 4  # from the acknowledged positions on; the aborted entries never
 
 
@@ -167,3 +195,39 @@ def test_bad_input_crosses_the_wire_typed(api: Api) -> None:
     with pytest.raises(ConsumerOutsideGroupError), api.sw.transaction() as tx:
         api.sw.queues.consumer(queue, "h", 2).dequeue(tx)
     assert api.sw.txn.status(tx.id) is seaway.TxnStatus.ABORTED
+
+
+@pytest.mark.parametrize("strategy", ["ROUND_ROBIN", "FIFO"])
+def test_reads_are_bounded_by_bytes(api: Api, strategy: str) -> None:
+    """Finding 21: dequeue and read_committed returned up to 10,000 entries of up to 1 MiB each.
+    They stop before an entry that would take them past ``bytes_max`` (8 MiB by default), and
+    always return at least one entry; the rest comes with the next call."""
+    queue = queue_with(api, ("g", 1, strategy, None))
+    entry = b"x" * ENTRY_BYTES_MAX
+    with api.sw.transaction() as tx:
+        api.sw.queues.producer(queue).enqueue_batch(tx, [entry] * 10 + [b"small"] * 4)
+    if strategy == "ROUND_ROBIN":
+        got = api.sw.queues.read_committed(queue, "g", 1, 0, Position(1, 0), entries_max=100)
+        assert len(got.entries) == READ_BYTES_DEFAULT // ENTRY_BYTES_MAX
+        small = api.sw.queues.read_committed(queue, "g", 1, 0, Position(1, 0), entries_max=100, bytes_max=100)
+        assert len(small.entries) == 1  # one entry at least, even above bytes_max
+        rest = api.sw.queues.read_committed(queue, "g", 1, 0, got.next, entries_max=100,
+                                            bytes_max=2 * ENTRY_BYTES_MAX + 10)
+        assert [len(e.payload) for e in rest.entries] == [ENTRY_BYTES_MAX, ENTRY_BYTES_MAX, 5, 5]
+        with pytest.raises(InvalidArgumentError):
+            api.sw.queues.read_committed(queue, "g", 1, 0, Position(1, 0), bytes_max=0)
+    # A remote consumer returns what its read stream delivered so far: each dequeue is checked
+    # against its bound, and all of them together against what was enqueued.
+    consumer = api.sw.queues.consumer(queue, "g", 0)
+    got_sizes: list[int] = []
+    for bytes_max in [None, 2 * ENTRY_BYTES_MAX + 7, 1, ENTRY_BYTES_MAX] + [ENTRY_BYTES_MAX] * 20:
+        with api.sw.transaction() as tx:
+            taken = [len(e.payload) for e in (consumer.dequeue(tx, 100, WAIT_S) if bytes_max is None
+                                             else consumer.dequeue(tx, 100, WAIT_S, bytes_max=bytes_max))]
+        assert len(taken) <= 1 or sum(taken) <= (bytes_max or READ_BYTES_DEFAULT), (bytes_max, taken)
+        got_sizes += taken
+        if len(got_sizes) == 14:
+            break
+    assert got_sizes == [ENTRY_BYTES_MAX] * 10 + [5] * 4
+    with pytest.raises(InvalidArgumentError), api.sw.transaction() as tx:
+        consumer.dequeue(tx, 10, bytes_max=0)

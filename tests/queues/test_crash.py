@@ -1,5 +1,6 @@
 """Exactly-once processing survives SIGKILL: of a consumer process in the middle of its
-transaction (30 times), and of the server under producers and consumers (10 times).
+transaction (30 times), of the server under producers and consumers (10 times), and of consumers
+and producers alike while the input's group is resized (issue 21 item 3).
 
 The input queue's entries are numbered; processors move each to an output queue inside the
 transaction that acknowledges it. Afterwards the output holds every input entry exactly once (and,
@@ -20,8 +21,9 @@ from pathlib import Path
 import pytest
 
 import seaway
+from seaway.queues import Position
 from seaway.server import ServerProcess
-from seaway.testing._queue_crash import DONE, GROUP
+from seaway.testing._queue_crash import BATCH, DONE, GROUP, PRODUCED_PREFIX
 
 pytestmark = pytest.mark.slow
 
@@ -129,3 +131,102 @@ def test_killed_server_loses_and_repeats_nothing(server: ServerProcess, seed: in
                 proc.kill()
                 proc.wait()
     _check_output(server.url, entries, seed)
+
+
+def _committed_inputs(sw: seaway.Seaway) -> set[int]:
+    """The entries of every producer transaction that committed (each staged a key of its own)."""
+    numbers: set[int] = set()
+    for key, found in sw.meta.scan_all(DONE[1], prefix=PRODUCED_PREFIX):
+        first = int(key[len(PRODUCED_PREFIX):])
+        numbers.update(range(first, first + int(found.value)))
+    return numbers
+
+
+def _output(sw: seaway.Seaway) -> list[list[int]]:
+    """Each partition of the output's group, read by position (nothing is acknowledged)."""
+    shares = []
+    for c in range(2):
+        got: list[int] = []
+        position = Position(1, 0)
+        while True:
+            read = sw.queues.read_committed("out", "check", 1, c, position, entries_max=10_000)
+            got += [int(e.payload) for e in read.entries]
+            if not read.entries:
+                break
+            position = read.next
+        shares.append(got)
+    return shares
+
+
+def test_killed_producers_and_consumers_while_the_group_is_resized(server: ServerProcess, seed: int) -> None:
+    """Producers and processors are SIGKILLed at random moments, mostly inside a transaction, while
+    the input's HASH group is resized between 1 and 3 consumers; every entry whose producer
+    transaction committed is moved to the output exactly once, and each key's entries of one
+    producer stay in order."""
+    rng = random.Random(seed)
+    transactions = 60
+    _setup(server.url, 0)
+    instances = iter(range(1, 1000))
+
+    def producer() -> subprocess.Popen[bytes]:
+        first = next(instances) * 1_000_000  # a new range: a killed producer's numbers are not reused
+        return subprocess.Popen([*PYTHON, "produce-marked", server.url, "in", str(first), str(transactions)])
+
+    producers = [producer() for _ in range(2)]
+    processors = {c: _processor(server.url, c) for c in range(3)}
+    kills = {"producer": 0, "processor": 0, "resize": 0}
+    try:
+        with seaway.connect(server.url) as sw:
+            for step in range(24):
+                time.sleep(rng.uniform(0.1, 0.4))  # a random moment, not a wait for anything
+                action = ("processor", "producer", "resize")[step % 3]
+                if action == "processor":
+                    victim = rng.randrange(3)
+                    processors[victim].kill()
+                    processors[victim].wait()
+                    processors[victim] = _processor(server.url, victim)
+                elif action == "producer":
+                    i = rng.randrange(len(producers))
+                    if producers[i].poll() is None:
+                        producers[i].kill()
+                        producers[i].wait()
+                        producers[i] = producer()
+                else:
+                    try:
+                        sw.queues.resize_group("in", GROUP, rng.choice([1, 2, 3]), wait_s=None)
+                    except seaway.InvalidArgumentError:  # the previous resize still drains
+                        continue
+                kills[action] += 1
+            for proc in producers:
+                assert proc.wait(180) == 0, f"seed {seed}: a producer failed"
+            expected = _committed_inputs(sw)
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline:
+                if sum(map(len, _output(sw))) >= len(expected):
+                    break
+                time.sleep(0.5)  # polling the output while the processors work
+            sw.meta.put(DONE[1], DONE[0], b"1")
+            for proc in processors.values():
+                assert proc.wait(120) == 0, f"seed {seed}: a processor failed"
+            shares = _output(sw)
+    except BaseException:
+        print(server.log_text()[-4000:])
+        raise
+    finally:
+        for proc in [*producers, *processors.values()]:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert kills["producer"] >= 4 and kills["processor"] >= 8 and kills["resize"] >= 2, (seed, kills)
+    got = [n for share in shares for n in share]
+    assert len(expected) >= 2 * transactions * BATCH, (seed, len(expected))
+    missing, extra = expected - set(got), set(got) - expected
+    dupes = len(got) - len(set(got))
+    assert not missing and not extra and not dupes, (
+        f"seed {seed}: {len(missing)} missing, {len(extra)} never committed, {dupes} duplicates")
+    for share in shares:
+        last: dict[tuple[int, int], int] = {}
+        for n in share:
+            key = (n % 13, n // 1_000_000)  # a key's entries of one producer instance
+            assert n > last.get(key, -1), f"seed {seed}: key {key} out of order at {n}"
+            last[key] = n

@@ -19,12 +19,14 @@ from seaway import InvalidArgumentError, TxnConfig
 from seaway._errors import (
     ConsumerGroupExistsError,
     ConsumerOutsideGroupError,
+    LsnOutOfRangeError,
     MissingHashKeyError,
     QueueExistsError,
     UnknownConsumerGroupError,
     UnknownQueueError,
 )
-from seaway.queues import Consumer, Entry
+from seaway.log import Record
+from seaway.queues import Consumer, Entry, Position
 from seaway.queues._records import hash_key
 
 
@@ -77,7 +79,7 @@ def test_round_robin_and_fifo_give_each_entry_to_one_consumer(sw: seaway.Seaway)
     rr = [drain(sw, sw.queues.consumer("q", "rr", c)) for c in range(2)]
     assert sorted(e.payload for share in rr for e in share) == sorted(b"%d-%d" % (b, i) for b in range(6)
                                                                        for i in range(10))
-    assert all(20 <= len(share) <= 40 for share in rr)
+    assert abs(len(rr[0]) - len(rr[1])) <= 1  # one producer: dealt in turn (test_producer.py has more)
     consumers = [sw.queues.consumer("q", "fifo", c) for c in range(3)]
     fifo: list[bytes] = []
     for _ in range(10):
@@ -168,7 +170,7 @@ def test_hash_resize_2_3_1_keeps_exact_assignment_and_order(sw: seaway.Seaway) -
         consumers[2].dequeue(tx)
 
 
-def test_resize_of_a_busy_group_completes_within_a_second(sw: seaway.Seaway) -> None:
+def test_resize_of_a_busy_group_completes_while_its_consumers_run(sw: seaway.Seaway) -> None:
     sw.queues.create("q")
     sw.queues.create_group("q", "h", 2, "HASH", key="k")
     produce(sw, "q", [(b"%d" % i, {"k": i}) for i in range(1000)])
@@ -188,13 +190,12 @@ def test_resize_of_a_busy_group_completes_within_a_second(sw: seaway.Seaway) -> 
     worker = threading.Thread(target=consume)
     worker.start()
     try:
-        started = time.monotonic()
-        sw.queues.resize_group("q", "h", 3, wait_s=5)
-        took = time.monotonic() - started
+        # Returns once the old layout is drained (TimedOutError after wait_s, a bound for a stall).
+        info = sw.queues.resize_group("q", "h", 3, wait_s=60)
     finally:
         stop.set()
         worker.join()
-    assert took < 1.0
+    assert not info.resizing and info.size == 3
     assert sorted(seen) == sorted(b"%d" % i for i in range(1000))
 
 
@@ -326,15 +327,28 @@ def test_dequeue_waits_for_an_open_transaction_within_its_timeout(sw: seaway.Sea
     late = sw.transaction()
     producer.enqueue(late, b"late")
     producer.flush(late)
-    committer = threading.Timer(0.2, late.commit)
+    waiting = threading.Event()
+    snapshot = sw.queues.txn.snapshot
+
+    def fresh_snapshot() -> seaway.Snapshot:
+        waiting.set()  # the dequeue stopped at the open chunk and looks again
+        return snapshot()
+
+    def commit_once_waiting() -> None:
+        if waiting.wait(60):
+            late.commit()
+
+    sw.queues.txn.snapshot = fresh_snapshot  # type: ignore[method-assign]
+    committer = threading.Thread(target=commit_once_waiting)
     committer.start()
     consumer = sw.queues.consumer("q", "g", 0)
     with sw.transaction() as tx:  # began before the commit: read committed, not stepped over
         started = time.monotonic()
-        got = consumer.dequeue(tx, 10, timeout_s=5.0)
+        got = consumer.dequeue(tx, 10, timeout_s=120.0)
+        took = time.monotonic() - started
     committer.join()
-    assert [e.payload for e in got] == [b"late"]
-    assert time.monotonic() - started < 4.0
+    assert waiting.is_set() and [e.payload for e in got] == [b"late"]
+    assert took < 60.0  # it returned on the commit, long before its timeout
 
 
 def test_resize_changes_strategy_and_keeps_a_hash_key_unless_given(sw: seaway.Seaway) -> None:
@@ -346,3 +360,129 @@ def test_resize_changes_strategy_and_keeps_a_hash_key_unless_given(sw: seaway.Se
         sw.queues.resize_group("q", "f", 3, strategy="HASH")  # a HASH group needs its key
     info = sw.queues.resize_group("q", "f", 3, strategy="hash", key="p")
     assert (info.strategy, info.key, info.size, info.resizing) == (seaway.Strategy.HASH, "p", 3, False)
+
+
+def _records(sw: seaway.Seaway, log_id: int) -> list[int]:
+    return [item.lsn for item in sw.logs.get(log_id).read() if isinstance(item, Record)]
+
+
+@pytest.mark.parametrize("strategy", ["ROUND_ROBIN", "FIFO"])
+def test_a_range_trimmed_before_it_was_consumed_is_an_error_not_a_skip(sw: seaway.Seaway, strategy: str) -> None:
+    """Finding 13: a consumer stepped over a TRIM gap above its position (a FIFO claim claimed
+    over it), losing the entries there without a word; read_committed raises."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 1, strategy)
+    for i in range(3):
+        produce(sw, "q", [(b"%d" % i, {})])
+    log_id = sw.queues.describe_group("q", "g").partitions[0].log_id
+    lsns = _records(sw, log_id)
+    sw.logs.get(log_id).trim(lsns[1])  # not by the group: entries 0 and 1 were never consumed
+    consumer = sw.queues.consumer("q", "g", 0)
+    for _ in range(2):  # every time, not only the first
+        with pytest.raises(LsnOutOfRangeError, match="trimmed"), sw.transaction() as tx:
+            consumer.dequeue(tx, 10)
+    assert sw.queues.describe_group("q", "g").partitions[0].position == Position(1, 0)
+
+
+def test_a_racing_claim_under_the_same_consumer_id_never_replaces_one(sw: seaway.Seaway) -> None:
+    """Finding 14: the claim batch had no condition on the claim's key: a second instance of FIFO
+    consumer 0 that claimed while the first held a claim replaced it, and the entries of one of
+    the two claims were never delivered."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "f", 1, "FIFO")
+    for i in range(10):
+        produce(sw, "q", [(b"%d" % i, {})])
+    first, second = sw.queues.consumer("q", "f", 0), sw.queues.consumer("q", "f", 0)
+    t1, t2 = sw.transaction(), sw.transaction()
+    got: list[Entry] = []
+    claim = second._claim
+
+    def claim_after_the_first(*args: object) -> object:
+        got.extend(first.dequeue(t1, 5))  # the first instance claims in between
+        return claim(*args)  # type: ignore[arg-type]
+
+    second._claim = claim_after_the_first  # type: ignore[method-assign]
+    also = second.dequeue(t2, 5)
+    assert got and also == got  # the second delivers the claim it found, not a new one
+    t1.commit()
+    with pytest.raises(seaway.TransactionConflictError):
+        t2.commit()
+    rest = drain(sw, sw.queues.consumer("q", "f", 0))
+    assert sorted(int(e.payload) for e in got + rest) == list(range(10))
+
+
+def test_a_group_created_while_its_namesake_is_deleted_works(sw: seaway.Seaway) -> None:
+    """Finding 19: create_group looked its logs up by name and could take those of the group a
+    concurrent delete_group was deleting; the new group's logs were then gone, and every
+    producer commit of the queue failed."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 2, "ROUND_ROBIN")
+    sw.queues.create_group("q", "other", 1, "FIFO")
+    logs = sw.queues.logs
+    recreated: list[bool] = []
+
+    class RecreatingInBetween:
+        """The deletion's batch is committed; its logs are not deleted yet."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(logs, name)
+
+        def delete(self, log: object) -> None:
+            if not recreated:
+                recreated.append(True)
+                sw.queues.logs = logs
+                sw.queues.create_group("q", "g", 2, "ROUND_ROBIN")
+                sw.queues.logs = self  # type: ignore[assignment]
+            logs.delete(log)
+
+    sw.queues.logs = RecreatingInBetween()  # type: ignore[assignment]
+    try:
+        sw.queues.delete_group("q", "g")
+    finally:
+        sw.queues.logs = logs
+    assert recreated
+    produce(sw, "q", [(b"%d" % i, {}) for i in range(4)])
+    got = [e for c in range(2) for e in drain(sw, sw.queues.consumer("q", "g", c))]
+    assert sorted(e.payload for e in got) == [b"0", b"1", b"2", b"3"]
+    assert len(drain(sw, sw.queues.consumer("q", "other", 0))) == 4
+
+
+@pytest.mark.parametrize("strategy", ["ROUND_ROBIN", "FIFO"])
+def test_a_failed_eviction_after_a_commit_does_not_fail_the_commit(sw: seaway.Seaway, strategy: str) -> None:
+    """The queue side of finding 9: the consumer's trim (and a FIFO consumer's eviction) after a
+    commit raised out of commit() though the transaction had committed; a caller would retry and
+    process the entries twice. The eviction is best-effort: a later commit trims again."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 1, strategy)
+    for i in range(16):
+        produce(sw, "q", [(b"%d" % i, {})])
+    logs = sw.queues.logs
+
+    class FailingTrims:
+        def __getattr__(self, name: str) -> object:
+            return getattr(logs, name)
+
+        def get(self, log: object) -> object:
+            handle = logs.get(log)  # type: ignore[arg-type]
+
+            class Handle:
+                def __getattr__(self, name: str) -> object:
+                    return getattr(handle, name)
+
+                def trim(self, lsn: int) -> None:
+                    raise seaway.UnavailableError("the store is not answering")
+
+            return Handle()
+
+    consumer = sw.queues.consumer("q", "g", 0)
+    sw.queues.logs = FailingTrims()  # type: ignore[assignment]
+    got: list[bytes] = []
+    try:
+        for _ in range(16):  # a FIFO consumer evicts once every 8 commits
+            tx = sw.transaction()
+            got += [e.payload for e in consumer.dequeue(tx, 1)]
+            tx.commit()
+            assert tx.status is seaway.TxnStatus.COMMITTED
+    finally:
+        sw.queues.logs = logs
+    assert got == [b"%d" % i for i in range(16)]

@@ -189,3 +189,28 @@ def test_acknowledging_the_drained_generation_passes_the_barrier(sw: seaway.Seaw
         sw.queues.read_committed(queue, "g", 1, 0, Position(1, 0))
     new = [e.payload for p in range(3) for e in sw.queues.read_committed(queue, "g", 2, p, Position(1, 0)).entries]
     assert new == [b"new"]
+
+
+def test_acknowledge_at_an_open_chunk_is_allowed_past_it_refused(sw: seaway.Seaway) -> None:
+    """Findings 6 and 49: an acknowledgement past a chunk still in progress committed the position
+    over it and trimmed the log under it: the transaction's entries were gone when it committed."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 1, "HASH", key="user")
+    enqueue(sw, "q", [b"a", b"b"])
+    producer = sw.queues.producer("q")
+    open_tx = sw.transaction()
+    producer.enqueue(open_tx, b"open", {"user": 0})
+    producer.flush(open_tx)
+    enqueue(sw, "q", [b"after"])
+    _, open_lsn, after = chunk_lsns(sw, "q")
+    with pytest.raises(InvalidArgumentError, match="in progress"):
+        sw.queues.acknowledge("q", "g", 1, {0: Position(after + 1, 0)})
+    with pytest.raises(InvalidArgumentError, match="in progress"):
+        sw.queues.acknowledge("q", "g", 1, {0: Position(open_lsn, 1)})  # inside it
+    sw.queues.acknowledge("q", "g", 1, {0: Position(open_lsn, 0)})  # up to it: fine
+    assert sw.queues.describe_group("q", "g").partitions[0].position == Position(open_lsn, 0)
+    open_tx.commit()
+    entries, _, _ = read_all(sw, "q", "g", 0, Position(open_lsn, 0))
+    assert [e.payload for e in entries] == [b"open", b"after"]
+    sw.queues.acknowledge("q", "g", 1, {0: Position(after + 1, 0)})  # decided now
+    assert sw.queues.describe_group("q", "g").partitions[0].position == Position(after + 1, 0)

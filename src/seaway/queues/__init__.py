@@ -2,7 +2,8 @@
 dequeued and acknowledged inside transactions, groups resized with per-key order kept, consumed
 ranges evicted."""
 
-from seaway.queues._consumer import Consumer, Entry
+from seaway.queues._chunks import Entry
+from seaway.queues._consumer import Consumer
 from seaway.queues._producer import Producer
 from seaway.queues._queues import GroupInfo, PartitionInfo, Queues
 from seaway.queues._ranges import CommittedRead

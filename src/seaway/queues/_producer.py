@@ -5,8 +5,17 @@ they reach ``flush_bytes``): it reads the queue's groups, places each entry in t
 the consumer that owns it in each group, registers those logs with the transaction, and appends
 one chunk per partition, all at once. The entries become visible when the transaction commits;
 if an append finds its log sealed (the group was resized), the entries of that chunk are placed
-again under the group's new layout. An append whose outcome is unknown fails the commit, and the
-transaction is aborted: its data, wherever it landed, is never visible.
+again under the group's new layout. A send that fails (an entry without its HASH group's key, an
+append whose outcome is unknown) fails the transaction: whatever the caller does next, its commit
+raises that error and aborts it, so its data, wherever it landed, is never visible.
+
+A producer reads the queue's groups at most every ``PRODUCER_GROUPS_REFRESH_S``, and ``create_group``
+returns only that long after its record was written: a send that begins after ``create_group``
+returned uses a read begun after the record was written, so the new group gets its entries (a
+resized or deleted group's entries are redirected at once, its old logs being sealed or gone).
+
+A ROUND_ROBIN group's entries are dealt to its consumers in turn, continuing where the producer's
+previous send to that group stopped (see :meth:`Layout.place`).
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from seaway._errors import InvalidArgumentError, LogSealedError, PayloadTooLargeError, UnknownLogError
-from seaway.queues._records import CHUNK_BYTES_MAX, ENTRY_BYTES_MAX, Chunk, Layout, chunk_overhead
+from seaway.queues._records import CHUNK_BYTES_MAX, ENTRY_BYTES_MAX, Chunk, Layout, Strategy, chunk_overhead
 
 if TYPE_CHECKING:
     from seaway.queues._queues import Queues
@@ -29,16 +38,31 @@ FLUSH_BYTES = 8 << 20
 """A transaction's entries buffered before they are sent ahead of its commit."""
 RELAYOUTS_MAX = 8
 HANDLES_MAX = 4096
-GROUPS_REFRESH_S = 1.0
-"""How long a producer goes on with the groups it read: a group created meanwhile gets entries
-from the producer's first send after that (a resized or deleted group's are redirected at once,
-its old logs being sealed or gone)."""
+PRODUCER_GROUPS_REFRESH_S = 0.1
+"""How long a producer goes on with the groups it read (timed from before the read), and how long
+``create_group`` waits after writing a group's record before it returns: together, a send that
+begins after ``create_group`` returned reaches the new group."""
+TURNS_MAX = 1024
+"""Groups whose ROUND_ROBIN turn a producer remembers (forgetting one only moves where that
+group's next send starts)."""
 
 
 @dataclass
 class _Pending:
     entries: list[tuple[int, bytes, Mapping[str, Any] | None]] = field(default_factory=list)
     nbytes: int = 0
+    failed: BaseException | None = None
+    """The error a send of this transaction's entries failed with: its commit raises it again."""
+
+
+def _first_turn(write_pointer: int) -> int:
+    """Where a producer's first send to a ROUND_ROBIN group starts dealing: a mix of the write
+    pointer (splitmix64), so that short-lived producers do not all start at consumer 0 (write
+    pointers are multiples of 10**6)."""
+    z = (write_pointer + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return z ^ (z >> 31)
 
 
 def _split(write_pointer: int, share: list[tuple[int, bytes, Mapping[str, Any] | None]]) -> list[Chunk]:
@@ -49,6 +73,14 @@ def _split(write_pointer: int, share: list[tuple[int, bytes, Mapping[str, Any] |
             parts.append(Chunk(write_pointer))
         parts[-1].add(counter, payload)
     return parts
+
+
+def _copied(keys: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if keys is None:
+        return None
+    if not isinstance(keys, Mapping):
+        raise InvalidArgumentError(f"an entry's keys are a mapping (or None), got {type(keys).__name__}")
+    return dict(keys)
 
 
 class Producer:
@@ -62,7 +94,8 @@ class Producer:
         self._pending: dict[int, _Pending] = {}
         self._handles: dict[int, Any] = {}
         self._groups: tuple[list[tuple[str, Layout]] | None, float] = (None, 0.0)
-        self.refresh_s = GROUPS_REFRESH_S
+        self._turns: dict[str, int] = {}
+        """Per ROUND_ROBIN group, the turn (consumer, modulo its size) the next send starts at."""
 
     def enqueue(self, tx: Transaction, payload: bytes, keys: Mapping[str, Any] | None = None) -> None:
         """Add an entry to the queue as part of ``tx``; ``keys`` are the named keys HASH groups
@@ -74,7 +107,9 @@ class Producer:
                       keys: Iterable[Mapping[str, Any] | None] | None = None) -> None:
         tx.check_open()
         batch = list(payloads)
-        key_list = [None] * len(batch) if keys is None else list(keys)
+        # The mappings are copied now: a caller may reuse one mapping for every enqueue, and the
+        # entries are placed only when they are sent.
+        key_list = [None] * len(batch) if keys is None else [_copied(k) for k in keys]
         if len(key_list) != len(batch):
             raise InvalidArgumentError("give one keys mapping per payload")
         for payload in batch:
@@ -88,6 +123,8 @@ class Producer:
                 pending = self._pending[tx.id] = _Pending()
                 tx.before_commit(lambda: self._flush(tx))
                 tx.after_end(lambda committed: self._forget(tx.id))
+            if pending.failed is not None:
+                raise pending.failed
             # Counters are the transaction's, per queue: another producer object of the same queue
             # enqueuing in the same transaction never repeats an entry id.
             counter = tx.take_numbers(f"queue/{self.queue}", len(batch))
@@ -119,32 +156,62 @@ class Producer:
         self._flush(tx)
 
     def _flush(self, tx: Transaction) -> None:
+        """Send what ``tx`` holds here. If the send fails, the error is remembered and raised again
+        by every later flush, enqueue and the commit (which then aborts ``tx``): the entries
+        taken for the failed send are gone from the buffer, so the transaction can never be
+        committed whole."""
         with self._lock:
             pending = self._pending.get(tx.id)
-            if pending is None or not pending.entries:
+            if pending is None:
+                return
+            if pending.failed is not None:
+                raise pending.failed
+            if not pending.entries:
                 return
             entries, pending.entries, pending.nbytes = pending.entries, [], 0
-        self._send(tx, entries, self._targets(), 0)
+        try:
+            self._send(tx, entries, self._targets(), 0)
+        except BaseException as exc:
+            with self._lock:
+                pending.failed = exc
+            raise
 
     def _targets(self, refresh: bool = False) -> list[tuple[str, Layout]]:
-        """The queue's groups and their current layouts, read again every ``refresh_s`` (and when
-        an append finds a log sealed or gone: the group was resized or deleted)."""
+        """The queue's groups and their current layouts, read again once PRODUCER_GROUPS_REFRESH_S passed
+        since the last read began (and when an append finds a log sealed or gone: the group was
+        resized or deleted). A group whose ``create_group`` returned before this call is among
+        them: it waited that long after writing the group's record."""
         with self._lock:
             cached, read_s = self._groups
-        if refresh or cached is None or time.monotonic() - read_s >= self.refresh_s:
-            read_s = time.monotonic()
+        now_s = time.monotonic()
+        if refresh or cached is None or now_s - read_s >= PRODUCER_GROUPS_REFRESH_S:
             cached = [(record.name, record.current) for record, _ in self._queues._records(self.queue)]
             with self._lock:
-                self._groups = (cached, read_s)
+                self._groups = (cached, now_s)  # timed from before the read: never younger than it is
         return cached
+
+    def _place(self, group: str, layout: Layout, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
+               write_pointer: int) -> list[int]:
+        if layout.strategy is not Strategy.ROUND_ROBIN:
+            return layout.place(entries, 0)
+        with self._lock:
+            turn = self._turns.get(group)
+            if turn is None:
+                if len(self._turns) >= TURNS_MAX:
+                    self._turns.clear()
+                turn = _first_turn(write_pointer)
+            self._turns[group] = (turn + len(entries)) % layout.size
+        return layout.place(entries, turn)
 
     def _send(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
               targets: list[tuple[str, Layout]], relayouts: int) -> None:
         chunks: dict[tuple[str, int], list[Chunk]] = {}
         logs: dict[tuple[str, int], int] = {}
-        for group, layout in targets:
+        # ROUND_ROBIN groups last: placing takes their turns, and a HASH group's placement may
+        # still fail (a missing key), which would leave a turn taken by entries never sent.
+        for group, layout in sorted(targets, key=lambda target: target[1].strategy is Strategy.ROUND_ROBIN):
             shares: dict[int, list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
-            for entry, partition in zip(entries, layout.place(entries, tx.id), strict=True):
+            for entry, partition in zip(entries, self._place(group, layout, entries, tx.id), strict=True):
                 shares.setdefault(partition, []).append(entry)
             for partition, share in shares.items():
                 logs[(group, partition)] = layout.logs[partition]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import secrets
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,8 +39,9 @@ from seaway.ledger import (
     QueueDeleted,
 )
 from seaway.log import MetaApi
+from seaway.queues._chunks import drained
 from seaway.queues._consumer import Consumer
-from seaway.queues._producer import Producer
+from seaway.queues._producer import PRODUCER_GROUPS_REFRESH_S, Producer
 from seaway.queues._ranges import CommittedRead, acknowledge, read_committed
 from seaway.queues._records import (
     GROUPS_MAX,
@@ -47,6 +49,7 @@ from seaway.queues._records import (
     NAMESPACE,
     PARTITION_LOG_IDS,
     PARTITIONS_GROUP,
+    READ_BYTES_DEFAULT,
     SIZE_MAX,
     Claim,
     GroupRecord,
@@ -80,7 +83,7 @@ class PartitionInfo:
 
     @property
     def drained(self) -> bool:
-        return self.final_lsn is not None and self.position.lsn > self.final_lsn
+        return drained(self.final_lsn, self.position)
 
 
 @dataclass(frozen=True)
@@ -184,14 +187,28 @@ class Queues:
             self._group_ready = True
 
     def _make_logs(self, queue: str, group: str, generation: int, strategy: Strategy, size: int) -> tuple[int, ...]:
+        """New logs for a layout's partitions, named ``queue/<queue>/<group>/<generation>/<partition>.<tag>``
+        with a tag of this call's own: never the logs of another layout of the same name (those of a
+        group a concurrent ``delete_group`` is deleting, or of a racing resize)."""
         self._partition_group()
         count = 1 if strategy is Strategy.FIFO else size
-        return tuple(int(self.logs.get_or_create(f"queue/{queue}/{group}/{generation}/{p}",
+        tag = secrets.token_hex(6)
+        return tuple(int(self.logs.get_or_create(f"queue/{queue}/{group}/{generation}/{p}.{tag}",
                                                  group=PARTITIONS_GROUP).id) for p in range(count))
+
+    def _drop_logs(self, log_ids: tuple[int, ...]) -> None:
+        """Delete the logs of a layout that was never recorded (its batch failed its condition)."""
+        for log_id in log_ids:
+            with contextlib.suppress(UnknownLogError):
+                self.logs.delete(log_id)
 
     def create_group(self, queue: str, group: str, size: int = 1, strategy: Strategy | str = Strategy.FIFO,
                      key: str | None = None) -> None:
-        """A consumer group of ``size`` consumers: it receives every entry enqueued from now on."""
+        """A consumer group of ``size`` consumers: it receives every entry sent from now on.
+
+        Returns ``PRODUCER_GROUPS_REFRESH_S`` (0.1 s) after the group's record is written: producers read
+        a queue's groups at most that often (a read per send would cost a round trip through a
+        server), so by then every producer's next send reads them again and reaches the group."""
         self.check_queue(queue)
         check_name(group, "consumer group")
         size, chosen, key = check_strategy(size, strategy, key)
@@ -205,7 +222,9 @@ class Queues:
                 NAMESPACE, group_key(queue, group), GroupRecord(group, layout).encode()).record(
                 ConsumerGroupCreated(queue, group, size, chosen.value, key)).commit()
         except ConditionFailedError:
+            self._drop_logs(layout.logs)
             raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}") from None
+        time.sleep(PRODUCER_GROUPS_REFRESH_S)  # every producer's view of the groups is younger than that
 
     def group_record(self, queue: str, group: str) -> tuple[GroupRecord, int]:
         found = self.meta.get(NAMESPACE, group_key(queue, group))
@@ -257,6 +276,7 @@ class Queues:
                 NAMESPACE, group_key(queue, group),
                 GroupRecord(group, layout, current, self.clock.now_ms()).encode()).record(resized).commit()
         except ConditionFailedError:
+            self._drop_logs(layout.logs)
             raise InvalidArgumentError(f"group {group!r} changed during the resize; try again") from None
         self._seal(current)
         if wait_s is not None:
@@ -274,6 +294,9 @@ class Queues:
                 self.logs.get(log_id).seal()
 
     def final_lsn(self, log_id: int) -> int | None:
+        """A queue partition log's final LSN once sealed (None while it is not). A deleted log (an
+        old layout's, dropped at a resize's barrier) answers 0: it has nothing left to read, so any
+        position counts as past its end."""
         try:
             final: int | None = self.logs.get(log_id).final_lsn()
         except UnknownLogError:
@@ -306,10 +329,10 @@ class Queues:
                 self._seal(layout)
                 return False
             if layout.strategy is Strategy.FIFO:
-                if (self.claim_pointer(queue, group, layout.generation)[0] <= final
+                if (not drained(final, Position(self.claim_pointer(queue, group, layout.generation)[0], 0))
                         or self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation), limit=1)):
                     return False
-            elif self.position(queue, group, layout.generation, partition).lsn <= final:
+            elif not drained(final, self.position(queue, group, layout.generation, partition)):
                 return False
         return True
 
@@ -389,7 +412,7 @@ class Queues:
 
     def read_committed(self, queue: str, group: str, generation: int, partition: int, start: Position,
                        end: Position | None = None, *, entries_max: int = 500,
-                       snapshot: Snapshot | None = None) -> CommittedRead:
+                       snapshot: Snapshot | None = None, bytes_max: int = READ_BYTES_DEFAULT) -> CommittedRead:
         """Read partition ``partition`` (consumer ``partition``'s share) of generation ``generation``
         of a ROUND_ROBIN or HASH group from position ``start``, outside any transaction, without
         moving the group's positions.
@@ -397,8 +420,10 @@ class Queues:
         Returns up to ``entries_max`` (at most 10,000) committed entries in order and the position
         after them: chunks of aborted or timed-out transactions are stepped over; the read stops
         before the first chunk of a transaction still in progress (``blocked``), at ``end`` (not
-        included), at the log's tail as it is when called, or after ``entries_max`` entries. It
-        never waits for a transaction. ``snapshot`` judges the chunks (default: a fresh one).
+        included), at the log's tail as it is when called, after ``entries_max`` entries, or before
+        an entry that would take the payloads past ``bytes_max`` bytes (at most 64 MiB; the first
+        entry is read whatever its size). It never waits for a transaction. ``snapshot`` judges
+        the chunks (default: a fresh one).
 
         Deterministic: a range ``[start, end)`` whose ``end`` an earlier read returned holds only
         chunks that were committed or aborted then, and reads the same entries every time, until
@@ -406,14 +431,17 @@ class Queues:
         :class:`LsnOutOfRangeError`; a FIFO layout (claims, no positions) or a generation that is
         not the group's raises :class:`InvalidArgumentError`.
         """
-        return read_committed(self, queue, group, generation, partition, start, end, entries_max, snapshot)
+        return read_committed(self, queue, group, generation, partition, start, end, entries_max, snapshot,
+                              bytes_max)
 
     def acknowledge(self, queue: str, group: str, generation: int, positions: Mapping[int, Position]) -> None:
         """Commit the group's positions of ``generation`` (partition -> position) as consumers'
         commits would, in a transaction of its own: what lies before them is acknowledged.
 
         A position never moves backwards (one at or below the committed one is left as it is), nor
-        past its log's tail (:class:`InvalidArgumentError`). The positions are conflict keys like a
+        past its log's tail, nor past or into a chunk of a transaction still in progress
+        (:class:`InvalidArgumentError`: acknowledged, its entries would be trimmed away before it
+        commits). The positions are conflict keys like a
         dequeue's: a consumer instance that delivered the same entries in a transaction still open
         fails its commit (retriable), and this call retries its own conflicts a few times. Once
         committed, each log is trimmed below its position (eviction); acknowledging the end of the

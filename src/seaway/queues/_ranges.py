@@ -18,18 +18,26 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from seaway._errors import (
-    CorruptionError,
     InvalidArgumentError,
-    LsnOutOfRangeError,
     TransactionConflictError,
     UnknownLogError,
 )
-from seaway.log import Gap, GapType, Record
-from seaway.queues._consumer import Entry
-from seaway.queues._records import NAMESPACE, Layout, Position, Strategy, decode_chunk, position_key
+from seaway.log import Gap, Record
+from seaway.queues._chunks import Budget, Entry, after_gap, take_chunk
+from seaway.queues._records import (
+    NAMESPACE,
+    READ_BYTES_DEFAULT,
+    Layout,
+    Position,
+    Strategy,
+    check_bytes_max,
+    chunk_write_pointer,
+    decode_chunk,
+    position_key,
+)
 from seaway.txn import Snapshot, Visibility
 
 if TYPE_CHECKING:
@@ -87,12 +95,14 @@ def _partition_log(queues: Queues, queue: str, group: str, generation: int, part
 
 
 def read_committed(queues: Queues, queue: str, group: str, generation: int, partition: int, start: Position,
-                   end: Position | None, entries_max: int, snapshot: Snapshot | None) -> CommittedRead:
+                   end: Position | None, entries_max: int, snapshot: Snapshot | None,
+                   bytes_max: int = READ_BYTES_DEFAULT) -> CommittedRead:
     """See :meth:`Queues.read_committed`."""
     start = check_position(start, "start")
     end = None if end is None else check_position(end, "end")
     if not isinstance(entries_max, int) or not 1 <= entries_max <= READ_ENTRIES_MAX:
         raise InvalidArgumentError(f"entries_max is in [1, {READ_ENTRIES_MAX}], got {entries_max!r}")
+    check_bytes_max(bytes_max)
     handle = queues.logs.get(_partition_log(queues, queue, group, generation, partition))
     snapshot = snapshot or queues.txn.snapshot()
     # The last LSN to read: the tail now, or the one holding the end (the chunk ``end`` points
@@ -102,19 +112,13 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
     out: list[Entry] = []
     if (end is not None and end <= start) or start.lsn > until:
         return CommittedRead(out, start, False)
+    budget = Budget(entries_max, bytes_max)
     with contextlib.closing(handle.read(start.lsn, until)) as items:
         for item in items:
             if isinstance(item, Gap):
-                if item.type is GapType.TRIM and item.lsn_hi >= position.lsn:
-                    raise LsnOutOfRangeError(
-                        f"queue {queue!r} group {group!r} partition {partition}: the entries up to LSN {item.lsn_hi} "
-                        f"were acknowledged and evicted; a read from {tuple(position)} finds them gone")
-                if item.type is GapType.DATALOSS:
-                    raise CorruptionError(f"queue partition log {handle.id} lost entries {item.lsn_lo}-{item.lsn_hi}")
-                if item.type is GapType.SEALED:  # past the final LSN: the log has nothing more
-                    position = max(position, Position(item.lsn_lo, 0))
+                position, sealed = after_gap(item, position, handle.id)
+                if sealed:
                     break
-                position = max(position, Position(item.lsn_hi + 1, 0))
                 continue
             if not isinstance(item, Record) or item.lsn < position.lsn:
                 continue
@@ -125,18 +129,37 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
             if visibility is Visibility.SKIP:
                 position = Position(item.lsn + 1, 0)
                 continue
-            first = position.entry if item.lsn == position.lsn else 0
-            stop = len(payloads) if end is None or item.lsn < end.lsn else min(len(payloads), end.entry)
-            stop = min(stop, first + entries_max - len(out))
-            out.extend(Entry(write_pointer, counters[i], payloads[i]) for i in range(first, stop))
-            position = Position(item.lsn + 1, 0) if stop == len(payloads) else Position(item.lsn, stop)
-            if len(out) >= entries_max or (end is not None and position >= end):
+            stop_max = None if end is None or item.lsn < end.lsn else end.entry
+            entries, position, done = take_chunk(item.lsn, write_pointer, counters, payloads, position, budget,
+                                                 stop_max)
+            out.extend(entries)
+            if budget.spent or not done or (end is not None and position >= end):
                 return CommittedRead(out, position, False)
         else:
             # Everything up to ``until`` was read: records or gaps, nothing is left below it.
             if end is None or end.entry == 0:
                 position = max(position, Position(until + 1, 0))
     return CommittedRead(out, position, False)
+
+
+def _check_decided(handle: Any, committed: Position, position: Position, snapshot: Snapshot,
+                   partition: int) -> None:
+    """Refuse to acknowledge up to ``position`` when a chunk before it (or the one it points into)
+    belongs to a transaction still in progress: its entries would be acknowledged before they are
+    committed, and trimmed away with the log. ``snapshot`` is taken after the log's tail was read,
+    so every chunk up to the tail was appended by a transaction it knows."""
+    last = position.lsn if position.entry > 0 else position.lsn - 1
+    if not snapshot.in_progress or last < committed.lsn:
+        return
+    with contextlib.closing(handle.read(committed.lsn, last)) as items:
+        for item in items:
+            if isinstance(item, Record):
+                write_pointer = chunk_write_pointer(item.payload)
+                if snapshot.visibility(write_pointer) is Visibility.WAIT:
+                    raise InvalidArgumentError(
+                        f"partition {partition}'s position {tuple(position)} is past the chunk at LSN {item.lsn} of "
+                        f"transaction {write_pointer}, still in progress: acknowledge up to Position({item.lsn}, 0) "
+                        "at most, or once it is decided")
 
 
 def acknowledge(queues: Queues, queue: str, group: str, generation: int, positions: Mapping[int, Position]) -> None:
@@ -150,10 +173,13 @@ def acknowledge(queues: Queues, queue: str, group: str, generation: int, positio
     for partition, given in positions.items():
         log_id = _partition_log(queues, queue, group, generation, partition)
         position = check_position(given, f"partition {partition}'s position")
-        tail = queues.logs.get(log_id).tail_lsn()
+        handle = queues.logs.get(log_id)
+        tail = handle.tail_lsn()
         if position > Position(tail + 1, 0):
             raise InvalidArgumentError(f"partition {partition}'s position {tuple(position)} is past its log's tail "
                                        f"LSN {tail}: it would acknowledge entries not enqueued yet")
+        _check_decided(handle, queues.position(queue, group, generation, partition), position,
+                       queues.txn.snapshot(), partition)
         wanted[partition] = position
     for attempt in range(ACKNOWLEDGE_ATTEMPTS_MAX):
         tx = queues.txn.begin()

@@ -34,6 +34,35 @@ GROUPS_MAX = 64
 ENTRY_BYTES_MAX = (1 << 20) - 64
 """An entry's payload (a chunk is one log record, at most 1 MiB)."""
 CHUNK_BYTES_MAX = 1 << 20
+READ_BYTES_DEFAULT = 8 << 20
+"""Payload bytes one ``dequeue`` or ``read_committed`` returns by default (at least one entry)."""
+READ_BYTES_MAX = 64 << 20
+"""The largest ``bytes_max`` a read may ask for."""
+
+
+def check_bytes_max(bytes_max: object) -> int:
+    if not isinstance(bytes_max, int) or isinstance(bytes_max, bool) or not 1 <= bytes_max <= READ_BYTES_MAX:
+        raise InvalidArgumentError(f"bytes_max is in [1, {READ_BYTES_MAX}], got {bytes_max!r}")
+    return bytes_max
+
+
+def entries_within(payloads: list[bytes], start: int, count_max: int, bytes_left: int,
+                   first_free: bool) -> tuple[int, int]:
+    """The end of the run of ``payloads`` from ``start`` a read takes, and its bytes: at most
+    ``count_max`` entries of at most ``bytes_left`` bytes together, except that the read's first
+    entry is taken whatever its size (``first_free``: the read has none yet)."""
+    end = min(len(payloads), start + count_max)
+    total = sum(map(len, payloads[start:end]))
+    if total <= bytes_left:  # the common case: the whole run fits
+        return end, total
+    stop, taken = start, 0
+    while stop < end:
+        size = len(payloads[stop])
+        if taken + size > bytes_left and not (first_free and stop == start):
+            break
+        taken += size
+        stop += 1
+    return stop, taken
 
 NAMESPACE = "queues"
 PARTITIONS_GROUP = "queues.partitions"
@@ -109,12 +138,20 @@ class Layout:
     key: str | None
     logs: tuple[int, ...]
 
-    def place(self, entries: list[tuple[int, bytes, Mapping[str, Any] | None]], write_pointer: int) -> list[int]:
-        """The partition of each ``(counter, payload, keys)`` entry (the producer's side)."""
+    def place(self, entries: list[tuple[int, bytes, Mapping[str, Any] | None]], turn: int) -> list[int]:
+        """The partition of each ``(counter, payload, keys)`` entry (the producer's side).
+
+        ROUND_ROBIN deals the entries in turn from consumer ``turn % size``: the producer passes
+        where its previous send to the group stopped, so whatever the transactions' sizes and
+        write pointers, the consumers' shares of what one producer sent differ by at most one.
+        (Placing by entry id, ``(write pointer + counter) % size``, sent every single-entry
+        transaction to consumer 0 when the size divided 10**6: write pointers are multiples of
+        it.) Consumers never recompute a placement: it is not part of the stored format."""
         if self.strategy is Strategy.FIFO:
             return [0] * len(entries)
         if self.strategy is Strategy.ROUND_ROBIN:
-            return [(write_pointer + counter) % self.size for counter, _, _ in entries]
+            size = self.size
+            return [(turn + i) % size for i in range(len(entries))]
         key, size = self.key, self.size
         try:
             return [_hashed(keys[key]) % size for _, _, keys in entries]  # type: ignore[index]

@@ -10,6 +10,12 @@ position. It exits once a dequeue finds nothing and the metadata key ``crash/don
 ``FIRST..FIRST+COUNT-1`` (the number as the payload, keyed by ``number % 13``) in transactions of
 ``BATCH``; a commit whose outcome is unknown (the server died) is resolved by asking the
 transaction's status once the server is back, so no entry is sent twice or lost.
+
+``python -m seaway.testing._queue_crash produce-marked URL IN FIRST TRANSACTIONS``: enqueues
+entries from ``FIRST`` on in ``TRANSACTIONS`` transactions of ``BATCH``, each of which also stages
+the metadata key ``produced/<first number>`` (namespace ``crash``, the count as its value): the
+key is there exactly when the transaction committed, so a test that kills this process at any
+moment knows which entries must be delivered. A failed transaction's numbers are not used again.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import time
 from typing import Any
 
 import seaway
-from seaway._errors import SeawayError
+from seaway._errors import ConsumerOutsideGroupError, SeawayError
 from seaway.txn import TxnStatus
 
 BATCH = 5
@@ -61,6 +67,13 @@ def process(sw: Any, source: str, sink: str, consumer_id: int) -> None:
                 continue
             output.enqueue_batch(tx, [e.payload for e in entries], [{"k": int(e.payload) % 13} for e in entries])
             tx.commit()
+        except ConsumerOutsideGroupError:  # the group was resized below this id: wait for another
+            if tx is not None:
+                _abort(sw, tx)
+            with contextlib.suppress(SeawayError):
+                if sw.meta.get(DONE[1], DONE[0]) is not None:
+                    return
+            time.sleep(0.05)
         except SeawayError:
             if tx is not None:
                 _abort(sw, tx)
@@ -93,12 +106,33 @@ def produce(sw: Any, queue: str, first: int, count: int) -> None:
             time.sleep(0.05)
 
 
+PRODUCED_PREFIX = b"produced/"
+
+
+def produce_marked(sw: Any, queue: str, first: int, transactions: int) -> None:
+    producer = sw.queues.producer(queue)
+    for t in range(transactions):
+        numbers = list(range(first + t * BATCH, first + (t + 1) * BATCH))
+        tx = None
+        try:
+            tx = sw.transaction(timeout_s=TIMEOUT_S * 5)
+            producer.enqueue_batch(tx, [b"%d" % i for i in numbers], [{"k": i % 13} for i in numbers])
+            tx.stage_put(DONE[1], PRODUCED_PREFIX + b"%d" % numbers[0], b"%d" % len(numbers))
+            tx.commit()
+        except SeawayError:
+            if tx is not None:
+                _abort(sw, tx)
+            time.sleep(0.05)
+
+
 def main(argv: list[str]) -> None:
     role, url = argv[0], argv[1]
     retry = seaway.RetryPolicy(attempts_max=50, backoff_s=0.05, backoff_max_s=0.5)
     with seaway.connect(url, timeout_s=10, retry=retry) as sw:
         if role == "process":
             process(sw, argv[2], argv[3], int(argv[4]))
+        elif role == "produce-marked":
+            produce_marked(sw, argv[2], int(argv[3]), int(argv[4]))
         else:
             produce(sw, argv[2], int(argv[3]), int(argv[4]))
 

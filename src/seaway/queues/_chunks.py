@@ -1,0 +1,90 @@
+"""Reading a queue partition's log: what a gap means, what a chunk yields, when a partition is drained.
+
+Three readers walk a queue partition's log: a consumer's cursor (a tailing reader, in a
+transaction), a FIFO claim (up to the first chunk still in progress) and ``read_committed`` (a
+range, outside any transaction). They share these rules, written once here:
+
+- a gap: BRIDGE and HOLE hold nothing; TRIM above the reader's position means entries it never
+  delivered were trimmed away (:class:`LsnOutOfRangeError`, never a silent skip); DATALOSS is
+  :class:`CorruptionError`; SEALED is the log's end;
+- a chunk, judged by a snapshot: VISIBLE yields its entries from the position on, within the
+  read's entry and byte limits; SKIP (aborted, timed out) is stepped over; WAIT (in progress, or
+  begun after the snapshot) stops the reader before it;
+- a partition is *drained* once sealed and its position is past the final LSN.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from seaway._errors import CorruptionError, LsnOutOfRangeError
+from seaway.log import Gap, GapType
+from seaway.queues._records import Position, entries_within
+
+
+class Entry(NamedTuple):
+    write_pointer: int
+    counter: int
+    payload: bytes
+
+    @property
+    def id(self) -> tuple[int, int]:
+        """The entry's id: the producer transaction's write pointer and its counter in it."""
+        return self.write_pointer, self.counter
+
+
+def trimmed_error(log_id: int, position: Position, trim_lsn: int) -> LsnOutOfRangeError:
+    """Entries trimmed from a queue partition's log before this reader delivered them (the log
+    trimmed by hand, or another instance of the consumer acknowledged them)."""
+    return LsnOutOfRangeError(
+        f"queue partition log {log_id}: the entries up to LSN {trim_lsn} were acknowledged and evicted, or "
+        f"trimmed by hand; a read from {tuple(position)} finds them gone (a Consumer: another instance "
+        "acknowledged them, or they are lost; it starts again from its committed position as stored)")
+
+
+def after_gap(gap: Gap, position: Position, log_id: int) -> tuple[Position, bool]:
+    """Where a reader at ``position`` goes on after ``gap``, and whether the log ended there."""
+    if gap.type is GapType.DATALOSS:
+        raise CorruptionError(f"queue partition log {log_id} lost entries {gap.lsn_lo}-{gap.lsn_hi}")
+    if gap.type is GapType.TRIM and gap.lsn_hi >= position.lsn:
+        raise trimmed_error(log_id, position, gap.lsn_hi)
+    if gap.type is GapType.SEALED:  # past the final LSN: the log has nothing more
+        return max(position, Position(gap.lsn_lo, 0)), True
+    return max(position, Position(gap.lsn_hi + 1, 0)), False
+
+
+class Budget:
+    """What one read may still return: entries and payload bytes (its first entry goes whatever
+    its size)."""
+
+    def __init__(self, entries_max: int, bytes_max: int) -> None:
+        self.entries_left = entries_max
+        self.bytes_left = bytes_max
+        self.taken = False
+
+    @property
+    def spent(self) -> bool:
+        return self.entries_left <= 0 or self.bytes_left <= 0
+
+
+def take_chunk(lsn: int, write_pointer: int, counters: list[int], payloads: list[bytes], position: Position,
+               budget: Budget, stop_max: int | None = None) -> tuple[list[Entry], Position, bool]:
+    """The entries of a visible chunk at ``lsn`` a reader at ``position`` takes within ``budget``
+    (and before entry ``stop_max``, an end inside the chunk), the position after them, and whether
+    the reader is done with the chunk."""
+    first = position.entry if lsn == position.lsn else 0
+    limit = len(payloads) if stop_max is None else min(len(payloads), stop_max)
+    stop, taken = entries_within(payloads, first, min(limit - first, budget.entries_left), budget.bytes_left,
+                                 not budget.taken)
+    entries = [Entry(write_pointer, counters[i], payloads[i]) for i in range(first, stop)]
+    if entries:
+        budget.entries_left -= len(entries)
+        budget.bytes_left = max(0, budget.bytes_left - taken)
+        budget.taken = True
+    done = stop == len(payloads)
+    return entries, Position(lsn + 1, 0) if done else Position(lsn, stop), done
+
+
+def drained(final_lsn: int | None, position: Position) -> bool:
+    """A queue partition read to its end: sealed (its final LSN known) and ``position`` past it."""
+    return final_lsn is not None and position.lsn > final_lsn

@@ -1,0 +1,135 @@
+"""A FIFO group's claims: its consumers share one log, and each takes the next entries no one took.
+
+A consumer with nothing in hand *claims* the next entries: from the claim pointer (the first LSN no
+consumer claimed) up to about ``entries_max`` entries of decided chunks, by one conditional metadata
+batch that moves the pointer and records the claim under the consumer's id, provided the pointer is
+as read (no other consumer claimed meanwhile) and the id holds no claim (no other instance of it
+claimed meanwhile: a claim is never replaced). The claim is made at once, not with the transaction;
+its progress is staged in the transaction, and the commit that delivers its last entry deletes it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from seaway._errors import ConditionFailedError
+from seaway.log import Gap, Record
+from seaway.queues._chunks import Budget, Entry, after_gap
+from seaway.queues._cursor import Cursor, Judge, Source, claim_slot
+from seaway.queues._records import (
+    NAMESPACE,
+    Claim,
+    Position,
+    chunk_count,
+    chunk_write_pointer,
+    claim_key,
+    encode_lsn,
+    pointer_key,
+)
+from seaway.txn import Visibility
+
+if TYPE_CHECKING:
+    from seaway.queues._queues import Queues
+    from seaway.txn import Transaction
+
+CLAIM_ATTEMPTS_MAX = 16
+
+
+class FifoClaims:
+    """The FIFO part of a :class:`~seaway.queues.Consumer` (a mixin: it reads and writes the
+    consumer's cursors, and stages through its transaction)."""
+
+    _queues: Queues
+    queue: str
+    group: str
+    consumer_id: int
+    _cursors: dict[tuple[int, int], Cursor]
+
+    def _stage(self, tx: Transaction, cursor: Cursor, key: bytes, value: bytes | None) -> None:
+        raise NotImplementedError
+
+    def _dequeue_claims(self, tx: Transaction, judge: Judge, source: Source, budget: Budget) -> list[Entry]:
+        """A FIFO layout: the claims this consumer holds first (its own, and after a resize those
+        of the old consumers it inherits), then a new claim of the next entries no one claimed."""
+        out: list[Entry] = []
+        generation = source.layout.generation
+        for owner in (*[o for o in source.owners if o != self.consumer_id], self.consumer_id):
+            # One claim per owner and transaction: a claim finished here is deleted by the commit,
+            # so a new one (under the same key) waits for the next transaction.
+            held = (generation, claim_slot(owner)) in self._cursors
+            cursor = self._claim_cursor(generation, owner, source.log_id)
+            if cursor is None and owner == self.consumer_id and not held:
+                cursor = self._claim(judge, source, budget.entries_left)
+            if cursor is None:
+                continue
+            before = cursor.pending
+            out.extend(cursor.take(judge, budget, 0.0))
+            if cursor.pending != before:
+                key = claim_key(self.queue, self.group, generation, owner)
+                if cursor.pending.lsn > (cursor.until or 0):  # the whole claim delivered
+                    self._stage(tx, cursor, key, None)
+                else:
+                    self._stage(tx, cursor, key, Claim(cursor.until or 0, cursor.pending).encode())
+            if budget.spent:
+                break
+        return out
+
+    def _claim_cursor(self, generation: int, owner: int, log_id: int) -> Cursor | None:
+        """The cursor of ``owner``'s claim, if it holds one not fully delivered in this transaction."""
+        where = (generation, claim_slot(owner))
+        cursor = self._cursors.get(where)
+        if cursor is None:
+            found = self._queues.meta.get(NAMESPACE, claim_key(self.queue, self.group, generation, owner))
+            if found is None:
+                return None
+            claim = Claim.decode(found.value)
+            cursor = self._cursors[where] = Cursor(self._queues, generation, claim_slot(owner), log_id, claim.position,
+                                                    claim.last_lsn)
+        return None if cursor.ended else cursor
+
+    def _claim(self, judge: Judge, source: Source, entries_max: int) -> Cursor | None:
+        """Claim the next resolved entries of a FIFO log (at most about ``entries_max``): a
+        conditional batch moves the shared pointer and records the claim, at once (not with the
+        transaction: an abort leaves the claim to this consumer, which delivers it again)."""
+        generation = source.layout.generation
+        handle = self._queues.logs.get(source.log_id)
+        for _ in range(CLAIM_ATTEMPTS_MAX):
+            first, version = self._queues.claim_pointer(self.queue, self.group, generation)
+            last: int | None = None
+            count = 0
+            for item in handle.read(first):
+                if isinstance(item, Record):
+                    if judge(chunk_write_pointer(item.payload)) is Visibility.WAIT:
+                        break
+                    last = item.lsn
+                    count += chunk_count(item.payload)
+                elif isinstance(item, Gap):
+                    if after_gap(item, Position(first, 0), source.log_id)[1]:
+                        break  # sealed: the log ends here
+                    last = item.lsn_hi
+                if count >= entries_max:
+                    break
+            if last is None:
+                return None
+            mine = claim_key(self.queue, self.group, generation, self.consumer_id)
+            # Both conditions: the pointer as read (no other consumer claimed meanwhile), and no
+            # claim under this consumer id (another instance of it claimed meanwhile: a second
+            # claim would replace the first, whose entries no one would then deliver).
+            batch = self._queues.meta.batch().expect_version(
+                NAMESPACE, pointer_key(self.queue, self.group, generation), version).expect_absent(
+                NAMESPACE, mine).put(
+                NAMESPACE, pointer_key(self.queue, self.group, generation), encode_lsn(last + 1)).put(
+                NAMESPACE, mine, Claim(last, Position(first, 0)).encode())
+            try:
+                batch.commit()
+            except ConditionFailedError:
+                if self._queues.meta.get(NAMESPACE, mine) is not None:
+                    # Deliver that claim: of the two instances' transactions, one commits and the
+                    # other conflicts on the claim's key.
+                    self._cursors.pop((generation, claim_slot(self.consumer_id)), None)
+                    return self._claim_cursor(generation, self.consumer_id, source.log_id)
+                continue  # another consumer claimed meanwhile
+            self._cursors.pop((generation, claim_slot(self.consumer_id)), None)
+            return self._claim_cursor(generation, self.consumer_id, source.log_id)
+        return None
+

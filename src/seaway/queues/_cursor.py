@@ -1,0 +1,207 @@
+"""A consumer's cursor over one queue partition's log (or a FIFO claim's range of it).
+
+The cursor holds the committed position, the position after what the current transaction
+delivered (``pending``), a tailing reader and the chunks it read ahead. It walks the log by the
+rules of :mod:`seaway.queues._chunks`, judging each chunk with a :class:`Judge`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from seaway._errors import SeawayError, UnknownLogError
+from seaway.log import Gap, Record, RecordRun
+from seaway.queues._chunks import Budget, Entry, after_gap, take_chunk
+from seaway.queues._records import Layout, Position, decode_chunk
+from seaway.txn import Snapshot, Visibility
+
+if TYPE_CHECKING:
+    from seaway.queues._queues import Queues
+
+log = logging.getLogger("seaway.queues")
+
+CLAIMED_WAIT_S = 10.0
+"""How long a consumer waits for the records of a range it claimed (they exist: this only bounds a
+stalled connection)."""
+TRIM_INTERVAL_S = 0.5
+"""A consumer trims its partition's log to its committed position at most this often (a trim
+is a call to the store; the log layer drops whole time partitions once every log in them is
+trimmed)."""
+READ_AHEAD_ITEMS = 64
+"""Records (or gaps) a cursor takes from its reader at a time."""
+
+
+class Judge:
+    """Whether a chunk may be delivered: by the transaction's snapshot, and for a chunk that
+    snapshot must wait at, by a fresher one taken while waiting (read committed: an entry committed
+    after the transaction began is delivered, never one that is not committed)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.fresh: Snapshot | None = None
+        self.blocked = False
+
+    def __call__(self, write_pointer: int) -> Visibility:
+        visibility = self.snapshot.visibility(write_pointer)
+        if visibility is Visibility.WAIT and self.fresh is not None:
+            visibility = self.fresh.visibility(write_pointer)
+        self.blocked = self.blocked or visibility is Visibility.WAIT
+        return visibility
+
+
+@dataclass
+class _Chunk:
+    lsn: int
+    write_pointer: int
+    counters: list[int]
+    payloads: list[bytes]
+
+
+class Cursor:
+    """Reading one partition: the committed position, the position after what was delivered in
+    the current transaction, and the chunks read ahead."""
+
+    def __init__(self, queues: Queues, generation: int, partition: int, log_id: int, committed: Position,
+                 until: int | None = None) -> None:
+        self.queues = queues
+        self.until = until
+        """A FIFO claim's last LSN: the cursor ends after it (and never trims: others' claims
+        may lie below)."""
+        self.generation = generation
+        self.partition = partition
+        self.log_id = log_id
+        self.committed = committed
+        self.pending = committed
+        self.ended = False
+        self._ahead: deque[_Chunk | Gap] = deque()
+        self._reader: Any = None
+        self._trimmed = 0
+        self._trimmed_s = 0.0
+        self._log: Any = None
+
+    def _open(self) -> Any:
+        if self._reader is None:
+            self._reader = self.queues.logs.reader(256, runs=True)
+            self._reader.start_reading(self.log_id, max(1, self.committed.lsn),
+                                       *(() if self.until is None else (self.until,)))
+        return self._reader
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def _fill(self, timeout_s: float) -> None:
+        if self.ended:
+            return
+        for item in self._open().read(READ_AHEAD_ITEMS, timeout_s):
+            if isinstance(item, RecordRun):
+                for i, payload in enumerate(item.payloads):
+                    self._push(item.first_lsn + i, payload)
+            elif isinstance(item, Record):
+                self._push(item.lsn, item.payload)
+            elif isinstance(item, Gap):
+                self._ahead.append(item)
+
+    def _push(self, lsn: int, payload: bytes) -> None:
+        write_pointer, counters, payloads = decode_chunk(payload)
+        self._ahead.append(_Chunk(lsn, write_pointer, counters, payloads))
+
+    def take(self, judge: Judge, budget: Budget, timeout_s: float) -> list[Entry]:
+        """The entries from ``pending`` on that ``judge`` lets through, within ``budget``, waiting
+        up to ``timeout_s`` for the first record. Stops before a chunk still in progress. A gap
+        of trimmed entries above ``pending`` or of lost ones raises (and again at the next call)."""
+        out: list[Entry] = []
+        deadline = time.monotonic() + timeout_s
+        while not budget.spent:
+            if self.until is not None and self.pending.lsn > self.until:
+                break
+            if not self._ahead:
+                if self.ended:
+                    break
+                wait_s = max(0.0, deadline - time.monotonic()) if not out else 0.0
+                if self.until is not None:  # a claimed range: its records are there, on their way
+                    wait_s = max(wait_s, CLAIMED_WAIT_S)
+                self._fill(wait_s)
+                if not self._ahead:
+                    break
+            head = self._ahead[0]
+            if isinstance(head, Gap):
+                self.pending, sealed = after_gap(head, self.pending, self.log_id)
+                self._ahead.popleft()
+                if sealed:
+                    self.ended = True
+                    self.close()
+                continue
+            if head.lsn < self.pending.lsn:  # below a position inside a chunk: already delivered
+                self._ahead.popleft()
+                continue
+            visibility = judge(head.write_pointer)
+            if visibility is Visibility.WAIT:
+                break
+            if visibility is Visibility.SKIP:
+                self._ahead.popleft()
+                self.pending = Position(head.lsn + 1, 0)
+                continue
+            entries, self.pending, done = take_chunk(head.lsn, head.write_pointer, head.counters, head.payloads,
+                                                     self.pending, budget)
+            out.extend(entries)
+            if not done:
+                break  # the budget ends inside the chunk
+            self._ahead.popleft()
+        if self.until is not None and self.pending.lsn > self.until:
+            self.ended = True
+        return out
+
+    def committed_now(self) -> None:
+        self.committed = self.pending
+        if self.until is not None:
+            return
+        if time.monotonic() - self._trimmed_s >= TRIM_INTERVAL_S:
+            self.trim()
+
+    def trim(self) -> None:
+        """Trim the partition's log up to the committed position. Best-effort: it runs after a
+        commit, which must not fail for it; a trim that failed is tried again after a later one."""
+        trim_to = self.committed.lsn - 1
+        if self.until is None and trim_to > self._trimmed:
+            try:
+                if self._log is None:
+                    self._log = self.queues.logs.get(self.log_id)
+                self._log.trim(trim_to)
+            except UnknownLogError:  # deleted at a resize's barrier: nothing to trim
+                pass
+            except SeawayError as exc:
+                log.info("queue partition trim failed; tried again later",
+                         extra={"log_id": self.log_id, "error": str(exc)})
+                return
+            self._trimmed, self._trimmed_s = trim_to, time.monotonic()
+
+
+FIFO_PARTITION = -1
+"""A :class:`Source`'s partition when it is a FIFO layout's shared log."""
+
+
+def claim_slot(owner: int) -> int:
+    """The cursor slot (in a consumer's cursors, keyed ``(generation, slot)``) of ``owner``'s FIFO
+    claim: negative, apart from the partitions' slots, which are their numbers."""
+    return -1 - owner
+
+
+def is_claim_slot(slot: int) -> bool:
+    return slot < 0
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a consumer reads: a partition of a layout, or (``partition`` -1) a FIFO layout's log,
+    with the consumer ids whose claims it holds."""
+
+    layout: Layout
+    partition: int
+    log_id: int
+    owners: tuple[int, ...]
