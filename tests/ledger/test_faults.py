@@ -8,6 +8,7 @@ kills itself with SIGKILL there."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import subprocess
@@ -19,8 +20,10 @@ from pathlib import Path
 import pytest
 
 import seaway
-from seaway._errors import StorageError
+from seaway._errors import StorageError, UnknownStreamError
+from seaway.log import EmbeddedLogStore, Logs
 from seaway.streams import RetentionByTime
+from seaway.streams._metadata import StreamMetadata
 from seaway.testing import CrashingMeta, CrashPoint, FakeClock
 from seaway.testing._named_crash import CHANGES, CONFIG, Change, arm
 from tests.ledger.helpers import entries, head
@@ -126,6 +129,28 @@ def test_crash_points_are_named_by_what_each_batch_does(tmp_path: Path) -> None:
     assert len(names) == len(set(names)) == 2 * crashing.commits, names
 
 
+def _segment_logs_as_left(path: Path) -> tuple[set[int], set[int]]:
+    """What a crash left on disk, read at the log layer before any recovery runs: the ids of the
+    logs named as stream ``s/x``'s segments, and the log ids its records name (its generations'
+    segments and a scaling's new ones)."""
+    store = EmbeddedLogStore(path, CONFIG.logs)
+    try:
+        logs = Logs(store)
+        made = {int(log.id) for log in logs.list() if log.name.startswith("seg/s/x/")}
+        meta = StreamMetadata(logs.metadata_store(), "s", "x")
+        named: set[int] = set()
+        with contextlib.suppress(UnknownStreamError):
+            current, _, _ = meta.current()
+            for g in range(current.generation + 1):
+                named |= {s.log_id for s in meta.generation(g).segments}
+            transition = meta.transition()
+            if transition is not None:
+                named |= {s.log_id for s in transition[0].created if s.log_id}
+        return made, named
+    finally:
+        store.close()
+
+
 KILLED = ["create stream", "scale", "truncate", "update stream config", "replace notify config", "seal",
           "reader group"]
 """The changes whose every crash point is also tested by killing a process there."""
@@ -155,6 +180,10 @@ def test_a_process_killed_at_each_crash_point_leaves_the_change_made_once_or_not
         _, err = child.communicate(timeout=120)
         assert child.returncode == -signal.SIGKILL, \
             f"killed at {point.name}: the child ended with {child.returncode}, not killed: {err[-3000:]!r}"
+        if name in ("create stream", "scale"):  # segment logs are created by a batch of the change
+            logs, named = _segment_logs_as_left(path)
+            assert logs == named, f"killed at {point.name}: logs {sorted(logs - named)} named by nothing, " \
+                                  f"logs {sorted(named - logs)} named but missing"
         made = _check(path, case, mark, f"killed at {point.name}")
         outcomes.add(made)
         if made != whole:  # the store works: the change is made now, and recorded once

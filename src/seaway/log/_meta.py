@@ -36,6 +36,8 @@ KEY_BYTES_MAX = 1024
 VALUE_BYTES_MAX = 1 << 20
 BATCH_OPS_MAX = 10_000
 """Puts, deletes, range deletes and conditions of one batch, together."""
+BATCH_NEW_LOGS_MAX = 10_000
+"""Logs one batch creates (:meth:`MetaBatch.create_log`), besides its operations."""
 BATCH_BYTES_MAX = 16 << 20
 """Keys and values of one batch, together."""
 SCAN_LIMIT_MAX = 10_000
@@ -140,7 +142,7 @@ class MetaBatch:
 
     def _grow(self, *parts: bytes) -> None:
         self._bytes += sum(map(len, parts))
-        if len(self.conditions) + len(self.ops) + len(self.new_logs) > BATCH_OPS_MAX:
+        if len(self.conditions) + len(self.ops) > BATCH_OPS_MAX:
             raise PayloadTooLargeError(f"a metadata batch holds at most {BATCH_OPS_MAX} operations and conditions")
         if self._bytes > BATCH_BYTES_MAX:
             raise PayloadTooLargeError(f"a metadata batch holds at most {BATCH_BYTES_MAX} bytes")
@@ -179,6 +181,8 @@ class MetaBatch:
             raise InvalidArgumentError(f"log id must be in [1, {LOG_ID_MAX}], got {log_id!r}")
         if group is not None:
             check_name(group, "log group")
+        if len(self.new_logs) >= BATCH_NEW_LOGS_MAX:
+            raise PayloadTooLargeError(f"a metadata batch creates at most {BATCH_NEW_LOGS_MAX} logs")
         self.new_logs.append(MetaNewLog(name, log_id, group))
         self._grow(name.encode(), (group or "").encode(), b"\0" * 8)
         return self
