@@ -22,6 +22,8 @@ import pytest
 import seaway
 from seaway._errors import StorageError, UnknownStreamError
 from seaway.log import EmbeddedLogStore, Logs
+from seaway.queues._records import NAMESPACE as QUEUES
+from seaway.queues._records import GroupRecord, groups_prefix
 from seaway.streams import RetentionByTime
 from seaway.streams._metadata import StreamMetadata
 from seaway.testing import CrashingMeta, CrashPoint, FakeClock
@@ -73,6 +75,8 @@ CASES = {
     "replace notify config": Case(CHANGES["replace notify config"], {"notify.configured": _notify_replaced}),
     "reader group": Case(CHANGES["reader group"],
                          {"reader_group.created": lambda sw: sw.meta.get("streams", b"rg/g/conf") is not None}),
+    "create consumer group": Case(CHANGES["create consumer group"],
+                                  {"consumer_group.created": lambda sw: sw.queues.groups("q") == ["a"]}),
     "resize": Case(CHANGES["resize"],
                    {"consumer_group.resized": lambda sw: sw.queues.describe_group("q", "a").generation == 2}),
     "delete queue": Case(CHANGES["delete queue"], {
@@ -151,8 +155,26 @@ def _segment_logs_as_left(path: Path) -> tuple[set[int], set[int]]:
         store.close()
 
 
+def _queue_logs_as_left(path: Path) -> tuple[set[int], set[int]]:
+    """As :func:`_segment_logs_as_left`, for queue ``q``'s partition logs and its groups' layouts."""
+    store = EmbeddedLogStore(path, CONFIG.logs)
+    try:
+        logs = Logs(store)
+        made = {int(log.id) for log in logs.list() if log.name.startswith("queue/q/")}
+        named: set[int] = set()
+        for _, found in logs.metadata_store().scan(QUEUES, prefix=groups_prefix("q")):
+            record = GroupRecord.decode(found.value)
+            named |= set(record.current.logs) | (set(record.previous.logs) if record.previous else set())
+        return made, named
+    finally:
+        store.close()
+
+
+LEFT = {"create stream": _segment_logs_as_left, "scale": _segment_logs_as_left,
+        "create consumer group": _queue_logs_as_left, "resize": _queue_logs_as_left}
+"""The changes that create logs, each with a batch of theirs: what a kill left of those logs."""
 KILLED = ["create stream", "scale", "truncate", "update stream config", "replace notify config", "seal",
-          "reader group"]
+          "reader group", "create consumer group", "resize"]
 """The changes whose every crash point is also tested by killing a process there."""
 
 
@@ -180,8 +202,8 @@ def test_a_process_killed_at_each_crash_point_leaves_the_change_made_once_or_not
         _, err = child.communicate(timeout=120)
         assert child.returncode == -signal.SIGKILL, \
             f"killed at {point.name}: the child ended with {child.returncode}, not killed: {err[-3000:]!r}"
-        if name in ("create stream", "scale"):  # segment logs are created by a batch of the change
-            logs, named = _segment_logs_as_left(path)
+        if name in LEFT:  # logs created by a batch of the change
+            logs, named = LEFT[name](path)
             assert logs == named, f"killed at {point.name}: logs {sorted(logs - named)} named by nothing, " \
                                   f"logs {sorted(named - logs)} named but missing"
         made = _check(path, case, mark, f"killed at {point.name}")

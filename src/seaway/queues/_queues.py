@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import secrets
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,7 @@ from seaway.ledger import (
     QueueCreated,
     QueueDeleted,
 )
-from seaway.log import MetaApi
+from seaway.log import MetaApi, MetaBatch
 from seaway.queues._consumer import Consumer
 from seaway.queues._producer import Producer
 from seaway.queues._ranges import CommittedRead, acknowledge, read_committed
@@ -68,6 +69,10 @@ if TYPE_CHECKING:
 
     from seaway.log import LogsApi
     from seaway.txn import Snapshot, Transactions
+
+LOG_ATTEMPTS_MAX = 100
+"""Times a group's creation or resize chooses its logs' ids again when one was taken."""
+
 
 @dataclass(frozen=True)
 class PartitionInfo:
@@ -183,11 +188,27 @@ class Queues:
                 self.logs.create_group(PARTITIONS_GROUP, *PARTITION_LOG_IDS)
             self._group_ready = True
 
-    def _make_logs(self, queue: str, group: str, generation: int, strategy: Strategy, size: int) -> tuple[int, ...]:
+    def _layout_logs(self, batch: MetaBatch, queue: str, group: str, generation: int, strategy: Strategy,
+                     size: int, look: bool) -> tuple[int, ...]:
+        """A layout's partition logs, created by ``batch`` (the one that records the layout: a
+        crash leaves both or neither), with random ids of the partitions' group (taken only by
+        chance: the commit then raises :class:`LogExistsError`, and the caller tries again).
+        ``look``: a partition whose log exists by name already (made by a version that created
+        logs before recording them) keeps it."""
         self._partition_group()
-        count = 1 if strategy is Strategy.FIFO else size
-        return tuple(int(self.logs.get_or_create(f"queue/{queue}/{group}/{generation}/{p}",
-                                                 group=PARTITIONS_GROUP).id) for p in range(count))
+        lo, hi = PARTITION_LOG_IDS
+        ids: list[int] = []
+        for p in range(1 if strategy is Strategy.FIFO else size):
+            name = f"queue/{queue}/{group}/{generation}/{p}"
+            log_id = 0
+            if look:
+                with contextlib.suppress(UnknownLogError):
+                    log_id = int(self.logs.get(name).id)
+            if not log_id:
+                log_id = lo + secrets.randbelow((hi - lo + 1) // 2)  # the upper half: for ids the log layer picks
+                batch.create_log(name, log_id, group=PARTITIONS_GROUP)
+            ids.append(log_id)
+        return tuple(ids)
 
     def create_group(self, queue: str, group: str, size: int = 1, strategy: Strategy | str = Strategy.FIFO,
                      key: str | None = None) -> None:
@@ -199,13 +220,19 @@ class Queues:
             raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}")
         if len(self._records(queue)) >= GROUPS_MAX:
             raise InvalidArgumentError(f"a queue has at most {GROUPS_MAX} consumer groups")
-        layout = Layout(1, size, chosen, key, self._make_logs(queue, group, 1, chosen, size))
-        try:
-            self.meta.batch().expect_absent(NAMESPACE, group_key(queue, group)).put(
-                NAMESPACE, group_key(queue, group), GroupRecord(group, layout).encode()).record(
-                ConsumerGroupCreated(queue, group, size, chosen.value, key)).commit()
-        except ConditionFailedError:
-            raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}") from None
+        for attempt in range(LOG_ATTEMPTS_MAX):
+            batch = self.meta.batch().expect_absent(NAMESPACE, group_key(queue, group))
+            layout = Layout(1, size, chosen, key, self._layout_logs(batch, queue, group, 1, chosen, size, attempt > 0))
+            try:
+                batch.put(NAMESPACE, group_key(queue, group), GroupRecord(group, layout).encode()).record(
+                    ConsumerGroupCreated(queue, group, size, chosen.value, key)).commit()
+                return
+            except ConditionFailedError:
+                raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}") from None
+            except LogExistsError:
+                continue  # an id was taken, or an older version's log has the name: look again
+        raise InvalidArgumentError(f"group {group!r}: its logs could not be created in {LOG_ATTEMPTS_MAX} "
+                                   "attempts; try again")
 
     def group_record(self, queue: str, group: str) -> tuple[GroupRecord, int]:
         found = self.meta.get(NAMESPACE, group_key(queue, group))
@@ -247,17 +274,24 @@ class Queues:
             key = current.key  # a HASH group resized keeps its key unless given another
         new_size, chosen, new_key = check_strategy(current.size if size is None else size, wanted, key)
         generation = current.generation + 1
-        layout = Layout(generation, new_size, chosen, new_key,
-                        self._make_logs(queue, group, generation, chosen, new_size))
         # Recorded with the new layout, which producers and consumers go by from this batch on;
         # draining the old one afterwards (the barrier) is not a change of the group's layout.
         resized = ConsumerGroupResized(queue, group, new_size, chosen.value, new_key, generation)
-        try:
-            self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).put(
-                NAMESPACE, group_key(queue, group),
-                GroupRecord(group, layout, current, self.clock.now_ms()).encode()).record(resized).commit()
-        except ConditionFailedError:
-            raise InvalidArgumentError(f"group {group!r} changed during the resize; try again") from None
+        for attempt in range(LOG_ATTEMPTS_MAX):
+            batch = self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version)
+            layout = Layout(generation, new_size, chosen, new_key,
+                            self._layout_logs(batch, queue, group, generation, chosen, new_size, attempt > 0))
+            try:
+                batch.put(NAMESPACE, group_key(queue, group),
+                          GroupRecord(group, layout, current, self.clock.now_ms()).encode()).record(resized).commit()
+                break
+            except ConditionFailedError:
+                raise InvalidArgumentError(f"group {group!r} changed during the resize; try again") from None
+            except LogExistsError:
+                continue  # an id was taken, or an older version's log has the name: look again
+        else:
+            raise InvalidArgumentError(f"group {group!r}: its new logs could not be created in {LOG_ATTEMPTS_MAX} "
+                                       "attempts; try again")
         self._seal(current)
         if wait_s is not None:
             deadline = time.monotonic() + wait_s

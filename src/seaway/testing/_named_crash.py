@@ -71,6 +71,8 @@ CHANGES = {
     "replace notify config": Change(lambda sw: sw.notify.set(notify_config("log/none.")),
                                     lambda sw: sw.notify.set(notify_config("log/nothing."))),
     "reader group": Change(stream_setup, lambda sw: sw.streams.create_reader_group("g", "s/x")),
+    "create consumer group": Change(lambda sw: sw.queues.create("q"),
+                                    lambda sw: sw.queues.create_group("q", "a", 2, "ROUND_ROBIN")),
     "resize": Change(queue_setup, lambda sw: sw.queues.resize_group("q", "a", 3, wait_s=None)),
     "delete queue": Change(queue_setup, lambda sw: sw.queues.delete("q")),
 }
