@@ -213,3 +213,8 @@ def test_a_process_killed_at_each_crash_point_leaves_the_change_made_once_or_not
                 case.operation(sw)
             assert _check(path, case, mark, f"made again after a kill at {point.name}") == whole
     assert outcomes == {0, whole}, f"the kills left the change made {outcomes} times, not both 0 and {whole}"
+
+
+def test_a_crash_point_that_creates_logs_says_so(tmp_path: Path) -> None:
+    crashing, _ = _run(tmp_path, CASES["create stream"], None)
+    assert crashing.steps == ["creates 2 logs, records stream.created"], crashing.steps

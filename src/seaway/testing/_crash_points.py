@@ -39,12 +39,13 @@ class CrashPoint:
 
 
 def step_name(batch: MetaBatch) -> str:
-    """What a batch does, by the ledger entry it records, else by the keys it writes:
-    ``records stream.scaled``, ``writes streams:s/…/trans``."""
+    """What a batch does, by the ledger entry it records, else by the keys it writes, and the
+    logs it creates: ``records stream.scaled``, ``creates 3 logs, writes streams:s/…/trans``."""
+    logs = f"creates {len(batch.new_logs)} logs, " if batch.new_logs else ""
     if batch.ledger is not None:
-        return f"records {decode_change(batch.ledger).OPERATION}"
+        return f"{logs}records {decode_change(batch.ledger).OPERATION}"
     kinds = dict.fromkeys(f"{op.namespace}:{_kind(op)}" for op in batch.ops)
-    return "writes " + ", ".join(kinds) if kinds else "checks only"
+    return logs + ("writes " + ", ".join(kinds) if kinds else "checks only")
 
 
 def _kind(op: MetaOp) -> str:
