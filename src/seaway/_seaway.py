@@ -21,7 +21,6 @@ from seaway.log import (
     LogAttributes,
     Logs,
     LogStoreConfig,
-    MetadataStore,
 )
 from seaway.notify import Notifications, NotifyService, NotifyServiceConfig, check_file_dir
 from seaway.queues import Queues
@@ -86,7 +85,7 @@ class Seaway:
         self._ledger_pruning: PeriodicPasses | None = None
         try:
             self.logs = Logs(self._store, self.config.log_defaults, self.config.appends)
-            self.meta = MetadataStore(self._store.logsdb)
+            self.meta = self.logs.metadata_store()
             self.ledger = LedgerStore(self._store.logsdb, self.meta, self.config.ledger)
             self._ledger_pruning = PeriodicPasses("ledger-pruning", self.ledger.enforce_bounds,
                                                   self.config.ledger.prune_interval_s)

@@ -106,3 +106,41 @@ def test_a_scan_at_its_limits_returns_everything_embedded_and_remote(api: Api) -
     assert [(k, len(v.value), v.value[:1]) for k, v in meta.scan(big, limit=3)] == \
         [(b"a", largest, b"a"), (b"b", largest, b"b"), (b"c", largest, b"c")]
     assert [k for k, _ in meta.scan(big, start=b"b", limit=1)] == [b"b"]
+
+
+def test_a_batch_creates_logs_with_the_metadata_that_names_them(api: Api) -> None:
+    """Logs created in the same atomic write as a metadata batch: with it, or not at all."""
+    ns, a, b, c = api.name("ns"), api.name(), api.name(), api.name()
+    meta, logs = api.sw.meta, api.sw.logs
+    group = api.name("group")
+    first = 2**40 + api.number() * 1000
+    logs.create_group(group, first, first + 99)
+    mark = api.sw.ledger.bounds()[1]
+    revision = meta.batch().expect_absent(ns, b"names").put(ns, b"names", f"{a},{b}".encode()).create_log(
+        a, first + 7, group=group).create_log(b, group=group).commit()
+    assert meta.get(ns, b"names") == (f"{a},{b}".encode(), revision)
+    assert logs.get(a).id == first + 7 and logs.get(b).id == first + 8  # the next free id of the group
+    assert logs.get(b).append(b"x") > 0
+    created = [(e.change.name, e.change.log_id) for e in api.sw.ledger.read(mark + 1, 100)
+               if e.operation == "log.created"]
+    assert created == [(a, first + 7), (b, first + 8)], "each log is recorded in the ledger with the batch"
+    # A failed condition: no log. A taken name or id: nothing applied, the batch's keys neither.
+    with pytest.raises(ConditionFailedError):
+        meta.batch().expect_absent(ns, b"names").put(ns, b"other", b"1").create_log(c, group=group).commit()
+    with pytest.raises(seaway.LogExistsError):
+        meta.batch().put(ns, b"other", b"1").create_log(c, first + 7, group=group).commit()
+    with pytest.raises(seaway.LogExistsError):
+        meta.batch().put(ns, b"other", b"1").create_log(c, group=group).create_log(a, group=group).commit()
+    with pytest.raises(seaway.LogExistsError):
+        meta.batch().put(ns, b"other", b"1").create_log(c, first + 20, group=group).create_log(
+            api.name(), first + 20, group=group).commit()
+    with pytest.raises(seaway.UnknownLogError):
+        meta.batch().put(ns, b"other", b"1").create_log(c, group=api.name("nogroup")).commit()
+    assert meta.get(ns, b"other") is None
+    with pytest.raises(seaway.UnknownLogError):
+        logs.get(c)
+    with pytest.raises(InvalidArgumentError):
+        meta.batch().create_log("bad name!")
+    if api.kind == "remote":  # the store's own logs are created by the store only
+        with pytest.raises(InvalidArgumentError, match="store's own"):
+            meta.batch().create_log(f"seaway.{api.name()}").commit()

@@ -18,6 +18,7 @@ import pytest
 import seaway
 from seaway.bench._metadata import HistoryBuilder, HistoryClock, Step, plan_history, real_log, real_seal
 from seaway.streams import Segment, Stream, _metadata
+from seaway.streams._controller import SEGMENT_LOG_IDS, StreamController
 from seaway.streams._metadata import NAMESPACE, stream_prefix
 
 GENERATIONS = 30
@@ -37,6 +38,20 @@ def _records(sw: seaway.Seaway) -> dict[bytes, bytes]:
     assert len(conf.pop("uid")) == 12
     records[b"s/s/x/conf"] = json.dumps(conf).encode()
     return records
+
+
+@pytest.fixture(autouse=True)
+def _sequential_log_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The controller gives a new segment log a random id; the builder makes its logs as
+    ``get_or_create`` does (the group's next id): here the controller counts up too, so that both
+    histories name the same ids."""
+    taken: dict[int, int] = {}
+
+    def next_id(controller: StreamController) -> int:
+        taken[id(controller)] = taken.get(id(controller), SEGMENT_LOG_IDS[0] - 1) + 1
+        return taken[id(controller)]
+
+    monkeypatch.setattr(StreamController, "_new_log_id", next_id)
 
 
 def _start(path: Path) -> tuple[seaway.Seaway, Stream, HistoryClock]:

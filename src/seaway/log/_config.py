@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -160,6 +161,44 @@ class LogsConfig:
             info = self._add(name, log_id, group, overrides)
             invariant(info.attributes == attrs, "a log's attributes resolve the same way twice")
             return info
+
+    def create_logs(self, new: Sequence[tuple[str, int | None, str | None]],
+                    commit: Callable[[list[tuple[bytes, bytes]], list[bytes]], int]) -> int:
+        """Create logs ``(name, log_id or None, group)`` (attributes from their groups) in the same
+        write as a metadata batch: ``commit(keys, ledger_entries)`` makes that write, with the
+        logs' configuration keys and their ``log.created`` entries, and returns its revision (or
+        raises, and then no log is created). :class:`LogExistsError` if a name or an id is taken
+        (or given twice), before anything is written."""
+        with self._lock:
+            keys: list[tuple[bytes, bytes]] = []
+            entries: list[bytes] = []
+            planned: list[tuple[str, int, str | None]] = []
+            saved_max = dict(self._max_id)
+            names: set[str] = set()
+            ids: set[int] = set()
+            try:
+                for name, log_id, group in new:
+                    check_name(name, "log")
+                    if name in self._logs or name in names:
+                        raise LogExistsError(f"log {name!r} exists")
+                    if group is not None and group not in self._groups:
+                        raise UnknownLogError(f"no log group {group!r}")
+                    chosen = self._choose_id(log_id, group)
+                    if chosen in ids:
+                        raise LogExistsError(f"log id {chosen} is given twice")
+                    names.add(name)
+                    ids.add(chosen)
+                    self._max_id[group] = max(self._max_id.get(group, 0), chosen)  # the next one chosen is above
+                    planned.append((name, chosen, group))
+                    keys.append((_LOG_PREFIX + name.encode(), json.dumps(
+                        {"name": name, "log_id": chosen, "group": group, "overrides": {}}).encode()))
+                    entries.append(encode_change(LogCreated(chosen, name, group)))
+                revision = commit(keys, entries)
+            finally:
+                self._max_id = saved_max  # _add() below raises it again for what was created
+            for name, chosen, group in planned:
+                self._add(name, chosen, group, {})
+            return revision
 
     def _choose_id(self, log_id: int | None, group: str | None) -> int:
         lo, hi = 1, LOG_ID_MAX

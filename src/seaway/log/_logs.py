@@ -32,6 +32,7 @@ from seaway.log._handle import (
     get_or_create_log,
 )
 from seaway.log._lsn import LSN_MAX, LSN_OLDEST, check_lsn, lsn_str
+from seaway.log._meta import MetadataStore
 from seaway.log._reader import LogReadState, ReadChunk
 from seaway.log._types import (
     BUFFERED_BYTES_MAX_DEFAULT,
@@ -408,6 +409,11 @@ class Logs:
         store.forget_deleted(deleted)  # finishes deletions a crash interrupted
         for log_id in deleted:
             self._config.forget_name(log_id)
+
+    def metadata_store(self) -> MetadataStore:
+        """The store's metadata store (``sw.meta``), whose batches may create these logs
+        atomically with the metadata that names them (:meth:`MetaBatch.create_log`)."""
+        return MetadataStore(self._store.logsdb, self._config)
 
     def close_appends(self, drain_s: float = 30.0) -> None:
         """Let the appends made so far go out (waiting up to ``drain_s``), then refuse more: the

@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, NamedTuple
 from seaway._errors import ConditionFailedError, InvalidArgumentError, PayloadTooLargeError
 from seaway._values import KvCheck, KvDelete, KvDeleteRange, KvOp, KvPut
 from seaway.ledger import Change, encode_change
+from seaway.log._config import LOG_ID_MAX, check_name
 
 if TYPE_CHECKING:  # the remote client uses this module and must not load RocksDB
+    from seaway.log._config import LogsConfig
     from seaway.logsdb import LogsDB
 
 NAMESPACE_CHARS_MAX = 64
@@ -34,6 +36,8 @@ KEY_BYTES_MAX = 1024
 VALUE_BYTES_MAX = 1 << 20
 BATCH_OPS_MAX = 10_000
 """Puts, deletes, range deletes and conditions of one batch, together."""
+BATCH_NEW_LOGS_MAX = 10_000
+"""Logs one batch creates (:meth:`MetaBatch.create_log`), besides its operations."""
 BATCH_BYTES_MAX = 16 << 20
 """Keys and values of one batch, together."""
 SCAN_LIMIT_MAX = 10_000
@@ -112,6 +116,15 @@ class MetaCondition:
 MetaOp = MetaPut | MetaDelete | MetaDeleteRange
 
 
+@dataclass(frozen=True, slots=True)
+class MetaNewLog:
+    """A log the batch creates (see :meth:`MetaBatch.create_log`)."""
+
+    name: str
+    log_id: int | None = None
+    group: str | None = None
+
+
 @dataclass
 class MetaBatch:
     """An atomic batch under construction. Chain the calls, then :meth:`commit` (bound batches, from
@@ -122,6 +135,8 @@ class MetaBatch:
     ops: list[MetaOp] = field(default_factory=list)
     ledger: bytes | None = None
     """The encoded change ledger entry written with the batch (see :meth:`record`), if any."""
+    new_logs: list[MetaNewLog] = field(default_factory=list)
+    """The logs the batch creates (see :meth:`create_log`)."""
     _commit: Callable[[MetaBatch], int] | None = field(default=None, repr=False, compare=False)
     _bytes: int = field(default=0, repr=False, compare=False)
 
@@ -150,6 +165,26 @@ class MetaBatch:
             raise PayloadTooLargeError(f"a metadata value is at most {VALUE_BYTES_MAX} bytes, got {len(value)}")
         self.ops.append(MetaPut(namespace, key, value))
         self._grow(key, value)
+        return self
+
+    def create_log(self, name: str, log_id: int | None = None, *, group: str | None = None) -> MetaBatch:
+        """Create the log ``name`` (with id ``log_id``, or the next free one of its group when
+        None; attributes from the group) in the same atomic write as the batch: the log exists
+        exactly when the batch applied, so metadata that names it never names a missing log, and
+        no log is left that nothing names. A caller that writes the id into the batch's values
+        chooses it (a random id of its group is unlikely to be taken; if it is, the commit raises
+        :class:`LogExistsError` and nothing is applied: choose again). Each log is recorded in the
+        ledger (``log.created``) before the batch's own change."""
+        check_name(name, "log")
+        if log_id is not None and (not isinstance(log_id, int) or isinstance(log_id, bool)
+                                   or not 1 <= log_id <= LOG_ID_MAX):
+            raise InvalidArgumentError(f"log id must be in [1, {LOG_ID_MAX}], got {log_id!r}")
+        if group is not None:
+            check_name(group, "log group")
+        if len(self.new_logs) >= BATCH_NEW_LOGS_MAX:
+            raise PayloadTooLargeError(f"a metadata batch creates at most {BATCH_NEW_LOGS_MAX} logs")
+        self.new_logs.append(MetaNewLog(name, log_id, group))
+        self._grow(name.encode(), (group or "").encode(), b"\0" * 8)
         return self
 
     def delete(self, namespace: str, key: bytes) -> MetaBatch:
@@ -273,10 +308,12 @@ def scan_bounds(namespace: str, prefix: bytes, start: bytes | None, end: bytes |
 
 
 class MetadataStore(MetaApi):
-    """The metadata store of an embedded store (``sw.meta``). Thread-safe."""
+    """The metadata store of an embedded store (``sw.meta``). Thread-safe. ``logs``: the names of
+    the store's logs, which batches that create logs change (without it such a batch is refused)."""
 
-    def __init__(self, db: LogsDB) -> None:
+    def __init__(self, db: LogsDB, logs: LogsConfig | None = None) -> None:
         self._db = db
+        self._logs = logs
 
     def get(self, namespace: str, key: bytes) -> Versioned | None:
         """The key's value and version, or None if absent. Sees every batch that returned."""
@@ -307,7 +344,9 @@ class MetadataStore(MetaApi):
 
         Raises :class:`ConditionFailedError` (naming the key) if a condition fails: nothing is
         applied. Durable when it returns; raises :class:`StorageError` if the write failed.
-        ``sync=False``: applied but not waited onto the disk (a later synced write makes it
+        A batch that creates logs (:meth:`MetaBatch.create_log`) creates them in the same write;
+        :class:`LogExistsError` if a name or id is taken (nothing applied). ``sync=False``:
+        applied but not waited onto the disk (a later synced write makes it
         durable; a power loss before that may lose it), for writes that can be made again from a
         log (the transaction manager's commits)."""
         checks = [KvCheck(encode_key(c.namespace, c.key), c.version, c.value) for c in batch.conditions]
@@ -320,7 +359,14 @@ class MetadataStore(MetaApi):
             else:
                 ops.append(KvDeleteRange(encode_key(op.namespace, op.start), _range_end(op.namespace, op.end)))
         try:
-            return self._db.kv_commit(checks, ops, sync=sync, ledger=batch.ledger)
+            if not batch.new_logs:
+                return self._db.kv_commit(checks, ops, sync=sync, ledger=batch.ledger)
+            if self._logs is None:
+                raise InvalidArgumentError("this metadata store cannot create logs")
+            return self._logs.create_logs(
+                [(n.name, n.log_id, n.group) for n in batch.new_logs],
+                lambda keys, entries: self._db.kv_commit(checks, ops, sync=sync, ledger=batch.ledger,
+                                                         plain=keys, plain_ledger=entries))
         except ConditionFailedError as exc:
             namespace, key = decode_key(exc.key)
             raise ConditionFailedError(f"metadata batch not applied: {namespace}/{key!r}: {exc}",

@@ -49,7 +49,8 @@ class KvStore(LedgerStore):
 
     @holding_no_handles
     def kv_commit(self, checks: Sequence[KvCheck], ops: Sequence[KvOp], *, sync: bool = True,
-                  ledger: bytes | None = None) -> int:
+                  ledger: bytes | None = None, plain: Sequence[tuple[bytes, bytes]] = (),
+                  plain_ledger: Sequence[bytes] = ()) -> int:
         """Apply ``ops`` atomically if every check holds; return the batch's revision (the version
         of every key it puts). Durable when it returns (``sync=False``: applied, and durable with
         the next synced write; a process crash keeps it, a power loss may not). Raises
@@ -57,7 +58,11 @@ class KvStore(LedgerStore):
         :class:`StorageError` if the write failed.
 
         Revisions go up by one a batch that changes something, across restarts. Concurrent
-        callers share WAL syncs (group commit). A ``ledger`` entry is written in the same batch."""
+        callers share WAL syncs (group commit). A ``ledger`` entry is written in the same batch.
+
+        ``plain``: upper-layer metadata keys (as :meth:`put_meta` writes) put in the same write,
+        recorded by the ledger entries ``plain_ledger`` (before ``ledger``): what makes a log's
+        creation atomic with the versioned batch that names it."""
         with self._writing():
             for check in checks:
                 self._kv_check(check)
@@ -72,7 +77,10 @@ class KvStore(LedgerStore):
                 else:
                     batch.delete_range(P_KV + op.start, P_KV + op.end, self._meta_handle)
             batch.put(P_KV_REVISION, u64(revision), self._meta_handle)
-            kept = self._ledger_add(batch, (ledger,)) if ledger is not None else None
+            for key, value in plain:
+                batch.put(P_USER + key, value, self._meta_handle)
+            bodies = (*plain_ledger, *((ledger,) if ledger is not None else ()))
+            kept = self._ledger_add(batch, bodies) if bodies else None
             self._apply(batch, sync=False)
             self._kv_revision = revision
             if kept is not None:
@@ -81,7 +89,7 @@ class KvStore(LedgerStore):
             applied = self._kv_applied
         if sync:
             self._kv_sync(applied)
-        if ledger is not None:  # unsynced (sync=False): a woken reader's read syncs it
+        if bodies:  # unsynced (sync=False): a woken reader's read syncs it
             self._wake_ledger_readers()
         return revision
 

@@ -38,7 +38,7 @@ from seaway.ledger import (
     QueueCreated,
     QueueDeleted,
 )
-from seaway.log import MetaApi
+from seaway.log import MetaApi, MetaBatch
 from seaway.queues._chunks import drained
 from seaway.queues._consumer import Consumer
 from seaway.queues._producer import PRODUCER_GROUPS_REFRESH_S, Producer
@@ -71,6 +71,10 @@ if TYPE_CHECKING:
 
     from seaway.log import LogsApi
     from seaway.txn import Snapshot, Transactions
+
+LOG_ATTEMPTS_MAX = 100
+"""Times a group's creation or resize chooses its logs' ids again when one was taken."""
+
 
 @dataclass(frozen=True)
 class PartitionInfo:
@@ -186,21 +190,24 @@ class Queues:
                 self.logs.create_group(PARTITIONS_GROUP, *PARTITION_LOG_IDS)
             self._group_ready = True
 
-    def _make_logs(self, queue: str, group: str, generation: int, strategy: Strategy, size: int) -> tuple[int, ...]:
-        """New logs for a layout's partitions, named ``queue/<queue>/<group>/<generation>/<partition>.<tag>``
-        with a tag of this call's own: never the logs of another layout of the same name (those of a
-        group a concurrent ``delete_group`` is deleting, or of a racing resize)."""
+    def _layout_logs(self, batch: MetaBatch, queue: str, group: str, generation: int, strategy: Strategy,
+                     size: int) -> tuple[int, ...]:
+        """A layout's partition logs, created by ``batch`` (the one that records the layout: a
+        crash leaves both or neither), with random ids of the partitions' group (taken only by
+        chance: the commit then raises :class:`LogExistsError`, and the caller tries again), named
+        ``queue/<queue>/<group>/<generation>/<partition>.<tag>`` with a tag of this call's own: never
+        the logs of another layout of the same name (those of a group a concurrent ``delete_group``
+        is deleting, or of a racing resize)."""
         self._partition_group()
-        count = 1 if strategy is Strategy.FIFO else size
+        lo, hi = PARTITION_LOG_IDS
+        ids: list[int] = []
         tag = secrets.token_hex(6)
-        return tuple(int(self.logs.get_or_create(f"queue/{queue}/{group}/{generation}/{p}.{tag}",
-                                                 group=PARTITIONS_GROUP).id) for p in range(count))
-
-    def _drop_logs(self, log_ids: tuple[int, ...]) -> None:
-        """Delete the logs of a layout that was never recorded (its batch failed its condition)."""
-        for log_id in log_ids:
-            with contextlib.suppress(UnknownLogError):
-                self.logs.delete(log_id)
+        for p in range(1 if strategy is Strategy.FIFO else size):
+            name = f"queue/{queue}/{group}/{generation}/{p}.{tag}"
+            log_id = lo + secrets.randbelow((hi - lo + 1) // 2)  # the upper half: for ids the log layer picks
+            batch.create_log(name, log_id, group=PARTITIONS_GROUP)
+            ids.append(log_id)
+        return tuple(ids)
 
     def create_group(self, queue: str, group: str, size: int = 1, strategy: Strategy | str = Strategy.FIFO,
                      key: str | None = None) -> None:
@@ -216,14 +223,20 @@ class Queues:
             raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}")
         if len(self._records(queue)) >= GROUPS_MAX:
             raise InvalidArgumentError(f"a queue has at most {GROUPS_MAX} consumer groups")
-        layout = Layout(1, size, chosen, key, self._make_logs(queue, group, 1, chosen, size))
-        try:
-            self.meta.batch().expect_absent(NAMESPACE, group_key(queue, group)).put(
-                NAMESPACE, group_key(queue, group), GroupRecord(group, layout).encode()).record(
-                ConsumerGroupCreated(queue, group, size, chosen.value, key)).commit()
-        except ConditionFailedError:
-            self._drop_logs(layout.logs)
-            raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}") from None
+        for _ in range(LOG_ATTEMPTS_MAX):
+            batch = self.meta.batch().expect_absent(NAMESPACE, group_key(queue, group))
+            layout = Layout(1, size, chosen, key, self._layout_logs(batch, queue, group, 1, chosen, size))
+            try:
+                batch.put(NAMESPACE, group_key(queue, group), GroupRecord(group, layout).encode()).record(
+                    ConsumerGroupCreated(queue, group, size, chosen.value, key)).commit()
+                break
+            except ConditionFailedError:
+                raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}") from None
+            except LogExistsError:
+                continue  # an id was taken by chance: pick again
+        else:
+            raise InvalidArgumentError(f"group {group!r}: its logs could not be created in {LOG_ATTEMPTS_MAX} "
+                                       "attempts; try again")
         time.sleep(PRODUCER_GROUPS_REFRESH_S)  # every producer's view of the groups is younger than that
 
     def group_record(self, queue: str, group: str) -> tuple[GroupRecord, int]:
@@ -266,18 +279,24 @@ class Queues:
             key = current.key  # a HASH group resized keeps its key unless given another
         new_size, chosen, new_key = check_strategy(current.size if size is None else size, wanted, key)
         generation = current.generation + 1
-        layout = Layout(generation, new_size, chosen, new_key,
-                        self._make_logs(queue, group, generation, chosen, new_size))
         # Recorded with the new layout, which producers and consumers go by from this batch on;
         # draining the old one afterwards (the barrier) is not a change of the group's layout.
         resized = ConsumerGroupResized(queue, group, new_size, chosen.value, new_key, generation)
-        try:
-            self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).put(
-                NAMESPACE, group_key(queue, group),
-                GroupRecord(group, layout, current, self.clock.now_ms()).encode()).record(resized).commit()
-        except ConditionFailedError:
-            self._drop_logs(layout.logs)
-            raise InvalidArgumentError(f"group {group!r} changed during the resize; try again") from None
+        for _ in range(LOG_ATTEMPTS_MAX):
+            batch = self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version)
+            layout = Layout(generation, new_size, chosen, new_key,
+                            self._layout_logs(batch, queue, group, generation, chosen, new_size))
+            try:
+                batch.put(NAMESPACE, group_key(queue, group),
+                          GroupRecord(group, layout, current, self.clock.now_ms()).encode()).record(resized).commit()
+                break
+            except ConditionFailedError:
+                raise InvalidArgumentError(f"group {group!r} changed during the resize; try again") from None
+            except LogExistsError:
+                continue  # an id was taken by chance: pick again
+        else:
+            raise InvalidArgumentError(f"group {group!r}: its new logs could not be created in {LOG_ATTEMPTS_MAX} "
+                                       "attempts; try again")
         self._seal(current)
         if wait_s is not None:
             deadline = time.monotonic() + wait_s

@@ -372,6 +372,9 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             self._clients_namespace(op.namespace)
         for condition in batch.conditions:  # a condition on a value is a read of it
             self._readable(condition.namespace)
+        for new in batch.new_logs:
+            if new.name.startswith(RESERVED_PREFIX):
+                raise InvalidArgumentError(f"log names starting with {RESERVED_PREFIX!r} are the store's own")
         if batch.ledger is not None:
             kind = decode_change(batch.ledger).OPERATION.partition(".")[0]
             if kind in STORE_CHANGE_KINDS:

@@ -8,7 +8,8 @@ that stream, or :meth:`StreamController.recover` when a process starts) finishes
 
 1. record the transition: the delta (segments to seal, segments to create), if none is under way
    and the current generation is the one the plan was made from;
-2. create the new segments' logs (by name, so a re-run finds them), and note their ids in it;
+2. create the new segments' logs and note their ids in it, in one batch (the logs are created in
+   the same write as the record naming them: a crash leaves both or neither);
 3. write the new generation: its record, ``cur``, the delta in the history, the time index, and
    each sealed segment's sealing generation;
 4. seal the old segments' logs: writers that meet the seal look up the successors, which exist;
@@ -55,7 +56,7 @@ from seaway.ledger import (
     StreamTruncated,
     StreamUpdated,
 )
-from seaway.log import LSN_OLDEST, LogsApi, MetaApi
+from seaway.log import LSN_OLDEST, LogsApi, MetaApi, MetaBatch
 from seaway.streams._config import SEGMENTS_MAX, StreamConfig
 from seaway.streams._cut import StreamCut, check_consistent
 from seaway.streams._metadata import (
@@ -160,16 +161,42 @@ class StreamController:
         handle = self.logs.get_or_create(name, group=SEGMENTS_GROUP)
         return int(handle.id)
 
+    def _new_log_id(self) -> int:
+        """A random id for a new segment log, in the lower half of the segments' group (the upper
+        half stays for ids the log layer chooses itself, above the highest one taken): taken
+        already only by chance, which the batch that creates the log then refuses
+        (:class:`LogExistsError`), and the caller chooses again."""
+        lo, hi = SEGMENT_LOG_IDS
+        return lo + secrets.randbelow((hi - lo + 1) // 2)
+
+    def _created_logs(self, batch: MetaBatch, meta: StreamMetadata, uid: str, segments: Sequence[Segment],
+                      look: bool) -> tuple[Segment, ...]:
+        """``segments`` with their logs: those without one get a new id and their log is created by
+        ``batch``. ``look``: a segment whose log exists by name already (made by a version that
+        created logs before the batch naming them) keeps that one."""
+        self._segment_group()
+        out: list[Segment] = []
+        for s in segments:
+            log_id = s.log_id
+            name = segment_log_name(meta.scope, meta.stream, uid, s.id)
+            if not log_id and look:
+                with contextlib.suppress(UnknownLogError):
+                    log_id = int(self.logs.get(name).id)
+            if not log_id:
+                log_id = self._new_log_id()
+                batch.create_log(name, log_id, group=SEGMENTS_GROUP)
+            out.append(Segment(s.number, s.generation, s.created_ms, s.key_lo, s.key_hi, log_id))
+        return tuple(out)
+
     def create_stream(self, scope: str, stream: str, config: StreamConfig, segments: int | None = None) -> None:
         """Create a stream with ``segments`` segments of equal ranges (default: the scaling
         policy's minimum).
 
-        Three steps, so that neither a crash nor a racing change leaves anything behind: (1) a
-        creation record (``new/<scope>/<stream>``: the logs' uid and how many), written with the
-        scope key, which a racing :meth:`delete_scope` checks; (2) the segments' logs; (3) the
-        stream's records, conditional on the creation record, which the batch removes. A
-        process that finds a creation record when it recovers removes it and the logs it names:
-        a creation that meets that raises :class:`StreamChangedError` (retriable)."""
+        One metadata batch: the stream's records, its segments' logs (created in the same write,
+        :meth:`MetaBatch.create_log`: neither a crash nor a racing change leaves a log that
+        nothing names, or a record naming a missing log), and the scope key rewritten, conditional
+        on the version read, so that a racing :meth:`delete_scope` fails (and streams created at
+        once in one scope race for it: the losers read again and retry)."""
         check_part(stream, "stream")
         if not isinstance(config, StreamConfig):
             raise InvalidArgumentError(f"config must be a StreamConfig, got {config!r:.80}")
@@ -177,46 +204,34 @@ class StreamController:
         if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= SEGMENTS_MAX:
             raise InvalidArgumentError(f"a stream starts with 1-{SEGMENTS_MAX} segments, got {count!r}")
         meta = StreamMetadata(self.meta, scope, stream)
-        now = self.clock.now_ms()
-        state = StreamState(config, "active", now, secrets.token_hex(6))
-        creating = self._begin_creation(meta, state.uid, count)  # step 1
-        planned = [Segment(n, 0, now, lo, hi) for n, (lo, hi) in enumerate(even_ranges(count))]
-        made = tuple(Segment(s.number, 0, now, s.key_lo, s.key_hi, self._make_log(meta, state.uid, s))
-                     for s in planned)  # step 2
-        try:  # step 3
-            meta.create_batch(self.meta.batch(), state, Generation(0, now, made), creating).record(
-                StreamCreated(meta.name, count, config_json(config))).commit()
-        except ConditionFailedError:
-            for segment in made:  # the logs made for nothing: nobody else knows their names
-                self._drop_log(segment.log_id)
-            raise StreamChangedError(f"the creation of stream {meta.name!r} was undone by a recovery "
-                                     "meanwhile: try again") from None
-
-    def _begin_creation(self, meta: StreamMetadata, uid: str, count: int) -> int:
-        """Step 1 of :meth:`create_stream`: the creation record's version. The scope key is
-        rewritten with it, so that a racing :meth:`delete_scope` fails; streams created at once in
-        one scope then race for the scope key too, and the losers try again."""
-        key = creating_key(meta.scope, meta.stream)
         for _ in range(CREATE_ATTEMPTS_MAX):
-            scope = self.meta.get(NAMESPACE, scope_key(meta.scope))
-            if scope is None:
+            found = self.meta.get(NAMESPACE, scope_key(meta.scope))
+            if found is None:
                 raise UnknownScopeError(f"scope {meta.scope!r} does not exist")
             if self.meta.get(NAMESPACE, index_key(meta.scope, meta.stream)) is not None \
-                    or self.meta.get(NAMESPACE, key) is not None:
+                    or self.meta.get(NAMESPACE, creating_key(meta.scope, meta.stream)) is not None:
                 raise StreamExistsError(f"stream {meta.name!r} exists (or is being created)")
+            now = self.clock.now_ms()
+            state = StreamState(config, "active", now, secrets.token_hex(6))
+            batch = self.meta.batch().expect_version(NAMESPACE, scope_key(meta.scope), found.version).put(
+                NAMESPACE, scope_key(meta.scope), found.value).expect_absent(
+                NAMESPACE, creating_key(meta.scope, meta.stream))  # one an older version began
+            planned = [Segment(n, 0, now, lo, hi) for n, (lo, hi) in enumerate(even_ranges(count))]
+            made = self._created_logs(batch, meta, state.uid, planned, look=False)
             try:
-                return self.meta.batch().expect_version(NAMESPACE, scope_key(meta.scope), scope.version).put(
-                    NAMESPACE, scope_key(meta.scope), scope.value).expect_absent(
-                    NAMESPACE, index_key(meta.scope, meta.stream)).expect_absent(NAMESPACE, key).put(
-                    NAMESPACE, key, as_json({"uid": uid, "segments": count})).commit()
-            except ConditionFailedError:
-                continue  # the scope or the name changed meanwhile: look again
+                meta.create_batch(batch, state, Generation(0, now, made)).record(
+                    StreamCreated(meta.name, count, config_json(config))).commit()
+                return
+            except (ConditionFailedError, LogExistsError):
+                continue  # the scope or the name changed meanwhile, or an id was taken: look again
         raise StreamChangedError(f"scope {meta.scope!r} changed {CREATE_ATTEMPTS_MAX} times while stream "
                                  f"{meta.name!r} was being created: try again")
 
     def _undo_creations(self) -> int:
-        """Remove every creation record left by a process that stopped between the steps of
-        :meth:`create_stream`, and the logs it names; how many."""
+        """Remove every creation record left by a process of an older version (which created a
+        stream in three steps: this record, the logs, the stream's records) that stopped between
+        those steps, and the logs it names; how many. Streams are now created in one batch, which
+        writes no such record: this only cleans stores written before."""
         undone = 0
         start = creating_key("", "")
         while rows := self.meta.scan(NAMESPACE, prefix=creating_key("", ""), start=start, limit=LIST_MAX):
@@ -530,14 +545,23 @@ class StreamController:
     def _finish_scaling(self, meta: StreamMetadata, delta: Delta, version: int) -> None:
         state, _ = meta.state()
         if any(s.log_id == 0 for s in delta.created):  # step 2
-            made = tuple(s if s.log_id else Segment(s.number, s.generation, s.created_ms, s.key_lo, s.key_hi,
-                                                    self._make_log(meta, state.uid, s)) for s in delta.created)
-            delta = Delta(delta.generation, delta.time_ms, delta.sealed, made, delta.reason)
-            try:
-                version = self.meta.batch().expect_version(NAMESPACE, meta.key("trans"), version).put(
-                    NAMESPACE, meta.key("trans"), delta.encode()).commit()
-            except ConditionFailedError:
-                return  # another process moved it on; it finishes it
+            planned = delta.created
+            for attempt in range(CREATE_ATTEMPTS_MAX):  # the logs are created with the batch naming them
+                batch = self.meta.batch()
+                made = self._created_logs(batch, meta, state.uid, planned, look=attempt > 0)
+                made_delta = Delta(delta.generation, delta.time_ms, delta.sealed, made, delta.reason)
+                try:
+                    version = batch.expect_version(NAMESPACE, meta.key("trans"), version).put(
+                        NAMESPACE, meta.key("trans"), made_delta.encode()).commit()
+                    delta = made_delta
+                    break
+                except ConditionFailedError:
+                    return  # another process moved it on; it finishes it
+                except LogExistsError:
+                    continue  # an id was taken, or a log made by an older version has the name
+            else:
+                raise StreamChangedError(f"stream {meta.name!r}: the new segments' logs could not be created in "
+                                         f"{CREATE_ATTEMPTS_MAX} attempts: try again")
             self._stepped(2)
         current, next_number, current_version = meta.current()
         if current.generation == delta.generation - 1:  # step 3

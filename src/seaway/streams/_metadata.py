@@ -612,12 +612,8 @@ class StreamMetadata:
 
     # --- batches --------------------------------------------------------------------------------
 
-    def create_batch(self, batch: MetaBatch, state: StreamState, first: Generation, creating: int) -> MetaBatch:
-        """Create the stream's records, if its creation record is still the one written (version
-        ``creating``), and remove that record. (While it is there, the name is taken and the
-        scope cannot be deleted.)"""
-        batch.expect_version(NAMESPACE, creating_key(self.scope, self.stream), creating)
-        batch.delete(NAMESPACE, creating_key(self.scope, self.stream))
+    def create_batch(self, batch: MetaBatch, state: StreamState, first: Generation) -> MetaBatch:
+        """Create the stream's records, if it has none."""
         batch.expect_absent(NAMESPACE, index_key(self.scope, self.stream))
         batch.expect_absent(NAMESPACE, self.key("conf"))
         batch.put(NAMESPACE, index_key(self.scope, self.stream), b"")

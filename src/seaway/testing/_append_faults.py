@@ -10,7 +10,11 @@ a random generator seeded by the test, to let it through or to:
   as a sequencer whose queue is full does, again without storing it;
 - ``lose_reply``: store it, then fail its future with :class:`TimedOutError`, as a reply lost on the
   way back does: the batch is stored, the producer does not know;
-- ``delay``: answer it up to ``delay_s_max`` late (the order of answers changes, not of stores).
+- ``delay``: answer it up to ``delay_s_max`` late (the order of answers changes, not of stores);
+
+and, at one named step, to crash: ``crash_after=N`` kills the process with SIGKILL once the Nth
+batch it touches is stored, before its reply is returned (the producer never hears of it, and of
+nothing after it): what a process killed between a write and its acknowledgement leaves.
 
 Each decision is recorded in :attr:`AppendFaults.injected`, so a failing test can say what was done;
 the same seed and the same sequence of appends make the same decisions.
@@ -18,7 +22,9 @@ the same seed and the same sequence of appends make the same decisions.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -32,7 +38,7 @@ from seaway._errors import InvalidArgumentError, OverloadedError, TimedOutError
 @dataclass(frozen=True, slots=True)
 class InjectedFault:
     kind: str
-    """``refuse``, ``refuse_later``, ``lose_reply`` or ``delay``."""
+    """``refuse``, ``refuse_later``, ``lose_reply``, ``delay`` or ``crash``."""
     log_id: int
     records: int
     sequence: int | None
@@ -45,12 +51,14 @@ class AppendFaults:
     ``refuse``, ``refuse_later``, ``lose_reply`` and ``delay`` are probabilities per batch (their sum
     at most 1). ``limit`` bounds the faults injected in all (None: no bound), so that retries end.
     ``logs``: only batches of these log ids are touched (None: all). ``marked_only``: only batches
-    with a producer mark (idempotent appends) are touched.
+    with a producer mark (idempotent appends) are touched. ``crash_after``: the process kills
+    itself (SIGKILL) once the ``crash_after``-th batch touched (from 1) is stored, before its reply
+    goes back (for a test's child process: see the module's docstring).
     """
 
     def __init__(self, seed: int, *, refuse: float = 0.0, refuse_later: float = 0.0, lose_reply: float = 0.0,
                  delay: float = 0.0, delay_s_max: float = 0.02, limit: int | None = None,
-                 logs: set[int] | None = None, marked_only: bool = False) -> None:
+                 logs: set[int] | None = None, marked_only: bool = False, crash_after: int | None = None) -> None:
         chances = (refuse, refuse_later, lose_reply, delay)
         if any(not 0 <= c <= 1 for c in chances) or sum(chances) > 1:
             raise InvalidArgumentError(f"fault probabilities must be in [0, 1] and sum to at most 1, got {chances}")
@@ -61,6 +69,11 @@ class AppendFaults:
         self._limit = limit
         self._logs = logs
         self._marked_only = marked_only
+        if crash_after is not None and (not isinstance(crash_after, int) or crash_after < 1):
+            raise InvalidArgumentError(f"crash_after counts batches from 1, got {crash_after!r}")
+        self._crash_after = crash_after
+        self.touched = 0
+        """Batches of the logs (and marks) this touches, so far."""
         self._lock = threading.Lock()
         self.injected: list[InjectedFault] = []
         self.passed = 0
@@ -75,6 +88,11 @@ class AppendFaults:
                 return None
             if self._marked_only and producer is None:
                 return None
+            self.touched += 1
+            if self.touched == self._crash_after:
+                self.injected.append(InjectedFault("crash", log_id, records,
+                                                   None if producer is None else producer.sequence))
+                return "crash"
             if self._limit is not None and len(self.injected) >= self._limit:
                 self.passed += 1
                 return None
@@ -103,6 +121,9 @@ class AppendFaults:
             inner = append_async(log_id, payloads, sync, producer, if_tail)
             if kind is None:
                 return inner
+            if kind == "crash":
+                inner.add_done_callback(lambda done: self._crash(done, outer))
+                return outer
             delay_s = self._delay_s_max if kind == "delay" else 0.0
 
             def answered(done: Future[range]) -> None:
@@ -118,6 +139,16 @@ class AppendFaults:
             return outer
 
         return faulty
+
+    def _crash(self, done: Future[range], outer: Future[range]) -> None:
+        """Once the batch is stored, die before its reply is passed on; a batch that failed is
+        answered as it failed, and the next one touched is the crash point instead."""
+        error = done.exception()
+        if error is None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        with self._lock:
+            self._crash_after = self.touched + 1
+        outer.set_exception(error or AssertionError("unreachable"))
 
     @contextmanager
     def applied(self, target: Any) -> Iterator[AppendFaults]:

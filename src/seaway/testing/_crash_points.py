@@ -7,12 +7,16 @@ of the change, before it applies or just after (written, its caller never told),
 after it not happening: what a process killed there leaves. :class:`CrashingMeta` stands in for the
 metadata store the change's component was given (the same seam a user's code has: the component's
 ``meta``), names each batch by what it does (:attr:`CrashingMeta.steps`), and crashes at the one
-armed. The harness then reopens the store, which finishes or forgets what was left half-done, and
-checks that the change is made and recorded once, or neither.
+armed: by raising (the in-process variant: the harness closes the store) or, with ``kill``, by
+killing its own process with SIGKILL there, as a crash does (the real variant: a child process run
+by :mod:`seaway.testing._named_crash`). The harness then reopens the store, which finishes or
+forgets what was left half-done, and checks that the change is made and recorded once, or neither.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 from dataclasses import dataclass
 
 from seaway._errors import StorageError
@@ -35,12 +39,13 @@ class CrashPoint:
 
 
 def step_name(batch: MetaBatch) -> str:
-    """What a batch does, by the ledger entry it records, else by the keys it writes:
-    ``records stream.scaled``, ``writes streams:s/…/trans``."""
+    """What a batch does, by the ledger entry it records, else by the keys it writes, and the
+    logs it creates: ``records stream.scaled``, ``creates 3 logs, writes streams:s/…/trans``."""
+    logs = f"creates {len(batch.new_logs)} logs, " if batch.new_logs else ""
     if batch.ledger is not None:
-        return f"records {decode_change(batch.ledger).OPERATION}"
+        return f"{logs}records {decode_change(batch.ledger).OPERATION}"
     kinds = dict.fromkeys(f"{op.namespace}:{_kind(op)}" for op in batch.ops)
-    return "writes " + ", ".join(kinds) if kinds else "checks only"
+    return logs + ("writes " + ", ".join(kinds) if kinds else "checks only")
 
 
 def _kind(op: MetaOp) -> str:
@@ -61,10 +66,14 @@ class CrashingMeta(MetaApi):
     :class:`StorageError` (``injected``), either before the batch applies or just after it
     (``applied``: the write is made but its caller never hears of it). ``crash_at``: a
     :class:`CrashPoint`, or the number of the batch (from 1) with ``applied``; None: no crash, only
-    naming the batches (:attr:`steps`), to learn a change's crash points (:meth:`points`)."""
+    naming the batches (:attr:`steps`), to learn a change's crash points (:meth:`points`).
+    ``kill``: the crash is real: the process kills itself with SIGKILL at the point (nothing after
+    it runs, no ``finally``, no close)."""
 
-    def __init__(self, meta: MetaApi, crash_at: CrashPoint | int | None = None, *, applied: bool = False) -> None:
+    def __init__(self, meta: MetaApi, crash_at: CrashPoint | int | None = None, *, applied: bool = False,
+                 kill: bool = False) -> None:
         self._meta = meta
+        self.kill = kill
         self.crash_at = crash_at.commit if isinstance(crash_at, CrashPoint) else crash_at
         self.applied = crash_at.applied if isinstance(crash_at, CrashPoint) else applied
         self.steps: list[str] = []
@@ -94,8 +103,14 @@ class CrashingMeta(MetaApi):
         at = self.commits
         crashed = self.crash_at is not None and at >= self.crash_at
         if crashed and not (self.applied and at == self.crash_at):
+            self._killed()
             raise StorageError(f"injected: crashed before metadata batch {self.crash_at} applied")
         revision = self._meta.commit(batch, sync=sync)
         if crashed:
+            self._killed()
             raise StorageError(f"injected: crashed just after metadata batch {self.crash_at} applied")
         return revision
+
+    def _killed(self) -> None:
+        if self.kill:
+            os.kill(os.getpid(), signal.SIGKILL)

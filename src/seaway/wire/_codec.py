@@ -238,6 +238,12 @@ def meta_batch_to_msg(batch: MetaBatch) -> pb.MetaBatch:
             msg.ops.add().delete_range.CopyFrom(pb.MetaRange(namespace=op.namespace, start=op.start, end=op.end))
     if batch.ledger is not None:
         msg.ledger = batch.ledger
+    for new in batch.new_logs:
+        added = msg.new_logs.add(name=new.name)
+        if new.log_id is not None:
+            added.log_id = new.log_id
+        if new.group is not None:
+            added.group = new.group
     return msg
 
 
@@ -263,6 +269,9 @@ def meta_batch_from_msg(msg: pb.MetaBatch) -> MetaBatch:
             raise InvalidArgumentError("an operation of a metadata batch is empty")
     if msg.HasField("ledger"):
         batch.record(change_from_msg(msg.ledger))  # encoded again by this version: what it stores it knows
+    for new in msg.new_logs:
+        batch.create_log(new.name, new.log_id if new.HasField("log_id") else None,
+                         group=new.group if new.HasField("group") else None)
     return batch
 
 

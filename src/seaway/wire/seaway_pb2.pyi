@@ -474,14 +474,26 @@ class MetaCondition(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., key: _Optional[bytes] = ..., version: _Optional[int] = ..., value: _Optional[bytes] = ...) -> None: ...
 
 class MetaBatch(_message.Message):
-    __slots__ = ("conditions", "ops", "ledger")
+    __slots__ = ("conditions", "ops", "ledger", "new_logs")
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     OPS_FIELD_NUMBER: _ClassVar[int]
     LEDGER_FIELD_NUMBER: _ClassVar[int]
+    NEW_LOGS_FIELD_NUMBER: _ClassVar[int]
     conditions: _containers.RepeatedCompositeFieldContainer[MetaCondition]
     ops: _containers.RepeatedCompositeFieldContainer[MetaOp]
     ledger: bytes
-    def __init__(self, conditions: _Optional[_Iterable[_Union[MetaCondition, _Mapping]]] = ..., ops: _Optional[_Iterable[_Union[MetaOp, _Mapping]]] = ..., ledger: _Optional[bytes] = ...) -> None: ...
+    new_logs: _containers.RepeatedCompositeFieldContainer[MetaNewLog]
+    def __init__(self, conditions: _Optional[_Iterable[_Union[MetaCondition, _Mapping]]] = ..., ops: _Optional[_Iterable[_Union[MetaOp, _Mapping]]] = ..., ledger: _Optional[bytes] = ..., new_logs: _Optional[_Iterable[_Union[MetaNewLog, _Mapping]]] = ...) -> None: ...
+
+class MetaNewLog(_message.Message):
+    __slots__ = ("name", "log_id", "group")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    log_id: int
+    group: str
+    def __init__(self, name: _Optional[str] = ..., log_id: _Optional[int] = ..., group: _Optional[str] = ...) -> None: ...
 
 class MetaConditionFailed(_message.Message):
     __slots__ = ("namespace", "key", "version", "message")
