@@ -3,6 +3,7 @@ the rig that cuts the power under it (at a moment, or at the Nth call that chang
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import threading
@@ -121,3 +122,28 @@ class Rig:
             if child.proc.poll() is None:
                 child.proc.kill()
                 child.proc.wait()
+
+    def cut_once(self, run: int, rng: random.Random, calls_seen: int, at_call_share: float = 0.35,
+                 mode: str = "sync") -> tuple[list[str], str, int]:
+        """One run of the child with its power cut: at the Nth call that changes the disk (N up to
+        ``calls_seen``, in ``at_call_share`` of the runs once that is known), else at a moment
+        after it is ready; the cut keeps nothing, a torn write or reordered writes of what was not
+        synced. Returns its acknowledgements, how the power was cut, and the new ``calls_seen``."""
+        cut_mode = rng.choice(list(CutMode))
+        cut_seed = rng.randrange(2**32)
+        if calls_seen and rng.random() < at_call_share:
+            calls = rng.randint(1, calls_seen)
+            lines, report, at_call = self.cut_at_call(mode, run, calls, cut_mode, cut_seed)
+            how = f"run {run}: {cut_mode.value} at call {calls}{'' if at_call else ' (not reached: at 20 s)'}"
+        else:
+            self.fs.mount()
+            child = self.start(mode, run)
+            assert child.ready.wait(60), f"seed {self.seed}: run {run}: child not ready"
+            time.sleep(rng.uniform(0.05, 0.8))
+            assert child.proc.poll() is None, f"seed {self.seed}: run {run}: child died:\n{self.child_log(run)}"
+            calls_seen = max(calls_seen, self.fs.calls())
+            lines, report = self.cut(child, cut_mode, cut_seed)
+            how = f"run {run}: {cut_mode.value} at a moment"
+        how += (f" ({report.kept_writes} writes kept, {report.torn_writes} torn, "
+                f"{report.reordered_files} files reordered)")
+        return lines, how, calls_seen

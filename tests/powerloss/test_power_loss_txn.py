@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import random
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ import pytest
 
 import seaway
 from seaway import TxnStatus
-from seaway.testing import CutMode, PowerLossFS
+from seaway.testing import PowerLossFS
 from seaway.testing._powerloss_txn_child import (
     COUNTER,
     GROUP,
@@ -204,23 +203,8 @@ def test_acknowledged_commits_batches_and_queue_entries_survive_power_loss(rig: 
     calls_seen = 0
     cuts: list[str] = []
     for run in range(CUTS):
-        mode = rng.choice(list(CutMode))
-        cut_seed = rng.randrange(2**32)
-        if calls_seen and rng.random() < 0.35:
-            calls = rng.randint(1, calls_seen)
-            lines, report, at_call = rig.cut_at_call("sync", run, calls, mode, cut_seed)
-            cuts.append(f"run {run}: {mode.value} at call {calls}{'' if at_call else ' (not reached: at 20 s)'}")
-        else:
-            rig.fs.mount()
-            child = rig.start("sync", run)
-            assert child.ready.wait(60), f"seed {rig.seed}: run {run}: child not ready"
-            time.sleep(rng.uniform(0.05, 0.8))
-            assert child.proc.poll() is None, f"seed {rig.seed}: run {run}: child died:\n{rig.child_log(run)}"
-            calls_seen = max(calls_seen, rig.fs.calls())
-            lines, report = rig.cut(child, mode, cut_seed)
-            cuts.append(f"run {run}: {mode.value} at a moment")
-        cuts[-1] += (f" ({report.kept_writes} writes kept, {report.torn_writes} torn, "
-                     f"{report.reordered_files} files reordered)")
+        lines, how, calls_seen = rig.cut_once(run, rng, calls_seen)
+        cuts.append(how)
         for line in lines:
             acks.add(run, line)
         problems = acks.problems(rig.disk / "data")
