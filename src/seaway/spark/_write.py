@@ -19,10 +19,9 @@ idempotent sinks"):
    a conflict key: after any crash all of the batch is visible with its marker, or none of it, and
    of two commits of one batch racing, the second fails.
 3. ``abort(messages, batch_id)`` aborts what the messages name. Transactions that no message
-   names (a task lost with its executor, a driver killed during a batch) are aborted, through
-   their staging notes (which hold the task's batch id), by a later commit of the same sink id, of
-   a later batch: another attempt of the batch being committed may still be writing; if none
-   comes, they time out.
+   names (a task lost with its executor, a driver killed during a batch, a speculative attempt)
+   are aborted, through their staging notes (which hold the task's batch id), by the next commit
+   of the same sink id, of that batch or a later one; if none comes, they time out.
 
 A batch ``df.write`` (no batch id) commits its tasks' transactions atomically, without a marker.
 """
@@ -403,12 +402,14 @@ class _Sink:
         self._forget(sw, ids)
 
     def _lost(self, sw: Any, known: set[int], batch_id: int | None) -> list[int]:
-        """Transactions staged under this sink that no message names and whose tasks are known
-        dead (at most CLEANUP_MAX; the next commits take the rest): those of an earlier batch, whose
-        job ended (a task lost with its executor, a driver killed during that batch). Another attempt
-        of the batch being committed (speculative, or cut off) may still be writing: aborted under
-        it, its late writes would race the abort; the next batch's commit takes it (finding 15). A
-        note without a batch (a batch write, or a Spark that does not name it) is taken as dead."""
+        """Transactions staged under this sink that no message names, of this batch or an earlier
+        one (at most CLEANUP_MAX; the next commits take the rest): a task lost with its executor, a
+        driver killed during a batch, a speculative or zombie attempt. None of them can ever be
+        published (this commit publishes the batch, or a replay of it aborts what it staged), and
+        an aborted transaction's late writes are never read, so one still being written to is
+        aborted too (finding 15): left for the next batch's commit, a driver killed in the last
+        batch held readers back until its transactions timed out. A later batch's note is left. A
+        note without a batch (a batch write, or a Spark that does not name it) is taken as lost."""
         prefix = f"{self._scope}/staged/".encode()
         lost = []
         for key, versioned in sw.meta.scan_all(NAMESPACE, prefix=prefix):
@@ -416,7 +417,7 @@ class _Sink:
             if txn_id in known:
                 continue
             noted = versioned.value
-            if batch_id is not None and noted and int(noted) >= batch_id:
+            if batch_id is not None and noted and int(noted) > batch_id:
                 continue
             lost.append(txn_id)
             if len(lost) >= CLEANUP_MAX:
