@@ -439,3 +439,30 @@ def test_clients_cannot_change_the_managers_log(server: ServerProcess) -> None:
         with sw.transaction() as tx:
             pass
         assert sw.txn.status(tx.id) is TxnStatus.COMMITTED
+
+
+def test_the_list_comes_in_pages_of_at_most_limit_after_the_last_of_the_page_before(api: Api) -> None:
+    sw = api.sw
+    log = sw.logs.create(api.name())
+    txns = [sw.transaction() for _ in range(7)]
+    for tx in txns[1::2]:  # invalid: listed after every transaction in progress
+        tx.register_logs([log.id])
+        tx.abort()
+    mine = {tx.id for tx in txns}
+    whole = [info for info in sw.txn.list() if info.id in mine]
+    assert [info.id for info in whole] == [tx.id for tx in txns[0::2]] + [tx.id for tx in txns[1::2]]
+    paged: list[seaway.txn.TxnInfo] = []
+    page = sw.txn.list(limit=2)
+    while page:
+        assert len(page) <= 2
+        paged.extend(page)
+        page = sw.txn.list(after=page[-1], limit=2)
+    assert [info for info in paged if info.id in mine] == whole
+    assert len({info.id for info in paged}) == len(paged)
+    assert sw.txn.list(after=whole[-1]) == [info for info in sw.txn.list() if info.id > whole[-1].id
+                                            and info.status is not TxnStatus.IN_PROGRESS]
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(InvalidArgumentError):
+            sw.txn.list(limit=bad)  # type: ignore[arg-type]
+    for tx in txns[0::2]:
+        tx.abort()

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+import seaway.cli._txn as txn_cli
 from seaway import TxnStatus
 from tests.cli.conftest import Cli, Where
 
@@ -59,3 +62,15 @@ def test_reading_commands_refuse_a_directory_that_is_not_a_store(cli: Cli, tmp_p
     for argv in (("list",), ("status", "5")):
         ran = cli("txn", *argv, "--data-dir", str(tmp_path / "nothing"))
         assert ran.status == 1 and "[INVALID_ARGUMENT]" in ran.err, ran
+
+
+def test_list_reads_in_pages_and_prints_at_most_limit(cli: Cli, where: Where, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(txn_cli, "PAGE", 2)  # pages of 2, so that 5 transactions take several
+    with where.open() as sw:
+        ids = [sw.transaction(timeout_s=600).id for _ in range(5)]
+    listed = [row["id"] for row in json.loads(cli("txn", "list", *where.args, "--json").out)]
+    assert [i for i in listed if i in ids] == ids and len(set(listed)) == len(listed)
+    limited = cli("txn", "list", *where.args, "--limit", "3").out.splitlines()
+    assert [int(line.split("\t")[0]) for line in limited] == listed[:3]
+    refused = cli("txn", "list", *where.args, "--limit", "0")
+    assert refused.status != 0 and "--limit" in refused.err

@@ -12,6 +12,9 @@ import seaway
 from seaway import InvalidArgumentError
 from seaway.client import RemoteSeaway
 from seaway.server import Server, ServerConfig, ServiceLimits
+from seaway.server._pages import ITEMS_MAX
+from seaway.txn import TransactionManager, TxnStatus
+from seaway.txn._state import Abort, Begin, Register
 from seaway.wire import seaway_pb2 as pb
 
 REPLY_BYTES_MAX = 300
@@ -113,3 +116,32 @@ def test_calls_about_many_logs_are_sent_in_parts_whose_replies_fit(server: Serve
         assert len(counts) == len(ids) and [counts[log.id].records for log in logs] == [1, 1, 1]
         assert {method for method, _ in sent} == {"GetLogBounds", "AppendCounts"}
         assert sum(n for _, n in sent) == 2 * len(ids) and max(n for _, n in sent) <= 20_000
+
+
+def test_a_list_of_100k_transactions_is_read_through_a_server(tmp_path: Path) -> None:
+    """At ``in_progress_max`` (100,000 transactions, half of them invalid), ``sw.txn.list()`` is read
+    in pages of at most ITEMS_MAX each, and a page asked for with a limit holds no more."""
+    server = Server(ServerConfig(data_dir=tmp_path, listen="127.0.0.1:0"))
+    server.start()
+    try:
+        manager = server.store.txn.api
+        assert isinstance(manager, TransactionManager)
+        with manager._cond:  # the state as 100,000 begins and registers leave it, made in a second
+            wp = manager.state.last_write_pointer
+            for i in range(100_000):
+                wp += 1
+                manager.state.apply(Begin(wp, 1, 10**12))
+                manager.state.apply(Register(wp, (7,)))
+                if i % 2:
+                    manager.state.apply(Abort(wp, 2))
+        with seaway.connect(f"seaway://{server.address}") as sw:
+            whole = sw.txn.list()
+            assert whole == server.store.txn.list()
+            assert len(whole) == 100_000 and len({info.id for info in whole}) == 100_000
+            assert [info.status for info in whole[49_999:50_001]] == [TxnStatus.IN_PROGRESS, TxnStatus.ABORTED]
+            assert sw.txn.list(after=whole[49_999], limit=3) == whole[50_000:50_003]
+            replies = _pages(sw, "TxnList")
+            assert len(replies) >= 100_000 // ITEMS_MAX
+            assert all(len(reply.transactions) <= ITEMS_MAX for reply in replies)  # type: ignore[attr-defined]
+    finally:
+        server.stop()

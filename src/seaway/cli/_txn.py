@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,7 +24,10 @@ def add_txn_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                               description="A transaction is named by its id (its write pointer), as "
                                           "'txn list' prints it.")
     ops = txn.add_subparsers(dest="op", required=True, metavar="OPERATION")
-    ops.add_parser("list", parents=[common], help="transactions in progress, then invalid ones (aborted, timed out)")
+    listing = ops.add_parser("list", parents=[common],
+                             help="transactions in progress, then invalid ones (aborted, timed out)")
+    listing.add_argument("--limit", type=int, default=None,
+                         help="print at most this many (all by default; read in pages either way)")
     ops.add_parser("status", parents=[common], help="IN_PROGRESS, COMMITTED, ABORTED, TIMED_OUT or UNKNOWN") \
         .add_argument("id")
     ops.add_parser("abort", parents=[common], help="abort a transaction in progress").add_argument("id")
@@ -32,14 +36,15 @@ def add_txn_parser(commands: Any, common: argparse.ArgumentParser) -> None:
 def run_txn(args: argparse.Namespace) -> None:
     """Carry out ``args.op``; failures are raised (as :class:`SeawayError`) for the caller to print."""
     txn_id = _txn_id(args.id) if args.op != "list" else 0  # checked before the store opens
+    if args.op == "list" and args.limit is not None and args.limit < 1:
+        raise InvalidArgumentError(f"--limit is a positive number, got {args.limit}")
     with open_store(args, writes=args.op == "abort") as sw:
         if args.op == "list":
-            rows = [_info_json(info) for info in sw.txn.list()]
             if args.json:
-                print(json.dumps(rows))
+                print(json.dumps([_info_json(info) for info in _pages(sw.txn, args.limit)]))
             else:
-                for row in rows:
-                    print(_info_text(row))
+                for info in _pages(sw.txn, args.limit):
+                    print(_info_text(_info_json(info)))
         elif args.op == "status":
             status = sw.txn.status(txn_id)
             out(args, {"id": txn_id, "status": status.value}, status.value)
@@ -47,6 +52,23 @@ def run_txn(args: argparse.Namespace) -> None:
             sw.txn.abort(txn_id)
             status = sw.txn.status(txn_id)
             out(args, {"id": txn_id, "status": status.value}, f"aborted {txn_id}: {status.value}")
+
+
+PAGE = 1000
+"""Transactions ``txn list`` asks for at once: what it holds stays small however many there are."""
+
+
+def _pages(txn: Any, limit: int | None) -> Iterator[TxnInfo]:
+    """``limit`` transactions (all when None), read a page at a time."""
+    left = limit
+    page = txn.list(limit=PAGE if left is None else min(PAGE, left))
+    while page:
+        yield from page
+        if left is not None:
+            left -= len(page)
+            if left <= 0:
+                return
+        page = txn.list(after=page[-1], limit=PAGE if left is None else min(PAGE, left))
 
 
 def _txn_id(text: str) -> int:

@@ -87,6 +87,7 @@ from seaway.wire import (
     seaway_pb2,
     seaway_pb2_grpc,
     txn_info_from_msg,
+    txn_page_key,
     txn_status_from_msg,
     txn_writes_to_msg,
 )
@@ -160,10 +161,11 @@ class RemoteSeaway:
                 raise error
             time.sleep(self._retry.delay_s(attempt))
 
-    def _pages(self, method: str) -> Iterator[Any]:
+    def _pages(self, method: str, after: bytes | None = None) -> Iterator[Any]:
         """The replies of a list call answered in pages (``PageRequest``), each asked for after the
-        one before; each call is retried as :meth:`_call` does."""
-        request = pb.PageRequest()
+        one before (the first after ``after``, a key as a reply's ``next``); each call is retried
+        as :meth:`_call` does."""
+        request = pb.PageRequest() if after is None else pb.PageRequest(after=after)
         while True:
             reply = self._call(method, request)
             yield reply
@@ -720,12 +722,20 @@ class RemoteTxn:
         self._default_timeout_s = reply.default_timeout_s
         return Snapshot.decode(reply.snapshot), reply.default_timeout_s
 
-    def list(self) -> builtins.list[TxnInfo]:
-        """As the manager's: in progress, then invalid, each by id. Read in pages, so a transaction
-        that ended meanwhile may come twice: it is kept once, as last seen."""
-        found = [txn_info_from_msg(info) for reply in self._client._pages("TxnList") for info in reply.transactions]
+    def list(self, after: TxnInfo | None = None, limit: int | None = None) -> builtins.list[TxnInfo]:
+        """As the manager's: in progress, then invalid, each by id, at most ``limit`` after
+        ``after``. Read in pages, so a transaction that ended meanwhile may come twice: it is kept
+        once, as last seen."""
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise InvalidArgumentError(f"a page's limit is a positive integer, got {limit!r}")
+        start = None if after is None else txn_page_key(after)
+        found: builtins.list[TxnInfo] = []
+        for reply in self._client._pages("TxnList", start):
+            found.extend(txn_info_from_msg(info) for info in reply.transactions)
+            if limit is not None and len(found) >= limit:
+                break
         last = {info.id: at for at, info in enumerate(found)}
-        return [info for at, info in enumerate(found) if last[info.id] == at]
+        return [info for at, info in enumerate(found) if last[info.id] == at][:limit]
 
 
 _LOGS_PER_CALL = 20_000

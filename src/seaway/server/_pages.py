@@ -10,12 +10,11 @@ store (a list read in pages is not one snapshot).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from seaway._errors import InvalidArgumentError
-from seaway.txn import TxnStatus
-from seaway.wire import log_info_to_msg, overrides_to_msg, seaway_pb2, txn_info_to_msg
+from seaway.wire import log_info_to_msg, overrides_to_msg, seaway_pb2, txn_info_to_msg, txn_page_cursor, txn_page_key
 
 if TYPE_CHECKING:
     from seaway.log import LogGroup, LogInfo
@@ -129,19 +128,17 @@ def partitions_page(partitions: Sequence[PartitionInfo], request: pb.PageRequest
     return reply
 
 
-def txns_page(txns: Sequence[TxnInfo], request: pb.PageRequest, bytes_max: int) -> pb.TxnListReply:
-    """Transactions in progress, then the others, each by id: a key is 0 or 1, then the id."""
+def txns_page(list_page: Callable[[TxnInfo | None, int], Sequence[TxnInfo]], request: pb.PageRequest,
+              bytes_max: int) -> pb.TxnListReply:
+    """Transactions in progress, then the others, each by id: a key is 0 or 1, then the id
+    (:func:`txn_page_key`). ``list_page(after, limit)`` is the manager's paged list: a page costs
+    what one page holds, not a copy of every transaction."""
     after = _after(request, 9)
-
-    def items() -> Iterator[tuple[bytes, pb.TxnInfo]]:
-        keyed = sorted(((bytes([info.status is not TxnStatus.IN_PROGRESS]) + _u64(info.id), info) for info in txns),
-                       key=lambda pair: pair[0])
-        for key, info in keyed:
-            if after is None or key > after:
-                yield key, txn_info_to_msg(info)
-
-    found, more = fill(items(), bytes_max)
+    txns = list_page(None if after is None else txn_page_cursor(after), ITEMS_MAX)
+    found, more = fill(((txn_page_key(info), txn_info_to_msg(info)) for info in txns), bytes_max)
     reply = pb.TxnListReply(transactions=found)
+    if more is None and len(txns) >= ITEMS_MAX:
+        more = txn_page_key(txns[-1])
     if more is not None:
         reply.next = more
     return reply

@@ -540,7 +540,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def TxnList(self, request: pb.PageRequest, context: grpc.ServicerContext) -> pb.TxnListReply:
         return self._unary("TxnList", context, lambda: _pages.txns_page(
-            self._store.txn.api.list(), request, self._limits.read_message_bytes_max))
+            self._store.txn.api.list, request, self._limits.read_message_bytes_max))
 
     def _unary(self, method: str, context: grpc.ServicerContext, run: Callable[[], _T]) -> _T:
         self._metrics.requests.labels(method=method).inc()

@@ -58,7 +58,7 @@ class TxnApi(Protocol):
 
     def snapshot(self) -> Snapshot: ...
 
-    def list(self) -> list[TxnInfo]: ...
+    def list(self, after: TxnInfo | None = None, limit: int | None = None) -> list[TxnInfo]: ...
 
 
 class Transaction:
@@ -266,5 +266,13 @@ class Transactions:
     def snapshot(self) -> Snapshot:
         return self._api.snapshot()
 
-    def list(self) -> list[TxnInfo]:
-        return self._api.list()
+    def list(self, after: TxnInfo | None = None, limit: int | None = None) -> list[TxnInfo]:
+        """Transactions in progress, then invalid ones, each by id. In pages: at most ``limit``
+        (all when None), after ``after`` (the last of the page before)::
+
+            page = sw.txn.list(limit=1000)
+            while page:
+                ...
+                page = sw.txn.list(after=page[-1], limit=1000)
+        """
+        return self._api.list(after, limit)

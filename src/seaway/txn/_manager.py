@@ -599,12 +599,32 @@ class TransactionManager:
         else:
             durable.add_done_callback(_log_failure)
 
-    def list(self) -> list[TxnInfo]:
-        """Transactions in progress, then invalid ones, each by id."""
+    def list(self, after: TxnInfo | None = None, limit: int | None = None) -> list[TxnInfo]:
+        """Transactions in progress, then invalid ones, each by id: a page of at most ``limit``
+        (all when None) that starts after ``after``, the last item of the page before (a
+        transaction that ended between the two pages may come in both, or in neither if it
+        was pruned). A page costs O(what the manager holds), not a copy of all of it per item."""
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise InvalidArgumentError(f"a page's limit is a positive integer, got {limit!r}")
+        live_after, dead_after = 0, 0
+        if after is not None:
+            if after.status is TxnStatus.IN_PROGRESS:
+                live_after = after.id
+            else:
+                live_after, dead_after = 2**64, after.id
+        most = 2**64 if limit is None else limit
         with self._cond:
+            live_ids = [wp for wp in self.state.in_progress if wp > live_after]
+            live_ids = heapq.nsmallest(most, live_ids) if limit is not None else sorted(live_ids)
             live = [TxnInfo(wp, TxnStatus.IN_PROGRESS, t.began_ms, t.expiry_ms, tuple(sorted(t.logs)))
-                    for wp, t in sorted(self.state.in_progress.items())]
-            dead = [TxnInfo(wp, e.status, None, None, e.logs) for wp, e in sorted(self.state.invalid.items())]
+                    for wp, t in ((wp, self.state.in_progress[wp]) for wp in live_ids)]
+            room = most - len(live)
+            dead: list[TxnInfo] = []
+            if room > 0:
+                dead_ids = (wp for wp in self.state.invalid if wp > dead_after)
+                chosen = heapq.nsmallest(room, dead_ids) if limit is not None else sorted(dead_ids)
+                dead = [TxnInfo(wp, e.status, None, None, e.logs)
+                        for wp, e in ((wp, self.state.invalid[wp]) for wp in chosen)]
         return live + dead
 
     # --- internals --------------------------------------------------------------------------------

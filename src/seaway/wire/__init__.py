@@ -29,6 +29,8 @@ from seaway.wire._codec import (
 from seaway.wire._txn import (
     txn_info_from_msg,
     txn_info_to_msg,
+    txn_page_cursor,
+    txn_page_key,
     txn_status_from_msg,
     txn_status_to_msg,
     txn_writes_from_msg,
@@ -60,6 +62,8 @@ __all__ = [
     "status_of",
     "txn_info_from_msg",
     "txn_info_to_msg",
+    "txn_page_cursor",
+    "txn_page_key",
     "txn_status_from_msg",
     "txn_status_to_msg",
     "txn_writes_from_msg",

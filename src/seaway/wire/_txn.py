@@ -30,6 +30,20 @@ def txn_status_from_msg(value: int) -> TxnStatus:
         raise ServerError(f"the server answered an unknown transaction status {value}") from None
 
 
+def txn_page_key(info: TxnInfo) -> bytes:
+    """A transaction's key in ``TxnList``'s pages (``PageRequest.after``, a reply's ``next``): 0
+    for in progress, 1 for invalid, then its id (8 bytes big-endian), so that byte order is the
+    list's order."""
+    return bytes([info.status is not TxnStatus.IN_PROGRESS]) + info.id.to_bytes(8, "big")
+
+
+def txn_page_cursor(key: bytes) -> TxnInfo:
+    """The transaction a ``TxnList`` page key stands for, as the manager's ``list(after=...)``
+    takes it."""
+    status = TxnStatus.IN_PROGRESS if key[0] == 0 else TxnStatus.ABORTED
+    return TxnInfo(int.from_bytes(key[1:9], "big"), status, None, None, ())
+
+
 def txn_info_to_msg(info: TxnInfo) -> pb.TxnInfo:
     msg = pb.TxnInfo(id=info.id, status=txn_status_to_msg(info.status), log_ids=info.logs)
     if info.began_ms is not None:
