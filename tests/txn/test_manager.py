@@ -25,7 +25,7 @@ from seaway.log import CoalesceConfig, DiskWrite, MetaApi, Record
 from seaway.logsdb import PutRecords
 from seaway.testing import AppendFaults, FakeClock
 from seaway.txn import TransactionManager, Visibility
-from seaway.txn._manager import WAL_LOG
+from seaway.txn._manager import EXPIRIES_SLACK, WAL_LOG
 from seaway.txn._state import decode_edit
 
 QUIET = {"tick_s": 3600.0, "prune_interval_s": 3600.0}
@@ -155,6 +155,22 @@ def test_transactions_in_progress_are_bounded(tmp_path: Path, clock: FakeClock) 
         assert info.value.retriable
         first.abort()
         sw.txn.begin()
+
+
+def test_the_expiry_order_holds_what_is_open_not_what_ended_within_the_timeout(store: seaway.Seaway) -> None:
+    """Finding 27: a committed or aborted transaction's expiry entry used to stay until its timeout
+    came (an hour, at timeout_s_max): begins per second times that. Now the timeout pass drops
+    them once they outnumber those in progress."""
+    manager = manager_of(store)
+    held = [store.txn.begin(timeout_s=3600) for _ in range(10)]
+    for _ in range(2_000):  # no time passes: none of them is due
+        store.txn.begin(timeout_s=3600).commit()
+        store.txn.begin(timeout_s=3600).abort()
+    manager.run_timeouts()
+    assert len(manager._expiries) <= 2 * len(held) + EXPIRIES_SLACK
+    assert sorted(wp for _, wp in manager._expiries) == [tx.id for tx in held]
+    for tx in held:
+        tx.abort()
 
 
 def test_concurrent_begins_share_log_appends(tmp_path: Path, clock: FakeClock) -> None:

@@ -97,6 +97,10 @@ _PENDING = 2**64
 
 
 RECOVERY_GAP_POINTERS = 1000 * POINTERS_PER_MS
+EXPIRIES_SLACK = 1024
+"""The expiry order is rebuilt from the transactions in progress once it holds more than twice
+as many entries as they are, plus this: entries of ended transactions go then, not at their
+timeout (one ended in a heap is not cheap to find)."""
 
 
 def _log_failure(future: Future[int]) -> None:
@@ -678,6 +682,10 @@ class TransactionManager:
                 pending.extend(self._end_all([TimeOut(write_pointer, now_ms)]))
             for entry in later:
                 heapq.heappush(self._expiries, entry)
+            if len(self._expiries) > 2 * len(self.state.in_progress) + EXPIRIES_SLACK:
+                # Mostly ended transactions: rebuilt, O(in progress), at most once per as many ends.
+                self._expiries = [(txn.expiry_ms, wp) for wp, txn in self.state.in_progress.items()]
+                heapq.heapify(self._expiries)
             due = self._edits_since_save > 0 and (
                 self._edits_since_save >= self.config.save_edits
                 or self._clock.monotonic_s() - self._saved_at_s >= self.config.save_interval_s)
