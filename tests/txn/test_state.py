@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from seaway import CorruptionError
+from seaway.txn import Visibility
 from seaway.txn._state import (
     Abort,
     Begin,
@@ -285,3 +286,24 @@ def test_outcomes_round_trip_through_a_saved_state_and_older_saves_decode() -> N
              b'"outcomes":[[7,"COMMITTED"],[8,"ABORTED"]]}')
     legacy = TxnState.decode(older)
     assert legacy.status(7) is TxnStatus.COMMITTED and legacy.status(8) is TxnStatus.ABORTED
+
+
+def test_a_begin_does_not_sort_or_copy_the_invalid_list_again() -> None:
+    """Finding 28: each begin sorted and copied both lists and built a set of them under the
+    manager's lock. The invalid list's sorted ids are now shared by every snapshot until it
+    changes, and the set is built only by a snapshot that is asked about visibility."""
+    state = TxnState()
+    for wp in range(1, 50_001):
+        state.apply(Begin(wp, 1, 10**9))
+        state.apply(Register(wp, (7,)))
+        if wp % 2:
+            state.apply(Abort(wp, 2))
+    first, second = state.snapshot(), state.snapshot()
+    assert first.invalid is second.invalid and len(first.invalid) == 25_000
+    assert first.invalid == tuple(range(1, 50_001, 2)) and first.in_progress == tuple(range(2, 50_001, 2))
+    assert "_excluded" not in vars(first)
+    assert first.visibility(3) is Visibility.SKIP and first.visibility(4) is Visibility.WAIT
+    state.apply(Prune((1,)))
+    assert state.snapshot().invalid == tuple(range(3, 50_001, 2))
+    state.apply(Abort(4, 3))
+    assert state.snapshot().invalid == (3, 4, *range(5, 50_001, 2))

@@ -16,7 +16,7 @@ that had already moved past its position.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
 
@@ -44,10 +44,11 @@ class Snapshot:
     in_progress: tuple[int, ...] = ()
     invalid: tuple[int, ...] = ()
     write_pointer: int = 0
-    _excluded: frozenset[int] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_excluded", frozenset(self.in_progress) | frozenset(self.invalid))
+    @cached_property
+    def _excluded(self) -> frozenset[int]:
+        """Built by the first visibility question, not by the begin that made the snapshot."""
+        return frozenset(self.in_progress) | frozenset(self.invalid)
 
     @cached_property
     def _in_progress(self) -> frozenset[int]:

@@ -323,6 +323,8 @@ class TxnState:
         """The conflict keys of commits applied whose ``Visible`` is not applied yet: only while
         recovery replays the log (the manager applies both edits at once)."""
         self.outcomes = Outcomes(outcomes_max, outcomes_ms)
+        self._invalid_sorted: tuple[int, ...] | None = None
+        """The invalid list's ids, sorted, while it does not change (None: to be sorted again)."""
 
     # --- edits ------------------------------------------------------------------------------------
 
@@ -354,6 +356,7 @@ class TxnState:
             status = TxnStatus.ABORTED if isinstance(edit, Abort) else TxnStatus.TIMED_OUT
             if (txn := self.in_progress.pop(edit.write_pointer, None)) is not None:
                 if txn.logs:
+                    self._invalid_sorted = None
                     self.invalid[edit.write_pointer] = Invalid(status, edit.now_ms, tuple(sorted(txn.logs)),
                                                                expiry_ms=txn.expiry_ms)
                 self._finish(edit.write_pointer, status, edit.now_ms)
@@ -362,6 +365,7 @@ class TxnState:
             if (entry := self.invalid.get(edit.write_pointer)) is not None:
                 entry.tails = edit.tails
         elif isinstance(edit, Prune):
+            self._invalid_sorted = None
             for write_pointer in edit.write_pointers:
                 self.invalid.pop(write_pointer, None)
         elif isinstance(edit, Reserve):
@@ -431,8 +435,12 @@ class TxnState:
         return self.outcomes.get(write_pointer) or TxnStatus.UNKNOWN
 
     def snapshot(self, write_pointer: int = 0) -> Snapshot:
-        return Snapshot(self.last_write_pointer, tuple(sorted(self.in_progress)), tuple(sorted(self.invalid)),
-                        write_pointer)
+        """A begin's cost: one copy of the in-progress ids (kept in pointer order: begins are
+        applied in the order of their pointers), and the invalid list's sorted tuple, shared by
+        every snapshot until the list changes (not sorted and copied again per begin)."""
+        if self._invalid_sorted is None or len(self._invalid_sorted) != len(self.invalid):
+            self._invalid_sorted = tuple(sorted(self.invalid))
+        return Snapshot(self.last_write_pointer, tuple(self.in_progress), self._invalid_sorted, write_pointer)
 
     # --- saving -----------------------------------------------------------------------------------
 
