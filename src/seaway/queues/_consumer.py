@@ -30,7 +30,7 @@ from seaway._errors import (
     LsnOutOfRangeError,
     SeawayError,
 )
-from seaway.queues._chunks import Budget, Entry, drained
+from seaway.queues._chunks import Budget, Entry
 from seaway.queues._claims import FifoClaims
 from seaway.queues._cursor import FIFO_PARTITION, Cursor, Judge, Source, is_claim_slot
 from seaway.queues._records import (
@@ -38,10 +38,8 @@ from seaway.queues._records import (
     READ_BYTES_DEFAULT,
     GroupRecord,
     Layout,
-    Position,
     Strategy,
     check_bytes_max,
-    claim_key,
     position_key,
     skipped_key,
 )
@@ -124,7 +122,10 @@ class Consumer(FifoClaims):
         if old is None:
             return self._of(current, [self.consumer_id])
         inherited = [p for p in range(old.size) if p % current.size == self.consumer_id]
-        undrained = [source for source in self._of(old, inherited) if not self._drained(source)]
+        undrained = [source for source in self._of(old, inherited)
+                     if not self._queues.drained(self.queue, self.group, old,
+                                                  source.owners if source.partition == FIFO_PARTITION
+                                                  else [source.partition])]
         if undrained:
             return undrained
         return self._of(current, [self.consumer_id]) if self._queues.finish_resize(self.queue, self.group) else None
@@ -134,21 +135,6 @@ class Consumer(FifoClaims):
         if layout.strategy is Strategy.FIFO:
             return [Source(layout, FIFO_PARTITION, layout.logs[0], tuple(owners))]
         return [Source(layout, p, layout.logs[p], ()) for p in owners if p < len(layout.logs)]
-
-    def _drained(self, source: Source) -> bool:
-        final = self._queues.final_lsn(source.log_id)
-        if final is None:
-            return False
-        generation = source.layout.generation
-        if source.partition != FIFO_PARTITION:
-            cursor = self._cursors.get((generation, source.partition))
-            position = (cursor.committed if cursor is not None
-                        else self._queues.position(self.queue, self.group, generation, source.partition))
-            return drained(final, position)
-        if not drained(final, Position(self._queues.claim_pointer(self.queue, self.group, generation)[0], 0)):
-            return False
-        return not any(self._queues.meta.get(NAMESPACE, claim_key(self.queue, self.group, generation, owner))
-                       for owner in source.owners)
 
     def dequeue(self, tx: Transaction, entries_max: int = 500, timeout_s: float = 0.0, *,
                 bytes_max: int = READ_BYTES_DEFAULT) -> list[Entry]:
