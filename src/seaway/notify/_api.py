@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
-from seaway._errors import (
+from seaway.errors import (
     ConditionFailedError,
     CorruptionError,
     InvalidArgumentError,

@@ -23,7 +23,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-from seaway._errors import NotifyConfigError
+from seaway.errors import NotifyConfigError
 from seaway.ledger import CHANGES, LedgerEntry
 from seaway.notify._policy import REDACTED, TargetPolicy, check_host, file_target_path, redact_url
 

@@ -19,7 +19,7 @@ import enum
 from collections.abc import Callable
 from typing import NamedTuple
 
-from seaway._errors import CorruptionError, LsnOutOfRangeError
+from seaway.errors import CorruptionError, LsnOutOfRangeError
 from seaway.log import Gap, GapType
 from seaway.queues._records import Position, entries_within
 from seaway.txn import Visibility

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from seaway._errors import ConditionFailedError
+from seaway.errors import ConditionFailedError
 from seaway.log import Gap, Record
 from seaway.queues._chunks import Budget, Entry, after_gap
 from seaway.queues._cursor import Cursor, Judge, Source, claim_slot

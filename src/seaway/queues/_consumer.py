@@ -23,7 +23,7 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
-from seaway._errors import (
+from seaway.errors import (
     ConsumerOutsideGroupError,
     CorruptionError,
     InvalidArgumentError,

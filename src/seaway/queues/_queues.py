@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from seaway._clock import Clock, SystemClock
-from seaway._errors import (
+from seaway.errors import (
     ConditionFailedError,
     ConsumerGroupExistsError,
     InvalidArgumentError,

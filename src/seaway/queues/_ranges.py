@@ -20,7 +20,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from seaway._errors import (
+from seaway.errors import (
     InvalidArgumentError,
     TransactionConflictError,
     UnknownLogError,

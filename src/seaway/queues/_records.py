@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
 
-from seaway._errors import CorruptionError, InvalidArgumentError, MissingHashKeyError
+from seaway.errors import CorruptionError, InvalidArgumentError, MissingHashKeyError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 NAME_CHARS_MAX = 64

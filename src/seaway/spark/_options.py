@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import seaway
-from seaway._errors import InvalidArgumentError
+from seaway.errors import InvalidArgumentError
 from seaway.server import local_address
 
 TARGETS = ("stream", "log", "queue")

@@ -46,8 +46,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from seaway._errors import InvalidArgumentError, SeawayError
 from seaway._invariant import InvariantViolation, invariant
+from seaway.errors import InvalidArgumentError, SeawayError
 from seaway.queues import Entry, GroupInfo, PartitionInfo, Position, Strategy
 from seaway.spark._options import Options
 
