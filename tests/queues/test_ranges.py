@@ -16,10 +16,10 @@ import pytest
 
 import seaway
 from seaway import InvalidArgumentError, TxnConfig
-from seaway._errors import LsnOutOfRangeError, TransactionConflictError, UnknownConsumerGroupError
+from seaway._errors import CorruptionError, LsnOutOfRangeError, TransactionConflictError, UnknownConsumerGroupError
 from seaway.log import Record
 from seaway.queues import Entry, Position
-from seaway.queues._records import hash_key
+from seaway.queues._records import GroupRecord, hash_key
 
 
 @pytest.fixture
@@ -214,3 +214,9 @@ def test_acknowledge_at_an_open_chunk_is_allowed_past_it_refused(sw: seaway.Seaw
     assert [e.payload for e in entries] == [b"open", b"after"]
     sw.queues.acknowledge("q", "g", 1, {0: Position(after + 1, 0)})  # decided now
     assert sw.queues.describe_group("q", "g").partitions[0].position == Position(after + 1, 0)
+
+
+def test_a_group_record_nested_too_deep_is_corruption_not_a_crash() -> None:
+    # Group records live in the metadata store, which any client may write to.
+    with pytest.raises(CorruptionError, match="does not decode"):
+        GroupRecord.decode(b"[" * 100_000 + b"]" * 100_000)
