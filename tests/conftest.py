@@ -23,14 +23,17 @@ def sw(tmp_path: Path, clock: FakeClock) -> Iterator[seaway.Seaway]:
 
 
 SPARK_GROUP = "spark"
-"""The tests that use the shared Spark session (the ``spark`` fixture: a JVM of a few GB, seconds to
-start): run in parallel (``make test`` runs ``pytest -n auto --dist loadgroup``), they all go to one
-worker, which starts one session for all of them, as a run without xdist does. The tests that start
-Spark drivers of their own to kill them (minutes each) are left out, to run beside the group."""
+"""The tests that start Spark in the test process (the ``spark`` fixture, or a command run
+in-process: a JVM of a few GB, seconds to start, kept until the process ends): run in parallel
+(``make test`` runs ``pytest -n auto --dist loadgroup``), they all go to one worker, which starts
+one session for all of them, as a run without xdist does. The tests that start Spark drivers of
+their own to kill them (minutes each) are left out, to run beside the group."""
 
 
 def _uses_shared_spark(item: pytest.Item) -> bool:
-    return "spark" in getattr(item, "fixturenames", ())
+    """The ``spark`` fixture, or ``seaway bench spark`` run in this process (its session is the
+    process's, as the fixture's)."""
+    return "spark" in getattr(item, "fixturenames", ()) or item.path.name == "test_bench_spark.py"
 
 
 def _starts_spark(item: pytest.Item) -> bool:
