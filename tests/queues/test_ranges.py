@@ -16,10 +16,10 @@ import pytest
 
 import seaway
 from seaway import InvalidArgumentError, TxnConfig
-from seaway._errors import LsnOutOfRangeError, TransactionConflictError, UnknownConsumerGroupError
+from seaway._errors import CorruptionError, LsnOutOfRangeError, TransactionConflictError, UnknownConsumerGroupError
 from seaway.log import Record
 from seaway.queues import Entry, Position
-from seaway.queues._records import hash_key
+from seaway.queues._records import GroupRecord, hash_key
 
 
 @pytest.fixture
@@ -244,3 +244,9 @@ def test_a_consumer_and_read_committed_read_the_same_entries_over_every_kind_of_
             assert consumer.dequeue(tx, 100) == []
         consumer.close()
         assert not sw.queues.describe_group(queue, "g").resizing
+
+
+def test_a_group_record_nested_too_deep_is_corruption_not_a_crash() -> None:
+    # Group records live in the metadata store, which any client may write to.
+    with pytest.raises(CorruptionError, match="does not decode"):
+        GroupRecord.decode(b"[" * 100_000 + b"]" * 100_000)
