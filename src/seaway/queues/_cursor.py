@@ -7,11 +7,12 @@ rules of :mod:`seaway.queues._chunks`, judging each chunk with a :class:`Judge`.
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from seaway.errors import SeawayError, UnknownLogError
 from seaway.log import Gap, Record, RecordRun
@@ -57,14 +58,14 @@ class Cursor:
     """Reading one partition: the committed position, the position after what was delivered in
     the current transaction, and the chunks read ahead."""
 
-    def __init__(self, queues: Queues, generation: int, partition: int, log_id: int, committed: Position,
+    def __init__(self, queues: Queues, slot: Slot, log_id: int, committed: Position,
                  until: int | None = None) -> None:
         self.queues = queues
         self.until = until
         """A FIFO claim's last LSN: the cursor ends after it (and never trims: others' claims
         may lie below)."""
-        self.generation = generation
-        self.partition = partition
+        self.slot = slot
+        self.generation = slot.generation
         self.log_id = log_id
         self.committed = committed
         self.pending = committed
@@ -157,26 +158,26 @@ class Cursor:
             self._trimmed, self._trimmed_s = trim_to, time.monotonic()
 
 
-FIFO_PARTITION = -1
-"""A :class:`Source`'s partition when it is a FIFO layout's shared log."""
+class SlotKind(enum.Enum):
+    PARTITION = "partition"
+    CLAIM = "claim"
 
 
-def claim_slot(owner: int) -> int:
-    """The cursor slot (in a consumer's cursors, keyed ``(generation, slot)``) of ``owner``'s FIFO
-    claim: negative, apart from the partitions' slots, which are their numbers."""
-    return -1 - owner
+class Slot(NamedTuple):
+    """A cursor's place among a consumer's cursors: partition ``number`` of a generation's layout,
+    or the FIFO claim held by consumer ``number`` (two kinds, never told apart by the number's sign)."""
 
-
-def is_claim_slot(slot: int) -> bool:
-    return slot < 0
+    generation: int
+    kind: SlotKind
+    number: int
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where a consumer reads: a partition of a layout, or (``partition`` -1) a FIFO layout's log,
-    with the consumer ids whose claims it holds."""
+    """Where a consumer reads: a partition of a layout, or (``partition`` None) a FIFO layout's
+    shared log, with the consumer ids whose claims it holds."""
 
     layout: Layout
-    partition: int
+    partition: int | None
     log_id: int
     owners: tuple[int, ...]
