@@ -1,6 +1,12 @@
 """DESIGN.md's one-way arrows: a package uses only the public API of the packages below it, the remote client
 loads neither the storage engine nor its on-disk format, and the command loads its benchmarks only when asked.
 
+The import rule, one for every package: it imports another package's public modules and names only (no
+``_`` in the dotted path); errors come from the public ``seaway.errors``. The one exception is the shared
+kernel, the root package's private modules listed in ``KERNEL`` (the clock, ``invariant``, background passes,
+the values below the log store, ...), each with the packages that may use it; a module of the root not in
+``KERNEL`` is reached through a public module, or not at all.
+
 The import checks run in a fresh interpreter: the test process itself has long loaded everything.
 """
 
