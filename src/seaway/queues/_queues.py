@@ -318,10 +318,11 @@ class Queues:
             with contextlib.suppress(UnknownLogError, LogSealedError):
                 self.logs.get(log_id).seal()
 
-    def final_lsn(self, log_id: int) -> int | None:
-        """A queue partition log's final LSN once sealed (None while it is not). A deleted log (an
-        old layout's, dropped at a resize's barrier) answers 0: it has nothing left to read, so any
-        position counts as past its end."""
+    def _readable_end(self, log_id: int) -> int | None:
+        """The last LSN a reader of a queue partition log may still find: its final LSN once sealed,
+        None while it is open, and 0 once deleted (an old layout's, dropped at a resize's barrier:
+        nothing is left to read, so any position is past its end). Not the log's ``final_lsn``,
+        which a deleted log does not have."""
         try:
             final: int | None = self.logs.get(log_id).final_lsn()
         except UnknownLogError:
@@ -353,7 +354,7 @@ class Queues:
         position past the final LSN; of a FIFO layout, the claim pointer past its log's final LSN
         and no claim of theirs left. The one "drained" check of the queues (with :func:`drained`)."""
         if layout.strategy is Strategy.FIFO:
-            if not drained(self.final_lsn(layout.logs[0]),
+            if not drained(self._readable_end(layout.logs[0]),
                            Position(self.claim_pointer(queue, group, layout.generation)[0], 0)):
                 return False
             if owners is None:
@@ -361,7 +362,7 @@ class Queues:
             return not any(self.meta.get(NAMESPACE, claim_key(queue, group, layout.generation, owner))
                            for owner in owners)
         partitions = range(len(layout.logs)) if owners is None else [p for p in owners if p < len(layout.logs)]
-        return all(drained(self.final_lsn(layout.logs[p]), self.position(queue, group, layout.generation, p))
+        return all(drained(self._readable_end(layout.logs[p]), self.position(queue, group, layout.generation, p))
                    for p in partitions)
 
     def finish_resize(self, queue: str, group: str) -> bool:
@@ -371,7 +372,7 @@ class Queues:
         old = record.previous
         if old is None:
             return True
-        if any(self.final_lsn(log_id) is None for log_id in old.logs):
+        if any(self._readable_end(log_id) is None for log_id in old.logs):
             self._seal(old)  # a resize cut off before it sealed them
             return False
         if not self.drained(queue, group, old):
