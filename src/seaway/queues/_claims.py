@@ -53,7 +53,11 @@ class FifoClaims:
         of the old consumers it inherits), then a new claim of the next entries no one claimed."""
         out: list[Entry] = []
         generation = source.layout.generation
-        for owner in (*[o for o in source.owners if o != self.consumer_id], self.consumer_id):
+        # Only the owners of this layout's claims: a consumer a resize added has no share of the old
+        # layout (its id is none of the old ones' it inherits), and a claim it made there would be
+        # no one's to deliver after an abort, holding the barrier forever.
+        mine = [self.consumer_id] if self.consumer_id in source.owners else []
+        for owner in (*[o for o in source.owners if o != self.consumer_id], *mine):
             # One claim per owner and transaction: a claim finished here is deleted by the commit,
             # so a new one (under the same key) waits for the next transaction.
             held = Slot(generation, SlotKind.CLAIM, owner) in self._cursors
