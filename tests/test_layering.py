@@ -109,6 +109,22 @@ def test_no_package_imports_a_private_module_of_another_or_of_the_root_outside_t
     assert _layering_violations() == []
 
 
+TESTING_USERS = {"seaway.testing", "seaway.bench"}
+"""The test kit (fakes, fault hooks, crash harnesses) is no dependency of the store: only the
+benchmarks (a fake clock for the disk round) use it."""
+
+
+def test_no_package_of_the_store_imports_the_test_kit() -> None:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        top = ".".join(_own_package(path).split(".")[:2])
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import | ast.ImportFrom) and top not in TESTING_USERS:
+                found += [f"{_module_name(path)}:{node.lineno} imports {name}" for name in _imported(node, path)
+                          if name == "seaway.testing" or name.startswith("seaway.testing.")]
+    assert found == []
+
+
 def test_the_kernel_lists_only_modules_that_exist() -> None:
     for module in KERNEL:
         assert (SRC / f"{module.split('.')[1]}.py").is_file(), module
