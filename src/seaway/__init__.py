@@ -11,13 +11,13 @@ The embedded store's names (``open``, ``Seaway``, ``Log``, ...) are loaded on fi
 
 from __future__ import annotations
 
-import os
+import os as _os
 
 # With gRPC's fork support on (grpcio's default), a child started by fork and exec while a channel
 # is busy can die before its exec (grpcio 1.80 and later, grpc/grpc#43055): PySpark starts its JVM
 # that way, as any subprocess with a preexec_fn. Seaway never uses a channel across a fork(), so it
 # turns fork support off before gRPC starts, unless the environment says otherwise.
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+_os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 from typing import TYPE_CHECKING
 

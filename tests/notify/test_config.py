@@ -38,6 +38,8 @@ def test_json_round_trip_keeps_every_field() -> None:
     ('{"name": "a", "target": {"type": "file", "path": "/x"}, "stream": "web/a", "prefix": "p"}', "no prefix"),
     ('{"name": "a", "target": {"type": "file", "path": "/x"}, "retry": {"attempts_max": 0}}', "attempts_max"),
     ('{"name": "a", "target": {"type": "nats", "url": "nats://x", "subject": "a.*"}}', "without wildcards"),
+    ("[" * 100_000 + "]" * 100_000, "a JSON object"),  # nested past Python's recursion limit (a fuzzer's find)
+    ('{"name": "a", "target": ' + '{"a": ' * 100_000 + "1" + "}" * 100_001, "a JSON object"),
 ])
 def test_malformed_configurations_are_clear_errors(text: str, says: str) -> None:
     with pytest.raises(NotifyConfigError, match=None) as raised:
@@ -80,3 +82,12 @@ def test_overlap_rule(a: dict[str, object], b: dict[str, object], overlap: bool)
     first = NotifyConfig("a", FILE, **a)  # type: ignore[arg-type]
     second = NotifyConfig("b", Nats("nats://127.0.0.1:4222"), **b)  # type: ignore[arg-type]
     assert first.overlaps(second) is overlap and second.overlaps(first) is overlap
+
+
+def test_a_checkpoint_nested_too_deep_is_corruption_not_a_crash() -> None:
+    # The namespace is writable by any client: a hostile value nested past the parser's depth.
+    from seaway._errors import CorruptionError  # noqa: PLC0415
+    from seaway.notify._api import Checkpoint  # noqa: PLC0415
+
+    with pytest.raises(CorruptionError, match="a JSON object"):
+        Checkpoint.from_bytes(b"[" * 100_000 + b"]" * 100_000)

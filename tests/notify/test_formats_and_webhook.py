@@ -186,12 +186,12 @@ def test_a_delivery_to_a_hung_receiver_ends_when_interrupted(receiver: tuple[str
 
 
 def test_a_webhook_nobody_listens_on_is_a_delivery_error() -> None:
-    with socket.socket() as s:
+    with socket.socket() as s:  # bound, never listening: held so that no other process takes the port
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(DeliveryError, match="refused"):
-        make_sender(Webhook(f"http://127.0.0.1:{port}/"), policy=LOCAL).send(
-            build_message(Notice.of_entry(_entry()), "s3", "c"))
+        with pytest.raises(DeliveryError, match="refused"):
+            make_sender(Webhook(f"http://127.0.0.1:{port}/"), policy=LOCAL).send(
+                build_message(Notice.of_entry(_entry()), "s3", "c"))
 
 
 class _KeptAlive(BaseHTTPRequestHandler):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import shutil
 import socket
 import subprocess
@@ -24,9 +25,22 @@ from tests.notify.real_ledger import HARD, assert_partition, at_limit, covered_b
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port free now, below the kernel's ephemeral range: the broker binds it later, and a port the
+    kernel hands out (to another test's server, or to any outgoing connection) could be taken by then."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(10_000, max(low, 10_001))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port below the ephemeral range")
 
 
 class NatsServer:

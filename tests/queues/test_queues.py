@@ -486,3 +486,23 @@ def test_a_failed_eviction_after_a_commit_does_not_fail_the_commit(sw: seaway.Se
     finally:
         sw.queues.logs = logs
     assert got == [b"%d" % i for i in range(16)]
+
+
+def test_a_fifo_consumer_added_by_a_resize_claims_nothing_of_the_old_layout(sw: seaway.Seaway) -> None:
+    """Consumer 2 of a FIFO group grown from 2 to 3 inherits no claims of the old layout (2 % 3 is
+    none of 0, 1): it claimed in the old log under its own id all the same, its transaction aborted,
+    and then it counted the old layout as drained (none of *its* claims left), never delivered that
+    claim again, and the barrier waited on it forever (found by the queue model)."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "f", 2, "FIFO")
+    produce(sw, "q", [(b"e%d" % i, {}) for i in range(3)])
+    sw.queues.resize_group("q", "f", 3, wait_s=None)
+    consumers = [sw.queues.consumer("q", "f", c) for c in range(3)]
+    with sw.transaction() as tx:
+        assert consumers[2].dequeue(tx, 10) == []  # at the barrier: the old log is not its share
+        tx.abort()
+    got = [e.payload for _ in range(4) for c in consumers for e in drain(sw, c, rounds=1)]
+    assert sorted(got) == [b"e0", b"e1", b"e2"]
+    assert not sw.queues.describe_group("q", "f").resizing
+    produce(sw, "q", [(b"new", {})])
+    assert [e.payload for c in consumers for e in drain(sw, c)] == [b"new"]

@@ -16,10 +16,10 @@ import pytest
 
 import seaway
 from seaway import InvalidArgumentError, TxnConfig
-from seaway._errors import LsnOutOfRangeError, TransactionConflictError, UnknownConsumerGroupError
+from seaway._errors import CorruptionError, LsnOutOfRangeError, TransactionConflictError, UnknownConsumerGroupError
 from seaway.log import Record
 from seaway.queues import Entry, Position
-from seaway.queues._records import hash_key
+from seaway.queues._records import GroupRecord, hash_key
 
 
 @pytest.fixture
@@ -214,3 +214,39 @@ def test_acknowledge_at_an_open_chunk_is_allowed_past_it_refused(sw: seaway.Seaw
     assert [e.payload for e in entries] == [b"open", b"after"]
     sw.queues.acknowledge("q", "g", 1, {0: Position(after + 1, 0)})  # decided now
     assert sw.queues.describe_group("q", "g").partitions[0].position == Position(after + 1, 0)
+
+
+def test_a_consumer_and_read_committed_read_the_same_entries_over_every_kind_of_gap(tmp_path: Path) -> None:
+    """Both readers step the same way through the same log (one set of rules, :mod:`_chunks`): a
+    BRIDGE at a restart's new epoch, an aborted chunk, a sealed end at a resize; and
+    ``PartitionInfo.drained_at`` (what Spark asks) agrees with the consumer passing the barrier."""
+    config = seaway.SeawayConfig(txn=TxnConfig(timeout_s=30.0, tick_s=0.05))
+    with seaway.Seaway(tmp_path / "data", config) as sw:
+        queue = hash_queue(sw)
+        enqueue(sw, queue, [b"a1", b"a2"])
+        enqueue(sw, queue, [b"aborted"], commit=False)
+    with seaway.Seaway(tmp_path / "data", config) as sw:  # a new epoch: a BRIDGE before the next chunk
+        enqueue(sw, queue, [b"b1"])
+        enqueue(sw, queue, [b"aborted-too"], commit=False)
+        enqueue(sw, queue, [b"b2", b"b3"])
+        sw.queues.resize_group(queue, "g", 2, wait_s=None)  # seals the partition: a SEALED gap ends it
+        got = sw.queues.read_committed(queue, "g", 1, 0, Position(1, 0), entries_max=100)
+        assert [e.payload for e in got.entries] == [b"a1", b"a2", b"b1", b"b2", b"b3"]
+        assert not got.blocked
+        (old,) = [p for p in sw.queues.describe_group(queue, "g").partitions if p.generation == 1]
+        assert old.final_lsn is not None and got.next == Position(old.final_lsn + 1, 0)
+        assert old.drained_at(got.next) and not old.drained_at(Position(old.final_lsn, 0)) and not old.drained
+        consumer = sw.queues.consumer(queue, "g", 0)
+        with sw.transaction() as tx:
+            dequeued = consumer.dequeue(tx, 100)
+        assert dequeued == got.entries
+        with sw.transaction() as tx:  # drained: the consumer passes the barrier
+            assert consumer.dequeue(tx, 100) == []
+        consumer.close()
+        assert not sw.queues.describe_group(queue, "g").resizing
+
+
+def test_a_group_record_nested_too_deep_is_corruption_not_a_crash() -> None:
+    # Group records live in the metadata store, which any client may write to.
+    with pytest.raises(CorruptionError, match="does not decode"):
+        GroupRecord.decode(b"[" * 100_000 + b"]" * 100_000)

@@ -87,7 +87,7 @@ def _notify_configs(outside: str) -> list[str]:
         webhook("fuzz-red", "https://hooks.example.invalid/", secret="(redacted)"),
         *[json.dumps({"name": f"fuzz-f{i}", "target": {"type": "file", "path": path}, **NEVER})
           for i, path in enumerate(refused_files)],
-        "", "{", "[]", '{"name": "x"}',
+        "", "{", "[]", '{"name": "x"}', "[" * 100_000 + "]" * 100_000,  # the last: nested past the parser
     ]
 TXN_NAMESPACE = "fuzz-txn"
 """Where the checked transactions stage their metadata writes (fuzzed commits write elsewhere)."""

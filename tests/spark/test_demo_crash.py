@@ -26,7 +26,7 @@ LINES = 400
 WINDOW_S = 2
 KILLS = 3
 RUN_WAIT_S = 300.0
-KILL_AFTER_S = 3.0
+KILL_AFTER_S = 1.5
 """A kill comes at a random moment up to this long after the run's first publish."""
 
 

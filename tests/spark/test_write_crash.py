@@ -19,14 +19,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import seaway
 from seaway import TxnStatus
 from seaway.server import ServerProcess
 from seaway.spark._write import NAMESPACE
 from tests.spark.test_write import make_stream, read_events, staged_notes
 
+pytestmark = pytest.mark.timeout(600)  # seven Spark drivers started one after another: 3-4 minutes
 SINK = "crash-sink"
-BATCHES = 12
+BATCHES = 18
+"""Input for this many micro-batches: the six kills need at most about 13 (each comes at most two
+batches past the last one published, or up to a second after a publish), with room for those a
+kill merges (a driver killed between the file source's log and Spark's offset log leaves two files
+for the next batch)."""
 ROWS = 25
 """Rows (files source) or entries (queue source: the child takes 20 a batch) of one batch."""
 KILLS = ("write", "in-commit", "commit", "in-commit", "timer", "timer")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from seaway._errors import InvalidArgumentError
 from seaway.bench._log import LogBenchConfig, run_log_bench
 from seaway.bench._logs import LogsBenchConfig, run_logs_bench
 from seaway.bench._notify import add_notify_bench_parser, run_notify_bench_command
@@ -18,6 +17,7 @@ from seaway.bench._remote import RemoteBenchConfig, run_remote_bench
 from seaway.bench._spark import add_spark_bench_parser, run_spark_bench_command
 from seaway.bench._stream import add_stream_bench_parsers, run_stream_bench_command
 from seaway.bench._txn import TxnBenchConfig, run_txn_bench
+from seaway.errors import InvalidArgumentError
 
 
 def add_bench_parsers(bench: argparse.ArgumentParser) -> None:

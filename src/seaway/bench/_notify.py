@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import seaway
-from seaway._errors import InvalidArgumentError, SeawayError
 from seaway._progress import Progress
 from seaway.bench._log import machine
+from seaway.errors import InvalidArgumentError, SeawayError
 from seaway.ledger import CHANGES
 from seaway.notify import Nats, NotifyConfig, Webhook
 from seaway.server import ServerProcess

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import seaway
-from seaway._errors import InvalidArgumentError
 from seaway._invariant import invariant
 from seaway.bench._log import machine
+from seaway.errors import InvalidArgumentError
 from seaway.server import ServerProcess
 
 WRITE_BATCH_EVENTS = 500

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import seaway
-from seaway._errors import InvalidArgumentError
 from seaway._progress import Progress
 from seaway.bench._log import machine
 from seaway.bench._metadata import BETWEEN_GENERATIONS, FAR_GENERATIONS, MetadataBenchConfig, run_metadata_bench
+from seaway.errors import InvalidArgumentError
 from seaway.log import LSN_OLDEST, Record
 from seaway.server import ServerProcess
 from seaway.streams import Stream, WriterConfig

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from seaway._errors import InvalidArgumentError
 from seaway._progress import Progress
+from seaway.errors import InvalidArgumentError
 
 _SHORT = {"parse": "parse", "dead-letters": "dead", "page-counts": "pages", "unique-users": "users"}
 

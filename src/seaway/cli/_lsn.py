@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from seaway._errors import InvalidArgumentError
+from seaway.errors import InvalidArgumentError
 from seaway.log import EPOCH_MAX, ESN_MAX, LSN_MAX, lsn_str, make_lsn
 
 LSN_TEXT_CHARS_MAX = 64

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from seaway._errors import SeawayError
 from seaway.cli._demo import add_demo_parser, run_demo_command
 from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
@@ -19,6 +18,7 @@ from seaway.cli._queues import add_queue_parsers, run_queue
 from seaway.cli._store import open_store, out, where_parser
 from seaway.cli._streams import add_stream_parsers, run_reader_group, run_scope, run_stream
 from seaway.cli._txn import add_txn_parser, run_txn
+from seaway.errors import SeawayError
 from seaway.log import LSN_MAX, Gap, ReadItem, Record, lsn_str
 
 _LSN_HELP = "e<epoch>n<esn> as printed, a decimal integer, or 0x hex"

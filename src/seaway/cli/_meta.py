@@ -13,8 +13,8 @@ import json
 import sys
 from typing import Any
 
-from seaway._errors import ConditionFailedError, InvalidArgumentError
 from seaway.cli._store import open_store, out
+from seaway.errors import ConditionFailedError, InvalidArgumentError
 
 _ESCAPES = {"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _RAW_BYTES = range(0xDC80, 0xDD00)

@@ -17,8 +17,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from seaway._errors import InvalidArgumentError, NotifyConfigError
 from seaway.cli._store import open_store, out
+from seaway.errors import InvalidArgumentError, NotifyConfigError
 from seaway.ledger import LedgerEntry
 from seaway.notify import FORMATS, NotifyConfig, target_from_dict
 

@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from seaway._errors import InvalidArgumentError
 from seaway.cli._store import open_store, out
+from seaway.errors import InvalidArgumentError
 from seaway.queues import GroupInfo
 
 

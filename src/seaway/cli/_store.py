@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import seaway
-from seaway._errors import InvalidArgumentError
+from seaway.errors import InvalidArgumentError
 
 DEFAULT_ADDRESS = "seaway://127.0.0.1:7070"
 STORE_MARK = "logsdb"

@@ -8,8 +8,8 @@ import sys
 from contextlib import nullcontext
 from typing import Any
 
-from seaway._errors import CorruptionError, InvalidArgumentError
 from seaway.cli._store import open_store, out
+from seaway.errors import CorruptionError, InvalidArgumentError
 from seaway.log import LSN_MAX, Record, lsn_str
 from seaway.streams import (
     ByDataRate,

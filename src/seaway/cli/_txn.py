@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from seaway._errors import InvalidArgumentError
 from seaway.cli._store import open_store, out
+from seaway.errors import InvalidArgumentError
 from seaway.txn import TxnInfo
 
 

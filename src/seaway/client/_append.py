@@ -23,7 +23,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from seaway._errors import BufferFullError, ClosedError, InvalidArgumentError, SeawayError, ServerError
+from seaway.errors import BufferFullError, ClosedError, InvalidArgumentError, SeawayError, ServerError
 from seaway.log import ProducerMark
 from seaway.wire import error_from_msg, seaway_pb2
 

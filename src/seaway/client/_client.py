@@ -19,7 +19,10 @@ from urllib.parse import urlparse
 
 import grpc
 
-from seaway._errors import (
+from seaway.client._append import AppendQueue, AppendQueueConfig
+from seaway.client._producers import LogProducers
+from seaway.client._reader import RemoteReader, translate
+from seaway.errors import (
     ClosedError,
     ConditionFailedError,
     CorruptionError,
@@ -34,9 +37,6 @@ from seaway._errors import (
     UnknownNotifyConfigError,
     UnknownTransactionError,
 )
-from seaway.client._append import AppendQueue, AppendQueueConfig
-from seaway.client._producers import LogProducers
-from seaway.client._reader import RemoteReader, translate
 from seaway.ledger import Change, LedgerEntry, encode_change
 from seaway.log import (
     BUFFERED_BYTES_MAX_DEFAULT,

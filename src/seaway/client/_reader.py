@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from seaway._errors import ClosedError, InvalidArgumentError, LsnOutOfRangeError, SeawayError, UnavailableError
+from seaway.errors import ClosedError, InvalidArgumentError, LsnOutOfRangeError, SeawayError, UnavailableError
 from seaway.log import (
     BUFFERED_BYTES_MAX_DEFAULT,
     LSN_MAX,

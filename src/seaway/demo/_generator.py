@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from itertools import count as count_from
 
-from seaway._errors import InvalidArgumentError
+from seaway.errors import InvalidArgumentError
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _SECTIONS = ("products", "blog", "docs", "search", "cart", "account", "help", "news")

@@ -22,7 +22,6 @@ from typing import Any
 
 from pyspark.errors import StreamingQueryException
 
-from seaway._errors import InvalidArgumentError, TimedOutError
 from seaway.demo._transforms import (
     dead_letters,
     decode_pageviews,
@@ -32,6 +31,7 @@ from seaway.demo._transforms import (
     parse,
     unique_users,
 )
+from seaway.errors import InvalidArgumentError, TimedOutError
 
 SCOPE = "demo"
 ACCESS = "demo/access"

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import seaway
-from seaway._errors import InvalidArgumentError
 from seaway.demo._generator import GeneratorConfig, generate, pace
 from seaway.demo._pipeline import ACCESS, Pipeline, PipelineConfig, QueryStats, prepare
 from seaway.demo._report import Report, read_report
+from seaway.errors import InvalidArgumentError
 from seaway.server import ServerProcess
 
 STATE_FILE = "demo-state.json"

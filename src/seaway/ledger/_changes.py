@@ -19,7 +19,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from seaway._errors import CorruptionError, InvalidArgumentError, PayloadTooLargeError
+from seaway.errors import CorruptionError, InvalidArgumentError, PayloadTooLargeError
 
 CHANGES: dict[str, type[Change]] = {}
 """Operation name -> its dataclass."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from seaway._errors import CorruptionError
+from seaway.errors import CorruptionError
 from seaway.ledger._changes import Change, decode_change
 
 _TIME = struct.Struct(">Q")

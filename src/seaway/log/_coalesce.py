@@ -27,9 +27,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from seaway._errors import BufferFullError, ClosedError, InvalidArgumentError
 from seaway._invariant import InvariantViolation
 from seaway._values import ProducerMark
+from seaway.errors import BufferFullError, ClosedError, InvalidArgumentError
 from seaway.log._futures import BatchFutures
 
 Send = Callable[[tuple[bytes, ...], ProducerMark | None, int | None], "Future[range]"]

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from seaway._errors import InvalidArgumentError, LogDeletedError, LogExistsError, UnknownLogError
 from seaway._invariant import InvariantViolation, invariant
+from seaway.errors import InvalidArgumentError, LogDeletedError, LogExistsError, UnknownLogError
 from seaway.ledger import LogCreated, LogGroupCreated, LogRemoved, encode_change
 from seaway.log._types import LogAttributes, overrides_from_json, overrides_to_json
 

@@ -18,7 +18,9 @@ from typing import Literal
 
 from seaway._clock import Clock, SystemClock
 from seaway._dirs import make_dir_durable
-from seaway._errors import (
+from seaway._invariant import invariant
+from seaway._values import ProducerMark, PutHolePlug, PutRecords
+from seaway.errors import (
     ClosedError,
     InvalidArgumentError,
     LogDeletedError,
@@ -29,8 +31,6 @@ from seaway._errors import (
     StorageError,
     StoreFailedError,
 )
-from seaway._invariant import invariant
-from seaway._values import ProducerMark, PutHolePlug, PutRecords
 from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epochs
 from seaway.log._lsn import epoch_of, lsn_str
 from seaway.log._order import ProducerOrder

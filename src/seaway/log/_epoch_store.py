@@ -17,7 +17,7 @@ from typing import Protocol
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
 from seaway._dirs import make_dir_durable
-from seaway._errors import ClosedError, StorageError, TimedOutError
+from seaway.errors import ClosedError, StorageError, TimedOutError
 
 _KEY = struct.Struct(">Q")
 _VALUE = struct.Struct(">Q")

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import Any, NamedTuple, TypeVar
 
-from seaway._errors import (
+from seaway._values import Durability, ProducerMark
+from seaway.errors import (
     InvalidArgumentError,
     LogDeletedError,
     LogExistsError,
@@ -15,7 +16,6 @@ from seaway._errors import (
     TimedOutError,
     UnknownLogError,
 )
-from seaway._values import Durability, ProducerMark
 from seaway.log._coalesce import AppendCoalescer
 from seaway.log._config import LOG_ID_MAX, LogInfo
 from seaway.log._lsn import check_lsn

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from seaway._errors import CorruptionError, InvalidArgumentError
+from seaway.errors import CorruptionError, InvalidArgumentError
 from seaway.ledger import Change, LedgerEntry, encode_change
 from seaway.log._meta import MetaApi, MetaBatch
 

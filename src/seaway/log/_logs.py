@@ -9,7 +9,8 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 
-from seaway._errors import (
+from seaway._values import Durability, PartitionInfo, ProducerMark
+from seaway.errors import (
     ClosedError,
     InvalidArgumentError,
     LogDeletedError,
@@ -17,7 +18,6 @@ from seaway._errors import (
     TrimPastTailError,
     UnknownLogError,
 )
-from seaway._values import Durability, PartitionInfo, ProducerMark
 from seaway.ledger import LogSealed, LogTrimmed, encode_change
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LogGroup, LogInfo, LogsConfig

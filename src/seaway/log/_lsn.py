@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seaway._errors import LsnOutOfRangeError
+from seaway.errors import LsnOutOfRangeError
 
 LSN_INVALID = 0
 LSN_OLDEST = 1

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
-from seaway._errors import ConditionFailedError, InvalidArgumentError, PayloadTooLargeError
 from seaway._values import KvCheck, KvDelete, KvDeleteRange, KvOp, KvPut
+from seaway.errors import ConditionFailedError, InvalidArgumentError, PayloadTooLargeError
 from seaway.ledger import Change, encode_change
 from seaway.log._config import LOG_ID_MAX, check_name
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from seaway._errors import SeawayError, SequenceGapError, SequenceOrderError
 from seaway._invariant import invariant
+from seaway.errors import SeawayError, SequenceGapError, SequenceOrderError
 
 
 @dataclass(slots=True)

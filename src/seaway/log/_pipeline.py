@@ -42,7 +42,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from seaway._errors import (
+from seaway._invariant import invariant
+from seaway._values import ProducerMark
+from seaway.errors import (
     BufferFullError,
     ClosedError,
     InternalError,
@@ -52,8 +54,6 @@ from seaway._errors import (
     SequenceOrderError,
     TimedOutError,
 )
-from seaway._invariant import invariant
-from seaway._values import ProducerMark
 
 
 @dataclass(frozen=True)

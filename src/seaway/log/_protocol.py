@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seaway._errors import SeawayError
 from seaway._values import ProducerMark, WriteOp
+from seaway.errors import SeawayError
 
 # --- Sequencer inputs ------------------------------------------------------------------------------
 

@@ -15,7 +15,9 @@ from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 
-from seaway._errors import (
+from seaway._invariant import invariant
+from seaway._values import ProducerMark
+from seaway.errors import (
     InvalidArgumentError,
     OverloadedError,
     PreemptedError,
@@ -23,8 +25,6 @@ from seaway._errors import (
     TailMismatchError,
     TimedOutError,
 )
-from seaway._invariant import invariant
-from seaway._values import ProducerMark
 from seaway.log._lsn import EPOCH_MAX, ESN_FIRST, ESN_MAX, lsn_str, make_lsn
 from seaway.log._protocol import (
     AppendAcked,

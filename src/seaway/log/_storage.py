@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from seaway._errors import PreemptedError, SeawayError, StorageError
 from seaway._values import PutHolePlug, PutRecords, PutSeal, WriteOp
+from seaway.errors import PreemptedError, SeawayError, StorageError
 from seaway.log._lsn import epoch_of
 from seaway.log._protocol import (
     DiskWrite,

@@ -7,8 +7,8 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any, NamedTuple
 
-from seaway._errors import InvalidArgumentError
 from seaway._values import Durability
+from seaway.errors import InvalidArgumentError
 
 
 class GapType(Enum):

@@ -20,8 +20,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import cast
 
-from seaway._errors import ClosedError, InvalidArgumentError, PayloadTooLargeError
 from seaway._values import ProducerMark
+from seaway.errors import ClosedError, InvalidArgumentError, PayloadTooLargeError
 from seaway.log._futures import BatchFutures
 from seaway.log._pipeline import (
     OrderedAppends,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seaway._errors import InvalidArgumentError
+from seaway.errors import InvalidArgumentError
 from seaway.logsdb._format import ENTRY_BYTES_LIMIT
 
 

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, ParamSpec, TypeVar, cast
 from rocksdict import Rdict, WriteBatch, WriteOptions
 
 from seaway._clock import Clock
-from seaway._errors import ClosedError, StorageError, StoreFailedError
+from seaway.errors import ClosedError, StorageError, StoreFailedError
 from seaway.logsdb import _format as fmt
 from seaway.logsdb._config import LogsDBConfig
 

@@ -8,8 +8,8 @@ from typing import cast
 
 from rocksdict import ReadOptions, WriteBatch
 
-from seaway._errors import ConditionFailedError, CorruptionError
 from seaway._values import KvCheck, KvDelete, KvOp, KvPut
+from seaway.errors import ConditionFailedError, CorruptionError
 from seaway.logsdb import _format as fmt
 from seaway.logsdb._core import holding_no_handles
 from seaway.logsdb._keys import P_KV, P_KV_REVISION, P_USER, u64

@@ -8,7 +8,7 @@ from typing import cast
 
 from rocksdict import ReadOptions, WriteBatch
 
-from seaway._errors import StorageError
+from seaway.errors import StorageError
 from seaway.logsdb import _format as fmt
 from seaway.logsdb._core import LedgerState, StoreCore, holding_no_handles
 from seaway.logsdb._keys import P_LEDGER, P_LEDGER_HEAD, P_LEDGER_START, P_LEDGER_WRITTEN, u64

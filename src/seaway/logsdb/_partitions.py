@@ -8,8 +8,8 @@ from typing import Any
 
 from rocksdict import DBCompressionType, Options, ReadOptions
 
-from seaway._errors import StorageError
 from seaway._values import PartitionInfo
+from seaway.errors import StorageError
 from seaway.logsdb import _format as fmt
 from seaway.logsdb._keys import P_DIRECTORY, P_PARTITION, SEGMENT_NAME, cf_name, segment_name, u64
 from seaway.logsdb._producers import ProducerWindows

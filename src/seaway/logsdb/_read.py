@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 
 from rocksdict import ReadOptions
 
-from seaway._errors import StorageError
 from seaway._values import CorruptEntry, Entry, HolePlugEntry, RecordsEntry
+from seaway.errors import StorageError
 from seaway.logsdb import _format as fmt
 
 _T = TypeVar("_T")

@@ -7,9 +7,9 @@ from typing import Any
 
 from rocksdict import ReadOptions, WriteBatch
 
-from seaway._errors import CorruptionError, InvalidArgumentError, PayloadTooLargeError
 from seaway._invariant import invariant
 from seaway._values import Entry, PutRecords, PutSeal, WriteOp
+from seaway.errors import CorruptionError, InvalidArgumentError, PayloadTooLargeError
 from seaway.logsdb import _format as fmt
 from seaway.logsdb._core import holding_no_handles
 from seaway.logsdb._keys import P_DIRECTORY, P_EPOCH_END, P_PRODUCER, P_TRIM, u64

@@ -10,7 +10,7 @@ from typing import Any
 
 from rocksdict import WriteBatch
 
-from seaway._errors import StorageError
+from seaway.errors import StorageError
 from seaway.logsdb import _format as fmt
 from seaway.logsdb._core import holding_no_handles
 from seaway.logsdb._keys import P_DIRECTORY, P_PARTITION, P_TRIM, cf_name, u64

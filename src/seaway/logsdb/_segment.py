@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from seaway._dirs import fsync_dir
-from seaway._errors import ClosedError, StorageError
+from seaway.errors import ClosedError, StorageError
 
 _IOV_MAX = 1024  # buffers per pwritev call (Linux's IOV_MAX)
 

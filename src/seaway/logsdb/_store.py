@@ -20,7 +20,7 @@ from rocksdict import Options, Rdict, WriteOptions
 
 from seaway._clock import Clock, SystemClock
 from seaway._dirs import make_dir_durable
-from seaway._errors import DataDirLockedError, InvalidArgumentError, StorageError
+from seaway.errors import DataDirLockedError, InvalidArgumentError, StorageError
 from seaway.logsdb import _format as fmt
 from seaway.logsdb._config import LogsDBConfig
 from seaway.logsdb._keys import LOCK_FILE, META_CF, SEGMENTS_DIR

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
-from seaway._errors import (
+from seaway.errors import (
     ConditionFailedError,
     CorruptionError,
     InvalidArgumentError,
@@ -70,7 +70,7 @@ class Checkpoint:
         checked: :class:`CorruptionError` says what is wrong with anything else."""
         try:
             data = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
             data = None
         if not isinstance(data, dict):
             raise CorruptionError(f"a notification checkpoint is a JSON object, got {raw[:40]!r}")

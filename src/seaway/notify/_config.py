@@ -23,7 +23,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-from seaway._errors import NotifyConfigError
+from seaway.errors import NotifyConfigError
 from seaway.ledger import CHANGES, LedgerEntry
 from seaway.notify._policy import REDACTED, TargetPolicy, check_host, file_target_path, redact_url
 
@@ -224,6 +224,8 @@ class NotifyConfig:
             data = json.loads(text)
         except ValueError as exc:
             raise NotifyConfigError(f"a notification configuration is a JSON object: {exc}") from None
+        except RecursionError:  # a hostile client's nesting, deeper than the parser goes
+            raise NotifyConfigError("a notification configuration is a JSON object, not nested this deep") from None
         if not isinstance(data, dict):
             raise NotifyConfigError(f"a notification configuration is a JSON object, got {type(data).__name__}")
         return cls.from_dict(data)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from seaway._errors import DeliveryError, DeliveryRefusedError, SeawayError
+from seaway.errors import DeliveryError, DeliveryRefusedError, SeawayError
 from seaway.notify._api import COUNTERS, Checkpoint
 from seaway.notify._config import NotifyConfig
 from seaway.notify._formats import Notice, build_message

@@ -12,7 +12,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from seaway._errors import NotifyConfigError
+from seaway.errors import NotifyConfigError
 
 REDACTED = "(redacted)"
 """What stands for a secret wherever a configuration is shown: give it back unchanged to

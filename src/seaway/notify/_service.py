@@ -15,7 +15,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.registry import Collector
 
-from seaway._errors import CorruptionError, SeawayError
+from seaway.errors import CorruptionError, SeawayError
 from seaway.notify._api import Notifications
 from seaway.notify._plugin import Plugin, PluginObserver
 from seaway.notify._policy import TargetPolicy

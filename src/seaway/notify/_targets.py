@@ -17,7 +17,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from seaway._errors import DeliveryError, DeliveryRefusedError, NotifyConfigError, SeawayError
+from seaway.errors import DeliveryError, DeliveryRefusedError, NotifyConfigError, SeawayError
 from seaway.notify._config import JsonLinesFile, Nats, SeawayStream, Target, Webhook
 from seaway.notify._formats import CE_TYPE_PREFIX, Message, iso_time
 from seaway.notify._policy import TargetPolicy, connect_checked, file_target_path, redact_url

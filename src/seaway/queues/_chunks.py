@@ -15,11 +15,14 @@ range, outside any transaction). They share these rules, written once here:
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Callable
 from typing import NamedTuple
 
-from seaway._errors import CorruptionError, LsnOutOfRangeError
+from seaway.errors import CorruptionError, LsnOutOfRangeError
 from seaway.log import Gap, GapType
 from seaway.queues._records import Position, entries_within
+from seaway.txn import Visibility
 
 
 class Entry(NamedTuple):
@@ -83,6 +86,50 @@ def take_chunk(lsn: int, write_pointer: int, counters: list[int], payloads: list
         budget.taken = True
     done = stop == len(payloads)
     return entries, Position(lsn + 1, 0) if done else Position(lsn, stop), done
+
+
+class Chunk(NamedTuple):
+    """A decoded chunk: one producer transaction's entries, in one record of the log."""
+
+    lsn: int
+    write_pointer: int
+    counters: list[int]
+    payloads: list[bytes]
+
+
+class Outcome(enum.Enum):
+    """What a reader does after :func:`read_item`."""
+
+    NEXT = "next"
+    """Done with the item (a gap, a chunk stepped over or already delivered): go on with the next."""
+    TAKEN = "taken"
+    """A visible chunk, taken to its end (or to the read's end inside it): go on with the next."""
+    PARTIAL = "partial"
+    """The budget (or the read's end) ends inside the chunk: stop, the next read goes on in it."""
+    WAIT = "wait"
+    """A chunk of a transaction still in progress: stop before it."""
+    SEALED = "sealed"
+    """The log's end."""
+
+
+def read_item(item: Gap | Chunk, position: Position, visibility: Callable[[int], Visibility], budget: Budget,
+              log_id: int, stop_max: int | None = None) -> tuple[list[Entry], Position, Outcome]:
+    """One step of every reader of a queue partition's log, written once: the entries a reader at
+    ``position`` takes from ``item`` (a gap, or a chunk judged by ``visibility``) within ``budget``
+    (and before entry ``stop_max`` of the chunk), where it goes on, and what it does next."""
+    if isinstance(item, Gap):
+        position, sealed = after_gap(item, position, log_id)
+        return [], position, Outcome.SEALED if sealed else Outcome.NEXT
+    if item.lsn < position.lsn:  # below a position inside a chunk: already delivered
+        return [], position, Outcome.NEXT
+    judged = visibility(item.write_pointer)
+    if judged is Visibility.WAIT:
+        return [], position, Outcome.WAIT
+    if judged is Visibility.SKIP:
+        return [], Position(item.lsn + 1, 0), Outcome.NEXT
+    entries, position, done = take_chunk(item.lsn, item.write_pointer, item.counters, item.payloads, position,
+                                         budget, stop_max)
+    return entries, position, Outcome.TAKEN if done else Outcome.PARTIAL
 
 
 def drained(final_lsn: int | None, position: Position) -> bool:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from seaway._errors import ConditionFailedError
+from seaway.errors import ConditionFailedError
 from seaway.log import Gap, Record
 from seaway.queues._chunks import Budget, Entry, after_gap
-from seaway.queues._cursor import Cursor, Judge, Source, claim_slot
+from seaway.queues._cursor import Cursor, Judge, Slot, SlotKind, Source
 from seaway.queues._records import (
     NAMESPACE,
     Claim,
@@ -43,7 +43,7 @@ class FifoClaims:
     queue: str
     group: str
     consumer_id: int
-    _cursors: dict[tuple[int, int], Cursor]
+    _cursors: dict[Slot, Cursor]
 
     def _stage(self, tx: Transaction, cursor: Cursor, key: bytes, value: bytes | None) -> None:
         raise NotImplementedError
@@ -53,10 +53,14 @@ class FifoClaims:
         of the old consumers it inherits), then a new claim of the next entries no one claimed."""
         out: list[Entry] = []
         generation = source.layout.generation
-        for owner in (*[o for o in source.owners if o != self.consumer_id], self.consumer_id):
+        # Only the owners of this layout's claims: a consumer a resize added has no share of the old
+        # layout (its id is none of the old ones' it inherits), and a claim it made there would be
+        # no one's to deliver after an abort, holding the barrier forever.
+        mine = [self.consumer_id] if self.consumer_id in source.owners else []
+        for owner in (*[o for o in source.owners if o != self.consumer_id], *mine):
             # One claim per owner and transaction: a claim finished here is deleted by the commit,
             # so a new one (under the same key) waits for the next transaction.
-            held = (generation, claim_slot(owner)) in self._cursors
+            held = Slot(generation, SlotKind.CLAIM, owner) in self._cursors
             cursor = self._claim_cursor(generation, owner, source.log_id)
             if cursor is None and owner == self.consumer_id and not held:
                 cursor = self._claim(judge, source, budget.entries_left)
@@ -76,14 +80,14 @@ class FifoClaims:
 
     def _claim_cursor(self, generation: int, owner: int, log_id: int) -> Cursor | None:
         """The cursor of ``owner``'s claim, if it holds one not fully delivered in this transaction."""
-        where = (generation, claim_slot(owner))
+        where = Slot(generation, SlotKind.CLAIM, owner)
         cursor = self._cursors.get(where)
         if cursor is None:
             found = self._queues.meta.get(NAMESPACE, claim_key(self.queue, self.group, generation, owner))
             if found is None:
                 return None
             claim = Claim.decode(found.value)
-            cursor = self._cursors[where] = Cursor(self._queues, generation, claim_slot(owner), log_id, claim.position,
+            cursor = self._cursors[where] = Cursor(self._queues, where, log_id, claim.position,
                                                     claim.last_lsn)
         return None if cursor.ended else cursor
 
@@ -126,10 +130,10 @@ class FifoClaims:
                 if self._queues.meta.get(NAMESPACE, mine) is not None:
                     # Deliver that claim: of the two instances' transactions, one commits and the
                     # other conflicts on the claim's key.
-                    self._cursors.pop((generation, claim_slot(self.consumer_id)), None)
+                    self._cursors.pop(Slot(generation, SlotKind.CLAIM, self.consumer_id), None)
                     return self._claim_cursor(generation, self.consumer_id, source.log_id)
                 continue  # another consumer claimed meanwhile
-            self._cursors.pop((generation, claim_slot(self.consumer_id)), None)
+            self._cursors.pop(Slot(generation, SlotKind.CLAIM, self.consumer_id), None)
             return self._claim_cursor(generation, self.consumer_id, source.log_id)
         return None
 

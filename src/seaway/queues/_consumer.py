@@ -23,25 +23,23 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
-from seaway._errors import (
+from seaway.errors import (
     ConsumerOutsideGroupError,
     CorruptionError,
     InvalidArgumentError,
     LsnOutOfRangeError,
     SeawayError,
 )
-from seaway.queues._chunks import Budget, Entry, drained
+from seaway.queues._chunks import Budget, Entry
 from seaway.queues._claims import FifoClaims
-from seaway.queues._cursor import FIFO_PARTITION, Cursor, Judge, Source, is_claim_slot
+from seaway.queues._cursor import Cursor, Judge, Slot, SlotKind, Source
 from seaway.queues._records import (
     NAMESPACE,
     READ_BYTES_DEFAULT,
     GroupRecord,
     Layout,
-    Position,
     Strategy,
     check_bytes_max,
-    claim_key,
     position_key,
     skipped_key,
 )
@@ -71,9 +69,9 @@ class Consumer(FifoClaims):
         self.queue = queue
         self.group = group
         self.consumer_id = consumer_id
-        self._cursors: dict[tuple[int, int], Cursor] = {}
+        self._cursors: dict[Slot, Cursor] = {}
         self._tx: int | None = None
-        self._touched: set[tuple[int, int]] = set()
+        self._touched: set[Slot] = set()
         self._fifo_commits = 0
         self._record: tuple[GroupRecord | None, float] = (None, 0.0)
         self._stale = False
@@ -101,11 +99,11 @@ class Consumer(FifoClaims):
         self.close()
 
     def _cursor(self, generation: int, partition: int, log_id: int) -> Cursor:
-        cursor = self._cursors.get((generation, partition))
+        where = Slot(generation, SlotKind.PARTITION, partition)
+        cursor = self._cursors.get(where)
         if cursor is None:
             committed = self._queues.position(self.queue, self.group, generation, partition)
-            cursor = self._cursors[(generation, partition)] = Cursor(self._queues, generation, partition, log_id,
-                                                                       committed)
+            cursor = self._cursors[where] = Cursor(self._queues, where, log_id, committed)
         return cursor
 
     def _sources(self) -> list[Source] | None:
@@ -124,7 +122,10 @@ class Consumer(FifoClaims):
         if old is None:
             return self._of(current, [self.consumer_id])
         inherited = [p for p in range(old.size) if p % current.size == self.consumer_id]
-        undrained = [source for source in self._of(old, inherited) if not self._drained(source)]
+        undrained = [source for source in self._of(old, inherited)
+                     if not self._queues.drained(self.queue, self.group, old,
+                                                  source.owners if source.partition is None
+                                                  else [source.partition])]
         if undrained:
             return undrained
         return self._of(current, [self.consumer_id]) if self._queues.finish_resize(self.queue, self.group) else None
@@ -132,23 +133,8 @@ class Consumer(FifoClaims):
     @staticmethod
     def _of(layout: Layout, owners: list[int]) -> list[Source]:
         if layout.strategy is Strategy.FIFO:
-            return [Source(layout, FIFO_PARTITION, layout.logs[0], tuple(owners))]
+            return [Source(layout, None, layout.logs[0], tuple(owners))]
         return [Source(layout, p, layout.logs[p], ()) for p in owners if p < len(layout.logs)]
-
-    def _drained(self, source: Source) -> bool:
-        final = self._queues.final_lsn(source.log_id)
-        if final is None:
-            return False
-        generation = source.layout.generation
-        if source.partition != FIFO_PARTITION:
-            cursor = self._cursors.get((generation, source.partition))
-            position = (cursor.committed if cursor is not None
-                        else self._queues.position(self.queue, self.group, generation, source.partition))
-            return drained(final, position)
-        if not drained(final, Position(self._queues.claim_pointer(self.queue, self.group, generation)[0], 0)):
-            return False
-        return not any(self._queues.meta.get(NAMESPACE, claim_key(self.queue, self.group, generation, owner))
-                       for owner in source.owners)
 
     def dequeue(self, tx: Transaction, entries_max: int = 500, timeout_s: float = 0.0, *,
                 bytes_max: int = READ_BYTES_DEFAULT) -> list[Entry]:
@@ -189,7 +175,7 @@ class Consumer(FifoClaims):
     def _dequeue_once(self, tx: Transaction, judge: Judge, timeout_s: float, budget: Budget) -> list[Entry]:
         out: list[Entry] = []
         for source in self._sources() or ():
-            if source.partition == FIFO_PARTITION:
+            if source.partition is None:
                 out.extend(self._dequeue_claims(tx, judge, source, budget))
                 if budget.spent:
                     break
@@ -198,7 +184,7 @@ class Consumer(FifoClaims):
             before = cursor.pending
             out.extend(cursor.take(judge, budget, timeout_s if not out else 0.0))
             if cursor.pending != before:
-                self._stage(tx, cursor, position_key(self.queue, self.group, cursor.generation, cursor.partition),
+                self._stage(tx, cursor, position_key(self.queue, self.group, cursor.generation, cursor.slot.number),
                             cursor.pending.encode())
             if budget.spent or not cursor.ended:
                 break
@@ -214,7 +200,7 @@ class Consumer(FifoClaims):
         else:
             tx.stage_put(NAMESPACE, key, value)
         tx.add_conflicts(NAMESPACE.encode() + b"/" + key)
-        self._touched.add((cursor.generation, cursor.partition))
+        self._touched.add(cursor.slot)
 
     def skip(self, tx: Transaction, entries: list[Entry]) -> None:
         """Count ``entries`` as poison, skipped without processing (they were dequeued in ``tx``
@@ -235,11 +221,12 @@ class Consumer(FifoClaims):
             else:  # back to the committed position as stored: another instance may have moved it
                 cursor.close()
                 del self._cursors[where]
-        if committed and any(is_claim_slot(where[1]) for where in self._touched):
+        if committed and any(where.kind is SlotKind.CLAIM for where in self._touched):
             self._fifo_commits += 1
             if self._fifo_commits % FIFO_EVICT_EVERY == 0:
-                generation = max(where[0] for where in self._touched if is_claim_slot(where[1]))
-                cursor = next(c for w, c in self._cursors.items() if w[0] == generation and is_claim_slot(w[1]))
+                generation = max(where.generation for where in self._touched if where.kind is SlotKind.CLAIM)
+                cursor = next(c for w, c in self._cursors.items()
+                              if w.generation == generation and w.kind is SlotKind.CLAIM)
                 # Best-effort, after the commit (which must not fail for it): the next one tries again.
                 with contextlib.suppress(SeawayError):
                     self._queues.evict_claimed(self.queue, self.group, generation, cursor.log_id)

@@ -7,15 +7,16 @@ rules of :mod:`seaway.queues._chunks`, judging each chunk with a :class:`Judge`.
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from seaway._errors import SeawayError, UnknownLogError
+from seaway.errors import SeawayError, UnknownLogError
 from seaway.log import Gap, Record, RecordRun
-from seaway.queues._chunks import Budget, Entry, after_gap, take_chunk
+from seaway.queues._chunks import Budget, Chunk, Entry, Outcome, read_item
 from seaway.queues._records import Layout, Position, decode_chunk
 from seaway.txn import Snapshot, Visibility
 
@@ -53,31 +54,23 @@ class Judge:
         return visibility
 
 
-@dataclass
-class _Chunk:
-    lsn: int
-    write_pointer: int
-    counters: list[int]
-    payloads: list[bytes]
-
-
 class Cursor:
     """Reading one partition: the committed position, the position after what was delivered in
     the current transaction, and the chunks read ahead."""
 
-    def __init__(self, queues: Queues, generation: int, partition: int, log_id: int, committed: Position,
+    def __init__(self, queues: Queues, slot: Slot, log_id: int, committed: Position,
                  until: int | None = None) -> None:
         self.queues = queues
         self.until = until
         """A FIFO claim's last LSN: the cursor ends after it (and never trims: others' claims
         may lie below)."""
-        self.generation = generation
-        self.partition = partition
+        self.slot = slot
+        self.generation = slot.generation
         self.log_id = log_id
         self.committed = committed
         self.pending = committed
         self.ended = False
-        self._ahead: deque[_Chunk | Gap] = deque()
+        self._ahead: deque[Chunk | Gap] = deque()
         self._reader: Any = None
         self._trimmed = 0
         self._trimmed_s = 0.0
@@ -108,8 +101,7 @@ class Cursor:
                 self._ahead.append(item)
 
     def _push(self, lsn: int, payload: bytes) -> None:
-        write_pointer, counters, payloads = decode_chunk(payload)
-        self._ahead.append(_Chunk(lsn, write_pointer, counters, payloads))
+        self._ahead.append(Chunk(lsn, *decode_chunk(payload)))
 
     def take(self, judge: Judge, budget: Budget, timeout_s: float) -> list[Entry]:
         """The entries from ``pending`` on that ``judge`` lets through, within ``budget``, waiting
@@ -129,30 +121,14 @@ class Cursor:
                 self._fill(wait_s)
                 if not self._ahead:
                     break
-            head = self._ahead[0]
-            if isinstance(head, Gap):
-                self.pending, sealed = after_gap(head, self.pending, self.log_id)
-                self._ahead.popleft()
-                if sealed:
-                    self.ended = True
-                    self.close()
-                continue
-            if head.lsn < self.pending.lsn:  # below a position inside a chunk: already delivered
-                self._ahead.popleft()
-                continue
-            visibility = judge(head.write_pointer)
-            if visibility is Visibility.WAIT:
-                break
-            if visibility is Visibility.SKIP:
-                self._ahead.popleft()
-                self.pending = Position(head.lsn + 1, 0)
-                continue
-            entries, self.pending, done = take_chunk(head.lsn, head.write_pointer, head.counters, head.payloads,
-                                                     self.pending, budget)
+            entries, self.pending, outcome = read_item(self._ahead[0], self.pending, judge, budget, self.log_id)
             out.extend(entries)
-            if not done:
-                break  # the budget ends inside the chunk
+            if outcome is Outcome.WAIT or outcome is Outcome.PARTIAL:
+                break  # before a chunk in progress, or the budget ends inside the chunk
             self._ahead.popleft()
+            if outcome is Outcome.SEALED:
+                self.ended = True
+                self.close()
         if self.until is not None and self.pending.lsn > self.until:
             self.ended = True
         return out
@@ -182,26 +158,26 @@ class Cursor:
             self._trimmed, self._trimmed_s = trim_to, time.monotonic()
 
 
-FIFO_PARTITION = -1
-"""A :class:`Source`'s partition when it is a FIFO layout's shared log."""
+class SlotKind(enum.Enum):
+    PARTITION = "partition"
+    CLAIM = "claim"
 
 
-def claim_slot(owner: int) -> int:
-    """The cursor slot (in a consumer's cursors, keyed ``(generation, slot)``) of ``owner``'s FIFO
-    claim: negative, apart from the partitions' slots, which are their numbers."""
-    return -1 - owner
+class Slot(NamedTuple):
+    """A cursor's place among a consumer's cursors: partition ``number`` of a generation's layout,
+    or the FIFO claim held by consumer ``number`` (two kinds, never told apart by the number's sign)."""
 
-
-def is_claim_slot(slot: int) -> bool:
-    return slot < 0
+    generation: int
+    kind: SlotKind
+    number: int
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where a consumer reads: a partition of a layout, or (``partition`` -1) a FIFO layout's log,
-    with the consumer ids whose claims it holds."""
+    """Where a consumer reads: a partition of a layout, or (``partition`` None) a FIFO layout's
+    shared log, with the consumer ids whose claims it holds."""
 
     layout: Layout
-    partition: int
+    partition: int | None
     log_id: int
     owners: tuple[int, ...]

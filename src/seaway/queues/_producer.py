@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from seaway._errors import InvalidArgumentError, LogSealedError, PayloadTooLargeError, UnknownLogError
+from seaway.errors import InvalidArgumentError, LogSealedError, PayloadTooLargeError, UnknownLogError
 from seaway.queues._records import CHUNK_BYTES_MAX, ENTRY_BYTES_MAX, Chunk, Layout, Strategy, chunk_overhead
 
 if TYPE_CHECKING:

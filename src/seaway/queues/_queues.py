@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from seaway._clock import Clock, SystemClock
-from seaway._errors import (
+from seaway.errors import (
     ConditionFailedError,
     ConsumerGroupExistsError,
     InvalidArgumentError,
@@ -57,6 +57,7 @@ from seaway.queues._records import (
     Position,
     Strategy,
     check_name,
+    claim_key,
     claims_prefix,
     decode_lsn,
     group_key,
@@ -67,7 +68,7 @@ from seaway.queues._records import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
     from seaway.log import LogsApi
     from seaway.txn import Snapshot, Transactions
@@ -87,7 +88,12 @@ class PartitionInfo:
 
     @property
     def drained(self) -> bool:
-        return drained(self.final_lsn, self.position)
+        """Read to its sealed end: the committed position past the final LSN."""
+        return self.drained_at(self.position)
+
+    def drained_at(self, position: Position) -> bool:
+        """Whether a reader at ``position`` (its own record of what it read) read it to its sealed end."""
+        return drained(self.final_lsn, position)
 
 
 @dataclass(frozen=True)
@@ -312,10 +318,11 @@ class Queues:
             with contextlib.suppress(UnknownLogError, LogSealedError):
                 self.logs.get(log_id).seal()
 
-    def final_lsn(self, log_id: int) -> int | None:
-        """A queue partition log's final LSN once sealed (None while it is not). A deleted log (an
-        old layout's, dropped at a resize's barrier) answers 0: it has nothing left to read, so any
-        position counts as past its end."""
+    def _readable_end(self, log_id: int) -> int | None:
+        """The last LSN a reader of a queue partition log may still find: its final LSN once sealed,
+        None while it is open, and 0 once deleted (an old layout's, dropped at a resize's barrier:
+        nothing is left to read, so any position is past its end). Not the log's ``final_lsn``,
+        which a deleted log does not have."""
         try:
             final: int | None = self.logs.get(log_id).final_lsn()
         except UnknownLogError:
@@ -341,19 +348,22 @@ class Queues:
             with contextlib.suppress(UnknownLogError):
                 self.logs.get(log_id).trim(low - 1)
 
-    def _drained(self, queue: str, group: str, layout: Layout) -> bool:
-        for partition, log_id in enumerate(layout.logs):
-            final = self.final_lsn(log_id)
-            if final is None:
-                self._seal(layout)
+    def drained(self, queue: str, group: str, layout: Layout, owners: Iterable[int] | None = None) -> bool:
+        """Whether ``layout`` (the old one a resize drains) is read to its end and acknowledged, for
+        ``owners`` (consumer ids; all when None): each one's partition sealed and its committed
+        position past the final LSN; of a FIFO layout, the claim pointer past its log's final LSN
+        and no claim of theirs left. The one "drained" check of the queues (with :func:`drained`)."""
+        if layout.strategy is Strategy.FIFO:
+            if not drained(self._readable_end(layout.logs[0]),
+                           Position(self.claim_pointer(queue, group, layout.generation)[0], 0)):
                 return False
-            if layout.strategy is Strategy.FIFO:
-                if (not drained(final, Position(self.claim_pointer(queue, group, layout.generation)[0], 0))
-                        or self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation), limit=1)):
-                    return False
-            elif not drained(final, self.position(queue, group, layout.generation, partition)):
-                return False
-        return True
+            if owners is None:
+                return not self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation), limit=1)
+            return not any(self.meta.get(NAMESPACE, claim_key(queue, group, layout.generation, owner))
+                           for owner in owners)
+        partitions = range(len(layout.logs)) if owners is None else [p for p in owners if p < len(layout.logs)]
+        return all(drained(self._readable_end(layout.logs[p]), self.position(queue, group, layout.generation, p))
+                   for p in partitions)
 
     def finish_resize(self, queue: str, group: str) -> bool:
         """Pass the barrier if every old partition is drained: drop the old layout, its positions
@@ -362,7 +372,10 @@ class Queues:
         old = record.previous
         if old is None:
             return True
-        if not self._drained(queue, group, old):
+        if any(self._readable_end(log_id) is None for log_id in old.logs):
+            self._seal(old)  # a resize cut off before it sealed them
+            return False
+        if not self.drained(queue, group, old):
             return False
         try:
             self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).put(

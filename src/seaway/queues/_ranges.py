@@ -20,13 +20,13 @@ import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from seaway._errors import (
+from seaway.errors import (
     InvalidArgumentError,
     TransactionConflictError,
     UnknownLogError,
 )
 from seaway.log import Gap, Record
-from seaway.queues._chunks import Budget, Entry, after_gap, take_chunk
+from seaway.queues._chunks import Budget, Chunk, Entry, Outcome, read_item
 from seaway.queues._records import (
     NAMESPACE,
     READ_BYTES_DEFAULT,
@@ -115,25 +115,22 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
     budget = Budget(entries_max, bytes_max)
     with contextlib.closing(handle.read(start.lsn, until)) as items:
         for item in items:
-            if isinstance(item, Gap):
-                position, sealed = after_gap(item, position, handle.id)
-                if sealed:
-                    break
+            step: Chunk | Gap
+            if isinstance(item, Record):
+                step = Chunk(item.lsn, *decode_chunk(item.payload))
+            elif isinstance(item, Gap):
+                step = item
+            else:
                 continue
-            if not isinstance(item, Record) or item.lsn < position.lsn:
-                continue
-            write_pointer, counters, payloads = decode_chunk(item.payload)
-            visibility = snapshot.visibility(write_pointer)
-            if visibility is Visibility.WAIT:
-                return CommittedRead(out, position, True)
-            if visibility is Visibility.SKIP:
-                position = Position(item.lsn + 1, 0)
-                continue
-            stop_max = None if end is None or item.lsn < end.lsn else end.entry
-            entries, position, done = take_chunk(item.lsn, write_pointer, counters, payloads, position, budget,
-                                                 stop_max)
+            stop_max = None if end is None or isinstance(step, Gap) or step.lsn < end.lsn else end.entry
+            entries, position, outcome = read_item(step, position, snapshot.visibility, budget, handle.id, stop_max)
             out.extend(entries)
-            if budget.spent or not done or (end is not None and position >= end):
+            if outcome is Outcome.SEALED:
+                break
+            if outcome is Outcome.WAIT:
+                return CommittedRead(out, position, True)
+            if outcome is Outcome.PARTIAL or (outcome is Outcome.TAKEN and (
+                    budget.spent or (end is not None and position >= end))):
                 return CommittedRead(out, position, False)
         else:
             # Everything up to ``until`` was read: records or gaps, nothing is left below it.

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
 
-from seaway._errors import CorruptionError, InvalidArgumentError, MissingHashKeyError
+from seaway.errors import CorruptionError, InvalidArgumentError, MissingHashKeyError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 NAME_CHARS_MAX = 64
@@ -217,7 +217,7 @@ class GroupRecord:
             return cls(data["name"], Layout.from_json(data["current"]),
                        None if data["previous"] is None else Layout.from_json(data["previous"]),
                        int(data["resized_ms"]))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise CorruptionError(f"a consumer group record does not decode: {exc!r:.200}") from None
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 
-from seaway._errors import AuthenticationError, InvalidArgumentError, SeawayError
+from seaway.errors import AuthenticationError, InvalidArgumentError, SeawayError
 from seaway.wire import TOKEN_KEY, error_metadata, status_of
 
 OPEN_METHODS = ("/grpc.health.v1.Health/", "/seaway.v1.Seaway/Health")

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from seaway._errors import InvalidArgumentError
+from seaway.errors import InvalidArgumentError
 from seaway.wire import log_info_to_msg, overrides_to_msg, seaway_pb2, txn_info_to_msg, txn_page_cursor, txn_page_key
 
 if TYPE_CHECKING:

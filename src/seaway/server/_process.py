@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from seaway._errors import ServerRunningError, UnavailableError
+from seaway.errors import ServerRunningError, UnavailableError
 
 
 class ServerProcess:

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from seaway._errors import (
+from seaway.errors import (
     InvalidArgumentError,
     LsnOutOfRangeError,
     OverloadedError,

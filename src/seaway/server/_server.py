@@ -20,8 +20,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[i
 from prometheus_client import Counter, start_http_server
 
 from seaway._alloc import keep_large_buffers_in_heap
-from seaway._errors import InvalidArgumentError, SeawayError, UnavailableError
 from seaway._seaway import Seaway, SeawayConfig
+from seaway.errors import InvalidArgumentError, SeawayError, UnavailableError
 from seaway.notify import ForwardCollector
 from seaway.server._decoding import TokenThenDecode
 from seaway.server._metrics import Metrics

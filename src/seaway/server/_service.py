@@ -17,7 +17,8 @@ from typing import TypeVar
 
 import grpc
 
-from seaway._errors import (
+from seaway._seaway import Seaway
+from seaway.errors import (
     BufferFullError,
     ConditionFailedError,
     CorruptionError,
@@ -28,7 +29,6 @@ from seaway._errors import (
     ServerError,
     UnavailableError,
 )
-from seaway._seaway import Seaway
 from seaway.ledger import decode_change
 from seaway.log import Log, MetaBatch
 from seaway.notify import NotifyConfig

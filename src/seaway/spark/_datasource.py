@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from seaway._errors import InvalidArgumentError
+from seaway.errors import InvalidArgumentError
 from seaway.spark import _queue_read, _stream_read, _write
 
 

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import seaway
-from seaway._errors import InvalidArgumentError
+from seaway.errors import InvalidArgumentError
 from seaway.server import local_address
 
 TARGETS = ("stream", "log", "queue")
 SPARK_SUPPLIED = ("path", "queryname", "checkpointlocation")
-"""Options Spark itself adds (a query's name and checkpoint, load()'s path): accepted, not read."""
+"""Options Spark itself adds: a query's name and checkpoint, accepted and not read; and load()'s path,
+read as ``data_dir`` when that option is not given (``load("./data")``)."""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from seaway._errors import (
+from seaway.errors import (
     InvalidArgumentError,
     InvalidStreamCutError,
     StreamTruncatedError,

@@ -46,8 +46,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from seaway._errors import InvalidArgumentError, SeawayError
 from seaway._invariant import InvariantViolation, invariant
+from seaway.errors import InvalidArgumentError, SeawayError
 from seaway.queues import Entry, GroupInfo, PartitionInfo, Position, Strategy
 from seaway.spark._options import Options
 
@@ -198,7 +198,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._acknowledge(offset)
         info = self._describe()
         parts = [p for p in info.partitions if p.generation == offset.generation]
-        if not parts or all(_drained(p, offset.positions.get(p.partition)) for p in parts):
+        if not parts or all(p.partition in offset.positions and p.drained_at(offset.positions[p.partition])
+                                for p in parts):
             newer = sorted({p.generation for p in info.partitions if p.generation > offset.generation})
             if newer:
                 return self._next_generation(info, offset, newer[0])
@@ -307,11 +308,6 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 for entry in got.entries:
                     yield row(entry)
                 position = got.next
-
-
-def _drained(part: PartitionInfo, position: Position | None) -> bool:
-    """The offset's position is past the partition's sealed end."""
-    return part.final_lsn is not None and position is not None and position.lsn > part.final_lsn
 
 
 # --- rows -------------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from seaway._errors import CorruptionError, StreamTruncatedError, UnknownLogError
 from seaway._invariant import invariant
+from seaway.errors import CorruptionError, StreamTruncatedError, UnknownLogError
 from seaway.log import Gap, GapType, Record, RecordRun
 from seaway.spark._plan import Range, read_stored
 from seaway.streams import unframe_keyed

@@ -30,7 +30,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from seaway._errors import ConditionFailedError, InvalidArgumentError
+from seaway.errors import ConditionFailedError, InvalidArgumentError
 from seaway.spark._options import Options
 from seaway.spark._plan import Range, Target, open_target
 from seaway.spark._rows import DEFAULT_SCHEMA, read_range

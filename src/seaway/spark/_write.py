@@ -52,7 +52,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from seaway._errors import InvalidArgumentError, PayloadTooLargeError, SeawayError, UnknownTransactionError
+from seaway.errors import InvalidArgumentError, PayloadTooLargeError, SeawayError, UnknownTransactionError
 from seaway.queues import Strategy
 from seaway.spark._options import Options
 from seaway.txn import TxnStatus

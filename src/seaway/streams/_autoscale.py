@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from seaway._clock import Clock
-from seaway._errors import BufferFullError, InvalidArgumentError
+from seaway.errors import BufferFullError, InvalidArgumentError
 from seaway.streams._config import SEGMENTS_MAX, ByDataRate, ByEventRate, ScalingPolicy
 from seaway.streams._names import segment_str
 from seaway.streams._records import Generation, Segment, even_ranges

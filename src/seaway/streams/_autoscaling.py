@@ -14,8 +14,8 @@ import threading
 from dataclasses import dataclass, field
 
 from seaway._clock import Clock
-from seaway._errors import InvalidArgumentError, ScaleConflictError, SeawayError
 from seaway._passes import PeriodicPasses
+from seaway.errors import InvalidArgumentError, ScaleConflictError, SeawayError
 from seaway.streams._autoscale import AutoScaleConfig, AutoScaler, ScaleDecision
 from seaway.streams._config import FixedSegments
 from seaway.streams._controller import StreamController

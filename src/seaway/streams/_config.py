@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from seaway._errors import InvalidArgumentError
+from seaway.errors import InvalidArgumentError
 
 SEGMENTS_MAX = 10_000
 """Segments of one stream generation at most (a split makes at most ``SPLIT_WAYS_MAX``)."""

@@ -27,7 +27,7 @@ import secrets
 from collections.abc import Callable, Sequence
 
 from seaway._clock import Clock
-from seaway._errors import (
+from seaway.errors import (
     ConditionFailedError,
     InvalidArgumentError,
     InvalidStreamCutError,

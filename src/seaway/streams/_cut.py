@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from seaway._errors import InvalidStreamCutError
+from seaway.errors import InvalidStreamCutError
 from seaway.log import LSN_MAX, LSN_OLDEST
 from seaway.streams._names import parse_segment, segment_str, split_stream_name
 from seaway.streams._records import Segment, check_cover

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import struct
 
-from seaway._errors import CorruptionError
+from seaway.errors import CorruptionError
 from seaway.streams._routing import ROUTING_KEY_BYTES_MAX
 
 PLAIN = 0x00

@@ -41,14 +41,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seaway._errors import (
+from seaway._invariant import invariant
+from seaway.errors import (
     CorruptionError,
     InvalidArgumentError,
     InvalidStreamCutError,
     SeawayError,
     UnknownStreamError,
 )
-from seaway._invariant import invariant
 from seaway.log import MetaApi, MetaBatch, Versioned
 from seaway.streams._config import StreamConfig
 from seaway.streams._names import SEGMENT_NUMBER_MAX, generation_of, number_of, segment_str

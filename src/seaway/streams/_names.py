@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from seaway._errors import InvalidArgumentError
+from seaway.errors import InvalidArgumentError
 
 NAME_CHARS_MAX = 63
 _PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

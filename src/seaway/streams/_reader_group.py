@@ -64,7 +64,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from seaway._errors import (
+from seaway._invariant import invariant
+from seaway.errors import (
     ClosedError,
     ConditionFailedError,
     CorruptionError,
@@ -78,7 +79,6 @@ from seaway._errors import (
     UnknownLogError,
     UnknownReaderGroupError,
 )
-from seaway._invariant import invariant
 from seaway.ledger import ReaderGroupCreated, ReaderGroupDeleted
 from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, LogsApi, MetaApi, Record
 from seaway.streams._cut import StreamCut

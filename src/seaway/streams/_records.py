@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seaway._errors import InvalidArgumentError
 from seaway._invariant import invariant
+from seaway.errors import InvalidArgumentError
 from seaway.streams._names import segment_id, segment_str
 
 _NUMBER = (int, float)

@@ -32,8 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from seaway._clock import Clock
-from seaway._errors import InvalidArgumentError, InvalidStreamCutError, SeawayError, StreamChangedError
 from seaway._passes import PeriodicPasses
+from seaway.errors import InvalidArgumentError, InvalidStreamCutError, SeawayError, StreamChangedError
 from seaway.streams._config import RetentionByTime
 from seaway.streams._controller import StreamController
 from seaway.streams._cut import StreamCut

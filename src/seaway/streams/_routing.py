@@ -13,7 +13,7 @@ import itertools
 import math
 import threading
 
-from seaway._errors import InvalidArgumentError
+from seaway.errors import InvalidArgumentError
 
 ROUTING_KEY_BYTES_MAX = 1024
 _BELOW_ONE = math.nextafter(1.0, 0.0)

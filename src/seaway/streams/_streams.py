@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from seaway._clock import Clock, SystemClock
-from seaway._errors import (
+from seaway.errors import (
     InvalidArgumentError,
     InvalidStreamCutError,
     ReaderGroupExistsError,

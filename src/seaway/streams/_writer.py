@@ -61,7 +61,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from seaway._errors import (
+from seaway._invariant import invariant
+from seaway.errors import (
     BufferFullError,
     ClosedError,
     InvalidArgumentError,
@@ -76,7 +77,6 @@ from seaway._errors import (
     UnknownLogError,
     UnknownStreamError,
 )
-from seaway._invariant import invariant
 from seaway.log import BATCH_RECORDS_MAX, LogsApi, OrderedAppends, PipelineConfig, ProducerMark, RetryPolicy, SegmentLog
 from seaway.streams._framing import header
 from seaway.streams._names import segment_str

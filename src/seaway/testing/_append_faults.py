@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from seaway._errors import InvalidArgumentError, OverloadedError, TimedOutError
+from seaway.errors import InvalidArgumentError, OverloadedError, TimedOutError
 
 
 @dataclass(frozen=True, slots=True)

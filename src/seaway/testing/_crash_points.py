@@ -19,7 +19,7 @@ import os
 import signal
 from dataclasses import dataclass
 
-from seaway._errors import StorageError
+from seaway.errors import StorageError
 from seaway.ledger import decode_change
 from seaway.log import MetaApi, MetaBatch, MetaDeleteRange, MetaOp, Versioned
 

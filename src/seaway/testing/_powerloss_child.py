@@ -10,7 +10,6 @@ can check every byte of what it finds after the cut.
 from __future__ import annotations
 
 import hashlib
-import os
 import random
 import re
 import sys
@@ -21,6 +20,7 @@ from concurrent.futures import Future
 
 import seaway
 from seaway.logsdb import LogsDB
+from seaway.testing._powerloss_child_kit import line_writer, parse_argv, take_syncs_away
 
 SMALL_BYTES = 100
 LARGE_BYTES = 200_000  # well over LogsDBConfig.segment_min_bytes: stored in a segment file
@@ -101,17 +101,9 @@ def main(argv: list[str]) -> None:
     (RocksDB's write-ahead log is never synced); ``nokvsync``, the metadata store's group commit
     does nothing (no appends run: their syncs would cover the batches).
     """
-    data_dir, mode, run, seed = argv[0], argv[1], int(argv[2]), int(argv[3])
-    if mode not in MODES:
-        raise SystemExit(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
-    rng = random.Random(seed * 1_000_003 + run)
-    out_lock = threading.Lock()
-
-    def emit(line: str) -> None:
-        with out_lock:
-            os.write(1, line.encode() + b"\n")
-
-    _take_syncs_away(mode)
+    data_dir, mode, run, rng = parse_argv(argv, MODES)
+    emit = line_writer()
+    take_syncs_away(mode)
     with seaway.open(data_dir, config()) as sw:
         name = LOG_ASYNC if mode == "async" else LOG_SYNC
         try:
@@ -132,25 +124,6 @@ def main(argv: list[str]) -> None:
             worker.start()
         for worker in workers:
             worker.join()  # never: the parent kills this process
-
-
-def _take_syncs_away(mode: str) -> None:
-    def no_fsync(fd: object) -> None:
-        return None
-
-    def no_wal_sync(self: LogsDB) -> None:
-        return None
-
-    def no_kv_sync(self: LogsDB, applied: int) -> None:
-        return None
-
-    if mode == "nosegmentsync":
-        os.fsync = no_fsync
-        os.fdatasync = no_fsync
-    elif mode == "nowalsync":
-        LogsDB.sync_wal = no_wal_sync  # type: ignore[method-assign,assignment]
-    elif mode == "nokvsync":
-        LogsDB._kv_sync = no_kv_sync  # type: ignore[method-assign,assignment]
 
 
 def _append(log: seaway.Log, run: int, rng: random.Random, emit: Callable[[str], None]) -> None:

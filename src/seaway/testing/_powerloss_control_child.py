@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import seaway
 from seaway.ledger import LedgerEntry, ScopeCreated, encode_change
-from seaway.logsdb import LogsDB
 from seaway.testing._powerloss_child import LARGE_BYTES, SMALL_BYTES, payload
+from seaway.testing._powerloss_child_kit import line_writer, parse_argv, take_syncs_away
 
 TRIMMED_LOGS = 3
 """Logs ``ctl-0``..: appended to and trimmed, so that retention drops their old partitions."""
@@ -83,21 +83,9 @@ def main(argv: list[str]) -> None:
     that the checks see it (every acknowledged trim, seal and ledger entry is at risk); small
     records only, no retention and no flushes (RocksDB can sync its log itself around those).
     """
-    data_dir, mode, run, seed = argv[0], argv[1], int(argv[2]), int(argv[3])
-    if mode not in MODES:
-        raise SystemExit(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
-    rng = random.Random(seed * 1_000_003 + run)
-    out_lock = threading.Lock()
-
-    def emit(line: str) -> None:
-        with out_lock:
-            os.write(1, line.encode() + b"\n")
-
-    if mode == "nowalsync":
-        def no_wal_sync(self: LogsDB) -> None:
-            return None
-
-        LogsDB.sync_wal = no_wal_sync  # type: ignore[method-assign,assignment]
+    data_dir, mode, run, rng = parse_argv(argv, MODES)
+    emit = line_writer()
+    take_syncs_away(mode)
     with seaway.open(data_dir, config()) as sw:
         emit("ready")
         large = mode == "sync"

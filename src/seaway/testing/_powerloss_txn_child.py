@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable
 
 import seaway
-from seaway.logsdb import LogsDB
+from seaway.testing._powerloss_child_kit import line_writer, parse_argv, take_syncs_away
 
 NS = "powerloss-txn"
 """The metadata the transactions stage."""
@@ -85,21 +85,9 @@ def main(argv: list[str]) -> None:
     MODE ``sync``: the store as shipped; ``nowalsync``: ``LogsDB.sync_wal`` does nothing, to show
     that the checks see lost commits.
     """
-    data_dir, mode, run, seed = argv[0], argv[1], int(argv[2]), int(argv[3])
-    if mode not in MODES:
-        raise SystemExit(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
-    rng = random.Random(seed * 1_000_003 + run)
-    out_lock = threading.Lock()
-
-    def emit(line: str) -> None:
-        with out_lock:
-            os.write(1, line.encode() + b"\n")
-
-    if mode == "nowalsync":
-        def no_wal_sync(self: LogsDB) -> None:
-            return None
-
-        LogsDB.sync_wal = no_wal_sync  # type: ignore[method-assign,assignment]
+    data_dir, mode, run, rng = parse_argv(argv, MODES)
+    emit = line_writer()
+    take_syncs_away(mode)
     with seaway.open(data_dir, config()) as sw:
         emit("ready")
         targets: list[Callable[[], None]] = [

@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 import seaway
-from seaway._errors import ConsumerOutsideGroupError, SeawayError
+from seaway.errors import ConsumerOutsideGroupError, SeawayError
 from seaway.txn import TxnStatus
 
 BATCH = 5

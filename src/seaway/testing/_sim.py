@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seaway._errors import StorageError, TimedOutError
+from seaway.errors import StorageError, TimedOutError
 from seaway.log import (
     LSN_MAX,
     LSN_OLDEST,

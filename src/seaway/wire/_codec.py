@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 
-from seaway._errors import (
+from seaway.errors import (
     AuthenticationError,
     ClientError,
     ClosedError,

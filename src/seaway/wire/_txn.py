@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from seaway._errors import ServerError
+from seaway.errors import ServerError
 from seaway.txn import TxnInfo, TxnStatus
 from seaway.wire import seaway_pb2 as pb
 
