@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from seaway._errors import (
+from seaway.errors import (
     InvalidArgumentError,
     SeawayError,
     TransactionConflictError,

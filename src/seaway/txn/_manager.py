@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from seaway._clock import Clock, SystemClock
-from seaway._errors import (
+from seaway._passes import PeriodicPasses
+from seaway.errors import (
     CorruptionError,
     InvalidArgumentError,
     OverloadedError,
@@ -46,7 +47,6 @@ from seaway._errors import (
     UnknownLogError,
     UnknownTransactionError,
 )
-from seaway._passes import PeriodicPasses
 from seaway.ledger import TxnAbortedByTimeout, TxnCommitted
 from seaway.log import LSN_OLDEST, Gap, GapType, MetaApi, Record, check_meta_key
 from seaway.txn._snapshot import Snapshot

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
 
-from seaway._errors import CorruptionError
+from seaway.errors import CorruptionError
 
 _HEAD = struct.Struct(">BQQII")
 _VERSION = 1

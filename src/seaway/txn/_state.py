@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from seaway._errors import CorruptionError
+from seaway.errors import CorruptionError
 from seaway.txn._snapshot import Snapshot
 
 POINTERS_PER_MS = 1_000_000
