@@ -568,3 +568,33 @@ def test_a_commit_recovered_without_its_visibility_is_dated_once(tmp_path: Path,
     with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
         sw.txn.commit(after.id, [b"row"])
         assert sw.txn.status(after.id) is TxnStatus.COMMITTED
+
+
+def test_a_transaction_whose_begin_was_not_logged_cannot_register_a_log(tmp_path: Path, clock: FakeClock) -> None:
+    """Found by the queue model over append faults: a begin is not waited for, on the ground that
+    the register after it is; but a begin refused (not lost in a crash) leaves a hole in the log,
+    and the register after it lands. A restart then knew nothing of the transaction, and what it
+    wrote, aborted, was visible. The register now fails when the begin was not logged, before
+    anything is written."""
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        log = sw.logs.create("data")
+        sw.transaction().abort()  # the manager's log exists
+        wal = sw.logs.get(WAL_LOG).id
+        with AppendFaults(1, refuse_later=1.0, limit=1, logs={wal}).applied(sw) as faults:
+            tx = sw.txn.begin()
+        assert [f.kind for f in faults.injected] == ["refuse_later"]
+        try:
+            tx.register_logs([log.id])
+        except OverloadedError:
+            refused = True
+        else:
+            refused = False
+            log.append(b"%d" % tx.id)
+        tx.abort()
+        assert sw.txn.status(tx.id) is TxnStatus.ABORTED
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        snapshot = sw.txn.snapshot()
+        for item in sw.logs.get("data").read():
+            if isinstance(item, Record):
+                assert snapshot.visibility(int(item.payload)) is not Visibility.VISIBLE, "aborted data is visible"
+    assert refused, "the register of a transaction whose begin was not logged succeeded"

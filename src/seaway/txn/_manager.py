@@ -228,6 +228,8 @@ class TransactionManager:
         self._clock = clock or SystemClock()
         self._cond = threading.Condition()
         self._committing: dict[int, tuple[int, frozenset[bytes]]] = {}
+        self._begins: dict[int, Future[int]] = {}
+        """Begins whose append has not succeeded (yet), by write pointer, until their transaction ends."""
         self._unrecorded = 0
         """Time-outs logged whose ledger entry is not written yet: a save waits for them, as for
         commits (the log below it is trimmed, and recovery could not write them any more)."""
@@ -433,13 +435,20 @@ class TransactionManager:
             self.state.apply(edit)
             heapq.heappush(self._expiries, (now_ms + edit.timeout_ms, edit.write_pointer))
             durable = self._append(edit)
+            self._begins[edit.write_pointer] = durable
             snapshot = self.state.snapshot(edit.write_pointer)
         # Not waited for: a transaction writes nothing before a register or a commit, whose edits
         # come after this one in the log and are waited for, so its begin is durable by then. One
         # lost in a crash is a transaction the manager no longer knows: its register or commit
-        # fails with UnknownTransactionError, and it never wrote anything.
+        # fails with UnknownTransactionError, and it never wrote anything. One refused is a hole
+        # in the log that later edits do not fill: its register waits for it and fails.
         durable.add_done_callback(_log_failure)
+        durable.add_done_callback(lambda done: self._logged_begin(edit.write_pointer, done))
         return snapshot
+
+    def _logged_begin(self, write_pointer: int, done: Future[int]) -> None:
+        if done.exception() is None:
+            self._begins.pop(write_pointer, None)  # one dict operation: no lock needed
 
     def snapshot(self) -> Snapshot:
         """What is committed now, for a reader outside any transaction."""
@@ -460,6 +469,11 @@ class TransactionManager:
         wanted = set(logs)
         if len(wanted) > LOGS_MAX:
             raise InvalidArgumentError(f"register at most {LOGS_MAX} logs at once")
+        begun = self._begins.get(write_pointer)
+        if begun is not None:
+            # Its begin is not logged yet, and may never be (refused): data written now would be
+            # a transaction's that a restart does not know, visible however it ended.
+            begun.result()
         with self._cond:
             txn = self._live(write_pointer)
             fresh = wanted - txn.logs
@@ -532,6 +546,7 @@ class TransactionManager:
                 self._append(visible).add_done_callback(_log_failure)
             for write_pointer in pointers:
                 del self._committing[write_pointer]
+                self._begins.pop(write_pointer, None)
             self._cond.notify_all()
 
     def _cancel(self, pointers: tuple[int, ...], exc: BaseException) -> None:
@@ -653,6 +668,7 @@ class TransactionManager:
         raise TransactionNotInProgressError(f"transaction {write_pointer} {what}")
 
     def _end(self, edit: Abort | TimeOut) -> Future[int]:
+        self._begins.pop(edit.write_pointer, None)
         self.state.apply(edit)
         return self._append(edit)
 
