@@ -8,8 +8,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, Protocol
+
+import pytest
 
 from seaway.testing import CutMode, CutReport, PowerLossFS
 from seaway.testing._powerloss_child import LARGE_BYTES, META_LARGE_BYTES
@@ -147,3 +150,61 @@ class Rig:
         how += (f" ({report.kept_writes} writes kept, {report.torn_writes} torn, "
                 f"{report.reordered_files} files reordered)")
         return lines, how, calls_seen
+
+
+def rig_fixture(module: str = "seaway.testing._powerloss_child") -> Any:
+    """The ``rig`` fixture of a test module whose child is ``module``."""
+    @pytest.fixture(name="rig")
+    def rig(fs: PowerLossFS, seed: int) -> Iterator[Rig]:
+        r = Rig(fs, seed, module)
+        try:
+            yield r
+        finally:
+            r.close()  # before the fs fixture unmounts: a process using the mount would hold it
+        print(f"{r.cuts} power cuts")
+
+    return rig
+
+
+class Acks(Protocol):
+    """What a test keeps of the acknowledgements: it takes each line, and says what the store lost."""
+
+    def add(self, run: int, line: str) -> None: ...
+
+    def problems(self, data_dir: Path) -> list[str]: ...
+
+
+def report(problems: Sequence[object], limit: int = 20) -> str:
+    return f"{len(problems)} problems:\n" + "\n".join(map(str, problems[:limit]))
+
+
+def cut_runs(rig: Rig, acks: Acks, cuts: int, *, child_log: bool = False) -> list[str]:
+    """``cuts`` runs of the child (mode ``sync``), each with its power cut (:meth:`Rig.cut_once`);
+    after each, every acknowledgement so far is checked. Returns how each cut was made."""
+    rng = random.Random(rig.seed)
+    calls_seen = 0
+    made: list[str] = []
+    for run in range(cuts):
+        lines, how, calls_seen = rig.cut_once(run, rng, calls_seen)
+        made.append(how)
+        for line in lines:
+            acks.add(run, line)
+        problems = acks.problems(rig.disk / "data")
+        assert not problems, (f"seed {rig.seed}: after the cut in run {run}, {report(problems)}\n"
+                              "the cuts so far:\n" + "\n".join(made)
+                              + (f"\nchild log:\n{rig.child_log(run)}" if child_log else ""))
+    return made
+
+
+def unsynced_run(rig: Rig, acks: Acks, run: int, **wait: int) -> list[str]:
+    """One run of the child without RocksDB's write-ahead log sync (mode ``nowalsync``), cut once it
+    acknowledged what ``wait`` asks (:meth:`Rig.wait_for`); what the checks find lost."""
+    rig.fs.mount()
+    child = rig.start("nowalsync", run)
+    rig.wait_for(child, run, **wait)
+    lines, _ = rig.cut(child)
+    for line in lines:
+        acks.add(run, line)
+    problems = acks.problems(rig.disk / "data")
+    print(f"run {run}: {report(problems, 5)}")
+    return problems

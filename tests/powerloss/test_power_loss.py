@@ -15,7 +15,6 @@ import os
 import random
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import pytest
 
 import seaway
 from seaway import Record
-from seaway.testing import CutMode, PowerLossFS
+from seaway.testing import CutMode
 from seaway.testing._powerloss_child import (
     COUNTER,
     LARGE_BYTES,
@@ -38,7 +37,7 @@ from seaway.testing._powerloss_child import (
     payload,
     payload_is_whole,
 )
-from tests.powerloss.rig import Rig
+from tests.powerloss.rig import Rig, rig_fixture
 
 CUTS = int(os.environ.get("SEAWAY_POWERLOSS_CUTS", "30"))
 
@@ -144,14 +143,7 @@ class _Acks:
         return problems
 
 
-@pytest.fixture
-def rig(fs: PowerLossFS, seed: int) -> Iterator[Rig]:
-    r = Rig(fs, seed)
-    try:
-        yield r
-    finally:
-        r.close()  # before the fs fixture unmounts: a process using the mount would hold it
-    print(f"{r.cuts} power cuts")
+rig = rig_fixture()
 
 
 def _create_store(disk: Path, log_name: str) -> None:

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import itertools
 import os
-import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +26,6 @@ from rocksdict import Options, Rdict
 import seaway
 from seaway import Record
 from seaway.ledger import LedgerEntry, LogSealed, LogTrimmed, ScopeCreated
-from seaway.testing import PowerLossFS
 from seaway.testing._powerloss_child import payload, payload_is_whole
 from seaway.testing._powerloss_control_child import (
     META_NS,
@@ -40,7 +37,7 @@ from seaway.testing._powerloss_control_child import (
     sealed_log,
     trimmed_log,
 )
-from tests.powerloss.rig import Rig
+from tests.powerloss.rig import Rig, cut_runs, report, rig_fixture, unsynced_run
 
 CUTS = int(os.environ.get("SEAWAY_POWERLOSS_CONTROL_CUTS", "16"))
 _MODULE = "seaway.testing._powerloss_control_child"
@@ -181,35 +178,14 @@ def _ledger(sw: seaway.Seaway) -> list[LedgerEntry]:
     return entries
 
 
-@pytest.fixture
-def rig(fs: PowerLossFS, seed: int) -> Iterator[Rig]:
-    r = Rig(fs, seed, _MODULE)
-    try:
-        yield r
-    finally:
-        r.close()  # before the fs fixture unmounts: a process using the mount would hold it
-    print(f"{r.cuts} power cuts")
-
-
-def _report(problems: list[str], limit: int = 20) -> str:
-    return f"{len(problems)} problems:\n" + "\n".join(problems[:limit])
+rig = rig_fixture(_MODULE)
 
 
 @pytest.mark.slow
 def test_acknowledged_trims_seals_drops_and_ledger_entries_survive_power_loss(rig: Rig) -> None:
-    rng = random.Random(rig.seed)
     create_store(rig.disk / "data")
     acks = _Acks()
-    calls_seen = 0
-    cuts: list[str] = []
-    for run in range(CUTS):
-        lines, how, calls_seen = rig.cut_once(run, rng, calls_seen)
-        cuts.append(how)
-        for line in lines:
-            acks.add(run, line)
-        problems = acks.problems(rig.disk / "data")
-        assert not problems, (f"seed {rig.seed}: after the cut in run {run}, {_report(problems)}\n"
-                              "the cuts so far:\n" + "\n".join(cuts))
+    cuts = cut_runs(rig, acks, CUTS)
     print("\n".join(cuts))
     trims = sum(map(len, acks.trims.values()))
     print(f"acknowledged over {CUTS} cuts: {len(acks.batches)} batches, {trims} trims, {len(acks.seals)} seals, "
@@ -228,18 +204,10 @@ def test_without_the_wal_sync_acknowledged_control_changes_are_lost(rig: Rig) ->
     create_store(rig.disk / "data")
     kinds_lost: set[str] = set()
     for run in range(2):
-        acks = _Acks()  # each run's acknowledgements checked on their own
-        rig.fs.mount()
-        child = rig.start("nowalsync", run)
-        rig.wait_for(child, run, appends=20, T=4, S=2, L=5)
-        lines, _ = rig.cut(child)
-        for line in lines:
-            acks.add(run, line)
-        problems = acks.problems(rig.disk / "data")
-        print(f"run {run}: {_report(problems, 5)}")
+        problems = unsynced_run(rig, _Acks(), run, appends=20, T=4, S=2, L=5)  # each run checked alone
         lost = {kind for kind, what in _CONTROL_LOSSES.items() if any(what in p for p in problems)}
         assert lost, f"seed {rig.seed}: run {run}: no acknowledged control change lost without the sync; " + (
-            _report(problems))
+            report(problems))
         kinds_lost |= lost
     assert len(kinds_lost) >= 2, f"seed {rig.seed}: only {kinds_lost} lost over two runs"
 

@@ -17,8 +17,6 @@ log's sync, the same checks find acknowledged commits lost.
 from __future__ import annotations
 
 import os
-import random
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +24,6 @@ import pytest
 
 import seaway
 from seaway import TxnStatus
-from seaway.testing import PowerLossFS
 from seaway.testing._powerloss_txn_child import (
     COUNTER,
     GROUP,
@@ -39,7 +36,7 @@ from seaway.testing._powerloss_txn_child import (
     seen_key,
 )
 from seaway.txn import Visibility
-from tests.powerloss.rig import Rig
+from tests.powerloss.rig import Rig, cut_runs, report, rig_fixture, unsynced_run
 
 CUTS = int(os.environ.get("SEAWAY_POWERLOSS_TXN_CUTS", "30"))
 _MODULE = "seaway.testing._powerloss_txn_child"
@@ -181,35 +178,14 @@ class _Acks:
         return out
 
 
-@pytest.fixture
-def rig(fs: PowerLossFS, seed: int) -> Iterator[Rig]:
-    r = Rig(fs, seed, _MODULE)
-    try:
-        yield r
-    finally:
-        r.close()  # before the fs fixture unmounts: a process using the mount would hold it
-    print(f"{r.cuts} power cuts")
-
-
-def _report(problems: list[str], limit: int = 20) -> str:
-    return f"{len(problems)} problems:\n" + "\n".join(problems[:limit])
+rig = rig_fixture(_MODULE)
 
 
 @pytest.mark.slow
 def test_acknowledged_commits_batches_and_queue_entries_survive_power_loss(rig: Rig) -> None:
-    rng = random.Random(rig.seed)
     create_store(rig.disk / "data")
     acks = _Acks()
-    calls_seen = 0
-    cuts: list[str] = []
-    for run in range(CUTS):
-        lines, how, calls_seen = rig.cut_once(run, rng, calls_seen)
-        cuts.append(how)
-        for line in lines:
-            acks.add(run, line)
-        problems = acks.problems(rig.disk / "data")
-        assert not problems, (f"seed {rig.seed}: after the cut in run {run}, {_report(problems)}\n"
-                              "the cuts so far:\n" + "\n".join(cuts) + f"\nchild log:\n{rig.child_log(run)}")
+    cuts = cut_runs(rig, acks, CUTS, child_log=True)
     print("\n".join(cuts))
     print(f"acknowledged over {CUTS} cuts: {len(acks.commits)} commits, {len(acks.aborts)} aborts, "
           f"{len(acks.increments)} increments, {len(acks.batches)} batches, {len(acks.produced)} entries "
@@ -225,14 +201,6 @@ def test_without_the_wal_sync_acknowledged_commits_are_lost(rig: Rig) -> None:
     acknowledged commits lost."""
     create_store(rig.disk / "data")
     for run in range(2):
-        acks = _Acks()  # each run's acknowledgements checked on their own
-        rig.fs.mount()
-        child = rig.start("nowalsync", run)
-        rig.wait_for(child, run, C=20, I=10, B=5, Q=10)
-        lines, _ = rig.cut(child)
-        for line in lines:
-            acks.add(run, line)
-        problems = acks.problems(rig.disk / "data")
-        print(f"run {run}: {_report(problems, 5)}")
+        problems = unsynced_run(rig, _Acks(), run, C=20, I=10, B=5, Q=10)  # each run checked alone
         assert any("(acknowledged)" in p for p in problems), (
-            f"seed {rig.seed}: run {run}: no acknowledged commit lost without the sync; {_report(problems)}")
+            f"seed {rig.seed}: run {run}: no acknowledged commit lost without the sync; {report(problems)}")
