@@ -3,23 +3,39 @@ transactional stream through the seaway sink, to be SIGKILLed (with its JVM) and
 
 Run as ``python -m seaway.testing._spark_child ADDRESS STREAM SINK_ID CHECKPOINT SOURCE [FAULT]``,
 in a session of its own (a fault kills the process group). ``SOURCE`` is ``files:DIR`` (the JSON
-files of ``DIR``, ``routing_key string, n long``, one file a micro-batch; each row written as a JSON
-object) or ``queue:QUEUE:GROUP`` (the queue read as that consumer group, a few entries a
-micro-batch; each entry's payload written as it is). The query runs with ``availableNow`` from the
-checkpoint at ``CHECKPOINT`` and the child exits 0 once it ended. ``FAULT`` is ``<point>:<batch
-id>`` (see :mod:`seaway.testing._spark_faults`).
+files of ``DIR``, ``routing_key string, n long``, one file a micro-batch), ``queue:QUEUE:GROUP``
+(the queue read as that consumer group, a few entries a micro-batch; each entry's payload is a JSON
+object of the same two fields), or both joined by ``+`` (one query over their union: each batch
+takes from both). Each row is written as a JSON object, with its routing key. The query runs with
+``availableNow`` from the checkpoint at ``CHECKPOINT`` and the child exits 0 once it ended.
+``FAULT`` is ``<point>:<batch id>`` (see :mod:`seaway.testing._spark_faults`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
+
+from pyspark.sql import functions
 
 from seaway.spark import session
 from seaway.testing._spark_faults import FAULT_ENV, FaultySeawayDataSource, fault_value
 
 QUERY_WAIT_S = 120
 QUEUE_ENTRIES_PER_TRIGGER = 20
+SCHEMA = "routing_key string, n long"
+
+
+def _source(spark: Any, address: str, source: str) -> Any:
+    kind, _, what = source.partition(":")
+    if kind == "files":
+        return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(what)
+    queue, group = what.split(":")
+    entries = (spark.readStream.format("seaway").option("address", address).option("queue", queue)
+               .option("group", group).option("maxEntriesPerTrigger", QUEUE_ENTRIES_PER_TRIGGER).load())
+    return entries.select(functions.from_json(functions.col("payload").cast("string"), SCHEMA).alias("row")).select(
+        "row.*")
 
 
 def main(argv: list[str]) -> int:
@@ -29,14 +45,10 @@ def main(argv: list[str]) -> int:
         os.environ[FAULT_ENV] = fault_value(point, int(batch_id), os.getpgid(0))
     spark = session("seaway-crash")
     spark.dataSource.register(FaultySeawayDataSource)
-    kind, _, what = source.partition(":")
-    if kind == "files":
-        df = spark.readStream.schema("routing_key string, n long").option("maxFilesPerTrigger", 1).json(what)
-    else:
-        queue, group = what.split(":")
-        df = (spark.readStream.format("seaway").option("address", address).option("queue", queue)
-              .option("group", group).option("maxEntriesPerTrigger", QUEUE_ENTRIES_PER_TRIGGER).load()
-              .select("payload"))
+    first, *others = (_source(spark, address, part) for part in source.split("+"))
+    df = first
+    for other in others:
+        df = df.unionByName(other)
     query = (df.writeStream.format("seaway_faults").option("address", address).option("stream", stream)
              .option("sinkId", sink_id).option("checkpointLocation", checkpoint)
              .trigger(availableNow=True).start())
