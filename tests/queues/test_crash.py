@@ -209,6 +209,7 @@ def test_killed_producers_and_consumers_while_the_group_is_resized(server: Serve
             for proc in processors.values():
                 assert proc.wait(120) == 0, f"seed {seed}: a processor failed"
             shares = _output(sw)
+            described = sw.queues.describe_group("in", GROUP)
     except BaseException:
         print(server.log_text()[-4000:])
         raise
@@ -223,7 +224,8 @@ def test_killed_producers_and_consumers_while_the_group_is_resized(server: Serve
     missing, extra = expected - set(got), set(got) - expected
     dupes = len(got) - len(set(got))
     assert not missing and not extra and not dupes, (
-        f"seed {seed}: {len(missing)} missing, {len(extra)} never committed, {dupes} duplicates")
+        f"seed {seed}: {len(missing)} missing, {len(extra)} never committed, {dupes} duplicates; "
+        f"missing from producers {sorted({n // 1_000_000 for n in missing})}; the input's group: {described}")
     for share in shares:
         last: dict[tuple[int, int], int] = {}
         for n in share:

@@ -4,7 +4,8 @@ A consumer with nothing in hand *claims* the next entries: from the claim pointe
 consumer claimed) up to about ``entries_max`` entries of decided chunks, by one conditional metadata
 batch that moves the pointer and records the claim under the consumer's id, provided the pointer is
 as read (no other consumer claimed meanwhile) and the id holds no claim (no other instance of it
-claimed meanwhile: a claim is never replaced). The claim is made at once, not with the transaction;
+claimed meanwhile: a claim is never replaced). A range of aborted chunks only is stepped over by
+moving the pointer, with no claim. The claim is made at once, not with the transaction;
 its progress is staged in the transaction, and the commit that delivers its last entry deletes it.
 """
 
@@ -103,10 +104,12 @@ class FifoClaims:
             count = 0
             for item in handle.read(first):
                 if isinstance(item, Record):
-                    if judge(chunk_write_pointer(item.payload)) is Visibility.WAIT:
+                    visibility = judge(chunk_write_pointer(item.payload))
+                    if visibility is Visibility.WAIT:
                         break
                     last = item.lsn
-                    count += chunk_count(item.payload)
+                    if visibility is Visibility.VISIBLE:
+                        count += chunk_count(item.payload)
                 elif isinstance(item, Gap):
                     if after_gap(item, Position(first, 0), source.log_id)[1]:
                         break  # sealed: the log ends here
@@ -115,6 +118,17 @@ class FifoClaims:
                     break
             if last is None:
                 return None
+            if count == 0:
+                # Only chunks of aborted or timed-out transactions (and gaps): nothing to deliver,
+                # so the pointer steps over them with no claim. A claim of them would be held until
+                # a commit deletes it, and a consumer whose transaction delivered nothing aborts it.
+                try:
+                    self._queues.meta.batch().expect_version(
+                        NAMESPACE, pointer_key(self.queue, self.group, generation), version).put(
+                        NAMESPACE, pointer_key(self.queue, self.group, generation), encode_lsn(last + 1)).commit()
+                except ConditionFailedError:
+                    pass  # another consumer claimed meanwhile
+                continue
             mine = claim_key(self.queue, self.group, generation, self.consumer_id)
             # Both conditions: the pointer as read (no other consumer claimed meanwhile), and no
             # claim under this consumer id (another instance of it claimed meanwhile: a second

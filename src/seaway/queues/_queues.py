@@ -362,8 +362,23 @@ class Queues:
             return not any(self.meta.get(NAMESPACE, claim_key(queue, group, layout.generation, owner))
                            for owner in owners)
         partitions = range(len(layout.logs)) if owners is None else [p for p in owners if p < len(layout.logs)]
-        return all(drained(self._readable_end(layout.logs[p]), self.position(queue, group, layout.generation, p))
-                   for p in partitions)
+        return all(self._partition_drained(queue, group, layout, p) for p in partitions)
+
+    def _partition_drained(self, queue: str, group: str, layout: Layout, partition: int) -> bool:
+        """Sealed, and nothing left to deliver past its committed position: the position is past
+        the final LSN, or only chunks of aborted or timed-out transactions (and gaps) lie between.
+        A consumer whose dequeue found only those and whose transaction then aborted (nothing to
+        commit) never moves the position past them, yet the partition is drained."""
+        final = self._readable_end(layout.logs[partition])
+        position = self.position(queue, group, layout.generation, partition)
+        if final is None or drained(final, position):
+            return final is not None
+        try:
+            left = read_committed(self, queue, group, layout.generation, partition, position, None, 1, None,
+                                  READ_BYTES_DEFAULT)
+        except UnknownLogError:  # deleted at the barrier meanwhile
+            return True
+        return not left.entries and not left.blocked and drained(final, left.next)
 
     def finish_resize(self, queue: str, group: str) -> bool:
         """Pass the barrier if every old partition is drained: drop the old layout, its positions
