@@ -11,6 +11,7 @@ its progress is staged in the transaction, and the commit that delivers its last
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from seaway.errors import ConditionFailedError
@@ -122,12 +123,10 @@ class FifoClaims:
                 # Only chunks of aborted or timed-out transactions (and gaps): nothing to deliver,
                 # so the pointer steps over them with no claim. A claim of them would be held until
                 # a commit deletes it, and a consumer whose transaction delivered nothing aborts it.
-                try:
+                with contextlib.suppress(ConditionFailedError):  # another consumer claimed meanwhile
                     self._queues.meta.batch().expect_version(
                         NAMESPACE, pointer_key(self.queue, self.group, generation), version).put(
                         NAMESPACE, pointer_key(self.queue, self.group, generation), encode_lsn(last + 1)).commit()
-                except ConditionFailedError:
-                    pass  # another consumer claimed meanwhile
                 continue
             mine = claim_key(self.queue, self.group, generation, self.consumer_id)
             # Both conditions: the pointer as read (no other consumer claimed meanwhile), and no
