@@ -10,7 +10,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from seaway._clock import Clock, SystemClock
-from seaway._errors import InvalidArgumentError
+from seaway._errors import ClosedError, InvalidArgumentError
 from seaway._passes import PeriodicPasses
 from seaway.log import (
     CoalesceConfig,
@@ -119,6 +119,14 @@ class Seaway:
                 self._txn_manager.close()
             self._store.close()
             raise
+
+    @property
+    def txn_manager(self) -> TransactionManager:
+        """The transaction manager itself (``txn`` is the API over it), for a server: what it
+        serves beyond that API (the invalid list as changes, in pages)."""
+        if self._txn_manager is None:
+            raise ClosedError("the store is closed")
+        return self._txn_manager
 
     def close(self) -> None:
         """Finish accepted appends and close; idempotent."""

@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlparse
 
@@ -33,6 +34,7 @@ from seaway.errors import (
     TransactionNotInProgressError,
     TransactionTimedOutError,
     TransportError,
+    UnavailableError,
     UnknownLogError,
     UnknownNotifyConfigError,
     UnknownTransactionError,
@@ -75,10 +77,21 @@ from seaway.log import (
 from seaway.notify import Checkpoint, Notifications, NotifyConfig
 from seaway.queues import Queues
 from seaway.streams import Streams
-from seaway.txn import Snapshot, Transaction, Transactions, TxnInfo, TxnStatus
+from seaway.txn import (
+    INVALID_PAGE_IDS_MAX,
+    InvalidCopy,
+    InvalidVersion,
+    Snapshot,
+    Transaction,
+    Transactions,
+    TxnInfo,
+    TxnStatus,
+)
 from seaway.txn import check_write_pointer as _check_txn_id  # one rule for ids, embedded and remote
 from seaway.wire import (
     TOKEN_KEY,
+    invalid_changes_from_msg,
+    invalid_version_to_msg,
     ledger_entry_from_msg,
     log_info_from_msg,
     meta_batch_to_msg,
@@ -95,6 +108,9 @@ from seaway.wire import (
 pb = seaway_pb2
 DEFAULT_PORT = 7070
 MESSAGE_BYTES_MAX = 64 << 20
+INVALID_READS_MAX = 5
+"""Reads of the server's invalid list in pages, each followed by the changes since its first page,
+before a call gives up (only a list that changes faster than it can be read needs a second)."""
 
 
 class RemoteSeaway:
@@ -613,6 +629,9 @@ class RemoteTxn:
     def __init__(self, client: RemoteSeaway) -> None:
         self._client = client
         self._default_timeout_s: float | None = None
+        self._invalid = InvalidCopy()
+        """The server's invalid list, kept up to date by the changes each begin's or snapshot's reply
+        carries (so that a reply grows with what was aborted since, not with history)."""
 
     @property
     def default_timeout_s(self) -> float:
@@ -628,9 +647,50 @@ class RemoteTxn:
             if not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool):
                 raise InvalidArgumentError(f"a transaction's timeout must be a number, got {timeout_s!r}")
             request.timeout_s = timeout_s
+        request.invalid_known.CopyFrom(invalid_version_to_msg(self._invalid.known))
         reply: pb.TxnBeginReply = self._client._call("TxnBegin", request, idempotent=False)
         self._default_timeout_s = reply.default_timeout_s
-        return Snapshot.decode(reply.snapshot)
+        return self._with_invalid(Snapshot.decode(reply.snapshot), reply)
+
+    def _with_invalid(self, snapshot: Snapshot, reply: pb.TxnBeginReply | pb.TxnSnapshotReply) -> Snapshot:
+        """The reply's snapshot with the invalid list: the copy, brought up to date by the reply's
+        changes (or read again in pages when they say so)."""
+        if not reply.HasField("invalid"):
+            raise ServerError("the server's reply has no invalid list's changes")
+        if not self._invalid.apply(invalid_changes_from_msg(reply.invalid)):
+            self._read_invalid()
+        return replace(snapshot, invalid=self._invalid.ids())
+
+    def _read_invalid(self) -> None:
+        """Read the whole invalid list in pages, then the changes since the first page's version
+        (pages read one after another may be of different versions: those changes make the copy
+        exact, see seaway.txn._invalid)."""
+        for _ in range(INVALID_READS_MAX):
+            ids: builtins.list[int] = []
+            first: InvalidVersion | None = None
+            after = 0
+            while True:
+                page: pb.TxnInvalidReply = self._client._call(
+                    "TxnInvalid", pb.TxnInvalidRequest(after=after, limit=INVALID_PAGE_IDS_MAX))
+                if first is None:
+                    first = InvalidVersion(page.epoch, page.version)
+                elif page.epoch != first.epoch:
+                    break  # the server restarted meanwhile: read again
+                ids.extend(page.ids)
+                if not page.more:
+                    break
+                if not page.ids:
+                    raise ServerError("the server's page of the invalid list is empty, and says more follow")
+                after = page.ids[-1]
+            if first is None or page.epoch != first.epoch:
+                continue
+            self._invalid.load(first.epoch, first.version, ids)
+            request = pb.TxnSnapshotRequest(invalid_known=invalid_version_to_msg(first))
+            reply: pb.TxnSnapshotReply = self._client._call("TxnSnapshot", request)
+            if reply.HasField("invalid") and self._invalid.apply(invalid_changes_from_msg(reply.invalid)):
+                return
+        raise UnavailableError(f"the server's invalid list changed faster than it could be read "
+                               f"({INVALID_READS_MAX} attempts); try again")
 
     def register(self, write_pointer: int, logs: Iterable[int]) -> None:
         try:
@@ -718,9 +778,10 @@ class RemoteTxn:
         return self._snapshot()[0]
 
     def _snapshot(self) -> tuple[Snapshot, float]:
-        reply: pb.TxnSnapshotReply = self._client._call("TxnSnapshot", pb.Empty())
+        request = pb.TxnSnapshotRequest(invalid_known=invalid_version_to_msg(self._invalid.known))
+        reply: pb.TxnSnapshotReply = self._client._call("TxnSnapshot", request)
         self._default_timeout_s = reply.default_timeout_s
-        return Snapshot.decode(reply.snapshot), reply.default_timeout_s
+        return self._with_invalid(Snapshot.decode(reply.snapshot), reply), reply.default_timeout_s
 
     def list(self, after: TxnInfo | None = None, limit: int | None = None) -> builtins.list[TxnInfo]:
         """As the manager's: in progress, then invalid, each by id, at most ``limit`` after

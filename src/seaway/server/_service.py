@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import grpc
@@ -39,6 +39,8 @@ from seaway.txn import STATE_NAMESPACE
 from seaway.wire import (
     error_metadata,
     error_to_msg,
+    invalid_changes_to_msg,
+    invalid_version_from_msg,
     ledger_entry_to_msg,
     log_info_to_msg,
     meta_batch_from_msg,
@@ -497,9 +499,15 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
 
     def TxnBegin(self, request: pb.TxnBeginRequest, context: grpc.ServicerContext) -> pb.TxnBeginReply:
         def run() -> pb.TxnBeginReply:
-            txn = self._store.txn.api
+            txn = self._store.txn_manager
             snapshot = txn.begin(request.timeout_s if request.HasField("timeout_s") else None)
-            return pb.TxnBeginReply(snapshot=snapshot.encode(), default_timeout_s=txn.default_timeout_s)
+            if not request.HasField("invalid_known"):  # the whole list in the snapshot, under the reply bound
+                return pb.TxnBeginReply(snapshot=snapshot.encode(), default_timeout_s=txn.default_timeout_s)
+            # Taken after the begin: a list at least as new as the snapshot's, which is sound (see
+            # seaway.txn._invalid); the reply grows with the list's changes, not with its length.
+            changes = txn.invalid_changes(invalid_version_from_msg(request.invalid_known))
+            return pb.TxnBeginReply(snapshot=replace(snapshot, invalid=()).encode(),
+                                    default_timeout_s=txn.default_timeout_s, invalid=invalid_changes_to_msg(changes))
         return self._unary("TxnBegin", context, run)
 
     def TxnRegister(self, request: pb.TxnRegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
@@ -532,11 +540,22 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         return self._unary("TxnStatus", context, lambda: pb.TxnStatusReply(
             status=txn_status_to_msg(self._store.txn.api.status(request.id))))
 
-    def TxnSnapshot(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.TxnSnapshotReply:
+    def TxnSnapshot(self, request: pb.TxnSnapshotRequest, context: grpc.ServicerContext) -> pb.TxnSnapshotReply:
         def run() -> pb.TxnSnapshotReply:
-            txn = self._store.txn.api
-            return pb.TxnSnapshotReply(snapshot=txn.snapshot().encode(), default_timeout_s=txn.default_timeout_s)
+            txn = self._store.txn_manager
+            snapshot = txn.snapshot()
+            if not request.HasField("invalid_known"):
+                return pb.TxnSnapshotReply(snapshot=snapshot.encode(), default_timeout_s=txn.default_timeout_s)
+            changes = txn.invalid_changes(invalid_version_from_msg(request.invalid_known))
+            return pb.TxnSnapshotReply(snapshot=replace(snapshot, invalid=()).encode(),
+                                       default_timeout_s=txn.default_timeout_s, invalid=invalid_changes_to_msg(changes))
         return self._unary("TxnSnapshot", context, run)
+
+    def TxnInvalid(self, request: pb.TxnInvalidRequest, context: grpc.ServicerContext) -> pb.TxnInvalidReply:
+        def run() -> pb.TxnInvalidReply:
+            ids, version, more = self._store.txn_manager.invalid_page(request.after, request.limit)
+            return pb.TxnInvalidReply(ids=ids, epoch=version.epoch, version=version.version, more=more)
+        return self._unary("TxnInvalid", context, run)
 
     def TxnList(self, request: pb.PageRequest, context: grpc.ServicerContext) -> pb.TxnListReply:
         return self._unary("TxnList", context, lambda: _pages.txns_page(

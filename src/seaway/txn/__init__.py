@@ -2,10 +2,13 @@
 timeouts, the invalid list and its pruning, and a durable manager that recovers after a crash."""
 
 from seaway.txn._api import Transaction, Transactions, TxnApi
+from seaway.txn._invalid import PAGE_IDS_MAX as INVALID_PAGE_IDS_MAX
+from seaway.txn._invalid import InvalidChanges, InvalidCopy, InvalidVersion
 from seaway.txn._manager import NAMESPACE as STATE_NAMESPACE
 from seaway.txn._manager import WAL_LOG, TransactionManager, TxnConfig, TxnInfo, check_write_pointer
 from seaway.txn._snapshot import Snapshot, Visibility
 from seaway.txn._state import TxnStatus
 
-__all__ = ["STATE_NAMESPACE", "WAL_LOG", "Snapshot", "Transaction", "TransactionManager", "Transactions", "TxnApi",
-           "TxnConfig", "TxnInfo", "TxnStatus", "Visibility", "check_write_pointer"]
+__all__ = ["INVALID_PAGE_IDS_MAX", "STATE_NAMESPACE", "WAL_LOG", "InvalidChanges", "InvalidCopy", "InvalidVersion",
+           "Snapshot", "Transaction", "TransactionManager", "Transactions", "TxnApi", "TxnConfig", "TxnInfo",
+           "TxnStatus", "Visibility", "check_write_pointer"]

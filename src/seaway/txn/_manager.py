@@ -27,6 +27,7 @@ import contextlib
 import heapq
 import json
 import logging
+import secrets
 import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
@@ -49,6 +50,7 @@ from seaway.errors import (
 )
 from seaway.ledger import TxnAbortedByTimeout, TxnCommitted
 from seaway.log import LSN_OLDEST, Gap, GapType, MetaApi, Record, check_meta_key
+from seaway.txn._invalid import CHANGES_IDS_MAX, PAGE_IDS_MAX, InvalidChanges, InvalidVersion
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import (
     POINTERS_PER_MS,
@@ -246,6 +248,8 @@ class TransactionManager:
             self._wal = logs.get(WAL_LOG)           # uses transactions has no log of theirs
         self._dated: list[Visible] = []
         self.state = self._recover()
+        self._epoch = secrets.randbits(62) + 1
+        """This incarnation's number: the invalid list's versions count from here (see :mod:`._invalid`)."""
         if self._wal is not None:  # the floor recovery raised, durable before any pointer above it is issued
             for visible in self._dated:  # as recovery dated them, for the next recovery to do the same
                 self._append(visible)
@@ -454,6 +458,31 @@ class TransactionManager:
         """What is committed now, for a reader outside any transaction."""
         with self._cond:
             return self.state.snapshot()
+
+    def invalid_changes(self, known: InvalidVersion, ids_max: int = CHANGES_IDS_MAX) -> InvalidChanges:
+        """What turns a copy of the invalid list at ``known`` into the list as it is now (for a
+        server's replies: a client keeps a copy, see :mod:`seaway.txn._invalid`): the changes
+        since, or the whole list, or (too long to send whole) an answer to read it in pages."""
+        with self._cond:
+            journal = self.state.invalid_journal
+            if known.epoch == self._epoch:
+                changes = journal.since(known.version, ids_max)
+                if changes is not None:
+                    return InvalidChanges(self._epoch, journal.version, added=changes[0], removed=changes[1])
+            if len(self.state.invalid) <= ids_max:
+                return InvalidChanges(self._epoch, journal.version, reset=True, added=self.state.snapshot().invalid)
+            return InvalidChanges(self._epoch, journal.version, fetch=True)
+
+    def invalid_page(self, after: int, limit: int = PAGE_IDS_MAX) -> tuple[tuple[int, ...], InvalidVersion, bool]:
+        """Up to ``limit`` (at most PAGE_IDS_MAX) ids of the invalid list above ``after``, in order,
+        the list's version they were read at, and whether more follow."""
+        if not isinstance(limit, int) or not 1 <= limit <= PAGE_IDS_MAX:
+            raise InvalidArgumentError(f"a page of the invalid list holds 1-{PAGE_IDS_MAX} ids, got {limit!r}")
+        if not isinstance(after, int) or after < 0:
+            raise InvalidArgumentError(f"a page starts after a write pointer (0 or more), got {after!r}")
+        with self._cond:
+            ids, more = self.state.invalid_page(after, limit)
+            return ids, InvalidVersion(self._epoch, self.state.invalid_journal.version), more
 
     def status(self, write_pointer: int) -> TxnStatus:
         check_write_pointer(write_pointer)

@@ -30,6 +30,7 @@ import binascii
 import json
 import sys
 from array import array
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from enum import Enum
 from typing import Any
 
 from seaway.errors import CorruptionError
+from seaway.txn._invalid import InvalidJournal
 from seaway.txn._snapshot import Snapshot
 
 POINTERS_PER_MS = 1_000_000
@@ -325,6 +327,8 @@ class TxnState:
         self.outcomes = Outcomes(outcomes_max, outcomes_ms)
         self._invalid_sorted: tuple[int, ...] | None = None
         """The invalid list's ids, sorted, while it does not change (None: to be sorted again)."""
+        self.invalid_journal = InvalidJournal()
+        """The invalid list's numbered changes, for clients that keep a copy of it."""
 
     # --- edits ------------------------------------------------------------------------------------
 
@@ -359,6 +363,7 @@ class TxnState:
                     self._invalid_sorted = None
                     self.invalid[edit.write_pointer] = Invalid(status, edit.now_ms, tuple(sorted(txn.logs)),
                                                                expiry_ms=txn.expiry_ms)
+                    self.invalid_journal.added(edit.write_pointer)
                 self._finish(edit.write_pointer, status, edit.now_ms)
                 self._forget_conflicts()
         elif isinstance(edit, Settle):
@@ -367,7 +372,8 @@ class TxnState:
         elif isinstance(edit, Prune):
             self._invalid_sorted = None
             for write_pointer in edit.write_pointers:
-                self.invalid.pop(write_pointer, None)
+                if self.invalid.pop(write_pointer, None) is not None:
+                    self.invalid_journal.removed(write_pointer)
         elif isinstance(edit, Reserve):
             self.last_write_pointer = max(self.last_write_pointer, edit.write_pointer)
 
@@ -441,6 +447,12 @@ class TxnState:
         if self._invalid_sorted is None or len(self._invalid_sorted) != len(self.invalid):
             self._invalid_sorted = tuple(sorted(self.invalid))
         return Snapshot(self.last_write_pointer, tuple(self.in_progress), self._invalid_sorted, write_pointer)
+
+    def invalid_page(self, after: int, limit: int) -> tuple[tuple[int, ...], bool]:
+        """Up to ``limit`` ids of the invalid list above ``after``, in order, and whether more follow."""
+        ids = self.snapshot().invalid
+        start = bisect_right(ids, after)
+        return ids[start:start + limit], start + limit < len(ids)
 
     # --- saving -----------------------------------------------------------------------------------
 

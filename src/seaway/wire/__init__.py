@@ -27,6 +27,10 @@ from seaway.wire._codec import (
     status_of,
 )
 from seaway.wire._txn import (
+    invalid_changes_from_msg,
+    invalid_changes_to_msg,
+    invalid_version_from_msg,
+    invalid_version_to_msg,
     txn_info_from_msg,
     txn_info_to_msg,
     txn_page_cursor,
@@ -47,6 +51,10 @@ __all__ = [
     "error_from_status",
     "error_metadata",
     "error_to_msg",
+    "invalid_changes_from_msg",
+    "invalid_changes_to_msg",
+    "invalid_version_from_msg",
+    "invalid_version_to_msg",
     "items_from_msg",
     "items_to_msg",
     "ledger_entry_from_msg",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from seaway.errors import ServerError
-from seaway.txn import TxnInfo, TxnStatus
+from seaway.txn import InvalidChanges, InvalidVersion, TxnInfo, TxnStatus
 from seaway.wire import seaway_pb2 as pb
 
 _STATUS_TO_WIRE = {TxnStatus.IN_PROGRESS: pb.TXN_IN_PROGRESS, TxnStatus.COMMITTED: pb.TXN_COMMITTED,
@@ -71,3 +71,20 @@ def txn_writes_to_msg(writes: Iterable[tuple[str, bytes, bytes | None]]) -> list
 
 def txn_writes_from_msg(msgs: Iterable[pb.TxnWrite]) -> list[tuple[str, bytes, bytes | None]]:
     return [(w.namespace, w.key, w.value if w.HasField("value") else None) for w in msgs]
+
+
+def invalid_version_to_msg(version: InvalidVersion) -> pb.InvalidKnown:
+    return pb.InvalidKnown(epoch=version.epoch, version=version.version)
+
+
+def invalid_version_from_msg(msg: pb.InvalidKnown) -> InvalidVersion:
+    return InvalidVersion(msg.epoch, msg.version)
+
+
+def invalid_changes_to_msg(changes: InvalidChanges) -> pb.InvalidChanges:
+    return pb.InvalidChanges(epoch=changes.epoch, version=changes.version, reset=changes.reset, fetch=changes.fetch,
+                             added=changes.added, removed=changes.removed)
+
+
+def invalid_changes_from_msg(msg: pb.InvalidChanges) -> InvalidChanges:
+    return InvalidChanges(msg.epoch, msg.version, msg.reset, msg.fetch, tuple(msg.added), tuple(msg.removed))

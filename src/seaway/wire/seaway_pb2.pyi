@@ -611,19 +611,73 @@ class NotifyListReply(_message.Message):
     configs: _containers.RepeatedCompositeFieldContainer[NotifyConfigInfo]
     def __init__(self, configs: _Optional[_Iterable[_Union[NotifyConfigInfo, _Mapping]]] = ...) -> None: ...
 
+class InvalidKnown(_message.Message):
+    __slots__ = ("epoch", "version")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    version: int
+    def __init__(self, epoch: _Optional[int] = ..., version: _Optional[int] = ...) -> None: ...
+
+class InvalidChanges(_message.Message):
+    __slots__ = ("epoch", "version", "reset", "fetch", "added", "removed")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    RESET_FIELD_NUMBER: _ClassVar[int]
+    FETCH_FIELD_NUMBER: _ClassVar[int]
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    version: int
+    reset: bool
+    fetch: bool
+    added: _containers.RepeatedScalarFieldContainer[int]
+    removed: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, epoch: _Optional[int] = ..., version: _Optional[int] = ..., reset: _Optional[bool] = ..., fetch: _Optional[bool] = ..., added: _Optional[_Iterable[int]] = ..., removed: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class TxnBeginRequest(_message.Message):
-    __slots__ = ("timeout_s",)
+    __slots__ = ("timeout_s", "invalid_known")
     TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    INVALID_KNOWN_FIELD_NUMBER: _ClassVar[int]
     timeout_s: float
-    def __init__(self, timeout_s: _Optional[float] = ...) -> None: ...
+    invalid_known: InvalidKnown
+    def __init__(self, timeout_s: _Optional[float] = ..., invalid_known: _Optional[_Union[InvalidKnown, _Mapping]] = ...) -> None: ...
 
 class TxnBeginReply(_message.Message):
-    __slots__ = ("snapshot", "default_timeout_s")
+    __slots__ = ("snapshot", "default_timeout_s", "invalid")
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    INVALID_FIELD_NUMBER: _ClassVar[int]
     snapshot: bytes
     default_timeout_s: float
-    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ...) -> None: ...
+    invalid: InvalidChanges
+    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ..., invalid: _Optional[_Union[InvalidChanges, _Mapping]] = ...) -> None: ...
+
+class TxnSnapshotRequest(_message.Message):
+    __slots__ = ("invalid_known",)
+    INVALID_KNOWN_FIELD_NUMBER: _ClassVar[int]
+    invalid_known: InvalidKnown
+    def __init__(self, invalid_known: _Optional[_Union[InvalidKnown, _Mapping]] = ...) -> None: ...
+
+class TxnInvalidRequest(_message.Message):
+    __slots__ = ("after", "limit")
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    after: int
+    limit: int
+    def __init__(self, after: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class TxnInvalidReply(_message.Message):
+    __slots__ = ("ids", "epoch", "version", "more")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[int]
+    epoch: int
+    version: int
+    more: bool
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., epoch: _Optional[int] = ..., version: _Optional[int] = ..., more: _Optional[bool] = ...) -> None: ...
 
 class TxnRef(_message.Message):
     __slots__ = ("id",)
@@ -676,12 +730,14 @@ class TxnStatusReply(_message.Message):
     def __init__(self, status: _Optional[_Union[TxnOutcome, str]] = ...) -> None: ...
 
 class TxnSnapshotReply(_message.Message):
-    __slots__ = ("snapshot", "default_timeout_s")
+    __slots__ = ("snapshot", "default_timeout_s", "invalid")
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    INVALID_FIELD_NUMBER: _ClassVar[int]
     snapshot: bytes
     default_timeout_s: float
-    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ...) -> None: ...
+    invalid: InvalidChanges
+    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ..., invalid: _Optional[_Union[InvalidChanges, _Mapping]] = ...) -> None: ...
 
 class TxnInfo(_message.Message):
     __slots__ = ("id", "status", "began_ms", "expiry_ms", "log_ids")

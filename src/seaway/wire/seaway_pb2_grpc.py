@@ -216,8 +216,13 @@ class SeawayStub:
                 _registered_method=True)
         self.TxnSnapshot = channel.unary_unary(
                 '/seaway.v1.Seaway/TxnSnapshot',
-                request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnSnapshotRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnSnapshotReply.FromString,
+                _registered_method=True)
+        self.TxnInvalid = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnInvalid',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnInvalidRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnInvalidReply.FromString,
                 _registered_method=True)
         self.TxnList = channel.unary_unary(
                 '/seaway.v1.Seaway/TxnList',
@@ -487,6 +492,12 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TxnInvalid(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def TxnList(self, request, context):
         """in pages: see PageRequest
         """
@@ -679,8 +690,13 @@ def add_SeawayServicer_to_server(servicer, server):
             ),
             'TxnSnapshot': grpc.unary_unary_rpc_method_handler(
                     servicer.TxnSnapshot,
-                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnSnapshotRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnSnapshotReply.SerializeToString,
+            ),
+            'TxnInvalid': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnInvalid,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnInvalidRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnInvalidReply.SerializeToString,
             ),
             'TxnList': grpc.unary_unary_rpc_method_handler(
                     servicer.TxnList,
@@ -1685,8 +1701,35 @@ class Seaway:
             request,
             target,
             '/seaway.v1.Seaway/TxnSnapshot',
-            seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.TxnSnapshotRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.TxnSnapshotReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnInvalid(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnInvalid',
+            seaway_dot_wire_dot_seaway__pb2.TxnInvalidRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.TxnInvalidReply.FromString,
             options,
             channel_credentials,
             insecure,
