@@ -1,11 +1,13 @@
 """Transactions (Tephra's design): write pointers, snapshots, visibility, conflict detection,
 timeouts, the invalid list and its pruning, and a durable manager that recovers after a crash."""
 
+from seaway.txn._aborted import JUDGED_LOGS_MAX, AbortedJudges, LogJudge
 from seaway.txn._api import Transaction, Transactions, TxnApi
 from seaway.txn._manager import NAMESPACE as STATE_NAMESPACE
 from seaway.txn._manager import WAL_LOG, TransactionManager, TxnConfig, TxnInfo, check_write_pointer
 from seaway.txn._snapshot import Snapshot, Visibility
 from seaway.txn._state import TxnStatus
 
-__all__ = ["STATE_NAMESPACE", "WAL_LOG", "Snapshot", "Transaction", "TransactionManager", "Transactions", "TxnApi",
-           "TxnConfig", "TxnInfo", "TxnStatus", "Visibility", "check_write_pointer"]
+__all__ = ["JUDGED_LOGS_MAX", "STATE_NAMESPACE", "WAL_LOG", "AbortedJudges", "LogJudge", "Snapshot", "Transaction",
+           "TransactionManager", "Transactions", "TxnApi", "TxnConfig", "TxnInfo", "TxnStatus", "Visibility",
+           "check_write_pointer"]
