@@ -10,7 +10,7 @@ import pytest
 
 import seaway
 from seaway.log import AbortedView, AbortedWrites, MetaApi, MetaBatch, Versioned
-from seaway.txn import AbortedJudges, LogJudge, Snapshot, Visibility
+from seaway.txn import JUDGED_LOGS_MAX, AbortedJudges, LogJudge, Snapshot, Visibility
 
 
 class CountingMeta(MetaApi):
@@ -69,3 +69,12 @@ def test_one_judge_per_log_shared_by_its_readers(sw: seaway.Seaway) -> None:
     AbortedWrites(sw.meta).note(first.id, [(7, lsn)])
     assert judges.judge(first.id, Snapshot(10), 7) is Visibility.SKIP
     assert judges.judge(second.id, Snapshot(10), 7) is Visibility.VISIBLE  # per log
+
+
+def test_judges_are_kept_for_at_most_the_limit_of_logs(sw: seaway.Seaway) -> None:
+    judges = AbortedJudges(sw.meta)
+    first = judges.of(1)
+    kept = [judges.of(log_id) for log_id in range(2, JUDGED_LOGS_MAX + 1)]
+    assert judges.of(1) is first  # JUDGED_LOGS_MAX logs: all kept (and 1 is the most recent now)
+    judges.of(JUDGED_LOGS_MAX + 1)  # one more: the least recently judged (2) goes
+    assert judges.of(1) is first and judges.of(2) is not kept[0]
