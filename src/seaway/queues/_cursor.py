@@ -57,7 +57,9 @@ class Judge:
         if visibility is Visibility.WAIT and self.fresh is not None:
             snapshot = self.fresh
             visibility = snapshot.visibility(write_pointer)
-        self.blocked = self.blocked or visibility is Visibility.WAIT
+        if visibility is not Visibility.VISIBLE:
+            self.blocked = self.blocked or visibility is Visibility.WAIT
+            return visibility
         return self._aborted.of(log_id).judge(snapshot, write_pointer, visibility)
 
     def of(self, log_id: int) -> Callable[[int], Visibility]:
@@ -120,6 +122,7 @@ class Cursor:
         of trimmed entries above ``pending`` or of lost ones raises (and again at the next call)."""
         out: list[Entry] = []
         deadline = time.monotonic() + timeout_s
+        judged = judge.of(self.log_id)
         while not budget.spent:
             if self.until is not None and self.pending.lsn > self.until:
                 break
@@ -132,8 +135,7 @@ class Cursor:
                 self._fill(wait_s)
                 if not self._ahead:
                     break
-            entries, self.pending, outcome = read_item(self._ahead[0], self.pending, judge.of(self.log_id), budget,
-                                                        self.log_id)
+            entries, self.pending, outcome = read_item(self._ahead[0], self.pending, judged, budget, self.log_id)
             out.extend(entries)
             if outcome is Outcome.WAIT or outcome is Outcome.PARTIAL:
                 break  # before a chunk in progress, or the budget ends inside the chunk

@@ -80,4 +80,7 @@ class AbortedJudges:
 
     def judge(self, log_id: int, snapshot: Snapshot, write_pointer: int) -> Visibility:
         """:meth:`LogJudge.judge` for a record of log ``log_id``."""
-        return self.of(log_id).judge(snapshot, write_pointer)
+        seen = snapshot.visibility(write_pointer)
+        if seen is not Visibility.VISIBLE:  # the snapshot decides: no log's judge needed
+            return seen
+        return self.of(log_id).judge(snapshot, write_pointer, seen)
