@@ -16,9 +16,11 @@ import pytest
 
 import seaway
 from seaway import TxnStatus
+from seaway.errors import UnknownLogError
+from seaway.log import Record
 from seaway.testing import FakeClock
 from seaway.testing._txn_crash import CONFIG, NAMESPACE, THREADS, TIMEOUT_S
-from seaway.txn import TransactionManager, Visibility
+from seaway.txn import AbortedJudges, TransactionManager, Visibility
 from tests.log.helpers import run_until_killed
 
 KILLS = int(os.environ.get("SEAWAY_TXN_CRASH_KILLS", "20"))
@@ -81,6 +83,7 @@ def check(sw: seaway.Seaway, acks: Acks, seed: int, run: int, kills_s: list[floa
     where = f"seed {seed}, run {run}"
     started_ms = int(time.time() * 1000)
     manager.run_timeouts()
+    manager.run_pruning()  # those settled: listed as aborted in their logs, off the invalid list
     statuses = {wp: sw.txn.status(wp) for wp in acks.began}
     for wp, status in statuses.items():
         assert status in acks.possible(wp), f"{where}: transaction {wp} is {status.value}"
@@ -113,6 +116,21 @@ def check(sw: seaway.Seaway, acks: Acks, seed: int, run: int, kills_s: list[floa
         assert snapshot.visibility(wp) is Visibility.WAIT, f"{where}: {wp} in progress but not waited for"
     for wp in snapshot.invalid:  # ended by now (one in progress above may have timed out since)
         assert wp in statuses and sw.txn.status(wp) in _ENDED, f"{where}: {wp} on the invalid list"
+    # Nothing aborted is visible, pruned from the invalid list or not (a kill may have come between
+    # listing it as aborted in its log and pruning it), nothing committed is skipped.
+    judges = AbortedJudges(sw.meta)
+    for thread in range(THREADS):
+        try:
+            log = sw.logs.get(f"crash-{thread}")
+        except UnknownLogError:
+            continue
+        for item in log.read():
+            if isinstance(item, Record) and (status := statuses.get(int(item.payload))) is not None:
+                seen = judges.judge(log.id, snapshot, int(item.payload))
+                if status in _ENDED:
+                    assert seen is Visibility.SKIP, f"{where}: a record of {status.value} {item.payload!r} is {seen}"
+                elif status is TxnStatus.COMMITTED:
+                    assert seen is Visibility.VISIBLE, f"{where}: a record of committed {item.payload!r} is {seen}"
     return statuses
 
 
@@ -129,8 +147,9 @@ def test_transactions_survive_sigkill(tmp_path: Path) -> None:
         acks = Acks.read(ack_path, seed)
         with seaway.open(data, CONFIG) as sw:
             seen |= set(check(sw, acks, seed, run, kills_s).values())
-    # Then the clock passes every timeout: what was in progress at a kill times out.
-    clock = FakeClock(int(time.time() * 1000) + int(TIMEOUT_S * 1000) + 1)
+    # Then the clock passes every timeout, and settling: what was in progress at a kill times out,
+    # and every aborted transaction is listed in its log and pruned.
+    clock = FakeClock(int(time.time() * 1000) + int((TIMEOUT_S + CONFIG.txn.settle_s) * 1000) + 1)
     with seaway.open(data, CONFIG, clock=clock) as sw:
         statuses = check(sw, acks, seed, KILLS, [])
         assert TxnStatus.IN_PROGRESS not in statuses.values(), f"seed {seed}: not timed out"

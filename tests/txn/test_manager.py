@@ -475,12 +475,15 @@ def test_an_aborted_writer_that_writes_until_its_deadline_stays_invisible(store:
     tx.check_open()  # the handle may still write
     log.append(b"%d" % tx.id)
     assert store.txn.snapshot().visibility(tx.id) is seaway.txn.Visibility.SKIP
-    # Once its expiry and the settling time passed, its data gone, it leaves the list.
+    # Once its expiry and the settling time passed, it leaves the list: its log lists it as
+    # aborted, and its records, the late one too, stay invisible.
     clock.advance(3 * settle_s)
-    manager.run_pruning()
-    log.trim(log.tail_lsn())
     assert manager.run_pruning() == 1
-    assert tx.id not in store.txn.snapshot().invalid
+    snapshot = store.txn.snapshot()
+    assert tx.id not in snapshot.invalid
+    judges = seaway.txn.AbortedJudges(store.meta)
+    records = [item for item in log.read() if isinstance(item, Record)]
+    assert records and all(judges.judge(log.id, snapshot, tx.id) is seaway.txn.Visibility.SKIP for _ in records)
 
 
 @pytest.mark.parametrize("stored", [True, False])

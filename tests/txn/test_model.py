@@ -47,7 +47,7 @@ from seaway import (
 )
 from seaway.log import Record
 from seaway.testing import AppendFaults, FakeClock
-from seaway.txn import Transaction, TransactionManager, Visibility
+from seaway.txn import AbortedJudges, Transaction, TransactionManager, Visibility
 from seaway.txn._api import DEADLINE_MARGIN_S_MAX
 from seaway.txn._manager import RECOVERY_GAP_POINTERS, WAL_LOG
 from seaway.txn._state import POINTERS_PER_MS
@@ -112,6 +112,8 @@ class TxnModel(RuleBasedStateMachine):
         self.logged = False
         """The last write pointer issued, and the last one a begin recorded (what recovery goes on from)."""
         self.tails = dict.fromkeys(self.log_ids, 0)
+        self.judges_of: object = None
+        self.judges = AbortedJudges(self.sw.meta)
         self.trimmed = dict.fromkeys(self.log_ids, 0)
         self.pending: Pending | None = None
         self.history: list[tuple[int, int, set[bytes]]] = []
@@ -520,10 +522,9 @@ class TxnModel(RuleBasedStateMachine):
             if not txn.invalid:
                 continue
             logs = sorted(txn.logs)
-            if txn.tails is None:
-                if now_ms - max(txn.since_ms, txn.expiry_ms) >= CONFIG.settle_s * 1000:
-                    txn.tails = tuple(self.tails[log_id] for log_id in logs)
-            elif all(self.trimmed[log_id] >= tail for log_id, tail in zip(logs, txn.tails, strict=True)):
+            if txn.tails is None and now_ms - max(txn.since_ms, txn.expiry_ms) >= CONFIG.settle_s * 1000:
+                txn.tails = tuple(self.tails[log_id] for log_id in logs)
+            if txn.tails is not None:  # settled: listed as aborted in its logs, trimmed or not
                 gone.append(txn)
         assert self.manager.run_pruning() == len(gone)
         event(f"prune: {min(len(gone), 2)} left the invalid list")
@@ -629,13 +630,15 @@ class TxnModel(RuleBasedStateMachine):
         """Every record left in the logs is visible exactly when its transaction committed:
         nothing aborted or timed out is ever visible, pruned or not; nothing committed is lost."""
         snapshot = self.sw.txn.snapshot()
+        if self.judges_of is not self.sw:  # one kept across steps, as a reader keeps it
+            self.judges, self.judges_of = AbortedJudges(self.sw.meta), self.sw
         by_wp = {t.wp: t for t in self.txns}
         for log_id in self.log_ids:
             for item in self.sw.logs.get(log_id).read():
                 if not isinstance(item, Record):
                     continue
                 txn = by_wp[int(item.payload)]
-                seen = snapshot.visibility(txn.wp)
+                seen = self.judges.judge(log_id, snapshot, txn.wp)
                 if txn.status is TxnStatus.COMMITTED:
                     assert seen is Visibility.VISIBLE, (txn, seen)
                 elif txn.status is TxnStatus.IN_PROGRESS:

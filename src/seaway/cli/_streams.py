@@ -24,7 +24,7 @@ from seaway.streams import (
     segment_str,
     unframe_keyed,
 )
-from seaway.txn import Snapshot, Visibility
+from seaway.txn import AbortedJudges, Snapshot, Visibility
 
 _READ_ONLY = {("scope", "list"), ("stream", "list"), ("stream", "describe"), ("stream", "read"), ("stream", "history")}
 
@@ -225,6 +225,7 @@ def _read_all(sw: Any, stream: Any, args: argparse.Namespace) -> None:
     segments = stream.segments_between(stream.head(), stream.tail())
     config = stream.config
     snapshot = _snapshot(sw) if config.transactional else None
+    aborted = AbortedJudges(sw.meta)  # asked after the snapshot was taken
     for segment in sorted(segments, key=lambda s: (s.generation, s.key_lo)):
         log = sw.logs.get(segment.log_id)
         start = head.get(segment.id, 1)
@@ -241,7 +242,7 @@ def _read_all(sw: Any, stream: Any, args: argparse.Namespace) -> None:
                             raise CorruptionError(f"{stream.name} segment {segment_str(segment.id)} position "
                                                   f"{item.lsn}: a transaction's event in a stream that is not "
                                                   "transactional")
-                        seen = snapshot.visibility(write_pointer)
+                        seen = aborted.judge(segment.log_id, snapshot, write_pointer)
                         if seen is Visibility.WAIT:
                             break
                         if seen is Visibility.SKIP:

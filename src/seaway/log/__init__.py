@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from seaway._lazy import lazy_names
 from seaway._values import Durability, PartitionInfo, ProducerMark
+from seaway.log._aborted import ABORTED_NAMESPACE, ABORTED_PER_LOG_MAX, AbortedView, AbortedWrites
 from seaway.log._api import LogsApi, SegmentLog
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
@@ -125,6 +126,8 @@ if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name
     __getattr__, __dir__ = lazy_names(globals(), _LAZY)
 
 __all__ = [
+    "ABORTED_NAMESPACE",
+    "ABORTED_PER_LOG_MAX",
     "APPEND_COUNTS_LOGS_MAX",
     "BATCH_RECORDS_MAX",
     "BUFFERED_BYTES_MAX_DEFAULT",
@@ -142,6 +145,8 @@ __all__ = [
     "READ_BYTES_MAX",
     "READ_LIMIT_MAX",
     "UNSET",
+    "AbortedView",
+    "AbortedWrites",
     "AppendAcked",
     "AppendCoalescer",
     "AppendCounts",

@@ -19,6 +19,7 @@ from seaway.errors import (
     UnknownLogError,
 )
 from seaway.ledger import LogSealed, LogTrimmed, encode_change
+from seaway.log._aborted import AbortedWrites
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LogGroup, LogInfo, LogsConfig
 from seaway.log._embedded import EmbeddedLogStore
@@ -143,6 +144,8 @@ class Log(LogHandle):
             raise TrimPastTailError(
                 f"log {self.name!r}: cannot trim to {lsn_str(lsn)}, the tail is {lsn_str(tail)}")
         self._store.logsdb.trim(self.id, lsn, ledger=encode_change(LogTrimmed(self.id, self.name, lsn)))
+        # After the trim: one cut off between the two leaves entries of records gone, which judge nothing.
+        AbortedWrites(self._logs.metadata_store()).forget_trimmed(self.id, lsn)
 
     def find_time(self, timestamp_ms: int) -> int:
         """The LSN of the first record (or hole plug) above the trim point stamped at or after
@@ -462,6 +465,7 @@ class Logs:
         resolved = self._resolve(log)
         self._check_open()
         self._store.delete_log(resolved.id, lambda: self._config.mark_deleted(resolved.id))
+        AbortedWrites(self.metadata_store()).forget_log(resolved.id)
         self._config.forget_name(resolved.id)
         self._coalescers.forget(resolved.id)  # nothing more can be appended to it
 

@@ -105,7 +105,7 @@ class FifoClaims:
             count = 0
             for item in handle.read(first):
                 if isinstance(item, Record):
-                    visibility = judge(chunk_write_pointer(item.payload))
+                    visibility = judge.judge(chunk_write_pointer(item.payload), source.log_id)
                     if visibility is Visibility.WAIT:
                         break
                     last = item.lsn

@@ -149,7 +149,7 @@ class Consumer(FifoClaims):
         check_bytes_max(bytes_max)
         if self._tx is not None and self._tx != tx.id:
             raise InvalidArgumentError(f"{self!r} is dequeuing in transaction {self._tx}: commit or abort it first")
-        judge = Judge(tx.snapshot)
+        judge = Judge(tx.snapshot, self._queues.aborted)
         deadline = time.monotonic() + timeout_s
         pause_s = WAIT_PAUSE_S_MIN
         while True:

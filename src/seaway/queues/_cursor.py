@@ -8,9 +8,11 @@ rules of :mod:`seaway.queues._chunks`, judging each chunk with a :class:`Judge`.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -18,7 +20,7 @@ from seaway.errors import SeawayError, UnknownLogError
 from seaway.log import Gap, Record, RecordRun
 from seaway.queues._chunks import Budget, Chunk, Entry, Outcome, read_item
 from seaway.queues._records import Layout, Position, decode_chunk
-from seaway.txn import Snapshot, Visibility
+from seaway.txn import AbortedJudges, Snapshot, Visibility
 
 if TYPE_CHECKING:
     from seaway.queues._queues import Queues
@@ -39,19 +41,30 @@ READ_AHEAD_ITEMS = 64
 class Judge:
     """Whether a chunk may be delivered: by the transaction's snapshot, and for a chunk that
     snapshot must wait at, by a fresher one taken while waiting (read committed: an entry committed
-    after the transaction began is delivered, never one that is not committed)."""
+    after the transaction began is delivered, never one that is not committed); and a chunk either
+    calls visible, by the aborted transactions its log lists (``aborted``: see
+    :class:`~seaway.txn.LogJudge`)."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, aborted: AbortedJudges) -> None:
         self.snapshot = snapshot
         self.fresh: Snapshot | None = None
         self.blocked = False
+        self._aborted = aborted
 
-    def __call__(self, write_pointer: int) -> Visibility:
-        visibility = self.snapshot.visibility(write_pointer)
+    def judge(self, write_pointer: int, log_id: int) -> Visibility:
+        snapshot = self.snapshot
+        visibility = snapshot.visibility(write_pointer)
         if visibility is Visibility.WAIT and self.fresh is not None:
-            visibility = self.fresh.visibility(write_pointer)
-        self.blocked = self.blocked or visibility is Visibility.WAIT
-        return visibility
+            snapshot = self.fresh
+            visibility = snapshot.visibility(write_pointer)
+        if visibility is not Visibility.VISIBLE:
+            self.blocked = self.blocked or visibility is Visibility.WAIT
+            return visibility
+        return self._aborted.of(log_id).judge(snapshot, write_pointer, visibility)
+
+    def of(self, log_id: int) -> Callable[[int], Visibility]:
+        """This judge for the chunks of log ``log_id``."""
+        return functools.partial(self.judge, log_id=log_id)
 
 
 class Cursor:
@@ -109,6 +122,7 @@ class Cursor:
         of trimmed entries above ``pending`` or of lost ones raises (and again at the next call)."""
         out: list[Entry] = []
         deadline = time.monotonic() + timeout_s
+        judged = judge.of(self.log_id)
         while not budget.spent:
             if self.until is not None and self.pending.lsn > self.until:
                 break
@@ -121,7 +135,7 @@ class Cursor:
                 self._fill(wait_s)
                 if not self._ahead:
                     break
-            entries, self.pending, outcome = read_item(self._ahead[0], self.pending, judge, budget, self.log_id)
+            entries, self.pending, outcome = read_item(self._ahead[0], self.pending, judged, budget, self.log_id)
             out.extend(entries)
             if outcome is Outcome.WAIT or outcome is Outcome.PARTIAL:
                 break  # before a chunk in progress, or the budget ends inside the chunk

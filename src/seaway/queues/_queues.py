@@ -66,6 +66,7 @@ from seaway.queues._records import (
     position_key,
     queue_key,
 )
+from seaway.txn import AbortedJudges
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -147,6 +148,9 @@ class Queues:
         self.logs = logs
         self.meta = meta
         self._txn = txn
+        self.aborted = AbortedJudges(meta)
+        """What every reader of this instance's queue partitions asks about a chunk its snapshot
+        calls visible: whether the log lists its transaction as aborted."""
         self.clock = clock or SystemClock()
         self._group_ready = False
 

@@ -17,6 +17,7 @@ entry for entry, every time, until the group acknowledges past it and the log is
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -113,6 +114,8 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
     if (end is not None and end <= start) or start.lsn > until:
         return CommittedRead(out, start, False)
     budget = Budget(entries_max, bytes_max)
+    log_judge = queues.aborted.of(handle.id)
+    judge = functools.partial(log_judge.judge, snapshot)
     with contextlib.closing(handle.read(start.lsn, until)) as items:
         for item in items:
             step: Chunk | Gap
@@ -123,7 +126,7 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
             else:
                 continue
             stop_max = None if end is None or isinstance(step, Gap) or step.lsn < end.lsn else end.entry
-            entries, position, outcome = read_item(step, position, snapshot.visibility, budget, handle.id, stop_max)
+            entries, position, outcome = read_item(step, position, judge, budget, handle.id, stop_max)
             out.extend(entries)
             if outcome is Outcome.SEALED:
                 break

@@ -9,9 +9,10 @@ snapshot that decides every transaction in it), so reading it again gives the sa
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -21,7 +22,7 @@ from seaway.errors import CorruptionError, StreamTruncatedError, UnknownLogError
 from seaway.log import Gap, GapType, Record, RecordRun
 from seaway.spark._plan import Range, read_stored
 from seaway.streams import unframe_keyed
-from seaway.txn import Snapshot, Visibility
+from seaway.txn import AbortedJudges, Snapshot, Visibility
 
 LOG = logging.getLogger("seaway.spark")
 
@@ -68,6 +69,9 @@ def read_range(client: Any, r: Range, schema: pa.Schema) -> Iterator[pa.RecordBa
     """The events of ``r`` as record batches of ``schema``. A range truncated away meanwhile fails
     with :class:`StreamTruncatedError` (or, if ``r.skip_lost``, is skipped with a warning)."""
     snapshot = Snapshot.decode(r.snapshot) if r.snapshot else None
+    # The aborted transactions the log lists, read after the snapshot was taken (the driver's):
+    # they are aborted for ever, so a read of the range again gives the same rows.
+    judge = None if snapshot is None else functools.partial(AbortedJudges(client.meta).of(r.log_id).judge, snapshot)
     columns = _Columns()
     reader = client.logs.reader(BATCH_EVENTS_MAX, runs=True, buffered_bytes_max=BUFFER_BYTES_MAX)
     try:
@@ -87,12 +91,12 @@ def read_range(client: Any, r: Range, schema: pa.Schema) -> Iterator[pa.RecordBa
                         columns.add_run(item.first_lsn, item.timestamp_ms, item.payloads)
                     else:
                         for i, payload in enumerate(item.payloads):
-                            _add_framed(columns, snapshot, r, item.first_lsn + i, item.timestamp_ms, payload)
+                            _add_framed(columns, judge, r, item.first_lsn + i, item.timestamp_ms, payload)
                 elif kind is Record:
                     if not r.framed:
                         columns.add(item.lsn, item.timestamp_ms, item.payload)
                     else:
-                        _add_framed(columns, snapshot, r, item.lsn, item.timestamp_ms, item.payload)
+                        _add_framed(columns, judge, r, item.lsn, item.timestamp_ms, item.payload)
                 else:
                     _gap(r, item)
             if len(columns) >= BATCH_EVENTS_MAX:
@@ -104,14 +108,14 @@ def read_range(client: Any, r: Range, schema: pa.Schema) -> Iterator[pa.RecordBa
         yield to_batch(columns, r.part, schema)
 
 
-def _add_framed(columns: _Columns, snapshot: Snapshot | None, r: Range, lsn: int, timestamp_ms: int,
-                record: bytes) -> None:
+def _add_framed(columns: _Columns, judge: Callable[[int], Visibility] | None, r: Range, lsn: int,
+                timestamp_ms: int, record: bytes) -> None:
     write_pointer, routing_key, payload = unframe_keyed(record)
     if write_pointer:
-        if snapshot is None:
+        if judge is None:
             raise CorruptionError(f"the seaway source: {r.part} position {lsn} holds a transaction's event, "
                                   "but the stream is not transactional")
-        seen = snapshot.visibility(write_pointer)
+        seen = judge(write_pointer)
         invariant(seen is not Visibility.WAIT or r.hide_open,
                   f"segment {r.part} position {lsn}: a transaction in progress inside a micro-batch's range")
         if seen is not Visibility.VISIBLE:

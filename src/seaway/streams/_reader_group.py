@@ -85,7 +85,7 @@ from seaway.streams._cut import StreamCut
 from seaway.streams._framing import unframe_keyed
 from seaway.streams._metadata import NAMESPACE
 from seaway.streams._names import check_part, generation_of, segment_str
-from seaway.txn import Visibility
+from seaway.txn import AbortedJudges, Visibility
 
 if TYPE_CHECKING:
     from seaway.streams._streams import Stream
@@ -407,6 +407,8 @@ class ReaderGroup:
         self._snapshot = snapshot
         self.stream_handle = stream
         self._meta = meta
+        self.aborted = AbortedJudges(meta)
+        """What its readers ask about an event their snapshot calls visible."""
         self.name = name
         self._conf = conf
         self._key = group_prefix(name) + b"state"
@@ -509,6 +511,7 @@ class EventReader:
     def __init__(self, group: ReaderGroup, logs: LogsApi, reader_id: str, conf: _Conf, config: ReaderConfig,
                  snapshot: SnapshotSource | None = None, *, framed: bool = False) -> None:
         self._group = group
+        self._aborted = group.aborted
         self._logs = logs
         self.reader_id = reader_id
         self._conf = conf
@@ -608,7 +611,7 @@ class EventReader:
                 if write_pointer and self._snapshot_source is None:
                     raise CorruptionError(f"segment {segment_str(segment)} position {item.lsn}: a transaction's "
                                           f"event in stream {self._conf.stream!r}, which is not transactional")
-                seen = Visibility.VISIBLE if not write_pointer else self._visibility(write_pointer)
+                seen = Visibility.VISIBLE if not write_pointer else self._visibility(write_pointer, item.log_id)
                 if seen is Visibility.WAIT:
                     self._wait_at(segment, item.log_id, item.lsn, write_pointer)
                     return None
@@ -647,16 +650,18 @@ class EventReader:
         self._snapshot = self._snapshot_source()
         return self._snapshot
 
-    def _visibility(self, write_pointer: int) -> Visibility:
-        """What to do with an event of transaction ``write_pointer``. VISIBLE and SKIP are final (a
-        transaction's outcome never changes), so any snapshot decides them; a WAIT is checked once
-        more with a snapshot taken after the event was read, so that the reader does not stop at a
-        transaction its old snapshot did not know had ended."""
+    def _visibility(self, write_pointer: int, log_id: int) -> Visibility:
+        """What to do with an event of transaction ``write_pointer`` in log ``log_id``. VISIBLE
+        and SKIP are final (a transaction's outcome never changes), so any snapshot decides them; a
+        WAIT is checked once more with a snapshot taken after the event was read, so that the reader
+        does not stop at a transaction its old snapshot did not know had ended. One the snapshot
+        calls visible is skipped all the same if the log lists it as aborted (dropped from the
+        invalid list since: :class:`~seaway.txn.LogJudge`)."""
         snapshot = self._snapshot
         if snapshot is None or (snapshot.visibility(write_pointer) is Visibility.WAIT
                                 and self._snapshot_s < self._fetched_s):
             snapshot = self._fresh_snapshot()
-        return snapshot.visibility(write_pointer)
+        return self._aborted.judge(log_id, snapshot, write_pointer)
 
     def _wait_at(self, segment: int, log_id: int, lsn: int, write_pointer: int) -> None:
         """Stop ``segment`` at its event at ``lsn`` (of a transaction in progress): deliver nothing

@@ -1,6 +1,7 @@
 """Transactions (Tephra's design): write pointers, snapshots, visibility, conflict detection,
 timeouts, the invalid list and its pruning, and a durable manager that recovers after a crash."""
 
+from seaway.txn._aborted import JUDGED_LOGS_MAX, AbortedJudges, LogJudge
 from seaway.txn._api import Transaction, Transactions, TxnApi
 from seaway.txn._invalid import PAGE_IDS_MAX as INVALID_PAGE_IDS_MAX
 from seaway.txn._invalid import InvalidChanges, InvalidCopy, InvalidVersion
@@ -9,6 +10,6 @@ from seaway.txn._manager import WAL_LOG, TransactionManager, TxnConfig, TxnInfo,
 from seaway.txn._snapshot import Snapshot, Visibility
 from seaway.txn._state import TxnStatus
 
-__all__ = ["INVALID_PAGE_IDS_MAX", "STATE_NAMESPACE", "WAL_LOG", "InvalidChanges", "InvalidCopy", "InvalidVersion",
-           "Snapshot", "Transaction", "TransactionManager", "Transactions", "TxnApi", "TxnConfig", "TxnInfo",
-           "TxnStatus", "Visibility", "check_write_pointer"]
+__all__ = ["INVALID_PAGE_IDS_MAX", "JUDGED_LOGS_MAX", "STATE_NAMESPACE", "WAL_LOG", "AbortedJudges", "InvalidChanges",
+           "InvalidCopy", "InvalidVersion", "LogJudge", "Snapshot", "Transaction", "TransactionManager", "Transactions",
+           "TxnApi", "TxnConfig", "TxnInfo", "TxnStatus", "Visibility", "check_write_pointer"]

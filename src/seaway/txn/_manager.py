@@ -23,13 +23,14 @@ the log edit and that batch, recovery writes it, and never twice.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import heapq
 import json
 import logging
 import secrets
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -49,7 +50,7 @@ from seaway.errors import (
     UnknownTransactionError,
 )
 from seaway.ledger import TxnAbortedByTimeout, TxnCommitted
-from seaway.log import LSN_OLDEST, Gap, GapType, MetaApi, Record, check_meta_key
+from seaway.log import LSN_OLDEST, AbortedWrites, Gap, GapType, MetaApi, Record, check_meta_key
 from seaway.txn._invalid import CHANGES_IDS_MAX, PAGE_IDS_MAX, InvalidChanges, InvalidVersion
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import (
@@ -94,6 +95,8 @@ WRITES_MAX = 1_000
 LOGS_MAX = 10_000
 COMMIT_ALL_MAX = 10_000
 """Transactions one ``commit_all`` commits together, at most."""
+PRUNE_IDS_MAX = 10_000
+"""Transactions one ``Prune`` edit drops from the invalid list (an edit is one log record)."""
 _PENDING = 2**64
 """The commit pointer of a commit being logged: later than any transaction's begin."""
 
@@ -129,7 +132,8 @@ class TxnConfig:
     """How long after an invalid transaction's end, or its expiry if later, its writes may still
     land. A writer aborted by id is not told: its handle goes on writing until its own deadline,
     just before the expiry; an append sent by then is answered within this time. Then its logs'
-    tails are noted, and once trimmed past them it leaves the invalid list."""
+    tails are noted, it is listed as aborted in each of them (the log layer's aborted writes,
+    which readers honour), and it leaves the invalid list."""
     save_edits: int = 10_000
     save_interval_s: float = 60.0
 
@@ -227,6 +231,7 @@ class TransactionManager:
         self.config = config or TxnConfig()
         self._logs = logs
         self._meta = meta
+        self._aborted = AbortedWrites(meta)
         self._clock = clock or SystemClock()
         self._cond = threading.Condition()
         self._committing: dict[int, tuple[int, frozenset[bytes]]] = {}
@@ -739,22 +744,33 @@ class TransactionManager:
 
     def run_pruning(self) -> int:
         """Settle and prune the invalid list now (done by itself every ``prune_interval_s``);
-        return how many transactions left it."""
+        return how many transactions left it.
+
+        A transaction settles ``settle_s`` after it ended (or expired, if later): no write of it
+        can land any more, and its logs' tails are noted (logged). A settled one leaves the list
+        once each of its logs is trimmed past its tail, deleted, or lists it as aborted (the log
+        layer's :class:`~seaway.log.AbortedWrites`, whose readers skip its records whatever their
+        snapshot says): listed first, durably, then pruned (a crash in between leaves it on the
+        list, listed again by the next pass). A log that holds as many entries as it may keeps
+        it on the list until trims make room."""
         now_ms = self._clock.now_ms()
         settle_ms = int(self.config.settle_s * 1000)
         with self._cond:
             entries = list(self.state.invalid.items())
         settled: list[Settle] = []
-        gone: list[int] = []
         for write_pointer, entry in entries:
-            if entry.tails is None:
-                if now_ms - entry.ended_ms >= settle_ms:
-                    settled.append(Settle(write_pointer, tuple(self._tail(log_id) for log_id in entry.logs)))
-            elif all(self._trimmed_past(log_id, tail) for log_id, tail in zip(entry.logs, entry.tails, strict=True)):
-                gone.append(write_pointer)
-        edits: list[Edit] = [*settled, *([Prune(tuple(gone))] if gone else [])]
-        if not edits:
-            return 0
+            if entry.tails is None and now_ms - entry.ended_ms >= settle_ms:
+                settled.append(Settle(write_pointer, tuple(self._tail(log_id) for log_id in entry.logs)))
+        self._log_edits(settled)
+        tails = {edit.write_pointer: edit.tails for edit in settled}
+        done = [(wp, entry.logs, tails.get(wp, entry.tails)) for wp, entry in entries]
+        gone = self._unreadable([(wp, logs, t) for wp, logs, t in done if t is not None])
+        for i in range(0, len(gone), PRUNE_IDS_MAX):
+            self._log_edits([Prune(tuple(gone[i:i + PRUNE_IDS_MAX]))])
+        return len(gone)
+
+    def _log_edits(self, edits: Iterable[Edit]) -> None:
+        """Apply and log ``edits``; wait until they are durable."""
         with self._cond:
             futures = []
             for edit in edits:
@@ -762,7 +778,25 @@ class TransactionManager:
                 futures.append(self._append(edit))
         for future in futures:
             future.result()
-        return len(gone)
+
+    def _unreadable(self, settled: Sequence[tuple[int, tuple[int, ...], tuple[int, ...]]]) -> builtins.list[int]:
+        """Those of the ``settled`` transactions (id, logs, tails) no reader can see data of any
+        more: in each of their logs it was trimmed away, or the log lists them as aborted (listed
+        now where it does not yet, durably)."""
+        wanted: dict[int, list[tuple[int, int]]] = {}
+        for write_pointer, logs, tails in settled:
+            for log_id, tail in zip(logs, tails, strict=True):
+                if tail > 0 and not self._trimmed_past(log_id, tail):
+                    wanted.setdefault(log_id, []).append((write_pointer, tail))
+        unlisted: set[int] = set()
+        for log_id, items in wanted.items():
+            try:
+                listed = self._aborted.note(log_id, items)
+            except SeawayError as exc:  # tried again by the next pass; it stays on the list until then
+                log.warning("listing aborted transactions in a log failed", extra={"log_id": log_id, "error": str(exc)})
+                listed = set()
+            unlisted.update(wp for wp, _ in items if wp not in listed)
+        return [write_pointer for write_pointer, _, _ in settled if write_pointer not in unlisted]
 
     def _tail(self, log_id: int) -> int:
         try:

@@ -19,8 +19,9 @@ the state after a crash is the state the acknowledged edits describe (Tephra's T
   goes to the *invalid list*, which every snapshot carries so that readers skip its data; one that
   wrote nothing is simply forgotten.
 - ``Settle``: an invalid transaction's logs' tails, noted once no write of it can still be in
-  flight; ``Prune``: those logs were trimmed past them (or deleted), so none of its data remains
-  and it leaves the invalid list.
+  flight; ``Prune``: each of those logs was trimmed past them, deleted, or lists it as aborted
+  (the log layer's aborted writes, which readers honour), so no reader can see its data without
+  the invalid list, and it leaves that list.
 """
 
 from __future__ import annotations
