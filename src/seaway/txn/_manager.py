@@ -469,11 +469,10 @@ class TransactionManager:
         wanted = set(logs)
         if len(wanted) > LOGS_MAX:
             raise InvalidArgumentError(f"register at most {LOGS_MAX} logs at once")
-        begun = self._begins.get(write_pointer)
-        if begun is not None:
-            # Its begin is not logged yet, and may never be (refused): data written now would be
-            # a transaction's that a restart does not know, visible however it ended.
-            begun.result()
+        # Data written before its begin is logged (it may never be: refused) would be a
+        # transaction's that a restart does not know, visible however it ended.
+        if (refused := self._unlogged_begin((write_pointer,))) is not None:
+            raise refused
         with self._cond:
             txn = self._live(write_pointer)
             fresh = wanted - txn.logs
@@ -504,11 +503,14 @@ class TransactionManager:
         that could not."""
         pointers = check_write_pointers(write_pointers)
         keys, checked = check_commit(conflicts, writes)
+        # A commit record of a transaction whose begin is not in the log commits nothing after a
+        # restart: one that writes no log (no register waited for its begin) must wait here.
+        unlogged = self._unlogged_begin(pointers)
         with self._cond:
             while self._saving:
                 self._cond.wait()
             self._check_running()
-            failure, ends = self._refusal(pointers, keys)
+            failure, ends = self._refusal(pointers, keys, unlogged)
             if failure is None:
                 edit = Commit(pointers[0], tuple(sorted(keys)), checked, pointers[1:], self._clock.now_ms())
                 committed = _commit_change(self.state, edit)
@@ -573,13 +575,23 @@ class TransactionManager:
         raise self._stop(f"transaction {pointers[0]}'s commit failed to append ({exc}) and so did its abort",
                          failure) from exc
 
-    def _refusal(self, pointers: tuple[int, ...], keys: frozenset[bytes],
-                 ) -> tuple[SeawayError | None, list[Abort | TimeOut]]:
-        """Why ``pointers`` cannot commit together now, and the edits that end those of them still
-        in progress; (None, []) when they can. Called under the lock."""
-        now_ms = self._clock.now_ms()
-        failure: SeawayError | None = None
+    def _unlogged_begin(self, pointers: tuple[int, ...]) -> SeawayError | None:
+        """Wait for the begins of ``pointers`` not logged yet; the error of the first that failed
+        (refused, or its reply lost: a restart may not know that transaction), else None."""
         for write_pointer in pointers:
+            begun = self._begins.get(write_pointer)
+            if begun is not None and isinstance(error := begun.exception(), SeawayError):
+                return error
+        return None
+
+    def _refusal(self, pointers: tuple[int, ...], keys: frozenset[bytes], unlogged: SeawayError | None = None,
+                 ) -> tuple[SeawayError | None, list[Abort | TimeOut]]:
+        """Why ``pointers`` cannot commit together now (``unlogged``: the error of a begin not
+        logged), and the edits that end those of them still in progress; (None, []) when they can.
+        Called under the lock."""
+        now_ms = self._clock.now_ms()
+        failure = unlogged
+        for write_pointer in pointers if failure is None else ():
             try:
                 txn = self._live(write_pointer)
             except SeawayError as exc:
