@@ -453,6 +453,7 @@ class TransactionManager:
     def snapshot(self) -> Snapshot:
         """What is committed now, for a reader outside any transaction."""
         with self._cond:
+            self._check_running()  # stopped, what it holds may not be what the log says
             return self.state.snapshot()
 
     def status(self, write_pointer: int) -> TxnStatus:
@@ -624,11 +625,25 @@ class TransactionManager:
             if status in (TxnStatus.ABORTED, TxnStatus.TIMED_OUT) and write_pointer not in self.state.in_progress:
                 return
             txn = self._live(write_pointer)
-            durable = self._end(Abort(write_pointer, self._clock.now_ms()))
-        if txn.logs:  # else nothing of it exists: lost in a crash, it ends the same way (timed out)
-            durable.result()
-        else:
+            edit = Abort(write_pointer, self._clock.now_ms())
+            durable = self._end(edit)
+        if not txn.logs:  # nothing of it exists: lost in a crash, it ends the same way (timed out)
             durable.add_done_callback(_log_failure)
+            return
+        try:
+            durable.result()
+        except SeawayError as exc:
+            # Aborted here already (readers step over its data), but maybe not in the log: a
+            # restart would find it in progress. Logged again (twice is harmless); failing that,
+            # stop, and the log decides.
+            try:
+                with self._cond:
+                    self._check_running()
+                    again = self._append(edit)
+                again.result()
+            except SeawayError as refused:
+                raise self._stop(f"transaction {write_pointer}'s abort failed to append ({exc}), twice",
+                                 refused) from exc
 
     def list(self, after: TxnInfo | None = None, limit: int | None = None) -> list[TxnInfo]:
         """Transactions in progress, then invalid ones, each by id: a page of at most ``limit``
