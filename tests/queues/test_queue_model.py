@@ -26,7 +26,8 @@ The same machine runs through a server, and over append faults (``FaultyQueueMod
 found three defects of the transaction manager: a register (e546334) and a commit that did not
 wait for a refused begin (the transaction UNKNOWN after a restart), and an abort refused by the
 log that held here but not across a restart (a reader acknowledged past its chunk, then was
-refused). Reverting any of these fixes makes the variant fail.
+refused). Reverting the abort's fix makes the variant fail (three runs in three); the commit's
+was found once in about ten runs, and is pinned by its own test in tests/txn/test_manager.py.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -546,14 +547,20 @@ class RemoteQueueModel(QueueModel):
         self.server.stop()
 
 
-def _settings(examples: int) -> settings:
-    return settings(max_examples=examples, stateful_step_count=40, deadline=None,
+def _settings(examples: int, shrink: bool = True) -> settings:
+    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
+    return settings(max_examples=examples, stateful_step_count=40, deadline=None, phases=phases,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
 QueueModel.TestCase.settings = _settings(40)
 test_queue_model = QueueModel.TestCase
-FaultyQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_FAULTS_EXAMPLES", "20")))
+# Not shrunk: which appends a fault hits depends on the timing of the store's own threads (group
+# commit, the manager's edits logged in the background), so a replay is not the same run, and
+# shrinking only ends in Hypothesis' flaky-data error or the test's timeout. The failing run's
+# steps and its faults' seed are reported as they were.
+FaultyQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_FAULTS_EXAMPLES", "20")),
+                                               shrink=False)
 test_queue_model_over_faults = pytest.mark.slow(FaultyQueueModel.TestCase)
 RemoteQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_REMOTE_EXAMPLES", "2")))
 test_queue_model_through_the_server = pytest.mark.slow(RemoteQueueModel.TestCase)
