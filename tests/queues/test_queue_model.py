@@ -559,7 +559,7 @@ test_queue_model = QueueModel.TestCase
 # commit, the manager's edits logged in the background), so a replay is not the same run, and
 # shrinking only ends in Hypothesis' flaky-data error or the test's timeout. The failing run's
 # steps and its faults' seed are reported as they were.
-FaultyQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_FAULTS_EXAMPLES", "20")),
+FaultyQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_FAULTS_EXAMPLES", "15")),
                                                shrink=False)
 test_queue_model_over_faults = pytest.mark.slow(FaultyQueueModel.TestCase)
 RemoteQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_REMOTE_EXAMPLES", "2")))
