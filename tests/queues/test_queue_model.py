@@ -21,6 +21,13 @@ each group got every committed entry sent while it existed, exactly once.
 Reverting the fix of review finding 3 (reused mapping), 4 (failed flush, commit succeeds), 5 (a
 new group missed), 6 (acknowledgement past an open chunk) or 7 (ROUND_ROBIN all to consumer 0)
 makes this test fail with the settings below.
+
+The same machine runs through a server, and over append faults (``FaultyQueueModel``), where it
+found three defects of the transaction manager: a register (e546334) and a commit that did not
+wait for a refused begin (the transaction UNKNOWN after a restart), and an abort refused by the
+log that held here but not across a restart (a reader acknowledged past its chunk, then was
+refused). Reverting the abort's fix makes the variant fail (three runs in three); the commit's
+was found once in about ten runs, and is pinned by its own test in tests/txn/test_manager.py.
 """
 
 from __future__ import annotations
@@ -29,15 +36,16 @@ import os
 import shutil
 import sys
 import tempfile
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import seaway
 from seaway._errors import MissingHashKeyError, SeawayError
@@ -45,6 +53,7 @@ from seaway.log import Record
 from seaway.queues import Consumer, Position
 from seaway.queues._records import chunk_count, chunk_write_pointer, hash_key
 from seaway.server import ServerProcess
+from seaway.testing import AppendFaults
 
 KEYS = ["k0", "k1", "k2", "k4", "k6", "k8"]
 """Keys whose hashes cover every consumer of groups of size 2, 3 and 4."""
@@ -67,6 +76,12 @@ class Group:
 
 
 _SETTLED = (seaway.TxnStatus.COMMITTED, seaway.TxnStatus.ABORTED, seaway.TxnStatus.TIMED_OUT)
+
+
+def _stop(exc: BaseException) -> bool:
+    """Whether ``exc`` is the transaction manager's stop (an edit it could not log, nor undo):
+    every call fails so until the store is reopened, whose log then decides."""
+    return isinstance(exc, seaway.StorageError) and "reopen the store" in str(exc)
 
 
 class QueueModel(RuleBasedStateMachine):
@@ -102,6 +117,9 @@ class QueueModel(RuleBasedStateMachine):
         self._create("p", "HASH", P_SIZE)
         self._create("rr", "ROUND_ROBIN", RR_SIZE)
         self.consumers: dict[tuple[str, int], Consumer] = {}
+        self.n_logs: set[int] = set()
+        self.deleted_logs: set[int] = set()
+        """The logs of ``n``'s deleted incarnations."""
         self.next_entry = 0
         self.status: dict[int, str] = {}
         """Entry number -> open / committed / aborted (by its producer transaction)."""
@@ -128,6 +146,8 @@ class QueueModel(RuleBasedStateMachine):
         self.sw.queues.create_group("q", name, size, strategy, key="k" if strategy == "HASH" else None)
         self.incarnations += 1
         self.groups[name] = Group(self.incarnations, strategy, size)
+        if name == "n":  # never resized: these are all its logs
+            self.n_logs = {p.log_id for p in self.sw.queues.describe_group("q", "n").partitions}
 
     def _new_producer(self) -> None:
         self.producer = self.sw.queues.producer("q")
@@ -152,9 +172,14 @@ class QueueModel(RuleBasedStateMachine):
     def _failed(self, exc: Exception) -> None:
         """A step met a fault: only a retriable error may come of one, or the manager's stop (a
         commit whose append and abort both failed: the store is to be reopened)."""
-        stopped = isinstance(exc, seaway.StorageError) and "reopen the store" in str(exc)
+        stopped = _stop(exc)
         assert isinstance(exc, SeawayError) and (exc.retriable or stopped), f"a fault surfaced as {exc!r}"
         event(f"a step failed: {type(exc).__name__}")
+        try:  # stopped by this step's failure, or by an abort that failed quietly on its way
+            self.sw.txn.snapshot()
+        except seaway.StorageError as probe:
+            assert _stop(probe), probe
+            self._reopen()
 
     def _settle(self, txn_id: int) -> seaway.TxnStatus:
         """The outcome of a transaction whose commit or abort failed: asked of the manager, and
@@ -362,6 +387,8 @@ class QueueModel(RuleBasedStateMachine):
         for (group, c) in [key for key in self.consumers if key[0] == "n"]:
             self.consumers.pop((group, c)).close()
         self.sw.queues.delete_group("q", "n")
+        event("a group deleted")
+        self.deleted_logs.update(self.n_logs)
         del self.groups["n"]
 
     def _reopen(self) -> None:
@@ -382,6 +409,15 @@ class QueueModel(RuleBasedStateMachine):
         self._new_producer()
 
     # --- invariants ------------------------------------------------------------------------------
+
+    @invariant()
+    def deleted_groups_are_gone(self) -> None:
+        """The store's groups are the model's; a deleted group's logs are gone with it (a group
+        created again under its name has logs of its own)."""
+        assert sorted(self.sw.queues.groups("q")) == sorted(self.groups)
+        for log_id in self.deleted_logs:
+            with pytest.raises(seaway.UnknownLogError):
+                self.sw.logs.get(log_id)
 
     @invariant()
     def hash_group_keeps_per_key_order(self) -> None:
@@ -443,6 +479,54 @@ class QueueModel(RuleBasedStateMachine):
             assert sorted(model.delivered) == expected, name
 
 
+class FaultyQueueModel(QueueModel):
+    """The same rules over injected append faults (the queue's logs and the transaction manager's
+    log alike): appends refused at once or later, replies lost after the batch was stored. A step
+    that fails must fail with a retriable error; a transaction whose commit failed is asked for
+    its outcome, which the model then holds it to (its entries delivered exactly once if it
+    committed, never if not). The final drain runs without faults."""
+
+    unknown = (SeawayError,)
+
+    def __init__(self) -> None:
+        self.faults: AbstractContextManager[AppendFaults] | None = None
+        self.seed = 0
+        self.restarts = 0
+        super().__init__()
+
+    @initialize(seed=st.integers(0, 2**32 - 1))
+    def faults_on(self, seed: int) -> None:
+        self.seed = seed
+        self._apply()
+
+    def _apply(self) -> None:
+        faults = AppendFaults(self.seed + self.restarts, refuse=0.04, refuse_later=0.04, lose_reply=0.04)
+        self.faults = faults.applied(self.sw)
+        self.faults.__enter__()
+
+    def _lift(self) -> None:
+        if self.faults is not None:
+            self.faults.__exit__(None, None, None)
+            self.faults = None
+
+    def _restart(self) -> Any:
+        self._lift()
+        self.sw.close()
+        self.restarts += 1
+        self.sw = self._open()
+        self._apply()
+        return self.sw
+
+    def _close(self) -> None:
+        self._lift()
+        self.sw.close()
+
+    @contextmanager
+    def _calm(self) -> Iterator[object]:
+        self._lift()
+        yield None
+
+
 class RemoteQueueModel(QueueModel):
     """The same rules through a server (``seaway.connect``); a restart kills the server with
     SIGKILL and starts it again on the same data directory."""
@@ -463,12 +547,20 @@ class RemoteQueueModel(QueueModel):
         self.server.stop()
 
 
-def _settings(examples: int) -> settings:
-    return settings(max_examples=examples, stateful_step_count=40, deadline=None,
+def _settings(examples: int, shrink: bool = True) -> settings:
+    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
+    return settings(max_examples=examples, stateful_step_count=40, deadline=None, phases=phases,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
 QueueModel.TestCase.settings = _settings(40)
 test_queue_model = QueueModel.TestCase
+# Not shrunk: which appends a fault hits depends on the timing of the store's own threads (group
+# commit, the manager's edits logged in the background), so a replay is not the same run, and
+# shrinking only ends in Hypothesis' flaky-data error or the test's timeout. The failing run's
+# steps and its faults' seed are reported as they were.
+FaultyQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_FAULTS_EXAMPLES", "15")),
+                                               shrink=False)
+test_queue_model_over_faults = pytest.mark.slow(FaultyQueueModel.TestCase)
 RemoteQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_REMOTE_EXAMPLES", "2")))
 test_queue_model_through_the_server = pytest.mark.slow(RemoteQueueModel.TestCase)

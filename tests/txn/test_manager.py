@@ -601,3 +601,64 @@ def test_a_transaction_whose_begin_was_not_logged_cannot_register_a_log(tmp_path
             if isinstance(item, Record):
                 assert snapshot.visibility(int(item.payload)) is not Visibility.VISIBLE, "aborted data is visible"
     assert refused, "the register of a transaction whose begin was not logged succeeded"
+
+
+def test_a_commit_whose_begin_was_not_logged_fails_and_its_outcome_survives_a_restart(
+        tmp_path: Path, clock: FakeClock) -> None:
+    """Found by the queue model over append faults: a transaction that writes no log (a queue
+    consumer's: metadata writes only) commits without a register, so nothing waited for its begin.
+    Refused, the begin left a hole the commit record did not fill: the commit returned, and after a
+    restart the transaction was UNKNOWN (recovery takes a commit only of a transaction it knows),
+    its metadata writes not applied again if the process died before they were. A commit now
+    fails, aborting the transaction, when its begin was not logged."""
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        sw.transaction().abort()  # the manager's log exists
+        wal = sw.logs.get(WAL_LOG).id
+        with AppendFaults(1, refuse_later=1.0, limit=1, logs={wal}).applied(sw) as faults:
+            tx = sw.txn.begin()
+        assert [f.kind for f in faults.injected] == ["refuse_later"]
+        tx.stage_put("m", b"k", b"v")
+        try:
+            tx.commit()
+        except OverloadedError:
+            committed = False
+        else:
+            committed = True
+        live = sw.txn.status(tx.id)
+        assert live is (TxnStatus.COMMITTED if committed else TxnStatus.ABORTED)
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        assert sw.txn.status(tx.id) is live, "the outcome changed across a restart"
+        assert value(sw, b"k") == (b"v" if committed else None)
+
+
+@pytest.mark.parametrize("refusals", [1, 2])
+def test_an_abort_refused_by_the_log_is_logged_again_or_stops_the_manager(
+        tmp_path: Path, clock: FakeClock, refusals: int) -> None:
+    """Found by the queue model over append faults: an abort takes effect before it is logged
+    (readers skip the transaction's data at once); refused by the log, it raised, but the
+    transaction stayed ABORTED here while a restart found it IN_PROGRESS: a reader that had
+    stepped over its data and acknowledged past it was then refused. The abort is now logged
+    again; refused twice, the manager stops (no snapshot is given that the log does not back)."""
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        log = sw.logs.create("data")
+        tx = sw.txn.begin()
+        tx.register_logs([log.id])
+        log.append(b"%d" % tx.id)
+        wal = sw.logs.get(WAL_LOG).id
+        with AppendFaults(1, refuse_later=1.0, limit=refusals, logs={wal}).applied(sw):
+            try:
+                tx.abort()
+            except SeawayError as exc:
+                error: SeawayError | None = exc
+            else:
+                error = None
+        if refusals == 1:
+            assert error is None
+            assert sw.txn.status(tx.id) is TxnStatus.ABORTED
+            assert sw.txn.snapshot().visibility(tx.id) is Visibility.SKIP
+        else:
+            assert isinstance(error, seaway.StorageError) and "reopen the store" in str(error)
+            with pytest.raises(seaway.StorageError):
+                sw.txn.snapshot()
+    with seaway.open(tmp_path / "data", _config(), clock=clock) as sw:
+        assert sw.txn.status(tx.id) is (TxnStatus.ABORTED if refusals == 1 else TxnStatus.IN_PROGRESS)

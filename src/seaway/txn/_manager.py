@@ -462,6 +462,7 @@ class TransactionManager:
     def snapshot(self) -> Snapshot:
         """What is committed now, for a reader outside any transaction."""
         with self._cond:
+            self._check_running()  # stopped, what it holds may not be what the log says
             return self.state.snapshot()
 
     def invalid_changes(self, known: InvalidVersion, ids_max: int = CHANGES_IDS_MAX) -> InvalidChanges:
@@ -503,11 +504,10 @@ class TransactionManager:
         wanted = set(logs)
         if len(wanted) > LOGS_MAX:
             raise InvalidArgumentError(f"register at most {LOGS_MAX} logs at once")
-        begun = self._begins.get(write_pointer)
-        if begun is not None:
-            # Its begin is not logged yet, and may never be (refused): data written now would be
-            # a transaction's that a restart does not know, visible however it ended.
-            begun.result()
+        # Data written before its begin is logged (it may never be: refused) would be a
+        # transaction's that a restart does not know, visible however it ended.
+        if (refused := self._unlogged_begin((write_pointer,))) is not None:
+            raise refused
         with self._cond:
             txn = self._live(write_pointer)
             fresh = wanted - txn.logs
@@ -538,11 +538,14 @@ class TransactionManager:
         that could not."""
         pointers = check_write_pointers(write_pointers)
         keys, checked = check_commit(conflicts, writes)
+        # A commit record of a transaction whose begin is not in the log commits nothing after a
+        # restart: one that writes no log (no register waited for its begin) must wait here.
+        unlogged = self._unlogged_begin(pointers)
         with self._cond:
             while self._saving:
                 self._cond.wait()
             self._check_running()
-            failure, ends = self._refusal(pointers, keys)
+            failure, ends = self._refusal(pointers, keys, unlogged)
             if failure is None:
                 edit = Commit(pointers[0], tuple(sorted(keys)), checked, pointers[1:], self._clock.now_ms())
                 committed = _commit_change(self.state, edit)
@@ -607,13 +610,23 @@ class TransactionManager:
         raise self._stop(f"transaction {pointers[0]}'s commit failed to append ({exc}) and so did its abort",
                          failure) from exc
 
-    def _refusal(self, pointers: tuple[int, ...], keys: frozenset[bytes],
-                 ) -> tuple[SeawayError | None, list[Abort | TimeOut]]:
-        """Why ``pointers`` cannot commit together now, and the edits that end those of them still
-        in progress; (None, []) when they can. Called under the lock."""
-        now_ms = self._clock.now_ms()
-        failure: SeawayError | None = None
+    def _unlogged_begin(self, pointers: tuple[int, ...]) -> SeawayError | None:
+        """Wait for the begins of ``pointers`` not logged yet; the error of the first that failed
+        (refused, or its reply lost: a restart may not know that transaction), else None."""
         for write_pointer in pointers:
+            begun = self._begins.get(write_pointer)
+            if begun is not None and isinstance(error := begun.exception(), SeawayError):
+                return error
+        return None
+
+    def _refusal(self, pointers: tuple[int, ...], keys: frozenset[bytes], unlogged: SeawayError | None = None,
+                 ) -> tuple[SeawayError | None, list[Abort | TimeOut]]:
+        """Why ``pointers`` cannot commit together now (``unlogged``: the error of a begin not
+        logged), and the edits that end those of them still in progress; (None, []) when they can.
+        Called under the lock."""
+        now_ms = self._clock.now_ms()
+        failure = unlogged
+        for write_pointer in pointers if failure is None else ():
             try:
                 txn = self._live(write_pointer)
             except SeawayError as exc:
@@ -646,11 +659,25 @@ class TransactionManager:
             if status in (TxnStatus.ABORTED, TxnStatus.TIMED_OUT) and write_pointer not in self.state.in_progress:
                 return
             txn = self._live(write_pointer)
-            durable = self._end(Abort(write_pointer, self._clock.now_ms()))
-        if txn.logs:  # else nothing of it exists: lost in a crash, it ends the same way (timed out)
-            durable.result()
-        else:
+            edit = Abort(write_pointer, self._clock.now_ms())
+            durable = self._end(edit)
+        if not txn.logs:  # nothing of it exists: lost in a crash, it ends the same way (timed out)
             durable.add_done_callback(_log_failure)
+            return
+        try:
+            durable.result()
+        except SeawayError as exc:
+            # Aborted here already (readers step over its data), but maybe not in the log: a
+            # restart would find it in progress. Logged again (twice is harmless); failing that,
+            # stop, and the log decides.
+            try:
+                with self._cond:
+                    self._check_running()
+                    again = self._append(edit)
+                again.result()
+            except SeawayError as refused:
+                raise self._stop(f"transaction {write_pointer}'s abort failed to append ({exc}), twice",
+                                 refused) from exc
 
     def list(self, after: TxnInfo | None = None, limit: int | None = None) -> list[TxnInfo]:
         """Transactions in progress, then invalid ones, each by id: a page of at most ``limit``

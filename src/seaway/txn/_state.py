@@ -367,6 +367,10 @@ class TxnState:
                     self.invalid_journal.added(edit.write_pointer)
                 self._finish(edit.write_pointer, status, edit.now_ms)
                 self._forget_conflicts()
+            elif self.status(edit.write_pointer) is TxnStatus.UNKNOWN:
+                # Its begin is not in the log (refused, while the manager went on): it ended as
+                # this says all the same, having written nothing (its register or commit failed).
+                self._finish(edit.write_pointer, status, edit.now_ms)
         elif isinstance(edit, Settle):
             if (entry := self.invalid.get(edit.write_pointer)) is not None:
                 entry.tails = edit.tails
