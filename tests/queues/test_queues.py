@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -231,6 +232,38 @@ def test_a_resize_passes_its_barrier_when_only_aborted_chunks_end_the_old_logs(s
                 tx.abort()  # nothing to do: nothing to commit
     assert sorted(after) == sorted(b"after-%d" % i for i in range(4))
     assert not sw.queues.describe_group("q", "h").resizing
+
+
+def test_a_consumer_whose_old_log_is_deleted_at_the_barrier_while_it_reads_ends_that_log(sw: seaway.Seaway) -> None:
+    """Consumer 1 looks at its sources while an open transaction's chunk still holds the resize
+    back; the transaction aborts, consumer 0 passes the barrier and deletes the old logs, and only
+    then does consumer 1 read the old log it was given: the log ended (the barrier deletes only
+    drained logs), not an error, and the entries sent after the resize reach both."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "h", 2, "HASH", key="k")
+    producer = sw.queues.producer("q")
+    open_tx = sw.transaction()
+    producer.enqueue_batch(open_tx, [b"aborted-%d" % i for i in range(4)], [{"k": i} for i in range(4)])
+    producer.flush(open_tx)
+    sw.queues.resize_group("q", "h", 2, wait_s=None)
+    consumers = [sw.queues.consumer("q", "h", c) for c in range(2)]
+    looked = consumers[1]._sources
+
+    def racing() -> Any:
+        sources = looked()
+        assert sources and sources[0].layout.generation == 1  # the old log: still held back
+        open_tx.abort()
+        with sw.transaction() as tx:
+            assert consumers[0].dequeue(tx, 10) == []
+        assert not sw.queues.describe_group("q", "h").resizing  # passed: the old logs are deleted
+        return sources
+
+    consumers[1]._sources = racing  # type: ignore[method-assign]
+    with sw.transaction() as tx:
+        assert consumers[1].dequeue(tx, 10) == []
+    consumers[1]._sources = looked  # type: ignore[method-assign]
+    produce(sw, "q", [(b"after-%d" % i, {"k": i}) for i in range(4)])
+    assert sorted(e.payload for c in consumers for e in drain(sw, c)) == sorted(b"after-%d" % i for i in range(4))
 
 
 def test_bad_input_gets_typed_errors(sw: seaway.Seaway) -> None:

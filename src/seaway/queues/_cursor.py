@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from seaway.errors import SeawayError, UnknownLogError
+from seaway.errors import LogDeletedError, SeawayError, UnknownLogError
 from seaway.log import Gap, Record, RecordRun
 from seaway.queues._chunks import Budget, Chunk, Entry, Outcome, read_item
 from seaway.queues._records import Layout, Position, decode_chunk
@@ -104,7 +104,16 @@ class Cursor:
     def _fill(self, timeout_s: float) -> None:
         if self.ended:
             return
-        for item in self._open().read(READ_AHEAD_ITEMS, timeout_s):
+        try:
+            items = self._open().read(READ_AHEAD_ITEMS, timeout_s)
+        except (LogDeletedError, UnknownLogError):
+            # Deleted after the consumer chose to read it: at a resize's barrier, which deletes
+            # only drained logs (nothing left to deliver), or with its group (whose next read of
+            # the group record says so). Either way the log ended for this cursor.
+            self.ended = True
+            self.close()
+            return
+        for item in items:
             if isinstance(item, RecordRun):
                 for i, payload in enumerate(item.payloads):
                     self._push(item.first_lsn + i, payload)
