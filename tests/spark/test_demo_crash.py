@@ -1,6 +1,6 @@
 """The demo's exactly-once with its driver killed for real: the demo's Spark driver (its Python,
 its JVM and workers: the whole process group) SIGKILLed at random moments once its queries publish,
-three times, then run to its end from the same checkpoints: the report, counted from what the
+twice, then run to its end from the same checkpoints: the report, counted from what the
 sinks published, is what the generated lines make (every line counted once)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tests.spark.test_write_crash import seed
 
 LINES = 400
 WINDOW_S = 2
-KILLS = 3
+KILLS = 2
 RUN_WAIT_S = 300.0
 KILL_AFTER_S = 1.5
 """A kill comes at a random moment up to this long after the run's first publish."""
@@ -57,7 +57,7 @@ def run_driver(args: list[str], log: Path, sw: Any, kill_rng: random.Random | No
     return code
 
 
-def test_the_demo_killed_three_times_counts_every_line_once(spark: Any, server: ServerProcess,
+def test_the_demo_killed_twice_counts_every_line_once(spark: Any, server: ServerProcess,
                                                             tmp_path: Path) -> None:
     config = GeneratorConfig(seed=5, rate_per_s=50, users=60, malformed_fraction=0.05,
                              start_ms=1_700_000_000_000)
@@ -73,7 +73,7 @@ def test_the_demo_killed_three_times_counts_every_line_once(spark: Any, server: 
         kills = 0
         for _ in range(KILLS):
             kills += run_driver(args, tmp_path / "demo.log", sw, rng) == -signal.SIGKILL
-        assert kills >= 2, "the demo ended before most of its kills"
+        assert kills >= 1, "the demo ended before each of its kills"
         assert run_driver(args, tmp_path / "demo.log", sw, None) == 0
     report = read_report(spark, server.url, WINDOW_S)
     want = expected(lines, window_s=WINDOW_S)

@@ -20,7 +20,7 @@ from seaway.server import Server, ServerConfig
 from seaway.streams import ReaderConfig
 from seaway.txn import TransactionManager, TxnConfig
 
-ABORTED = 4_000
+ABORTED = 2_000
 WORKERS = 4
 ABORTED_TIMEOUT_S = 1.0
 """The aborted transactions' timeout: each settles once its expiry passed (settle_s is 0 here)."""
