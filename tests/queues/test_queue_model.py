@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, event, settings
+from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -52,8 +52,8 @@ from seaway._errors import MissingHashKeyError, SeawayError
 from seaway.log import Record
 from seaway.queues import Consumer, Position
 from seaway.queues._records import chunk_count, chunk_write_pointer, hash_key
-from seaway.server import ServerProcess
 from seaway.testing import AppendFaults
+from tests.model_harness import ThroughAServer, model_settings
 
 KEYS = ["k0", "k1", "k2", "k4", "k6", "k8"]
 """Keys whose hashes cover every consumer of groups of size 2, 3 and 4."""
@@ -527,40 +527,20 @@ class FaultyQueueModel(QueueModel):
         yield None
 
 
-class RemoteQueueModel(QueueModel):
+class RemoteQueueModel(ThroughAServer, QueueModel):
     """The same rules through a server (``seaway.connect``); a restart kills the server with
     SIGKILL and starts it again on the same data directory."""
 
-    def _open(self) -> Any:
-        if not hasattr(self, "server"):
-            self.server = ServerProcess(self.dir / "data")
-        return seaway.connect(self.server.url)
 
-    def _restart(self) -> Any:
-        self.sw.close()
-        self.server.kill()
-        self.server.restart()
-        return seaway.connect(self.server.url)
-
-    def _close(self) -> None:
-        self.sw.close()
-        self.server.stop()
-
-
-def _settings(examples: int, shrink: bool = True) -> settings:
-    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
-    return settings(max_examples=examples, stateful_step_count=40, deadline=None, phases=phases,
-                    suppress_health_check=[HealthCheck.too_slow])
-
-
-QueueModel.TestCase.settings = _settings(40)
+QueueModel.TestCase.settings = model_settings(40, 40)
 test_queue_model = QueueModel.TestCase
 # Not shrunk: which appends a fault hits depends on the timing of the store's own threads (group
 # commit, the manager's edits logged in the background), so a replay is not the same run, and
 # shrinking only ends in Hypothesis' flaky-data error or the test's timeout. The failing run's
 # steps and its faults' seed are reported as they were.
-FaultyQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_FAULTS_EXAMPLES", "15")),
-                                               shrink=False)
+FaultyQueueModel.TestCase.settings = model_settings(
+    int(os.environ.get("SEAWAY_QUEUE_MODEL_FAULTS_EXAMPLES", "15")), 40, shrink=False)
 test_queue_model_over_faults = pytest.mark.slow(FaultyQueueModel.TestCase)
-RemoteQueueModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_QUEUE_MODEL_REMOTE_EXAMPLES", "2")))
+RemoteQueueModel.TestCase.settings = model_settings(
+    int(os.environ.get("SEAWAY_QUEUE_MODEL_REMOTE_EXAMPLES", "2")), 40)
 test_queue_model_through_the_server = pytest.mark.slow(RemoteQueueModel.TestCase)

@@ -27,15 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
 
 import seaway
 from seaway.errors import TransactionConflictError, TransactionNotInProgressError
 from seaway.log import Record
-from seaway.server import ServerProcess
 from seaway.txn import Visibility
+from tests.model_harness import ThroughAServer, model_settings
 
 NS = "model"
 KEYS = [b"a", b"b", b"c"]
@@ -198,35 +197,14 @@ class _Same:
         pass
 
 
-class RemoteTxnApiModel(TxnApiModel):
+class RemoteTxnApiModel(ThroughAServer, TxnApiModel):
     """The same rules through a server; a restart is a SIGKILL of the server and a new start."""
 
-    def _open(self) -> Any:
-        if not hasattr(self, "server"):
-            self.server = ServerProcess(self.dir / "data")
-        return seaway.connect(self.server.url)
 
-    def _restart(self) -> Any:
-        self.sw.close()
-        self.server.kill()
-        self.server.restart()
-        return seaway.connect(self.server.url)
-
-    def _close(self) -> None:
-        self.sw.close()
-        self.server.stop()
-
-
-def _settings(examples: int, *, shrink: bool = True) -> settings:
-    phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if shrink else [])
-    return settings(max_examples=examples, stateful_step_count=30, deadline=None, phases=phases,
-                    suppress_health_check=[HealthCheck.too_slow])
-
-
-TxnApiModel.TestCase.settings = _settings(30)
+TxnApiModel.TestCase.settings = model_settings(30, 30)
 test_txn_api_model = TxnApiModel.TestCase
 # Not shrunk: each step through a server costs a restart's seconds, so shrinking a failure would take
 # many minutes; the failing steps are printed as found.
-RemoteTxnApiModel.TestCase.settings = _settings(int(os.environ.get("SEAWAY_TXN_MODEL_REMOTE_EXAMPLES", "4")),
-                                                shrink=False)
+RemoteTxnApiModel.TestCase.settings = model_settings(
+    int(os.environ.get("SEAWAY_TXN_MODEL_REMOTE_EXAMPLES", "4")), 30, shrink=False)
 test_txn_api_model_through_the_server = pytest.mark.slow(RemoteTxnApiModel.TestCase)
