@@ -8,10 +8,12 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import seaway
 from seaway.demo import Expected, Generated, GeneratorConfig, expected, generate
 from seaway.demo._pipeline import PAGE_COUNTS, prepare
-from seaway.demo._report import read_report
+from seaway.demo._report import counted, read_report
 from seaway.demo._transforms import dead_letters, decode_pageviews, pageviews, parse
 from seaway.demo.run import DemoConfig, QueryStats, Report, run_demo
 from seaway.server import ServerProcess
@@ -103,3 +105,13 @@ def _check_reads(queries: dict[str, QueryStats], lines: list[Generated]) -> None
     valid = sum(1 for g in lines if g.event is not None)
     assert {name: stats.input_rows for name, stats in queries.items()} == {
         "parse": len(lines), "dead-letters": len(lines), "page-counts": valid, "unique-users": valid}
+
+
+def test_results_an_older_demo_wrote_without_increments_give_a_clear_error_not_a_crash() -> None:
+    class Row:
+        def __init__(self, page: str, views: int | None) -> None:
+            self.page, self.views = page, views
+
+    assert counted([Row("a", 8), Row("b", 1)], "page", "views") == {"a": 8, "b": 1}
+    with pytest.raises(seaway.InvalidArgumentError, match="older seaway demo"):
+        counted([Row("a", 8), Row("b", None)], "page", "views")

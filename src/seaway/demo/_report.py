@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import functions as F
 
 from seaway.demo._pipeline import DEAD_LETTERS, PAGE_COUNTS, UNIQUE_USERS
+from seaway.errors import InvalidArgumentError
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,20 @@ def read_report(spark: Any, address: str, window_s: int) -> Report:
                .where(F.col("window_s") == window_s)
                .groupBy("window_start_ms").agg(F.sum("added").alias("users")).collect())
     dead = spark.read.format("seaway").option("address", address).option("stream", DEAD_LETTERS).load().count()
-    return Report(page_views={r.page: int(r.views) for r in pages},
-                  unique_users={int(r.window_start_ms): int(r.users) for r in windows},
+    return Report(page_views=counted(pages, "page", "views"),
+                  unique_users={int(k): v for k, v in counted(windows, "window_start_ms", "users").items()},
                   window_s=window_s, dead_letters=int(dead))
+
+
+def counted(rows: Iterable[Any], key: str, total: str) -> dict[Any, int]:
+    """Each key's summed increments; a key whose rows carry none was written by an older demo
+    (which published running totals without their increments): a clear error, not a wrong count."""
+    out: dict[Any, int] = {}
+    for row in rows:
+        value = getattr(row, total)
+        if value is None:
+            raise InvalidArgumentError(
+                f"the demo's results hold rows an older seaway demo wrote (no increment for {key} "
+                f"{getattr(row, key)!r}): run the demo over a new --data-dir (or remove this one)")
+        out[getattr(row, key)] = int(value)
+    return out
