@@ -108,3 +108,18 @@ def test_the_manager_answers_changes_the_whole_list_or_pages(tmp_path: Path) -> 
     with Seaway(tmp_path / "data") as sw:  # a restart: another incarnation, the same list
         again = sw.txn_manager.invalid_changes(InvalidVersion(epoch, changes.version))
         assert again.epoch != epoch and again.reset and again.added == tuple(first + later)
+
+
+def test_a_copy_built_aside_replaces_the_copy_only_when_newer() -> None:
+    copy = InvalidCopy()
+    assert copy.apply(InvalidChanges(EPOCH, 10, reset=True, added=(1, 2, 3)))
+    staged = InvalidCopy()
+    staged.load(EPOCH, 8, [1])  # pages older than the copy: not taken
+    copy.take(staged)
+    assert copy.ids() == (1, 2, 3) and copy.known == InvalidVersion(EPOCH, 10)
+    staged.load(EPOCH, 12, [1, 2, 3, 4])
+    copy.take(staged)
+    assert copy.ids() == (1, 2, 3, 4) and copy.known == InvalidVersion(EPOCH, 12)
+    staged.load(EPOCH + 1, 1, [5])  # another incarnation's: taken
+    copy.take(staged)
+    assert copy.ids() == (5,) and copy.known == InvalidVersion(EPOCH + 1, 1)

@@ -684,10 +684,14 @@ class RemoteTxn:
                 after = page.ids[-1]
             if first is None or page.epoch != first.epoch:
                 continue
-            self._invalid.load(first.epoch, first.version, ids)
+            # Built aside: until the changes since the first page are in, the pages may lack ids
+            # added meanwhile, which a concurrent begin's snapshot must not miss.
+            staged = InvalidCopy()
+            staged.load(first.epoch, first.version, ids)
             request = pb.TxnSnapshotRequest(invalid_known=invalid_version_to_msg(first))
             reply: pb.TxnSnapshotReply = self._client._call("TxnSnapshot", request)
-            if reply.HasField("invalid") and self._invalid.apply(invalid_changes_from_msg(reply.invalid)):
+            if reply.HasField("invalid") and staged.apply(invalid_changes_from_msg(reply.invalid)):
+                self._invalid.take(staged)
                 return
         raise UnavailableError(f"the server's invalid list changed faster than it could be read "
                                f"({INVALID_READS_MAX} attempts); try again")

@@ -134,6 +134,18 @@ class InvalidCopy:
             self._sorted = None
             self.known = InvalidVersion(epoch, version)
 
+    def take(self, other: InvalidCopy) -> None:
+        """Become ``other`` (a copy built aside, from pages) unless this one is newer: a copy is
+        never seen half-built by the snapshots of concurrent calls."""
+        with other._lock:
+            ids, known = other._ids, other.known
+        with self._lock:
+            if known.epoch == self.known.epoch and known.version <= self.known.version:
+                return
+            self._ids = set(ids)
+            self._sorted = None
+            self.known = known
+
     def ids(self) -> tuple[int, ...]:
         """The copy's ids, sorted (shared by every snapshot until the copy changes)."""
         with self._lock:
