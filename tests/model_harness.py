@@ -20,6 +20,24 @@ def model_settings(examples: int, steps: int, *, shrink: bool = True) -> setting
                     suppress_health_check=[HealthCheck.too_slow])
 
 
+class Embedded:
+    """A model's store hooks (``_open``, ``_restart``, ``_close``) over an embedded store in the
+    model's directory: a restart closes it and opens it again. Mixed in before the model's class."""
+
+    dir: Path
+    sw: Any
+
+    def _open(self) -> Any:
+        return seaway.open(self.dir / "data")
+
+    def _restart(self) -> Any:
+        self.sw.close()
+        return self._open()
+
+    def _close(self) -> None:
+        self.sw.close()
+
+
 class ThroughAServer:
     """A model's store hooks (``_open``, ``_restart``, ``_close``) through a server
     (``seaway.connect``): a restart kills the server with SIGKILL and starts it again on the same

@@ -53,7 +53,7 @@ from seaway.log import Record
 from seaway.queues import Consumer, Position
 from seaway.queues._records import chunk_count, chunk_write_pointer, hash_key
 from seaway.testing import AppendFaults
-from tests.model_harness import ThroughAServer, model_settings
+from tests.model_harness import Embedded, ThroughAServer, model_settings
 
 KEYS = ["k0", "k1", "k2", "k4", "k6", "k8"]
 """Keys whose hashes cover every consumer of groups of size 2, 3 and 4."""
@@ -84,22 +84,12 @@ def _stop(exc: BaseException) -> bool:
     return isinstance(exc, seaway.StorageError) and "reopen the store" in str(exc)
 
 
-class QueueModel(RuleBasedStateMachine):
+class QueueModel(Embedded, RuleBasedStateMachine):
     """The rules and invariants, over a store opened, restarted and closed by the three hooks below
     (embedded here; over injected append faults and through a server in the subclasses)."""
 
     unknown: tuple[type[Exception], ...] = ()
     """Errors a step may meet (an operation whose outcome is unknown): none without faults."""
-
-    def _open(self) -> Any:
-        return seaway.open(self.dir / "data")
-
-    def _restart(self) -> Any:
-        self.sw.close()
-        return self._open()
-
-    def _close(self) -> None:
-        self.sw.close()
 
     def _calm(self) -> AbstractContextManager[object]:
         """While inside, no faults (for the final drain)."""

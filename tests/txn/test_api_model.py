@@ -34,7 +34,7 @@ import seaway
 from seaway.errors import TransactionConflictError, TransactionNotInProgressError
 from seaway.log import Record
 from seaway.txn import Visibility
-from tests.model_harness import ThroughAServer, model_settings
+from tests.model_harness import Embedded, ThroughAServer, model_settings
 
 NS = "model"
 KEYS = [b"a", b"b", b"c"]
@@ -51,20 +51,10 @@ class Txn:
     aborted_by_id: bool = False
 
 
-class TxnApiModel(RuleBasedStateMachine):
+class TxnApiModel(Embedded, RuleBasedStateMachine):
     """The rules, over a store opened and restarted by the hooks (embedded here)."""
 
     txns = Bundle("txns")
-
-    def _open(self) -> Any:
-        return seaway.open(self.dir / "data")
-
-    def _restart(self) -> Any:
-        self.sw.close()
-        return self._open()
-
-    def _close(self) -> None:
-        self.sw.close()
 
     def __init__(self) -> None:
         super().__init__()
