@@ -24,8 +24,8 @@ from seaway import (
 from seaway.log import CoalesceConfig, DiskWrite, MetaApi, Record
 from seaway.logsdb import PutRecords
 from seaway.testing import AppendFaults, FakeClock
-from seaway.txn import TransactionManager, Visibility
-from seaway.txn._manager import EXPIRIES_SLACK, WAL_LOG
+from seaway.txn import WAL_LOG, TransactionManager, Visibility
+from seaway.txn._expiry import EXPIRIES_SLACK
 from seaway.txn._state import decode_edit
 
 QUIET = {"tick_s": 3600.0, "prune_interval_s": 3600.0}

@@ -47,9 +47,9 @@ from seaway import (
 )
 from seaway.log import Record
 from seaway.testing import AppendFaults, FakeClock
-from seaway.txn import AbortedJudges, Transaction, TransactionManager, Visibility
+from seaway.txn import WAL_LOG, AbortedJudges, Transaction, TransactionManager, Visibility
 from seaway.txn._api import DEADLINE_MARGIN_S_MAX
-from seaway.txn._manager import RECOVERY_GAP_POINTERS, WAL_LOG
+from seaway.txn._durable import RECOVERY_GAP_POINTERS
 from seaway.txn._state import POINTERS_PER_MS
 
 NS = "m"

@@ -3,10 +3,13 @@ timeouts, the invalid list and its pruning, and a durable manager that recovers 
 
 from seaway.txn._aborted import JUDGED_LOGS_MAX, AbortedJudges, LogJudge
 from seaway.txn._api import Transaction, Transactions, TxnApi
+from seaway.txn._checks import check_write_pointer
+from seaway.txn._config import TxnConfig
+from seaway.txn._durable import NAMESPACE as STATE_NAMESPACE
+from seaway.txn._durable import WAL_LOG
 from seaway.txn._invalid import PAGE_IDS_MAX as INVALID_PAGE_IDS_MAX
 from seaway.txn._invalid import InvalidChanges, InvalidCopy, InvalidVersion
-from seaway.txn._manager import NAMESPACE as STATE_NAMESPACE
-from seaway.txn._manager import WAL_LOG, TransactionManager, TxnConfig, TxnInfo, check_write_pointer
+from seaway.txn._manager import TransactionManager, TxnInfo
 from seaway.txn._snapshot import Snapshot, Visibility
 from seaway.txn._state import TxnStatus
 

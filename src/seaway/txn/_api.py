@@ -22,7 +22,8 @@ from seaway.errors import (
     TransactionTimedOutError,
     UnknownTransactionError,
 )
-from seaway.txn._manager import TxnInfo, check_commit, check_write_pointers
+from seaway.txn._checks import check_commit, check_write_pointers
+from seaway.txn._manager import TxnInfo
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import TxnStatus
 
