@@ -46,7 +46,7 @@ METHODS = {
     "Trim": pb.TrimRequest,
     "GetLogState": pb.LogRef, "FindTime": pb.FindTimeRequest, "ReadMany": pb.ReadControls,
     "SealLog": pb.LogRef, "DeleteLog": pb.LogRef, "AppendCounts": pb.AppendCountsRequest,
-    "GetLogBounds": pb.LogBoundsRequest,
+    "GetLogBounds": pb.LogBoundsRequest, "CountRecords": pb.CountRecordsRequest,
     "TxnBegin": pb.TxnBeginRequest, "TxnRegister": pb.TxnRegisterRequest, "TxnCommit": pb.TxnCommitRequest,
     "TxnCommitAll": pb.TxnCommitAllRequest,
     "TxnAbort": pb.TxnRef, "TxnStatus": pb.TxnRef, "TxnSnapshot": pb.TxnSnapshotRequest,
@@ -169,6 +169,11 @@ def _valid(method: str, rng: random.Random, known_ids: list[int], txn_ids: Seque
     if method == "GetLogBounds":
         count = rng.choice([0, 1, 3, 1000, 100_001])
         return pb.LogBoundsRequest(log_ids=[rng.choice([*known_ids, _u64(rng)]) for _ in range(count)])
+    if method == "CountRecords":
+        count = rng.choice([0, 1, 3, 1000, 100_001])
+        return pb.CountRecordsRequest(ranges=[pb.CountRange(log_id=rng.choice([*known_ids, _u64(rng)]),
+                                                            lsn_from=_u64(rng), lsn_until=_u64(rng))
+                                              for _ in range(count)])
     if method in ("ListLogs", "TxnList"):  # a page after a key of the right width or not
         page = pb.PageRequest()
         if rng.random() < 0.5:

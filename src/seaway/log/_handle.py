@@ -3,7 +3,7 @@ of appending, all built on the one method each implementation provides, ``append
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any, NamedTuple, TypeVar
 
@@ -18,7 +18,7 @@ from seaway.errors import (
 )
 from seaway.log._coalesce import AppendCoalescer
 from seaway.log._config import LOG_ID_MAX, LogInfo
-from seaway.log._lsn import check_lsn
+from seaway.log._lsn import LSN_MAX, check_lsn
 from seaway.log._types import LogAttributes
 
 BATCH_RECORDS_MAX = 100_000
@@ -84,6 +84,21 @@ def check_log_ids(log_ids: Iterable[int]) -> list[int]:
         if not isinstance(log_id, int) or isinstance(log_id, bool) or not 1 <= log_id <= LOG_ID_MAX:
             raise InvalidArgumentError(f"a log id is an integer in [1, {LOG_ID_MAX}], got {log_id!r:.80}")
     return ids
+
+
+def check_count_ranges(ranges: Mapping[int, tuple[int, int | None]]) -> dict[int, tuple[int, int]]:
+    """Ranges given to ``count_records``, checked: log id -> ``(lsn_from, lsn_until)``, both inclusive,
+    ``lsn_until`` None (or ``LSN_MAX``) for the log's tail; at most ``APPEND_COUNTS_LOGS_MAX`` logs."""
+    if not isinstance(ranges, Mapping):
+        raise InvalidArgumentError(f"ranges must map log ids to (lsn_from, lsn_until), got {ranges!r:.80}")
+    checked: dict[int, tuple[int, int]] = {}
+    for log_id in check_log_ids(ranges):
+        bounds = ranges[log_id]
+        if not isinstance(bounds, tuple) or len(bounds) != 2:
+            raise InvalidArgumentError(f"log {log_id}: a range is (lsn_from, lsn_until), got {bounds!r:.80}")
+        lsn_from, lsn_until = bounds
+        checked[log_id] = (check_lsn(lsn_from), LSN_MAX if lsn_until is None else check_lsn(lsn_until))
+    return checked
 
 
 def get_or_create_log(logs: Any, name: str, **attributes: Any) -> Any:

@@ -29,6 +29,7 @@ from seaway.log._handle import (
     LogBounds,
     LogHandle,
     attribute_overrides,
+    check_count_ranges,
     check_log_ids,
     get_or_create_log,
 )
@@ -553,6 +554,25 @@ class Logs:
             tail = self._store.released(log_id) if final is None else final
             found[log_id] = LogBounds(tail, final, self._store.logsdb.trim_point(log_id))
         return found
+
+    def count_records(self, ranges: Mapping[int, tuple[int, int | None]]) -> dict[int, int]:
+        """For each log id of ``ranges`` (log id -> ``(lsn_from, lsn_until)``, both inclusive;
+        ``lsn_until`` None for the tail): how many records a reader of that range would get, counted
+        without reading any (what a reader group's or a consumer group's lag is made of).
+
+        LSNs jump at every epoch, so a count is not a difference of LSNs: the store keeps where each
+        epoch ended and which slots were plugged as holes, and counts in O(epochs in the range). The
+        count stops at the log's tail as readers see it (what was acknowledged), and leaves out what
+        is trimmed away; records lost to damage after they were stored (DATALOSS gaps) still count.
+        Unknown and deleted logs are left out of the answer, as in :meth:`bounds`. At most
+        ``APPEND_COUNTS_LOGS_MAX`` logs a call; a bad log id or range raises :class:`InvalidArgumentError`,
+        an LSN out of ``[0, 2**64 - 1]`` :class:`LsnOutOfRangeError`.
+        """
+        checked = check_count_ranges(ranges)
+        self._check_open()
+        found = self.bounds(checked)
+        return {log_id: self._store.logsdb.count_records(log_id, lsn_from, min(lsn_until, found[log_id].tail_lsn))
+                for log_id, (lsn_from, lsn_until) in checked.items() if log_id in found}
 
     def run_retention(self) -> builtins.list[int]:
         """Drop the partitions none of whose records is retained any more; return their ids."""

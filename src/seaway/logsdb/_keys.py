@@ -26,6 +26,7 @@ P_LEDGER = b"L"  # + index -> a change ledger entry (time + change; see seaway.l
 P_LEDGER_HEAD = b"H"  # -> the last ledger index written (kept when its entry is pruned)
 P_LEDGER_START = b"C"  # + index -> bytes of every ledger entry written before it (for the byte bound)
 P_LEDGER_WRITTEN = b"W"  # -> bytes of every ledger entry ever written
+P_HOLE = b"O"  # + log id + first LSN -> LSNs a hole plug covers (so that counting records skips them)
 
 
 def u64(value: int) -> bytes:

@@ -12,7 +12,7 @@ from seaway._values import Entry, PutRecords, PutSeal, WriteOp
 from seaway.errors import CorruptionError, InvalidArgumentError, PayloadTooLargeError
 from seaway.logsdb import _format as fmt
 from seaway.logsdb._core import holding_no_handles
-from seaway.logsdb._keys import P_DIRECTORY, P_EPOCH_END, P_PRODUCER, P_TRIM, u64
+from seaway.logsdb._keys import P_DIRECTORY, P_EPOCH_END, P_HOLE, P_PRODUCER, P_TRIM, u64
 from seaway.logsdb._partitions import Partitions
 from seaway.logsdb._producers import Window
 from seaway.logsdb._read import Unreadable, check, first_key_from, read_partition
@@ -52,6 +52,7 @@ class Records(Partitions):
             else:
                 value = fmt.encode_hole_plug(key, op.timestamp_ms, op.count)
                 last = op.first_lsn + op.count - 1
+                batch.put(P_HOLE + key, u64(op.count), self._meta_handle)
             if len(value) > self._config.entry_bytes_max:
                 raise PayloadTooLargeError(
                     f"entry of {len(value)} bytes exceeds entry_bytes_max={self._config.entry_bytes_max}")
@@ -105,7 +106,7 @@ class Records(Partitions):
             for pid in held:
                 batch.delete_range(start, end, self._partitions[pid][2])
                 batch.delete(P_DIRECTORY + u64(pid) + u64(log_id), self._meta_handle)
-            for prefix in (P_PRODUCER, P_EPOCH_END):
+            for prefix in (P_PRODUCER, P_EPOCH_END, P_HOLE):
                 batch.delete_range(prefix + u64(log_id), prefix + u64(log_id + 1), self._meta_handle)
             last = self.last_lsn(log_id)
             if last > self._trim.get(log_id, 0):
@@ -153,6 +154,38 @@ class Records(Partitions):
         while out and out[-1].first_lsn > covered_to:
             out.pop()
         return out, covered_to
+
+    def count_records(self, log_id: int, lsn_from: int, lsn_to: int) -> int:
+        """The records stored in ``[lsn_from, lsn_to]`` above the trim point, without reading one.
+
+        Within an epoch the sequencer issues ESNs from 1 with no gap, and a slot it could not store
+        is plugged (a hole plug, noted under ``P_HOLE`` when written); an epoch ends at its recorded
+        epoch end, or (the last one) at the log's last LSN. So the count is ESN arithmetic per
+        epoch that held data, less the holes: O(epochs + holes in range), not O(records). Records
+        lost to damage after they were stored (DATALOSS) still count. ``lsn_to`` should not pass
+        what readers may read (the caller's release point)."""
+        self._check_open()
+        lsn_from = max(lsn_from, self.trim_point(log_id) + 1, 1)
+        last = self.last_lsn(log_id)
+        lsn_to = min(lsn_to, last)
+        if lsn_from > lsn_to:
+            return 0
+        ends = self.epoch_ends(log_id, lsn_from >> 32, lsn_to >> 32)
+        ends.setdefault(last >> 32, last)  # the epoch being written has no recorded end yet
+        total = 0
+        for epoch, end in ends.items():
+            lo, hi = max(lsn_from, epoch << 32 | 1), min(lsn_to, end)
+            if lo <= hi:
+                total += hi - lo + 1
+        prefix = P_HOLE + u64(log_id)
+        for key, value in self._meta_scan(prefix):
+            first = fmt.decode_u64(key[9:])
+            if first > lsn_to:
+                break
+            lo, hi = max(lsn_from, first), min(lsn_to, first + fmt.decode_u64(value) - 1)
+            if lo <= hi:
+                total -= hi - lo + 1
+        return total
 
     @holding_no_handles
     def next_entry_lsn(self, log_id: int, after_lsn: int) -> int | None:

@@ -254,6 +254,16 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                 for log_id, b in found.items()])
         return self._unary("GetLogBounds", context, run)
 
+    def CountRecords(self, request: pb.CountRecordsRequest, context: grpc.ServicerContext) -> pb.CountRecordsReply:
+        def run() -> pb.CountRecordsReply:
+            ranges = {r.log_id: (r.lsn_from, r.lsn_until) for r in request.ranges}
+            if len(ranges) != len(request.ranges):
+                raise InvalidArgumentError("a log is named twice in one CountRecords request")
+            found = self._store.logs.count_records(ranges)  # checks the ids, LSNs and their number
+            return pb.CountRecordsReply(logs=[pb.CountItem(log_id=log_id, records=records)
+                                              for log_id, records in found.items()])
+        return self._unary("CountRecords", context, run)
+
     def Append(self, request: pb.AppendRequest, context: grpc.ServicerContext) -> pb.AppendReply:
         def run() -> pb.AppendReply:
             (result,) = self._append(context, (request,), "Append")

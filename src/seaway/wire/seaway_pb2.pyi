@@ -73,6 +73,36 @@ class LogBoundsReply(_message.Message):
     logs: _containers.RepeatedCompositeFieldContainer[LogBoundsItem]
     def __init__(self, logs: _Optional[_Iterable[_Union[LogBoundsItem, _Mapping]]] = ...) -> None: ...
 
+class CountRecordsRequest(_message.Message):
+    __slots__ = ("ranges",)
+    RANGES_FIELD_NUMBER: _ClassVar[int]
+    ranges: _containers.RepeatedCompositeFieldContainer[CountRange]
+    def __init__(self, ranges: _Optional[_Iterable[_Union[CountRange, _Mapping]]] = ...) -> None: ...
+
+class CountRange(_message.Message):
+    __slots__ = ("log_id", "lsn_from", "lsn_until")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    LSN_FROM_FIELD_NUMBER: _ClassVar[int]
+    LSN_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    lsn_from: int
+    lsn_until: int
+    def __init__(self, log_id: _Optional[int] = ..., lsn_from: _Optional[int] = ..., lsn_until: _Optional[int] = ...) -> None: ...
+
+class CountRecordsReply(_message.Message):
+    __slots__ = ("logs",)
+    LOGS_FIELD_NUMBER: _ClassVar[int]
+    logs: _containers.RepeatedCompositeFieldContainer[CountItem]
+    def __init__(self, logs: _Optional[_Iterable[_Union[CountItem, _Mapping]]] = ...) -> None: ...
+
+class CountItem(_message.Message):
+    __slots__ = ("log_id", "records")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    records: int
+    def __init__(self, log_id: _Optional[int] = ..., records: _Optional[int] = ...) -> None: ...
+
 class LogBoundsItem(_message.Message):
     __slots__ = ("log_id", "tail_lsn", "trim_point", "final_lsn")
     LOG_ID_FIELD_NUMBER: _ClassVar[int]

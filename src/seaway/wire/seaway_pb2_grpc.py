@@ -124,6 +124,11 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.LogBoundsRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.LogBoundsReply.FromString,
                 _registered_method=True)
+        self.CountRecords = channel.unary_unary(
+                '/seaway.v1.Seaway/CountRecords',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.CountRecordsRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.CountRecordsReply.FromString,
+                _registered_method=True)
         self.MetaGet = channel.unary_unary(
                 '/seaway.v1.Seaway/MetaGet',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.MetaKey.SerializeToString,
@@ -353,6 +358,14 @@ class SeawayServicer:
     def GetLogBounds(self, request, context):
         """The tail LSN, final LSN and trim point of many logs in one call (a reader planning ranges of
         them); unknown and deleted logs are left out of the reply.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CountRecords(self, request, context):
+        """The records in a range of each of many logs, counted without reading them (Logs.count_records:
+        what lag is made of); unknown and deleted logs are left out of the reply.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -597,6 +610,11 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.GetLogBounds,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.LogBoundsRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.LogBoundsReply.SerializeToString,
+            ),
+            'CountRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.CountRecords,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.CountRecordsRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.CountRecordsReply.SerializeToString,
             ),
             'MetaGet': grpc.unary_unary_rpc_method_handler(
                     servicer.MetaGet,
@@ -1190,6 +1208,33 @@ class Seaway:
             '/seaway.v1.Seaway/GetLogBounds',
             seaway_dot_wire_dot_seaway__pb2.LogBoundsRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.LogBoundsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CountRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/CountRecords',
+            seaway_dot_wire_dot_seaway__pb2.CountRecordsRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.CountRecordsReply.FromString,
             options,
             channel_credentials,
             insecure,
