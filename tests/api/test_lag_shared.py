@@ -58,3 +58,67 @@ def test_a_reader_groups_lag_counts_a_transactions_events_once_written(api: Api)
         assert group.describe().lag == 2
         tx.abort()
     assert group.describe().lag == 2
+
+
+def _queue(api: Api, size: int, strategy: str, key: str | None = None) -> str:
+    queue = api.name("q")
+    api.sw.queues.create(queue)
+    api.sw.queues.create_group(queue, "g", size, strategy, key=key)
+    return queue
+
+
+def _enqueue(api: Api, queue: str, count: int, keys: bool = False) -> None:
+    producer = api.sw.queues.producer(queue)
+    with api.sw.transaction() as tx:
+        producer.enqueue_batch(tx, [b"e%d" % i for i in range(count)],
+                               [{"k": f"k{i}"} for i in range(count)] if keys else None)
+
+
+def _dequeue(api: Api, queue: str, consumer_id: int, count: int) -> None:
+    consumer = api.sw.queues.consumer(queue, "g", consumer_id)
+    got = 0
+    for _ in range(200):  # a remote consumer's first reads may come back empty
+        with api.sw.transaction() as tx:
+            got += len(consumer.dequeue(tx, count - got, 0.2))
+        if got == count:
+            break
+    assert got == count
+    consumer.close()
+
+
+def test_a_consumer_groups_lag_counts_committed_entries_not_acknowledged(api: Api) -> None:
+    queue = _queue(api, 2, "ROUND_ROBIN")
+    assert api.sw.queues.describe_group(queue, "g").lag == 0
+    _enqueue(api, queue, 10)
+    info = api.sw.queues.describe_group(queue, "g")
+    assert info.lag == 10 == sum(p.lag for p in info.partitions)
+    assert [p.lag for p in info.partitions] == [5, 5]
+    assert info.to_json()["lag"] == 10 and [p["lag"] for p in info.to_json()["partitions"]] == [5, 5]
+    _dequeue(api, queue, 0, 3)  # three of consumer 0's five, acknowledged by the commit
+    assert [p.lag for p in api.sw.queues.describe_group(queue, "g").partitions] == [2, 5]
+    # A transaction in progress, then one aborted: neither counts (a consumer will never get them).
+    producer = api.sw.queues.producer(queue)
+    tx = api.sw.transaction()
+    producer.enqueue_batch(tx, [b"open"] * 4)
+    producer.flush(tx)
+    assert api.sw.queues.describe_group(queue, "g").lag == 7
+    tx.abort()
+    assert api.sw.queues.describe_group(queue, "g").lag == 7
+    _dequeue(api, queue, 0, 2)
+    _dequeue(api, queue, 1, 5)
+    assert api.sw.queues.describe_group(queue, "g").lag == 0
+
+
+def test_a_consumer_groups_lag_across_a_resize_and_fifo(api: Api) -> None:
+    queue = _queue(api, 2, "HASH", "k")
+    _enqueue(api, queue, 9, keys=True)
+    info = api.sw.queues.resize_group(queue, "g", 3, wait_s=None)
+    assert info.resizing and api.sw.queues.describe_group(queue, "g").lag == 9
+    _enqueue(api, queue, 6, keys=True)
+    info = api.sw.queues.describe_group(queue, "g")
+    assert info.lag == 15 and sum(p.lag for p in info.partitions if p.generation == 2) == 6
+    fifo = _queue(api, 2, "FIFO")
+    _enqueue(api, fifo, 8)
+    assert api.sw.queues.describe_group(fifo, "g").lag == 8
+    _dequeue(api, fifo, 0, 3)
+    assert api.sw.queues.describe_group(fifo, "g").lag == 5

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from seaway.errors import LogDeletedError, SeawayError, UnknownLogError
 from seaway.log import Gap, Record, RecordRun
 from seaway.queues._chunks import Budget, Chunk, Entry, Outcome, read_item
+from seaway.queues._lag import prune
 from seaway.queues._records import Layout, Position, decode_chunk
 from seaway.txn import AbortedJudges, Snapshot, Visibility
 
@@ -172,6 +173,7 @@ class Cursor:
                 if self._log is None:
                     self._log = self.queues.logs.get(self.log_id)
                 self._log.trim(trim_to)
+                prune(self.queues.meta.batch(), self.log_id, trim_to + 1).commit()  # their counts go too
             except UnknownLogError:  # deleted at a resize's barrier: nothing to trim
                 pass
             except SeawayError as exc:

@@ -28,7 +28,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from seaway.errors import InvalidArgumentError, LogSealedError, PayloadTooLargeError, UnknownLogError
-from seaway.queues._records import CHUNK_BYTES_MAX, ENTRY_BYTES_MAX, Chunk, Layout, Strategy, chunk_overhead
+from seaway.queues._lag import counts_key, encode_counts
+from seaway.queues._records import (
+    CHUNK_BYTES_MAX,
+    ENTRY_BYTES_MAX,
+    NAMESPACE,
+    Chunk,
+    Layout,
+    Strategy,
+    chunk_overhead,
+)
 
 if TYPE_CHECKING:
     from seaway.queues._queues import Queues
@@ -42,6 +51,9 @@ PRODUCER_GROUPS_REFRESH_S = 0.1
 """How long a producer goes on with the groups it read (timed from before the read), and how long
 ``create_group`` waits after writing a group's record before it returns: together, a send that
 begins after ``create_group`` returned reaches the new group."""
+COUNTED_LOGS_MAX = 500
+"""Partition logs per transaction whose entry counts a producer stages for lag (one metadata write
+each, of the transaction's 1,000): entries a transaction writes to more are sent, not counted."""
 TURNS_MAX = 1024
 """Groups whose ROUND_ROBIN turn a producer remembers (forgetting one only moves where that
 group's next send starts)."""
@@ -53,6 +65,9 @@ class _Pending:
     nbytes: int = 0
     failed: BaseException | None = None
     """The error a send of this transaction's entries failed with: its commit raises it again."""
+    chunks: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    """Partition log -> the chunks sent to it, as (LSN, entries): staged at commit for lag (see
+    :mod:`seaway.queues._lag`)."""
 
 
 def _first_turn(write_pointer: int) -> int:
@@ -121,7 +136,7 @@ class Producer:
             pending = self._pending.get(tx.id)
             if pending is None:
                 pending = self._pending[tx.id] = _Pending()
-                tx.before_commit(lambda: self._flush(tx))
+                tx.before_commit(lambda: self._flush(tx, last=True))
                 tx.after_end(lambda committed: self._forget(tx.id))
             if pending.failed is not None:
                 raise pending.failed
@@ -155,26 +170,29 @@ class Producer:
         tx.check_open()
         self._flush(tx)
 
-    def _flush(self, tx: Transaction) -> None:
-        """Send what ``tx`` holds here. If the send fails, the error is remembered and raised again
-        by every later flush, enqueue and the commit (which then aborts ``tx``): the entries
-        taken for the failed send are gone from the buffer, so the transaction can never be
-        committed whole."""
+    def _flush(self, tx: Transaction, last: bool = False) -> None:
+        """Send what ``tx`` holds here (``last``: at its commit, then stage the entry counts of what
+        was sent). If the send fails, the error is remembered and raised again by every later
+        flush, enqueue and the commit (which then aborts ``tx``): the entries taken for the failed
+        send are gone from the buffer, so the transaction can never be committed whole."""
         with self._lock:
             pending = self._pending.get(tx.id)
             if pending is None:
                 return
             if pending.failed is not None:
                 raise pending.failed
-            if not pending.entries:
-                return
             entries, pending.entries, pending.nbytes = pending.entries, [], 0
-        try:
-            self._send(tx, entries, self._targets(), 0)
-        except BaseException as exc:
-            with self._lock:
-                pending.failed = exc
-            raise
+        if entries:
+            try:
+                self._send(tx, entries, self._targets(), 0, pending.chunks)
+            except BaseException as exc:
+                with self._lock:
+                    pending.failed = exc
+                raise
+        if last:
+            for log_id, chunks in list(pending.chunks.items())[:COUNTED_LOGS_MAX]:
+                tx.stage_put(NAMESPACE, counts_key(log_id, max(lsn for lsn, _ in chunks)), encode_counts(chunks))
+            pending.chunks = {}
 
     def _targets(self, refresh: bool = False) -> list[tuple[str, Layout]]:
         """The queue's groups and their current layouts, read again once PRODUCER_GROUPS_REFRESH_S passed
@@ -204,7 +222,7 @@ class Producer:
         return layout.place(entries, turn)
 
     def _send(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
-              targets: list[tuple[str, Layout]], relayouts: int) -> None:
+              targets: list[tuple[str, Layout]], relayouts: int, counted: dict[int, list[tuple[int, int]]]) -> None:
         chunks: dict[tuple[str, int], list[Chunk]] = {}
         logs: dict[tuple[str, int], int] = {}
         # ROUND_ROBIN groups last: placing takes their turns, and a HASH group's placement may
@@ -228,11 +246,13 @@ class Producer:
                 continue
             for chunk in parts:
                 sent.append((where, chunk, handle.append_async(chunk.encode())))
-        for (group, _), chunk, future in sent:
+        for (group, partition), chunk, future in sent:
             try:
-                future.result()
+                lsn = future.result()
             except (LogSealedError, UnknownLogError):  # the group was resized or deleted
                 moved.setdefault(group, []).extend(by_counter[c] for c in chunk.counters)
+                continue
+            counted.setdefault(logs[(group, partition)], []).append((lsn, len(chunk.counters)))
         if not moved:
             return
         if relayouts >= RELAYOUTS_MAX:
@@ -241,4 +261,4 @@ class Producer:
         for group, again in moved.items():
             if group in current:  # else deleted meanwhile: nobody is to get them
                 again.sort(key=lambda entry: entry[0])  # in the order enqueued: per-key order
-                self._send(tx, again, [(group, current[group])], relayouts + 1)
+                self._send(tx, again, [(group, current[group])], relayouts + 1, counted)

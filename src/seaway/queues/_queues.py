@@ -26,6 +26,7 @@ from seaway.errors import (
     LogExistsError,
     LogSealedError,
     QueueExistsError,
+    SeawayError,
     TimedOutError,
     UnknownConsumerGroupError,
     UnknownLogError,
@@ -41,6 +42,7 @@ from seaway.ledger import (
 from seaway.log import MetaApi, MetaBatch
 from seaway.queues._chunks import drained
 from seaway.queues._consumer import Consumer
+from seaway.queues._lag import entries_between, forget, prune
 from seaway.queues._producer import PRODUCER_GROUPS_REFRESH_S, Producer
 from seaway.queues._ranges import CommittedRead, acknowledge, read_committed
 from seaway.queues._records import (
@@ -86,6 +88,9 @@ class PartitionInfo:
     position: Position
     tail_lsn: int
     final_lsn: int | None
+    lag: int = 0
+    """Committed entries of the partition not yet acknowledged (its *lag*), counted without reading
+    the log: see :mod:`seaway.queues._lag`."""
 
     @property
     def drained(self) -> bool:
@@ -111,14 +116,17 @@ class GroupInfo:
     resizing: bool
     partitions: tuple[PartitionInfo, ...]
     skipped: int
+    lag: int = 0
+    """Committed entries not yet acknowledged, in all partitions (the sum of theirs)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"queue": self.queue, "group": self.name, "size": self.size, "strategy": self.strategy.value,
                 "key": self.key, "generation": self.generation, "resizing": self.resizing,
-                "skipped": self.skipped,
+                "skipped": self.skipped, "lag": self.lag,
                 "partitions": [{"generation": p.generation, "partition": p.partition, "log_id": p.log_id,
                                 "position": list(p.position), "tail_lsn": p.tail_lsn,
-                                "final_lsn": p.final_lsn, "drained": p.drained} for p in self.partitions]}
+                                "final_lsn": p.final_lsn, "drained": p.drained, "lag": p.lag}
+                               for p in self.partitions]}
 
 
 def parse_strategy(strategy: object) -> Strategy:
@@ -351,6 +359,7 @@ class Queues:
         if low > 1:
             with contextlib.suppress(UnknownLogError):
                 self.logs.get(log_id).trim(low - 1)
+                prune(self.meta.batch(), log_id, low).commit()
 
     def drained(self, queue: str, group: str, layout: Layout, owners: Iterable[int] | None = None) -> bool:
         """Whether ``layout`` (the old one a resize drains) is read to its end and acknowledged, for
@@ -404,6 +413,7 @@ class Queues:
                 NAMESPACE, pointer_key(queue, group, old.generation)).commit()
         except ConditionFailedError:
             return False
+        self._forget_counts(old.logs)
         for log_id in old.logs:
             with contextlib.suppress(UnknownLogError):
                 self.logs.delete(log_id)
@@ -420,10 +430,34 @@ class Queues:
                 NAMESPACE, f"cl/{queue}/{group}/".encode()).record(ConsumerGroupDeleted(queue, group)).commit()
         except ConditionFailedError:
             raise InvalidArgumentError(f"group {group!r} changed while being deleted; try again") from None
+        self._forget_counts([*record.current.logs, *(() if record.previous is None else record.previous.logs)])
         for layout in (record.current, record.previous):
             for log_id in () if layout is None else layout.logs:
                 with contextlib.suppress(UnknownLogError):
                     self.logs.delete(log_id)
+
+    def _forget_counts(self, log_ids: Iterable[int]) -> None:
+        """Drop the entry counts of deleted partition logs (best-effort: only space is at stake)."""
+        batch = self.meta.batch()
+        for log_id in log_ids:
+            forget(batch, log_id)
+        with contextlib.suppress(SeawayError):
+            batch.commit()
+
+    def _lag(self, queue: str, group: str, layout: Layout, partition: int, position: Position) -> int:
+        """Committed entries of a partition not yet acknowledged (see :mod:`seaway.queues._lag`); of
+        a FIFO layout's log, those past the claim pointer and those in claims not yet acknowledged."""
+        log_id = layout.logs[partition]
+        if self._readable_end(log_id) == 0:
+            return 0  # deleted: nothing left to read
+        if layout.strategy is not Strategy.FIFO:
+            return entries_between(self.meta, log_id, position)
+        total = entries_between(self.meta, log_id, Position(self.claim_pointer(queue, group, layout.generation)[0], 0))
+        for _, found in self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation),
+                                       limit=SIZE_MAX):
+            claim = Claim.decode(found.value)
+            total += entries_between(self.meta, log_id, claim.position, claim.last_lsn)
+        return total
 
     def describe_group(self, queue: str, group: str) -> GroupInfo:
         record, _ = self.group_record(queue, group)
@@ -437,14 +471,14 @@ class Queues:
                     tail, final = int(handle.tail_lsn()), handle.final_lsn()
                 except UnknownLogError:
                     tail, final = 0, 0
-                partitions.append(PartitionInfo(layout.generation, partition, log_id,
-                                                self.position(queue, group, layout.generation, partition),
-                                                tail, final))
+                position = self.position(queue, group, layout.generation, partition)
+                partitions.append(PartitionInfo(layout.generation, partition, log_id, position, tail, final,
+                                                self._lag(queue, group, layout, partition, position)))
         skipped = sum(int(v.value) for _, v in self.meta.scan(NAMESPACE, prefix=f"s/{queue}/{group}/".encode(),
                                                               limit=SIZE_MAX))
         current = record.current
         return GroupInfo(queue, group, current.size, current.strategy, current.key, current.generation,
-                         record.previous is not None, tuple(partitions), skipped)
+                         record.previous is not None, tuple(partitions), skipped, sum(p.lag for p in partitions))
 
     # --- producers and consumers -----------------------------------------------------------------
 
