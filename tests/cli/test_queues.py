@@ -50,3 +50,17 @@ def test_bad_queue_input_is_one_line_and_a_status(cli: Cli, where: Where) -> Non
                        (("queue", "enqueue", queue, "x", "--key", "novalue"), "INVALID_ARGUMENT")):
         ran = cli(*argv, *where.args)
         assert ran.status == 1 and ran.err.count("\n") == 1 and f"[{code}]" in ran.err, (argv, ran)
+
+
+def test_queue_group_describe_shows_its_lag(cli: Cli, where: Where) -> None:
+    queue = f"lag{where.ns}"
+    assert cli("queue", "create", queue, *where.args).status == 0
+    assert cli("queue", "group", "create", queue, "g", "--size", "2", "--strategy", "ROUND_ROBIN",
+               *where.args).status == 0
+    assert cli("queue", "enqueue", queue, "a", "b", "c", "d", *where.args).status == 0
+    info = json.loads(cli("queue", "group", "describe", queue, "g", "--json", *where.args).out)
+    assert info["lag"] == 4 and [p["lag"] for p in info["partitions"]] == [2, 2]
+    got = json.loads(cli("queue", "dequeue", queue, "g", "0", "--json", *where.args).out)["entries"]
+    text = cli("queue", "group", "describe", queue, "g", *where.args).out
+    assert f"\tlag {4 - len(got)}" in text.splitlines()[0]
+    assert "\tlag 0" in text.splitlines()[1] if got else "\tlag 2" in text.splitlines()[1]

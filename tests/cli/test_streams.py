@@ -131,3 +131,20 @@ def test_streams_storing_routing_keys_from_the_shell(cli: Cli, where: Where) -> 
     got = cli("reader-group", "read", group, "--reader", "r", "--timeout-s", "0.5", *where.args, "--json")
     assert sorted((r["event"], str(r["key"])) for r in map(json.loads, got.out.splitlines())) == [
         ("a", "user-7"), ("b", "user-7"), ("c", "None"), ("d", "{'hex': 'ff00'}")]
+
+
+def test_reader_group_describe_shows_its_lag(cli: Cli, where: Where) -> None:
+    scope = f"lag{where.ns}"
+    name = f"{scope}/events"
+    group = f"lagging-{scope}"
+    assert cli("scope", "create", scope, *where.args).status == 0
+    assert cli("stream", "create", name, "--segments", "2", *where.args).status == 0
+    assert cli("stream", "write", name, "a1", "a2", "a3", "--key", "a", *where.args).status == 0
+    assert cli("reader-group", "create", group, name, *where.args).status == 0
+    described = json.loads(cli("reader-group", "describe", group, *where.args, "--json").out)
+    assert described["lag"] == 3 and sorted(described["lags"].values()) == [0, 3]
+    assert set(described["lags"]) == {"0.0", "0.1"}
+    read = cli("reader-group", "read", group, "--reader", "r", "--max", "2", "--timeout-s", "0.5", *where.args)
+    assert read.status == 0, read.err
+    text = cli("reader-group", "describe", group, *where.args).out
+    assert "\tlag 1" in text.splitlines()[0]

@@ -51,7 +51,8 @@ def add_queue_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     resize.add_argument("--wait-s", type=float, default=10.0,
                         help="wait this long for the old layout to drain (0: return at once)")
     for name, text in (("delete", "delete a consumer group"),
-                       ("describe", "a group's layout, partitions, positions and resize progress")):
+                       ("describe", "a group's layout, partitions, positions, lag (committed entries not "
+                                    "acknowledged) and resize progress")):
         op = group_ops.add_parser(name, parents=[common], help=text)
         op.add_argument("queue")
         op.add_argument("group")
@@ -71,11 +72,11 @@ def _group_text(info: GroupInfo) -> str:
     key = f" on {info.key}" if info.key else ""
     state = "resizing: draining the previous layout" if info.resizing else "active"
     lines = [f"{info.queue}/{info.name}\t{info.strategy.value}{key}\tsize {info.size}\tgeneration {info.generation}"
-             f"\t{state}\tskipped {info.skipped}"]
+             f"\t{state}\tskipped {info.skipped}\tlag {info.lag}"]
     for p in info.partitions:
         done = "\tdrained" if p.drained else ""
         lines.append(f"  generation {p.generation} partition {p.partition}\tlog {p.log_id}\tposition "
-                     f"{p.position.lsn}:{p.position.entry}\ttail {p.tail_lsn}{done}")
+                     f"{p.position.lsn}:{p.position.entry}\ttail {p.tail_lsn}\tlag {p.lag}{done}")
     return "\n".join(lines)
 
 

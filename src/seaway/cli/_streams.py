@@ -92,7 +92,8 @@ def add_stream_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     make.add_argument("--end", help="a stream cut (JSON) to stop at (default: none, follow the stream)")
     make.add_argument("--retention-subscribed", action="store_true",
                       help="the stream's consumption-based retention keeps what this group has not read")
-    for name, text in (("describe", "readers, their segments and positions, and the group's checkpoint"),
+    for name, text in (("describe", "readers, their segments and positions, the group's checkpoint, and its lag "
+                                    "(events left to read, per segment and in all)"),
                        ("delete", "delete a reader group")):
         ops.add_parser(name, parents=[common], help=text).add_argument("group")
     read = ops.add_parser("read", parents=[common], help="join the group as a reader, print events, and leave")
@@ -293,10 +294,12 @@ def run_reader_group(args: argparse.Namespace) -> None:
                     "unassigned": [segment_str(s) for s in info.unassigned],
                     "finished": [segment_str(s) for s in info.finished],
                     "checkpoint": json.loads(StreamCut(info.stream, info.positions).to_json())
-                    if info.positions else None}
-            lines = [f"{info.name}\tstream {info.stream}\treaders {len(info.readers)}"]
+                    if info.positions else None,
+                    "lag": info.lag, "lags": {segment_str(s): n for s, n in info.lags.items()}}
+            lines = [f"{info.name}\tstream {info.stream}\treaders {len(info.readers)}\tlag {info.lag}"]
             lines += [f"  {r}\t{', '.join(segs)}" for r, segs in data["assignments"].items()]
             lines += [f"  unassigned\t{', '.join(data['unassigned'])}"]
+            lines += [f"  lag {segment}\t{n}" for segment, n in data["lags"].items()]
             out(args, data, "\n".join(lines))
         else:
             if args.max < 1 or not args.timeout_s > 0:
