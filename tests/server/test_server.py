@@ -335,3 +335,26 @@ def test_a_failed_disk_sync_fails_appends_and_makes_the_server_unhealthy(tmp_pat
     with seaway.open(tmp_path) as store:
         assert store.write_failure is None
         assert payloads(list(store.logs.get("l").read()))[0] == b"kept"
+
+
+def test_lag_gauges(tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data", extra_args=("--metrics-listen", "127.0.0.1:0")) as server:
+        with seaway.connect(server.url) as sw:
+            sw.streams.create_scope("m")
+            stream = sw.streams.create("m/s", segments=1)
+            with stream.writer() as writer:
+                for i in range(3):
+                    writer.write(b"%d" % i, "k").result(10)
+            sw.streams.create_reader_group("rg", stream)
+            sw.queues.create("q")
+            sw.queues.create_group("q", "g", 2, "ROUND_ROBIN")
+            with sw.transaction() as tx:
+                sw.queues.producer("q").enqueue_batch(tx, [b"a", b"b", b"c", b"d"])
+        assert server.metrics_address is not None
+        with urllib.request.urlopen(f"http://{server.metrics_address}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        values = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                  if line and not line.startswith("#")}
+        assert values['seaway_reader_group_lag{group="rg"}'] == 3
+        assert values['seaway_consumer_group_lag{group="g",queue="q"}'] == 4
+        assert values['seaway_consumer_group_partition_lag{generation="1",group="g",partition="0",queue="q"}'] == 2

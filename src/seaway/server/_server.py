@@ -24,6 +24,7 @@ from seaway._seaway import Seaway, SeawayConfig
 from seaway.errors import InvalidArgumentError, SeawayError, UnavailableError
 from seaway.notify import ForwardCollector
 from seaway.server._decoding import TokenThenDecode
+from seaway.server._lag_metrics import LagCollector
 from seaway.server._metrics import Metrics
 from seaway.server._service import SeawayService, ServiceLimits
 from seaway.server._throttle import ThrottledWarning
@@ -218,6 +219,7 @@ class Server:
         if self.store.notify_metrics is not None:
             self.metrics.registry.register(ForwardCollector(self.store.notify_metrics))
         self.metrics.watch_ledger(self.store.ledger.bounds)
+        self.metrics.registry.register(LagCollector(self.store))
         limits = config.limits
         workers = limits.read_streams_max + 32  # a read stream holds a thread
         undecodable = ThrottledWarning(self.metrics.undecodable_requests,

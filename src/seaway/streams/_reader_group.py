@@ -374,6 +374,18 @@ class ReaderGroups:
         conf = _Conf.decode(found.value)
         return ReaderGroup(self._logs, self._meta, name, conf, self._get_stream(conf.stream), self._snapshot)
 
+    def names(self, limit: int = 1000) -> list[str]:
+        """The groups' names, in order, at most ``limit`` of them (one scan of their records)."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
+            raise InvalidArgumentError(f"limit is an integer in [1, 10000], got {limit!r}")
+        found = []
+        for key, _ in self._meta.scan_all(NAMESPACE, prefix=b"rg/"):
+            if key.endswith(b"/state"):
+                found.append(key[3:-6].decode())
+                if len(found) == limit:
+                    break
+        return found
+
     def delete(self, name: str) -> None:
         """Delete a group and its state; its readers get :class:`UnknownReaderGroupError`."""
         check_part(name, "reader group")

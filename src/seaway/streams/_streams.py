@@ -282,6 +282,10 @@ class Streams:
     def delete_reader_group(self, name: str) -> None:
         self._reader_groups().delete(name)
 
+    def reader_groups(self, limit: int = 1000) -> builtins.list[str]:
+        """The names of the reader groups, in order, at most ``limit`` (in [1, 10000]) of them."""
+        return self._reader_groups().names(limit)
+
     def _reader_groups(self) -> ReaderGroups:
         return ReaderGroups(self._controller.logs, self._controller.meta, self.get,
                             None if self._txn is None else self._txn.snapshot)
