@@ -348,6 +348,20 @@ class ReaderGroupDeleted(Change):
         return f"reader-group/{self.group}"
 
 
+@_register
+@dataclass(frozen=True)
+class ReaderGroupReset(Change):
+    """A reader group's position moved (``ReaderGroup.reset``) to a cut of ``segment_count``
+    segments; its readers were removed from it."""
+
+    OPERATION: ClassVar[str] = "reader_group.reset"
+    group: str
+    segment_count: int
+
+    def resource(self) -> str:
+        return f"reader-group/{self.group}"
+
+
 # --- queues and consumer groups -------------------------------------------------------------------
 
 
@@ -395,6 +409,22 @@ class ConsumerGroupResized(Change):
     strategy: str
     key: str | None
     generation: int
+
+    def resource(self) -> str:
+        return f"queue/{self.queue}/group/{self.group}"
+
+
+@_register
+@dataclass(frozen=True)
+class ConsumerGroupReset(Change):
+    """A consumer group's positions moved (``Queues.reset_group``) to ``to``: ``head`` (the oldest
+    entry kept) or ``tail`` (after the newest), in generation ``generation``."""
+
+    OPERATION: ClassVar[str] = "consumer_group.reset"
+    queue: str
+    group: str
+    generation: int
+    to: str
 
     def resource(self) -> str:
         return f"queue/{self.queue}/group/{self.group}"

@@ -79,7 +79,7 @@ from seaway.errors import (
     UnknownLogError,
     UnknownReaderGroupError,
 )
-from seaway.ledger import ReaderGroupCreated, ReaderGroupDeleted
+from seaway.ledger import ReaderGroupCreated, ReaderGroupDeleted, ReaderGroupReset
 from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, LogsApi, MetaApi, Record
 from seaway.streams._cut import StreamCut
 from seaway.streams._framing import unframe_keyed
@@ -501,6 +501,57 @@ class ReaderGroup:
     def lag(self) -> int:
         """Events left to read from the group's checkpoint (see :attr:`ReaderGroupInfo.lag`)."""
         return self.describe().lag
+
+    def reset(self, to: StreamCut | str = "head", *, time_ms: int | None = None) -> StreamCut:
+        """Move the group's position, as ``kafka-consumer-groups --reset-offsets`` does: to ``"head"``
+        (the stream's oldest event kept), ``"tail"`` (after its newest: only new events are read),
+        a :class:`StreamCut` of the stream, or, with ``time_ms``, the first events written at or
+        after that time (milliseconds since the epoch; ``to`` is then ignored). Returns the cut.
+
+        Every reader is removed from the group in the same compare-and-set change (a reader's own
+        change either lands before it, and is overwritten, or after it, and finds the reader gone):
+        each gets :class:`ReaderOfflineError` at its next look at the group, having delivered at
+        most the rest of the batch it held; make new readers to read from the new position. The
+        change is recorded in the ledger (``reader_group.reset``). Raises
+        :class:`InvalidStreamCutError` for a cut that is not a consistent cut of the stream or is
+        after the group's end cut, :class:`StreamTruncatedError` for one below the stream's head,
+        :class:`InvalidArgumentError` for another ``to``."""
+        cut = self._reset_cut(to, time_ms)
+        handle, c = self.stream_handle, self._conf
+        handle.compare(cut, cut)  # a consistent cut of this stream
+        if c.end is not None and handle.compare(cut, StreamCut(c.stream, c.end)) > 0:
+            raise InvalidStreamCutError("the cut is after the group's end cut")
+        _check_not_truncated(handle, cut)
+        records = handle.metadata.segment_records(cut.positions)
+        state = _State()
+        for segment, position in cut.positions.items():
+            state.admit(c, segment, records[segment].log_id, position)
+        for _ in range(CAS_ATTEMPTS_MAX):
+            _, version = self._read()
+            try:
+                self._meta.batch().expect_version(NAMESPACE, self._key, version).put(
+                    NAMESPACE, self._key, state.encode()).record(
+                    ReaderGroupReset(self.name, len(cut.positions))).commit()
+            except ConditionFailedError:
+                continue
+            return cut
+        raise ConditionFailedError(f"reader group {self.name!r}: the state changed on each of "
+                                   f"{CAS_ATTEMPTS_MAX} tries")
+
+    def _reset_cut(self, to: StreamCut | str, time_ms: int | None) -> StreamCut:
+        handle = self.stream_handle
+        if time_ms is not None:
+            if not isinstance(time_ms, int) or isinstance(time_ms, bool) or time_ms < 0:
+                raise InvalidArgumentError(f"time_ms is a non-negative integer, got {time_ms!r:.40}")
+            return StreamCut(self.stream, {s.id: self._logs.get(s.log_id).find_time(time_ms)
+                                           for s in handle.segments_at(time_ms)})
+        if isinstance(to, StreamCut):
+            return to
+        if to == "head":
+            return handle.head()
+        if to == "tail":
+            return handle.tail()
+        raise InvalidArgumentError(f"a reset goes to 'head', 'tail', a StreamCut or a time (time_ms=), got {to!r:.60}")
 
     def checkpoint(self) -> StreamCut:
         """The group's position as a consistent stream cut: every segment held, pooled or finished,
