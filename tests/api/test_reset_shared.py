@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from seaway import InvalidArgumentError, ReaderOfflineError
+import seaway
+import seaway.queues
+from seaway import InvalidArgumentError, ReaderOfflineError, TransactionConflictError
 from seaway.streams import ReaderConfig, Stream
 from tests.api.conftest import Api
 
@@ -50,3 +52,67 @@ def test_a_reader_group_resets_to_the_head_the_tail_a_time_and_a_cut(api: Api) -
     again.close()
     with pytest.raises(InvalidArgumentError):
         group.reset("oldest")
+
+
+def _queue(api: Api, count: int) -> str:
+    queue = api.name("q")
+    api.sw.queues.create(queue)
+    api.sw.queues.create_group(queue, "g", 1, "ROUND_ROBIN")
+    with api.sw.transaction() as tx:
+        api.sw.queues.producer(queue).enqueue_batch(tx, [b"%d" % i for i in range(count)])
+    return queue
+
+
+def _take(api: Api, consumer: seaway.queues.Consumer, tx: seaway.Transaction, count: int) -> list[bytes]:
+    got: list[bytes] = []
+    for _ in range(100):  # a remote consumer's first reads may come back empty
+        got.extend(e.payload for e in consumer.dequeue(tx, count - len(got), 0.2))
+        if len(got) >= count:
+            break
+    return got
+
+
+def test_a_consumer_group_resets_to_the_head_the_tail_and_a_time(api: Api) -> None:
+    queue = _queue(api, 6)
+    consumer = api.sw.queues.consumer(queue, "g", 0)
+    with api.sw.transaction() as tx:
+        assert _take(api, consumer, tx, 4) == [b"0", b"1", b"2", b"3"]
+    assert api.sw.queues.describe_group(queue, "g").lag == 2
+    assert api.sw.queues.reset_group(queue, "g", time_ms=0).lag == 6  # the chunk is not evicted yet
+    assert api.sw.queues.reset_group(queue, "g", "tail").lag == 0
+    # The consumer's cursor is at entry 4; a reset to the head is found by its next transaction.
+    assert api.sw.queues.reset_group(queue, "g", "head").lag == 6
+    with api.sw.transaction() as tx:
+        assert _take(api, consumer, tx, 6) == [b"%d" % i for i in range(6)]
+    assert api.sw.queues.reset_group(queue, "g", "tail").lag == 0
+    with api.sw.transaction() as tx:
+        assert consumer.dequeue(tx, 10, 0.2) == []
+    consumer.close()
+    with pytest.raises(InvalidArgumentError):
+        api.sw.queues.reset_group(queue, "g", "oldest")
+
+
+def test_a_reset_racing_a_consumers_commit_fails_the_commit_and_nothing_is_processed_twice(api: Api) -> None:
+    queue = _queue(api, 5)
+    consumer = api.sw.queues.consumer(queue, "g", 0)
+    processed: list[bytes] = []
+    with api.sw.transaction() as tx:
+        processed.extend(_take(api, consumer, tx, 2))
+    racing = api.sw.transaction()
+    seen = _take(api, consumer, racing, 3)  # delivered in a transaction still open...
+    assert seen == [b"2", b"3", b"4"]
+    api.sw.queues.reset_group(queue, "g", "tail")  # ...when the reset commits
+    with pytest.raises(TransactionConflictError):
+        racing.commit()  # its work is not committed: the entries were not processed
+    with api.sw.transaction() as tx:
+        assert consumer.dequeue(tx, 10, 0.2) == []  # from the reset position: nothing left
+    assert processed == [b"0", b"1"] and api.sw.queues.describe_group(queue, "g").lag == 0
+    api.sw.queues.reset_group(queue, "g", "head")
+    for _ in range(100):
+        with api.sw.transaction() as tx:
+            processed.extend(e.payload for e in consumer.dequeue(tx, 10, 0.2))
+        if len(processed) >= 2 + 5:
+            break
+    # From the head again: each entry once more, none twice within the processing after the reset.
+    assert processed[2:] == [b"%d" % i for i in range(5)]
+    consumer.close()

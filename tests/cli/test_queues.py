@@ -64,3 +64,18 @@ def test_queue_group_describe_shows_its_lag(cli: Cli, where: Where) -> None:
     text = cli("queue", "group", "describe", queue, "g", *where.args).out
     assert f"\tlag {4 - len(got)}" in text.splitlines()[0]
     assert "\tlag 0" in text.splitlines()[1] if got else "\tlag 2" in text.splitlines()[1]
+
+
+def test_queue_group_reset_from_the_shell(cli: Cli, where: Where) -> None:
+    queue = f"rs{where.ns}"
+    assert cli("queue", "create", queue, *where.args).status == 0
+    assert cli("queue", "group", "create", queue, "g", "--size", "1", "--strategy", "HASH", "--key", "k",
+               *where.args).status == 0
+    assert cli("queue", "enqueue", queue, "a", "b", "--key", "k=1", *where.args).status == 0
+    tail = cli("queue", "group", "reset", queue, "g", "--to", "tail", *where.args, "--json")
+    assert tail.status == 0, tail.err
+    assert json.loads(tail.out)["lag"] == 0
+    head = cli("queue", "group", "reset", queue, "g", "--to", "head", *where.args)
+    assert head.status == 0 and "\tlag 2" in head.out.splitlines()[0]
+    assert json.loads(cli("queue", "group", "reset", queue, "g", "--to-time", "0", *where.args,
+                          "--json").out)["lag"] == 2

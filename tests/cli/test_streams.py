@@ -148,3 +148,21 @@ def test_reader_group_describe_shows_its_lag(cli: Cli, where: Where) -> None:
     assert read.status == 0, read.err
     text = cli("reader-group", "describe", group, *where.args).out
     assert "\tlag 1" in text.splitlines()[0]
+
+
+def test_reader_group_reset_from_the_shell(cli: Cli, where: Where) -> None:
+    scope = f"rs{where.ns}"
+    name = f"{scope}/events"
+    group = f"resetting-{scope}"
+    assert cli("scope", "create", scope, *where.args).status == 0
+    assert cli("stream", "create", name, *where.args).status == 0
+    assert cli("stream", "write", name, "e1", "e2", "e3", "--key", "k", *where.args).status == 0
+    assert cli("reader-group", "create", group, name, *where.args).status == 0
+    tail = cli("reader-group", "reset", group, "--to", "tail", *where.args, "--json")
+    assert tail.status == 0, tail.err
+    assert json.loads(tail.out)["lag"] == 0
+    head = json.loads(cli("reader-group", "reset", group, "--to-time", "1970-01-01T00:00:00Z", *where.args,
+                          "--json").out)
+    assert head["lag"] == 3
+    cut = json.dumps(json.loads(tail.out)["position"])
+    assert "lag 0" in cli("reader-group", "reset", group, "--to-cut", cut, *where.args).out

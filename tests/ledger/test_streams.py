@@ -12,6 +12,7 @@ import pytest
 import seaway
 from seaway import SeawayConfig
 from seaway._errors import (
+    InvalidArgumentError,
     InvalidStreamCutError,
     ReaderGroupExistsError,
     ScaleConflictError,
@@ -24,6 +25,7 @@ from seaway._errors import (
 from seaway.ledger import (
     ReaderGroupCreated,
     ReaderGroupDeleted,
+    ReaderGroupReset,
     RetentionApplied,
     ScopeCreated,
     ScopeDeleted,
@@ -173,6 +175,17 @@ def test_reader_groups_created_and_deleted(sw: seaway.Seaway) -> None:
     with pytest.raises(UnknownReaderGroupError):
         sw.streams.delete_reader_group("g")
     assert changes(sw, mark) == [ReaderGroupDeleted("g")]
+
+
+def test_a_reader_group_reset_is_recorded(sw: seaway.Seaway) -> None:
+    sw.streams.create_scope("s")
+    sw.streams.create("s/x", segments=3)
+    group = sw.streams.create_reader_group("g", "s/x")
+    mark = head(sw)
+    group.reset("tail")
+    with pytest.raises(InvalidArgumentError):
+        group.reset("nowhere")
+    assert changes(sw, mark) == [ReaderGroupReset("g", 3)]
 
 
 def test_stream_entries_of_the_earlier_form_are_read_in_this_one() -> None:

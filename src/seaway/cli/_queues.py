@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from seaway.cli._reset import add_target, time_ms
 from seaway.cli._store import open_store, out
 from seaway.errors import InvalidArgumentError
 from seaway.queues import GroupInfo
@@ -35,7 +36,7 @@ def add_queue_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     dequeue.add_argument("--timeout-s", type=float, default=1.0, help="wait this long for the first entry")
     dequeue.add_argument("--no-ack", action="store_true", help="print them but abort: they are delivered again")
 
-    group = ops.add_parser("group", help="consumer groups: create, resize, delete, describe")
+    group = ops.add_parser("group", help="consumer groups: create, resize, delete, describe, reset")
     group_ops = group.add_subparsers(dest="group_op", required=True, metavar="OPERATION")
     create = group_ops.add_parser("create", parents=[common], help="create a consumer group")
     resize = group_ops.add_parser("resize", parents=[common],
@@ -56,6 +57,12 @@ def add_queue_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
         op = group_ops.add_parser(name, parents=[common], help=text)
         op.add_argument("queue")
         op.add_argument("group")
+    reset = group_ops.add_parser("reset", parents=[common],
+                                 help="move a ROUND_ROBIN or HASH group's positions to the head, the tail or a time "
+                                      "(a consumer transaction open meanwhile fails its commit)")
+    reset.add_argument("queue")
+    reset.add_argument("group")
+    add_target(reset, cut=False)
 
 
 def _keys(pairs: list[str]) -> dict[str, str]:
@@ -132,6 +139,12 @@ def _run_group(args: argparse.Namespace) -> None:
         elif args.group_op == "resize":
             info = sw.queues.resize_group(args.queue, args.group, args.size, key=args.key, strategy=args.strategy,
                                           wait_s=args.wait_s if args.wait_s > 0 else None)
+            out(args, info.to_json(), _group_text(info))
+        elif args.group_op == "reset":
+            if args.to_time is not None:
+                info = sw.queues.reset_group(args.queue, args.group, time_ms=time_ms(args.to_time))
+            else:
+                info = sw.queues.reset_group(args.queue, args.group, args.to)
             out(args, info.to_json(), _group_text(info))
         elif args.group_op == "delete":
             sw.queues.delete_group(args.queue, args.group)

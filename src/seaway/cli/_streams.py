@@ -8,6 +8,7 @@ import sys
 from contextlib import nullcontext
 from typing import Any
 
+from seaway.cli._reset import add_target, time_ms
 from seaway.cli._store import open_store, out
 from seaway.errors import CorruptionError, InvalidArgumentError
 from seaway.log import LSN_MAX, Record, lsn_str
@@ -96,6 +97,11 @@ def add_stream_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
                                     "(events left to read, per segment and in all)"),
                        ("delete", "delete a reader group")):
         ops.add_parser(name, parents=[common], help=text).add_argument("group")
+    reset = ops.add_parser("reset", parents=[common],
+                           help="move the group's position to the head, the tail, a time or a cut (its readers are "
+                                "removed: they get READER_OFFLINE and must join again)")
+    reset.add_argument("group")
+    add_target(reset, cut=True)
     read = ops.add_parser("read", parents=[common], help="join the group as a reader, print events, and leave")
     read.add_argument("group")
     read.add_argument("--reader", required=True, help="this reader's id in the group")
@@ -286,6 +292,14 @@ def run_reader_group(args: argparse.Namespace) -> None:
         elif args.op == "delete":
             sw.streams.delete_reader_group(args.group)
             out(args, {"deleted": args.group}, f"deleted reader group {args.group}")
+        elif args.op == "reset":
+            group = sw.streams.reader_group(args.group)
+            if args.to_time is not None:
+                cut = group.reset(time_ms=time_ms(args.to_time))
+            else:
+                cut = group.reset(StreamCut.from_json(args.to_cut) if args.to_cut else args.to)
+            out(args, {"group": args.group, "position": json.loads(cut.to_json()), "lag": group.lag()},
+                f"reset reader group {args.group}: lag {group.lag()}")
         elif args.op == "describe":
             info = sw.streams.reader_group(args.group).describe()
             data = {"group": info.name, "stream": info.stream, "readers": list(info.readers),

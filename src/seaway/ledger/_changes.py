@@ -416,22 +416,6 @@ class ConsumerGroupResized(Change):
 
 @_register
 @dataclass(frozen=True)
-class ConsumerGroupReset(Change):
-    """A consumer group's positions moved (``Queues.reset_group``) to ``to``: ``head`` (the oldest
-    entry kept) or ``tail`` (after the newest), in generation ``generation``."""
-
-    OPERATION: ClassVar[str] = "consumer_group.reset"
-    queue: str
-    group: str
-    generation: int
-    to: str
-
-    def resource(self) -> str:
-        return f"queue/{self.queue}/group/{self.group}"
-
-
-@_register
-@dataclass(frozen=True)
 class ConsumerGroupDeleted(Change):
     OPERATION: ClassVar[str] = "consumer_group.deleted"
     queue: str

@@ -75,6 +75,8 @@ class Consumer(FifoClaims):
         self._fifo_commits = 0
         self._record: tuple[GroupRecord | None, float] = (None, 0.0)
         self._stale = False
+        self._resets: int | None = None
+        """The group's reset count when this consumer's cursors were made (see ``reset_group``)."""
 
     def __repr__(self) -> str:
         return f"Consumer({self.queue!r}, {self.group!r}, {self.consumer_id})"
@@ -149,6 +151,8 @@ class Consumer(FifoClaims):
         check_bytes_max(bytes_max)
         if self._tx is not None and self._tx != tx.id:
             raise InvalidArgumentError(f"{self!r} is dequeuing in transaction {self._tx}: commit or abort it first")
+        if self._tx is None:
+            self._check_reset()
         judge = Judge(tx.snapshot, self._queues.aborted)
         deadline = time.monotonic() + timeout_s
         pause_s = WAIT_PAUSE_S_MIN
@@ -171,6 +175,15 @@ class Consumer(FifoClaims):
         if not out or any(cursor.ended for cursor in self._cursors.values()):
             self._stale = True  # idle, or a log ended (a resize): read the group again next time
         return out
+
+    def _check_reset(self) -> None:
+        """At a transaction's first dequeue (after it began): if the group was reset since the
+        cursors were made, drop them, so that they start again from the positions as stored. A
+        reset that commits after this read conflicts with this transaction's positions instead."""
+        resets = self._queues.resets(self.queue, self.group)
+        if self._resets is not None and resets != self._resets:
+            self._drop_cursors()
+        self._resets = resets
 
     def _dequeue_once(self, tx: Transaction, judge: Judge, timeout_s: float, budget: Budget) -> list[Entry]:
         out: list[Entry] = []

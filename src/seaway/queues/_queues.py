@@ -28,6 +28,7 @@ from seaway.errors import (
     QueueExistsError,
     SeawayError,
     TimedOutError,
+    TransactionConflictError,
     UnknownConsumerGroupError,
     UnknownLogError,
     UnknownQueueError,
@@ -67,6 +68,7 @@ from seaway.queues._records import (
     pointer_key,
     position_key,
     queue_key,
+    resets_key,
 )
 from seaway.txn import AbortedJudges
 
@@ -74,8 +76,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from seaway.log import LogsApi
-    from seaway.txn import Snapshot, Transactions
+    from seaway.txn import Snapshot, Transaction, Transactions
 
+RESET_ATTEMPTS_MAX = 5
+"""Times a reset is tried again after losing a conflict to a consumer's commit."""
 LOG_ATTEMPTS_MAX = 100
 """Times a group's creation or resize chooses its logs' ids again when one was taken."""
 
@@ -427,7 +431,8 @@ class Queues:
                 NAMESPACE, f"p/{queue}/{group}/".encode()).delete_prefix(
                 NAMESPACE, f"s/{queue}/{group}/".encode()).delete_prefix(
                 NAMESPACE, f"c/{queue}/{group}/".encode()).delete_prefix(
-                NAMESPACE, f"cl/{queue}/{group}/".encode()).record(ConsumerGroupDeleted(queue, group)).commit()
+                NAMESPACE, f"cl/{queue}/{group}/".encode()).delete(
+                NAMESPACE, resets_key(queue, group)).record(ConsumerGroupDeleted(queue, group)).commit()
         except ConditionFailedError:
             raise InvalidArgumentError(f"group {group!r} changed while being deleted; try again") from None
         self._forget_counts([*record.current.logs, *(() if record.previous is None else record.previous.logs)])
@@ -435,6 +440,70 @@ class Queues:
             for log_id in () if layout is None else layout.logs:
                 with contextlib.suppress(UnknownLogError):
                     self.logs.delete(log_id)
+
+    def reset_group(self, queue: str, group: str, to: str = "head", *, time_ms: int | None = None) -> GroupInfo:
+        """Move a ROUND_ROBIN or HASH group's positions, as ``kafka-consumer-groups --reset-offsets``
+        does: to ``"head"`` (each partition's oldest entry still kept: entries acknowledged but
+        not evicted yet are delivered again), ``"tail"`` (after its newest: only entries enqueued
+        from now on, and those of transactions still in progress, are delivered), or, with
+        ``time_ms``, the first chunk written at or after that time (``to`` is then ignored).
+        Returns the group as described after the reset.
+
+        The reset is a transaction that writes every partition's position and declares them as
+        conflict keys, as a consumer's commit does: a consumer's transaction that began before
+        the reset committed and moves a position fails its commit (retriable), and one that
+        began after it finds the reset when it starts dequeuing (it reads the group's reset count
+        once per transaction) and reads from the new positions. So a reset racing a consumer
+        never has an entry processed twice by an exactly-once consumer: one of the two commits
+        fails. It is retried a few times on conflicts of its own. :class:`InvalidArgumentError`
+        while a resize drains the previous layout, for a FIFO group (claims, not positions: not
+        supported), or for another ``to``."""
+        if time_ms is None and to not in ("head", "tail"):
+            raise InvalidArgumentError(f"a reset goes to 'head', 'tail' or a time (time_ms=), got {to!r:.60}")
+        if time_ms is not None and (not isinstance(time_ms, int) or isinstance(time_ms, bool) or time_ms < 0):
+            raise InvalidArgumentError(f"time_ms is a non-negative integer, got {time_ms!r:.40}")
+        record, _ = self.group_record(queue, group)
+        if record.previous is not None:
+            raise InvalidArgumentError(f"group {group!r} is resizing: reset it once the previous layout is drained")
+        layout = record.current
+        if layout.strategy is Strategy.FIFO:
+            raise InvalidArgumentError(f"group {group!r} is FIFO: its claims cannot be reset (not supported)")
+        for attempt in range(RESET_ATTEMPTS_MAX):
+            tx = self.txn.begin()
+            try:
+                self._stage_reset(tx, queue, group, layout, to, time_ms)
+                tx.commit()
+            except TransactionConflictError:
+                if attempt + 1 == RESET_ATTEMPTS_MAX:
+                    raise
+                continue
+            finally:
+                tx.abort()  # does nothing once committed
+            break
+        return self.describe_group(queue, group)
+
+    def _stage_reset(self, tx: Transaction, queue: str, group: str, layout: Layout, to: str,
+                     time_ms: int | None) -> None:
+        bounds = self.logs.bounds(layout.logs)
+        for partition, log_id in enumerate(layout.logs):
+            b = bounds.get(log_id)
+            if b is None:
+                raise UnknownLogError(f"queue partition log {log_id} is gone: was the group deleted?")
+            if time_ms is not None:
+                lsn = self.logs.get(log_id).find_time(time_ms)
+            else:
+                lsn = b.trim_point + 1 if to == "head" else b.tail_lsn + 1
+            key = position_key(queue, group, layout.generation, partition)
+            tx.stage_put(NAMESPACE, key, Position(max(lsn, 1), 0).encode())
+            tx.add_conflicts(NAMESPACE.encode() + b"/" + key)
+        found = self.meta.get(NAMESPACE, resets_key(queue, group))
+        tx.stage_put(NAMESPACE, resets_key(queue, group), str(1 + (0 if found is None else int(found.value))).encode())
+        tx.add_conflicts(NAMESPACE.encode() + b"/" + resets_key(queue, group))
+
+    def resets(self, queue: str, group: str) -> int:
+        """How many times the group's positions were reset (what consumers check for a reset)."""
+        found = self.meta.get(NAMESPACE, resets_key(queue, group))
+        return 0 if found is None else int(found.value)
 
     def _forget_counts(self, log_ids: Iterable[int]) -> None:
         """Drop the entry counts of deleted partition logs (best-effort: only space is at stake)."""

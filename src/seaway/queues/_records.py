@@ -100,6 +100,11 @@ def claims_prefix(queue: str, group: str, generation: int) -> bytes:
     return f"cl/{queue}/{group}/{generation}/".encode()
 
 
+def resets_key(queue: str, group: str) -> bytes:
+    """How many times the group's positions were reset (see :meth:`Queues.reset_group`)."""
+    return f"r/{queue}/{group}".encode()
+
+
 def skipped_key(queue: str, group: str, consumer: int) -> bytes:
     return f"s/{queue}/{group}/{consumer}".encode()
 
