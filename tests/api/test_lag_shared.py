@@ -94,9 +94,11 @@ def test_a_consumer_groups_lag_counts_committed_entries_not_acknowledged(api: Ap
     info = api.sw.queues.describe_group(queue, "g")
     assert info.lag == 10 == sum(p.lag for p in info.partitions)
     assert [p.lag for p in info.partitions] == [5, 5]
+    assert info.lag_bytes == 20 and [p.lag_bytes for p in info.partitions] == [10, 10]  # b"e0".."e9"
     assert info.to_json()["lag"] == 10 and [p["lag"] for p in info.to_json()["partitions"]] == [5, 5]
     _dequeue(api, queue, 0, 3)  # three of consumer 0's five, acknowledged by the commit
-    assert [p.lag for p in api.sw.queues.describe_group(queue, "g").partitions] == [2, 5]
+    info = api.sw.queues.describe_group(queue, "g")
+    assert [p.lag for p in info.partitions] == [2, 5] and info.partitions[0].lag_bytes == 4
     # A transaction in progress, then one aborted: neither counts (a consumer will never get them).
     producer = api.sw.queues.producer(queue)
     tx = api.sw.transaction()

@@ -65,8 +65,8 @@ class _Pending:
     nbytes: int = 0
     failed: BaseException | None = None
     """The error a send of this transaction's entries failed with: its commit raises it again."""
-    chunks: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
-    """Partition log -> the chunks sent to it, as (LSN, entries): staged at commit for lag (see
+    chunks: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
+    """Partition log -> the chunks sent to it, as (LSN, entries, payload bytes): staged at commit for lag (see
     :mod:`seaway.queues._lag`)."""
 
 
@@ -191,7 +191,7 @@ class Producer:
                 raise
         if last:
             for log_id, chunks in list(pending.chunks.items())[:COUNTED_LOGS_MAX]:
-                tx.stage_put(NAMESPACE, counts_key(log_id, max(lsn for lsn, _ in chunks)), encode_counts(chunks))
+                tx.stage_put(NAMESPACE, counts_key(log_id, max(c[0] for c in chunks)), encode_counts(chunks))
             pending.chunks = {}
 
     def _targets(self, refresh: bool = False) -> list[tuple[str, Layout]]:
@@ -222,7 +222,8 @@ class Producer:
         return layout.place(entries, turn)
 
     def _send(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
-              targets: list[tuple[str, Layout]], relayouts: int, counted: dict[int, list[tuple[int, int]]]) -> None:
+              targets: list[tuple[str, Layout]], relayouts: int,
+              counted: dict[int, list[tuple[int, int, int]]]) -> None:
         chunks: dict[tuple[str, int], list[Chunk]] = {}
         logs: dict[tuple[str, int], int] = {}
         # ROUND_ROBIN groups last: placing takes their turns, and a HASH group's placement may
@@ -252,7 +253,8 @@ class Producer:
             except (LogSealedError, UnknownLogError):  # the group was resized or deleted
                 moved.setdefault(group, []).extend(by_counter[c] for c in chunk.counters)
                 continue
-            counted.setdefault(logs[(group, partition)], []).append((lsn, len(chunk.counters)))
+            counted.setdefault(logs[(group, partition)], []).append(
+                (lsn, len(chunk.counters), sum(map(len, chunk.payloads))))
         if not moved:
             return
         if relayouts >= RELAYOUTS_MAX:

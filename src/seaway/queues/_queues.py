@@ -95,6 +95,8 @@ class PartitionInfo:
     lag: int = 0
     """Committed entries of the partition not yet acknowledged (its *lag*), counted without reading
     the log: see :mod:`seaway.queues._lag`."""
+    lag_bytes: int = 0
+    """Their payload bytes (a chunk partly consumed counts in proportion to the entries left)."""
 
     @property
     def drained(self) -> bool:
@@ -122,14 +124,17 @@ class GroupInfo:
     skipped: int
     lag: int = 0
     """Committed entries not yet acknowledged, in all partitions (the sum of theirs)."""
+    lag_bytes: int = 0
+    """Their payload bytes."""
 
     def to_json(self) -> dict[str, Any]:
         return {"queue": self.queue, "group": self.name, "size": self.size, "strategy": self.strategy.value,
                 "key": self.key, "generation": self.generation, "resizing": self.resizing,
-                "skipped": self.skipped, "lag": self.lag,
+                "skipped": self.skipped, "lag": self.lag, "lag_bytes": self.lag_bytes,
                 "partitions": [{"generation": p.generation, "partition": p.partition, "log_id": p.log_id,
                                 "position": list(p.position), "tail_lsn": p.tail_lsn,
-                                "final_lsn": p.final_lsn, "drained": p.drained, "lag": p.lag}
+                                "final_lsn": p.final_lsn, "drained": p.drained, "lag": p.lag,
+                                "lag_bytes": p.lag_bytes}
                                for p in self.partitions]}
 
 
@@ -513,20 +518,22 @@ class Queues:
         with contextlib.suppress(SeawayError):
             batch.commit()
 
-    def _lag(self, queue: str, group: str, layout: Layout, partition: int, position: Position) -> int:
+    def _lag(self, queue: str, group: str, layout: Layout, partition: int, position: Position) -> tuple[int, int]:
         """Committed entries of a partition not yet acknowledged (see :mod:`seaway.queues._lag`); of
         a FIFO layout's log, those past the claim pointer and those in claims not yet acknowledged."""
         log_id = layout.logs[partition]
         if self._readable_end(log_id) == 0:
-            return 0  # deleted: nothing left to read
+            return 0, 0  # deleted: nothing left to read
         if layout.strategy is not Strategy.FIFO:
             return entries_between(self.meta, log_id, position)
-        total = entries_between(self.meta, log_id, Position(self.claim_pointer(queue, group, layout.generation)[0], 0))
+        total, nbytes = entries_between(self.meta, log_id,
+                                        Position(self.claim_pointer(queue, group, layout.generation)[0], 0))
         for _, found in self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation),
                                        limit=SIZE_MAX):
             claim = Claim.decode(found.value)
-            total += entries_between(self.meta, log_id, claim.position, claim.last_lsn)
-        return total
+            claimed, claimed_bytes = entries_between(self.meta, log_id, claim.position, claim.last_lsn)
+            total, nbytes = total + claimed, nbytes + claimed_bytes
+        return total, nbytes
 
     def describe_group(self, queue: str, group: str) -> GroupInfo:
         record, _ = self.group_record(queue, group)
@@ -542,12 +549,13 @@ class Queues:
                     tail, final = 0, 0
                 position = self.position(queue, group, layout.generation, partition)
                 partitions.append(PartitionInfo(layout.generation, partition, log_id, position, tail, final,
-                                                self._lag(queue, group, layout, partition, position)))
+                                                *self._lag(queue, group, layout, partition, position)))
         skipped = sum(int(v.value) for _, v in self.meta.scan(NAMESPACE, prefix=f"s/{queue}/{group}/".encode(),
                                                               limit=SIZE_MAX))
         current = record.current
         return GroupInfo(queue, group, current.size, current.strategy, current.key, current.generation,
-                         record.previous is not None, tuple(partitions), skipped, sum(p.lag for p in partitions))
+                         record.previous is not None, tuple(partitions), skipped, sum(p.lag for p in partitions),
+                         sum(p.lag_bytes for p in partitions))
 
     # --- producers and consumers -----------------------------------------------------------------
 
