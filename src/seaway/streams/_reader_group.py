@@ -105,8 +105,12 @@ SUBSCRIBED_GROUPS_MAX = 1_000
 """Subscribed reader groups of one stream that retention looks at (the first by name)."""
 
 
+GROUPS_PREFIX = b"rg/"
+"""Where every reader group's records are (group names hold no ``/``)."""
+
+
 def group_prefix(name: str) -> bytes:
-    return f"rg/{name}/".encode()
+    return GROUPS_PREFIX + f"{name}/".encode()
 
 
 def subscription_prefix(stream: str) -> bytes:
@@ -366,6 +370,16 @@ class ReaderGroups:
             raise UnknownReaderGroupError(f"reader group {name!r} does not exist")
         conf = _Conf.decode(found.value)
         return ReaderGroup(self._logs, self._meta, name, conf, self._get_stream(conf.stream), self._snapshot)
+
+    def list(self) -> builtins.list[str]:
+        """The names of every reader group, in name order: a scan of the groups' records (two
+        each), read in pages."""
+        names = []
+        for key, _ in self._meta.scan_all(NAMESPACE, prefix=GROUPS_PREFIX):
+            name, _, record = key[len(GROUPS_PREFIX):].decode().partition("/")
+            if record == "conf":
+                names.append(name)
+        return names
 
     def delete(self, name: str) -> None:
         """Delete a group and its state; its readers get :class:`UnknownReaderGroupError`."""
