@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from seaway.cli._console import add_console_parser, run_console
 from seaway.cli._demo import add_demo_parser, run_demo_command
 from seaway.cli._lsn import parse_lsn
 from seaway.cli._meta import add_meta_parser, run_meta
@@ -48,6 +49,8 @@ def _parser(*, with_benchmarks: bool) -> argparse.ArgumentParser:
                      help="the directory notification file targets write under (default: file targets refused)")
     srv.add_argument("--notify-private-addresses", action="store_true",
                      help="let webhooks reach loopback, private and link-local addresses (default: refused)")
+    srv.add_argument("--console-listen", metavar="HOST:PORT", help="serve the web console there (default: off)")
+    add_console_parser(commands)
 
     bench = commands.add_parser("bench", help="measure throughput against a reference in the same run")
     if with_benchmarks:  # their modules load only for `seaway bench`: every other command starts without them
@@ -115,7 +118,8 @@ def _serve(args: argparse.Namespace) -> None:
     serve(ServerConfig(data_dir=args.data_dir, listen=args.listen, token=token, tls_cert=args.tls_cert,
                        tls_key=args.tls_key, metrics_listen=args.metrics_listen,
                        metrics_beyond_loopback=args.metrics_beyond_loopback,
-                       store=SeawayConfig(notify=NotifyServiceConfig(targets=targets))))
+                       store=SeawayConfig(notify=NotifyServiceConfig(targets=targets)),
+                       console_listen=args.console_listen))
 
 
 def _item_json(item: ReadItem) -> dict[str, Any]:
@@ -205,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_demo_command(args)
         elif args.command == "serve":
             _serve(args)
+        elif args.command == "console":
+            run_console(args)
         elif args.command == "bench":
             from seaway.bench import run_bench  # noqa: PLC0415 - loaded only for `seaway bench`
 
