@@ -7,13 +7,7 @@ Importing it loads its web server (Starlette, uvicorn): the command imports it o
 
 from __future__ import annotations
 
-try:
-    import plotly  # noqa: F401
-    import starlette  # noqa: F401
-    import uvicorn  # noqa: F401
-except ImportError as exc:  # an optional part of the install
-    raise ImportError(f"the web console needs {exc.name}: pip install 'seaway[console]'") from exc
-
+from seaway.console import _needs  # noqa: F401 - first: names a missing package
 from seaway.console._config import ConsoleConfig
 from seaway.console._server import Console
 
