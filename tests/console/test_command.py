@@ -1,0 +1,74 @@
+"""The console as an operator starts it: beside a server (``seaway serve --console-listen``) and
+over a data directory (``seaway console --data-dir``), as child processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+import seaway
+from seaway.server import ServerProcess
+from tests.console.conftest import BEARER, TOKEN
+
+
+def test_seaway_serve_console_listen_serves_the_console_behind_the_servers_token(tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data", token=TOKEN, extra_args=("--console-listen", "127.0.0.1:0")) as server:
+        assert server.console_url is not None, server.log_text()
+        base = server.console_url.rstrip("/")
+        assert httpx.get(base + "/api/health", timeout=30).status_code == 401
+        assert httpx.get(base + "/", timeout=30).status_code == 401
+        with seaway.connect(server.url, token=TOKEN) as client:
+            client.streams.create_scope("ops")
+            client.streams.create("ops/s", segments=3)
+        health = httpx.get(base + "/api/health", headers=BEARER, timeout=30).json()
+        assert health["status"] == "SERVING" and health["where"].startswith("server ")
+        streams = httpx.get(base + "/api/streams", headers=BEARER, timeout=30).json()
+        assert [(s["stream"], s["segments"]) for s in streams] == [("ops/s", 3)]
+        code = server.stop()
+    assert code == 0, server.log_text()
+    # The console stopped with the server: nothing listens there any more.
+    try:
+        httpx.get(base + "/api/health", headers=BEARER, timeout=5)
+        still_listening = True
+    except httpx.TransportError:
+        still_listening = False
+    assert not still_listening
+
+
+def test_seaway_console_serves_a_data_directory_until_sigterm(tmp_path: Path) -> None:
+    with seaway.open(tmp_path / "data") as sw:
+        sw.queues.create("jobs")
+        sw.queues.create_group("jobs", "workers", 2, "ROUND_ROBIN")
+    env = {**os.environ, "SEAWAY_TOKEN": TOKEN}
+    proc = subprocess.Popen([sys.executable, "-m", "seaway.cli", "console", "--data-dir", str(tmp_path / "data"),
+                             "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("console on http://127.0.0.1:"), line + (proc.stderr.read() if proc.stderr else "")
+        base = line.split()[-1].rstrip("/")
+        assert httpx.get(base + "/api/groups", timeout=30).status_code == 401
+        groups = httpx.get(base + "/api/groups", headers=BEARER, timeout=30).json()
+        assert [(g["queue"], g["group"]) for g in groups["consumer_groups"]] == [("jobs", "workers")]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_seaway_console_refuses_a_directory_that_is_not_a_store(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "seaway.cli", "console", "--data-dir", str(tmp_path / "nope"),
+                           "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1 and "no Seaway data directory" in done.stderr
+    assert not (tmp_path / "nope").exists()
