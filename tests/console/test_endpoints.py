@@ -171,7 +171,7 @@ def test_a_consumer_groups_lag_falls_as_its_entries_are_acknowledged(api: Api) -
         api.sw.queues.producer(queue).enqueue_batch(tx, [b"a", b"b"])
     with console_over(api.sw) as console:
         with api.sw.queues.consumer(queue, "one", 0) as consumer, api.sw.transaction() as tx:
-            assert len(consumer.dequeue(tx, 2)) == 2  # acknowledged by the commit
+            assert len(consumer.dequeue(tx, 2, timeout_s=10)) == 2  # acknowledged by the commit
         console.sampler.sample()
         series = {s["name"]: s["lag"] for s in get_json(console, "/api/groups")["lag_series"]}
     assert series[f"consumer group {queue}/one"] == [2, 0]

@@ -33,7 +33,8 @@ yet read, sampled by the console every <span id="sample-interval"></span> s sinc
 <section><h2>Reader groups</h2><table id="reader-groups"></table></section>
 <section><h2>Queue consumer groups</h2><table id="consumer-groups"></table></section>""",
     "ledger": """
-<section><h2>Change ledger</h2>
+<section><h2>Entries</h2>
+<p class="hint">Every committed change of the store, as notification plugins read them.</p>
 <form id="ledger-filter" class="filters" onsubmit="return false">
 <label>Kind <select id="kind" name="kind"><option value="">every kind</option>{operations}</select></label>
 <label>Name contains <input id="name" name="name" type="search" placeholder="scope/stream, queue, log..."></label>
