@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import seaway
 from seaway._invariant import InvariantViolation, invariant
 from seaway.errors import ClientError, InternalError, SeawayError, ServerError, ServerRunningError, error_class
 from seaway.server import ServerProcess
@@ -42,3 +43,12 @@ def test_restarting_a_running_server_process_is_a_client_error(tmp_path: Path) -
             server.restart()
         assert isinstance(caught.value, ClientError) and caught.value.code == "SERVER_RUNNING"
         assert "still running" in str(caught.value)
+
+
+def test_a_timed_out_error_is_a_timeout_error_and_keeps_its_message_and_code() -> None:
+    error = seaway.TimedOutError("the append was not answered within 1 s")
+    assert isinstance(error, TimeoutError) and isinstance(error, seaway.SeawayError) and error.retriable
+    assert str(error) == "the append was not answered within 1 s" and error.code == "TIMED_OUT"
+    with pytest.raises(TimeoutError):
+        raise error
+    assert seaway.error_class("TIMED_OUT") is seaway.TimedOutError

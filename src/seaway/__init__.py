@@ -21,6 +21,7 @@ _os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 from typing import TYPE_CHECKING
 
+from seaway._api import Store
 from seaway._clock import Clock, SystemClock
 from seaway._errors import (
     AuthenticationError,
@@ -201,6 +202,7 @@ __all__ = [
     "ServerError",
     "Snapshot",
     "StorageError",
+    "Store",
     "StoreFailedError",
     "Strategy",
     "Stream",

@@ -409,8 +409,9 @@ class PreemptedError(ServerError):
     retriable = True
 
 
-class TimedOutError(ServerError):
-    """The operation did not complete within its time limit; its outcome is unknown."""
+class TimedOutError(ServerError, TimeoutError):
+    """The operation did not complete within its time limit; its outcome is unknown. Also a
+    :class:`TimeoutError`, as Python's own time limits are."""
 
     code = "TIMED_OUT"
     retriable = True

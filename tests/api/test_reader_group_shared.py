@@ -96,3 +96,23 @@ def test_list_reader_groups_names_every_group_once_in_name_order(api: Api) -> No
     api.sw.streams.delete_reader_group(names[1])
     assert names[1] not in api.sw.streams.list_reader_groups()
     assert {names[0], names[2]} <= set(api.sw.streams.list_reader_groups())
+
+
+def test_a_reader_is_iterable_to_the_end_of_a_sealed_stream_and_again_from_where_it_is(api: Api) -> None:
+    scope = api.name("sc")
+    api.sw.streams.create_scope(scope)
+    stream = api.sw.streams.create(f"{scope}/s", segments=2)
+    with stream.writer() as writer:
+        for i in range(30):
+            writer.write(f"e{i}".encode(), routing_key=f"k{i % 5}")
+    group = api.sw.streams.create_reader_group(api.name("g"), stream)
+    with group.reader("only") as reader:
+        first = []
+        for event in reader:  # waits for more while the stream is open
+            first.append(event.payload)
+            if len(first) == 10:
+                break
+        stream.seal()
+        rest = [event.payload for event in reader]  # goes on from where it stopped, ends at the seal
+    assert sorted(first + rest) == sorted(f"e{i}".encode() for i in range(30))
+    assert len(first) == 10 and len(rest) == 20

@@ -6,7 +6,7 @@ import pytest
 
 from seaway._errors import NotifyConfigError
 from seaway.ledger import LedgerEntry, LogCreated, QueueCreated, ScopeCreated, StreamCreated, StreamScaled
-from seaway.notify import DeliveryRetry, JsonLinesFile, Nats, NotifyConfig, Webhook
+from seaway.notify import REDACTED, DeliveryRetry, JsonLinesFile, Nats, NotifyConfig, Webhook
 
 FILE = JsonLinesFile("/tmp/x.jsonl")
 
@@ -91,3 +91,14 @@ def test_a_checkpoint_nested_too_deep_is_corruption_not_a_crash() -> None:
 
     with pytest.raises(CorruptionError, match="a JSON object"):
         Checkpoint.from_bytes(b"[" * 100_000 + b"]" * 100_000)
+
+
+def test_the_repr_of_a_configuration_never_shows_a_secret_or_a_urls_credentials() -> None:
+    config = NotifyConfig("hooks", Webhook("https://user:pw@hooks.example.org/in?token=t0k3n", secret="s3cret"))
+    nats = Nats("nats://alice:pa55@nats.example.org:4222", subject="changes")
+    for shown in (repr(config), str(config), repr(nats), f"{[config]}"):
+        assert not any(word in shown for word in ("s3cret", "pw", "t0k3n", "alice", "pa55")), shown
+    assert "hooks.example.org/in" in repr(config) and REDACTED in repr(config)
+    assert repr(Webhook("https://hooks.example.org/in")).startswith("Webhook(url='https://hooks.example.org/in', "
+                                                                   "secret=None")
+    assert config.target == Webhook("https://user:pw@hooks.example.org/in?token=t0k3n", secret="s3cret")  # values kept

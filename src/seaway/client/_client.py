@@ -10,9 +10,8 @@ batch with its producer id and a sequence number, so the server stores a batch s
 from __future__ import annotations
 
 import builtins
-import os
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
@@ -46,7 +45,6 @@ from seaway.log import (
     UNSET,
     AppendCoalescer,
     AppendCounts,
-    BatchingWriter,
     CoalesceConfig,
     Coalescers,
     Durability,
@@ -71,6 +69,7 @@ from seaway.log import (
     check_log_ids,
     check_lsn,
     check_meta_key,
+    closing_iter,
     get_or_create_log,
     scan_bounds,
 )
@@ -272,24 +271,6 @@ class RemoteLog(LogHandle):
 
         return client._coalescers.get(log_id, send)
 
-    def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
-               flush_interval_s: float = 0.05,
-               retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
-        # A producer of its own, as embedded: a batch the writer sends again (after the client's
-        # own retries gave up) keeps its sequence number, so it is stored once.
-        producer = [os.urandom(16)]  # one producer per writer: its retries are stored once
-
-        def append(payloads: list[bytes], sequence: int) -> Future[range]:
-            return self.append_batch_async(payloads, producer_id=producer[0], sequence=sequence)
-
-        def new_producer() -> None:
-            producer[0] = os.urandom(16)
-
-        return BatchingWriter(append, flush_records_max=flush_records_max,
-                              flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
-                              retry=retry, in_flight_batches_max=in_flight_batches_max,
-                              payload_bytes_max=self.attributes.payload_bytes_max, new_producer=new_producer)
-
     def _state(self) -> pb.LogState:
         state: pb.LogState = self._client._call("GetLogState", pb.LogRef(log_id=self.id))
         return state
@@ -328,7 +309,7 @@ class RemoteLog(LogHandle):
                                                                                 timestamp_ms=timestamp_ms))
         return reply.lsn
 
-    def read(self, lsn_from: int = LSN_OLDEST, lsn_until: int | None = None) -> Iterator[ReadItem]:
+    def read(self, lsn_from: int = LSN_OLDEST, lsn_until: int | None = None) -> Generator[ReadItem, None, None]:
         return self._logs.read({self: lsn_from}, until=lsn_until)
 
 
@@ -379,7 +360,7 @@ class RemoteLogs:
                                            payload_bytes_max=payload_bytes_max, durability=durability)
         return log
 
-    def delete(self, log: RemoteLog | int | str) -> None:
+    def delete(self, log: LogHandle | int | str) -> None:
         """As :meth:`seaway.log.Logs.delete`. Not retried: after a transport failure, look the
         log up to learn whether it was deleted."""
         log_id = self._resolve(log).id
@@ -388,9 +369,9 @@ class RemoteLogs:
         self._client._coalescers.forget(log_id)
         self._client._producers.forget(log_id)
 
-    def _resolve(self, log: RemoteLog | int | str) -> RemoteLog:
-        if isinstance(log, RemoteLog):
-            if log._client is not self._client:
+    def _resolve(self, log: LogHandle | int | str) -> RemoteLog:
+        if isinstance(log, LogHandle):
+            if not isinstance(log, RemoteLog) or log._client is not self._client:
                 raise UnknownLogError(f"{log!r} belongs to another connection")
             return log
         return self.get(log)
@@ -451,14 +432,15 @@ class RemoteLogs:
         self._client._check_open()
         return RemoteReader(self, buffered_items_max, runs=runs, buffered_bytes_max=buffered_bytes_max)
 
-    def read(self, starts: Mapping[RemoteLog | int | str, int], until: int | None = None) -> Iterator[ReadItem]:
+    def read(self, starts: Mapping[LogHandle | int | str, int],
+             until: int | None = None) -> Generator[ReadItem, None, None]:
         reader = self.reader()
         for log, lsn_from in starts.items():
             resolved = self._resolve(log)
             lsn_until = resolved.tail_lsn() if until is None else until
             if lsn_from <= lsn_until:
                 reader.start_reading(resolved, lsn_from, lsn_until)
-        return _closing_iter(reader)
+        return closing_iter(reader)
 
 
 class RemoteMetadataStore(MetaApi):
@@ -812,11 +794,6 @@ so the reply to one part stays under 1 MiB (a call may name 100,000 logs; a repl
 def _parts(ids: builtins.list[int]) -> Iterator[builtins.list[int]]:
     for at in range(0, len(ids), _LOGS_PER_CALL):
         yield ids[at:at + _LOGS_PER_CALL]
-
-
-def _closing_iter(reader: RemoteReader) -> Iterator[ReadItem]:
-    with reader:
-        yield from reader
 
 
 def _check_id(value: object) -> int:

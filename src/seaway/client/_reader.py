@@ -27,6 +27,7 @@ from seaway.log import (
     LSN_MAX,
     LSN_OLDEST,
     Gap,
+    LogHandle,
     ReadItem,
     RecordRun,
     check_buffer_bounds,
@@ -39,7 +40,7 @@ from seaway.log import (
 from seaway.wire import error_from_msg, error_from_status, items_from_msg, seaway_pb2
 
 if TYPE_CHECKING:
-    from seaway.client._client import RemoteLog, RemoteLogs
+    from seaway.client._client import RemoteLogs
 
 pb = seaway_pb2
 
@@ -134,7 +135,7 @@ class RemoteReader:
 
     # --- starting and stopping logs -------------------------------------------------------------
 
-    def start_reading(self, log: RemoteLog | int | str, lsn_from: int = LSN_OLDEST, lsn_until: int = LSN_MAX) -> None:
+    def start_reading(self, log: LogHandle | int | str, lsn_from: int = LSN_OLDEST, lsn_until: int = LSN_MAX) -> None:
         log_id = self._logs._resolve(log).id
         check_lsn(lsn_from, "lsn_from")
         check_lsn(lsn_until, "lsn_until")
@@ -149,7 +150,7 @@ class RemoteReader:
             else:
                 self._stream.controls.put(_start_msg(read))
 
-    def stop_reading(self, log: RemoteLog | int | str) -> None:
+    def stop_reading(self, log: LogHandle | int | str) -> None:
         log_id = log if isinstance(log, int) else self._logs._resolve(log).id
         with self._cv:
             if self._reads.pop(log_id, None) is not None and self._stream is not None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from seaway._lazy import lazy_names
 from seaway._values import Durability, PartitionInfo, ProducerMark
 from seaway.log._aborted import ABORTED_NAMESPACE, ABORTED_PER_LOG_MAX, AbortedView, AbortedWrites
-from seaway.log._api import LogsApi, SegmentLog
+from seaway.log._api import LogReaderApi, LogsApi, SegmentLog, closing_iter
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._handle import (
@@ -175,6 +175,7 @@ __all__ = [
     "LogHandle",
     "LogInfo",
     "LogReadState",
+    "LogReaderApi",
     "LogStoreConfig",
     "Logs",
     "LogsApi",
@@ -226,6 +227,7 @@ __all__ = [
     "check_log_ids",
     "check_lsn",
     "check_meta_key",
+    "closing_iter",
     "epoch_of",
     "esn_of",
     "get_or_create_log",

@@ -3,7 +3,8 @@ of appending, all built on the one method each implementation provides, ``append
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Generator, Iterable
 from concurrent.futures import Future
 from typing import Any, NamedTuple, TypeVar
 
@@ -18,8 +19,9 @@ from seaway.errors import (
 )
 from seaway.log._coalesce import AppendCoalescer
 from seaway.log._config import LOG_ID_MAX, LogInfo
-from seaway.log._lsn import check_lsn
-from seaway.log._types import LogAttributes
+from seaway.log._lsn import LSN_OLDEST, check_lsn
+from seaway.log._types import LogAttributes, ReadItem
+from seaway.log._writer import BatchingWriter, RetryPolicy
 
 BATCH_RECORDS_MAX = 100_000
 """The most records one append may carry."""
@@ -231,3 +233,65 @@ class LogHandle:
     def append(self, payload: bytes, timeout_s: float | None = None) -> int:
         """Append one record and wait until it is durable; return its LSN."""
         return _wait(self.append_async(payload), timeout_s)
+
+    def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
+               flush_interval_s: float = 0.05,
+               retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
+        """A writer that gathers single records into batches (see :class:`BatchingWriter`), with a
+        producer of its own: a batch it sends again (after the retries below it gave up) keeps its
+        sequence number, so it is stored once."""
+        producer = [os.urandom(16)]
+
+        def append(payloads: list[bytes], sequence: int) -> Future[range]:
+            return self.append_batch_async(payloads, producer_id=producer[0], sequence=sequence)
+
+        def new_producer() -> None:
+            producer[0] = os.urandom(16)
+
+        return BatchingWriter(append, flush_records_max=flush_records_max,
+                              flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
+                              retry=retry, in_flight_batches_max=in_flight_batches_max,
+                              payload_bytes_max=self.attributes.payload_bytes_max, new_producer=new_producer)
+
+    # --- the log's state (the embedded store's handles and the client's answer the same) ----------
+
+    def tail_lsn(self) -> int:
+        """The LSN of the last record appended (or trimmed); 0 if the log was never written."""
+        raise NotImplementedError
+
+    def seal(self) -> int:
+        """Seal the log for good and return its final LSN (its tail, for ever)."""
+        raise NotImplementedError
+
+    def final_lsn(self) -> int | None:
+        """The final LSN of a log sealed for good; None while it takes appends."""
+        raise NotImplementedError
+
+    def delete(self) -> None:
+        """Delete the log (see ``Logs.delete``)."""
+        raise NotImplementedError
+
+    def trim_point(self) -> int:
+        """The LSN up to which the log is trimmed (0: nothing trimmed)."""
+        raise NotImplementedError
+
+    def is_empty(self) -> bool:
+        """True when the log holds no record above its trim point."""
+        raise NotImplementedError
+
+    def data_size(self) -> int:
+        """Bytes the log occupies on disk, approximately."""
+        raise NotImplementedError
+
+    def trim(self, lsn: int) -> None:
+        """Trim the log up to and including ``lsn``; readers then see a TRIM gap there."""
+        raise NotImplementedError
+
+    def find_time(self, timestamp_ms: int) -> int:
+        """The LSN of the first record stamped at or after ``timestamp_ms`` (the LSN after the tail
+        if there is none)."""
+        raise NotImplementedError
+
+    def read(self, lsn_from: int = LSN_OLDEST, lsn_until: int | None = None) -> Generator[ReadItem, None, None]:
+        """Records and gaps of this log from ``lsn_from`` up to ``lsn_until`` (the tail by default)."""
+        raise NotImplementedError

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import builtins
-import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from concurrent.futures import Future
 
 from seaway._values import Durability, PartitionInfo, ProducerMark
@@ -20,6 +19,7 @@ from seaway.errors import (
 )
 from seaway.ledger import LogSealed, LogTrimmed, encode_change
 from seaway.log._aborted import AbortedWrites
+from seaway.log._api import closing_iter
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LogGroup, LogInfo, LogsConfig
 from seaway.log._embedded import EmbeddedLogStore
@@ -45,7 +45,6 @@ from seaway.log._types import (
     take_within,
     weight,
 )
-from seaway.log._writer import BatchingWriter, RetryPolicy
 
 
 class Log(LogHandle):
@@ -65,23 +64,6 @@ class Log(LogHandle):
             return store.append_async(log_id, payloads, sync, mark, if_tail)
 
         return self._logs._coalescers.get(log_id, send)
-
-    def writer(self, *, flush_records_max: int = 500, flush_bytes_max: int = 1 << 20,
-               flush_interval_s: float = 0.05,
-               retry: RetryPolicy | None = None, in_flight_batches_max: int = 8) -> BatchingWriter:
-        """A writer that gathers single records into batches (see :class:`BatchingWriter`)."""
-        producer = [os.urandom(16)]  # one producer per writer: its retries are stored once
-
-        def append(payloads: list[bytes], sequence: int) -> Future[range]:
-            return self.append_batch_async(payloads, producer_id=producer[0], sequence=sequence)
-
-        def new_producer() -> None:
-            producer[0] = os.urandom(16)
-
-        return BatchingWriter(append, flush_records_max=flush_records_max,
-                              flush_bytes_max=flush_bytes_max, flush_interval_s=flush_interval_s,
-                              retry=retry, in_flight_batches_max=in_flight_batches_max,
-                              payload_bytes_max=self.attributes.payload_bytes_max, new_producer=new_producer)
 
     # --- the log's state ------------------------------------------------------------------------
 
@@ -155,7 +137,7 @@ class Log(LogHandle):
         self._logs._check_open()
         return min(self._store.logsdb.find_time(self.id, timestamp_ms), self.tail_lsn() + 1)
 
-    def read(self, lsn_from: int = LSN_OLDEST, lsn_until: int | None = None) -> Iterator[ReadItem]:
+    def read(self, lsn_from: int = LSN_OLDEST, lsn_until: int | None = None) -> Generator[ReadItem, None, None]:
         """Records and gaps of this log from ``lsn_from`` up to ``lsn_until`` (the tail by default)."""
         return self._logs.read({self: lsn_from}, until=lsn_until)
 
@@ -214,7 +196,7 @@ class Reader:
         self._lock = threading.Lock()
         self._wake = threading.Event()  # set when a log read here may have more, or on close
 
-    def start_reading(self, log: Log | int | str, lsn_from: int = LSN_OLDEST, lsn_until: int = LSN_MAX) -> None:
+    def start_reading(self, log: LogHandle | int | str, lsn_from: int = LSN_OLDEST, lsn_until: int = LSN_MAX) -> None:
         """Read ``log`` from ``lsn_from`` to ``lsn_until`` inclusive (forever if ``LSN_MAX``).
 
         A log already read here is read again from ``lsn_from``: what was buffered of it is dropped."""
@@ -234,10 +216,10 @@ class Reader:
         self._store.watch_releases(log_id, wake)
         wake.set()
 
-    def stop_reading(self, log: Log | int | str) -> None:
+    def stop_reading(self, log: LogHandle | int | str) -> None:
         """Read ``log`` no more; what was buffered of it is dropped. Nothing happens if it is not read."""
         # By id without a lookup: a deleted log can be stopped too.
-        log_id = log.id if isinstance(log, Log) else log if isinstance(log, int) else self._logs._resolve(log).id
+        log_id = log.id if isinstance(log, LogHandle) else log if isinstance(log, int) else self._logs._resolve(log).id
         with self._lock:
             self._states.pop(log_id, None)
             self._undone.discard(log_id)
@@ -371,7 +353,7 @@ class Reader:
         self._buffered += len(sealed)
         return bool(sealed)
 
-    def __iter__(self) -> Iterator[ReadItem]:
+    def __iter__(self) -> Generator[ReadItem, None, None]:
         """Every item until all logs are done (forever when tailing)."""
         while True:
             items = self.read()
@@ -392,12 +374,6 @@ class Reader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def closing_iter(reader: Reader) -> Iterator[ReadItem]:
-    """Iterate a reader to its end, and close it however the iteration ends."""
-    with reader:
-        yield from reader
 
 
 class Logs:
@@ -456,7 +432,7 @@ class Logs:
                                      payload_bytes_max=payload_bytes_max, durability=durability)
         return log
 
-    def delete(self, log: Log | int | str) -> None:
+    def delete(self, log: LogHandle | int | str) -> None:
         """Delete a log: appends accepted before this call are decided, later ones fail with
         :class:`LogDeletedError`, and when it returns its records are unreadable (readers get
         :class:`LogDeletedError`) and their space is being reclaimed. Its id is never used again;
@@ -469,9 +445,9 @@ class Logs:
         self._config.forget_name(resolved.id)
         self._coalescers.forget(resolved.id)  # nothing more can be appended to it
 
-    def _resolve(self, log: Log | int | str) -> Log:
-        if isinstance(log, Log):
-            if log._store is not self._store:
+    def _resolve(self, log: LogHandle | int | str) -> Log:
+        if isinstance(log, LogHandle):
+            if not isinstance(log, Log) or log._store is not self._store:
                 raise UnknownLogError(f"{log!r} belongs to another store")
             self._store.check_not_deleted(log.id)
             return log
@@ -492,7 +468,8 @@ class Logs:
         self._check_open()
         return Reader(self, buffered_items_max, runs=runs, buffered_bytes_max=buffered_bytes_max)
 
-    def read(self, starts: Mapping[Log | int | str, int], until: int | None = None) -> Iterator[ReadItem]:
+    def read(self, starts: Mapping[LogHandle | int | str, int],
+             until: int | None = None) -> Generator[ReadItem, None, None]:
         """Records and gaps of several logs, each from its start LSN.
 
         ``until`` is the last LSN to read of every log; by default each log's tail when called,

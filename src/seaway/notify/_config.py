@@ -58,6 +58,10 @@ class Webhook:
 
     TYPE = "webhook"
 
+    def __repr__(self) -> str:  # shown in logs and tracebacks: never the secret or the URL's credentials
+        secret = None if self.secret is None else REDACTED
+        return f"Webhook(url={redact_url(self.url)!r}, secret={secret!r}, timeout_s={self.timeout_s!r})"
+
 
 @dataclass(frozen=True)
 class JsonLinesFile:
@@ -92,6 +96,10 @@ class Nats:
     timeout_s: float = 10.0
 
     TYPE = "nats"
+
+    def __repr__(self) -> str:  # as Webhook's: the URL's credentials redacted
+        return (f"Nats(url={redact_url(self.url)!r}, subject={self.subject!r}, jetstream={self.jetstream!r}, "
+                f"timeout_s={self.timeout_s!r})")
 
 
 Target = Webhook | JsonLinesFile | SeawayStream | Nats

@@ -60,7 +60,7 @@ import json
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -611,6 +611,14 @@ class EventReader:
                 time.sleep(wait_s)  # nothing read: another process must release segments, or end a transaction
             if not self._items and remaining is not None and remaining <= wait_s:
                 return None
+
+    def __iter__(self) -> Iterator[Event]:
+        """Every event, each as :meth:`read_next` gives it, waiting for more for as long as it
+        takes (a consumer's loop: ``for event in reader:``). It ends when the group has read
+        everything up to its end cut, or to the end of a sealed stream. An error ends it as it
+        would end ``read_next``; iterating again goes on from where the reader is."""
+        while (event := self.read_next(timeout_s=None)) is not None:
+            yield event
 
     def _consume(self, item: Any) -> Event | None:
         segment = self._segment_of.get(item.log_id)
