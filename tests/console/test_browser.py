@@ -38,6 +38,12 @@ class World:
         self.page = page
         self.shots = shots
         self.url = (server.console_url or "").rstrip("/")
+        self.errors: list[str] = []
+        """What went wrong in the pages: uncaught script errors and errors logged (a refused
+        Content-Security-Policy among them), but for the 401s the first test asks for."""
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" and "401" not in msg.text
+                else None)
 
     def shot(self, name: str) -> None:
         self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
@@ -76,7 +82,9 @@ def world(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wo
                 writer.write(f"click {i}".encode(), f"user-{i % 7}")
         context = browser.new_context(viewport={"width": 1280, "height": 860})
         try:
-            yield World(server, client, context.new_page(), shots)
+            made = World(server, client, context.new_page(), shots)
+            yield made
+            assert made.errors == [], "\n".join(made.errors)
         except BaseException:
             print(server.log_text()[-4000:])
             raise

@@ -41,9 +41,13 @@ def test_every_page_and_answer_needs_the_token_and_the_static_files_do_not(api: 
         refused = get(console, "/api/health", headers={})
         assert refused.json()["code"] == "UNAUTHENTICATED" and "WWW-Authenticate" in refused.headers
         assert 'name="token"' in get(console, "/groups", headers={}).text  # a page refused: the login form
-        for path in ("/static/console.js", "/static/console.css", "/static/plotly.min.js", "/login"):
+        for path in ("/static/console.js", "/static/console.css", "/static/plotly.min.js", "/static/favicon.svg",
+                     "/login"):
             assert get(console, path, headers={}).status_code == 200, path
         assert get(console, "/static/other.js", headers={}).status_code == 404
+        for reply in (get(console, "/groups"), get(console, "/api/health", headers={})):
+            assert "frame-ancestors 'none'" in reply.headers["content-security-policy"]
+            assert reply.headers["x-content-type-options"] == "nosniff"
 
 
 def test_the_login_form_sets_a_cookie_that_opens_the_console_only_with_the_right_token(api: Api) -> None:

@@ -18,13 +18,13 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from seaway.console import _views as views
-from seaway.console._auth import COOKIE, RequireToken, TokenGate
+from seaway.console._auth import COOKIE, RequireToken, SecurityHeaders, TokenGate
 from seaway.console._config import ConsoleConfig
 from seaway.console._lag import LagSampler
 from seaway.console._pages import login_page, page
 from seaway.errors import ClientError, InvalidArgumentError, SeawayError
 
-STATIC_TYPES = {"console.js": "text/javascript", "console.css": "text/css"}
+STATIC_TYPES = {"console.js": "text/javascript", "console.css": "text/css", "favicon.svg": "image/svg+xml"}
 LOGIN_BODY_BYTES_MAX = 8 << 10
 """The login form's body: a token and a path; anything longer is refused."""
 
@@ -59,7 +59,7 @@ class ConsoleApp:
         self._plotly: bytes | None = None
         self._secure_cookie = config.tls_cert is not None
 
-    def asgi(self) -> RequireToken:
+    def asgi(self) -> SecurityHeaders:
         routes = [Route("/", self._page("health", "Health")),
                   Route("/streams", self._page("streams", "Streams")),
                   Route("/stream", self._stream_page),
@@ -78,7 +78,7 @@ class ConsoleApp:
                   Route("/api/ledger", self._json(self._ledger)),
                   Route("/api/transactions", self._json(lambda r: views.transactions(self._store))),
                   Route("/api/notify", self._json(lambda r: views.plugins(self._store)))]
-        return RequireToken(Starlette(routes=routes), self._gate, login_page)
+        return SecurityHeaders(RequireToken(Starlette(routes=routes), self._gate, login_page))
 
     # --- pages -------------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ yet read, sampled by the console every <span id="sample-interval"></span> s sinc
     "ledger": """
 <section><h2>Entries</h2>
 <p class="hint">Every committed change of the store, as notification plugins read them.</p>
-<form id="ledger-filter" class="filters" onsubmit="return false">
+<form id="ledger-filter" class="filters">
 <label>Kind <select id="kind" name="kind"><option value="">every kind</option>{operations}</select></label>
 <label>Name contains <input id="name" name="name" type="search" placeholder="scope/stream, queue, log..."></label>
 <span class="hint">newest first; live</span></form>
@@ -62,7 +62,7 @@ def page(name: str, title: str, refresh_s: float, *, where: str, operations: lis
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>{escape(title)} - Seaway console</title>
-<link rel="stylesheet" href="/static/console.css">
+<link rel="stylesheet" href="/static/console.css"><link rel="icon" href="/static/favicon.svg">
 <script src="/static/plotly.min.js"></script><script src="/static/console.js" defer></script></head>
 <body data-page="{name}" data-refresh-ms="{int(refresh_s * 1000)}"{data}>
 <header><span class="brand">Seaway</span><nav>{nav}</nav><span class="where">{escape(where)}</span></header>
@@ -80,7 +80,7 @@ def login_page(next_path: str, message: str) -> str:
     note = f'<p class="error">{escape(message)}</p>' if message else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Log in - Seaway console</title>
-<link rel="stylesheet" href="/static/console.css"></head>
+<link rel="stylesheet" href="/static/console.css"><link rel="icon" href="/static/favicon.svg"></head>
 <body><main class="login"><h1>Seaway console</h1>
 <p>This console needs the server's token (the one its clients use).</p>{note}
 <form method="post" action="/login"><input type="hidden" name="next" value="{escape(next_path)}">

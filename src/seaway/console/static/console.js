@@ -134,6 +134,7 @@ const pages = {
     let next = null;
     const query = () => `kind=${encodeURIComponent(kind.value)}&name=${encodeURIComponent(name.value)}`;
     const restart = () => { shown.length = 0; next = null; };
+    document.getElementById("ledger-filter").addEventListener("submit", e => e.preventDefault());
     kind.addEventListener("change", restart);
     name.addEventListener("input", restart);
     every(async () => {
