@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,41 @@ def test_seaway_console_refuses_a_directory_that_is_not_a_store(tmp_path: Path) 
                            "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 1 and "no Seaway data directory" in done.stderr
     assert not (tmp_path / "nope").exists()
+
+
+def test_seaway_console_reads_a_server_as_its_client_with_the_token(tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data", token=TOKEN) as server:
+        with seaway.connect(server.url, token=TOKEN) as client:
+            client.streams.create_scope("ops")
+        env = {**os.environ, "SEAWAY_TOKEN": TOKEN}
+        proc = subprocess.Popen([sys.executable, "-m", "seaway.cli", "console", "--address", server.url,
+                                 "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            assert line.startswith("console on "), line + (proc.stderr.read() if proc.stderr else "")
+            base = line.split()[-1].rstrip("/")
+            health = httpx.get(base + "/api/health", headers=BEARER, timeout=30).json()
+            assert health["status"] == "SERVING" and health["where"] == f"client of {server.url}"
+            assert health["counts"]["scopes"] == 1
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+
+
+def test_seaway_serve_refuses_a_console_address_already_taken_and_says_so(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "seaway.cli", "serve", "--data-dir", str(tmp_path / "data"),
+                               "--listen", "127.0.0.1:0", "--console-listen", f"127.0.0.1:{port}"],
+                              capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"the console cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "listening on" not in done.stdout
