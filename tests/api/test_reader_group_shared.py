@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from seaway import StreamTruncatedError
+from seaway import InvalidArgumentError, StreamTruncatedError
 from seaway.streams import ReaderConfig, key_position
 from tests.api.conftest import Api
 
@@ -93,6 +93,9 @@ def test_list_reader_groups_names_every_group_once_in_name_order(api: Api) -> No
     listed = api.sw.streams.list_reader_groups()
     assert [n for n in listed if n in names] == sorted(names)
     assert len(listed) == len(set(listed))
+    assert api.sw.streams.list_reader_groups(limit=2) == listed[:2]
+    with pytest.raises(InvalidArgumentError):
+        api.sw.streams.list_reader_groups(limit=0)
     api.sw.streams.delete_reader_group(names[1])
     assert names[1] not in api.sw.streams.list_reader_groups()
     assert {names[0], names[2]} <= set(api.sw.streams.list_reader_groups())

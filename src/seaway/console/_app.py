@@ -71,7 +71,7 @@ class ConsoleApp:
                   Route("/logout", self._logout),
                   Route("/static/{name}", self._static),
                   Route("/api/health", self._json(lambda r: views.health(
-                      self._store, self._where, self._started_ms, self._serving))),
+                      self._store, self._where, self._started_ms, self._config.groups_max, self._serving))),
                   Route("/api/streams", self._json(lambda r: views.streams(self._store))),
                   Route("/api/stream", self._json(lambda r: views.stream(self._store, _param(r, "name")))),
                   Route("/api/groups", self._json(self._groups)),

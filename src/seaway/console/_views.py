@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,22 +47,28 @@ def _lag(value: object) -> int | None:
 # --- health ------------------------------------------------------------------------------------
 
 
-def health(store: Any, where: str, started_ms: int, serving: Callable[[], bool] | None = None) -> dict[str, Any]:
-    """Whether the store serves, its ledger's bounds, and how many of each thing it holds."""
+def health(store: Any, where: str, started_ms: int, groups_max: int,
+           serving: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Whether the store serves, its ledger's bounds, and how many of each thing it holds: counted
+    up to the lists' limits (:data:`STREAMS_MAX`, ``groups_max``, :data:`TRANSACTIONS_MAX`), so
+    that what the page asks every few seconds costs the same however much the store holds."""
     status = _status(store, serving)
     tail, head = store.ledger.bounds()
-    figures: dict[str, Any] = {"status": status, "where": where, "time": iso_ms(now_ms()),
-                               "console_started": iso_ms(started_ms),
-                               "write_failure": getattr(store, "write_failure", None),
-                               "ledger": {"tail_index": tail, "head_index": head}}
     scopes = store.streams.scopes()
-    figures["counts"] = {"logs": len(store.logs.list()), "scopes": len(scopes),
-                         "streams": sum(len(store.streams.list(s)) for s in scopes),
-                         "reader_groups": len(store.streams.list_reader_groups()),
-                         "queues": len(store.queues.list()),
-                         "transactions": len(store.txn.list(limit=TRANSACTIONS_MAX)),
-                         "notify_plugins": len(store.notify.status())}
-    return figures
+    streams_seen = 0
+    for scope in scopes:
+        if streams_seen >= STREAMS_MAX:
+            break
+        streams_seen += len(store.streams.list(scope))
+    return {"status": status, "where": where, "time": iso_ms(now_ms()), "console_started": iso_ms(started_ms),
+            "write_failure": getattr(store, "write_failure", None),
+            "ledger": {"tail_index": tail, "head_index": head},
+            "counts": {"scopes": len(scopes), "streams": min(streams_seen, STREAMS_MAX),
+                       "reader_groups": len(store.streams.list_reader_groups(limit=groups_max)),
+                       "queues": len(store.queues.list()),
+                       "transactions": len(store.txn.list(limit=TRANSACTIONS_MAX)),
+                       "notify_plugins": len(store.notify.status())},
+            "counts_max": {"streams": STREAMS_MAX, "reader_groups": groups_max, "transactions": TRANSACTIONS_MAX}}
 
 
 def _status(store: Any, serving: Callable[[], bool] | None) -> str:
@@ -153,17 +159,18 @@ def timeline(first: list[Segment], deltas: list[Delta], created_ms: int, until_m
 def reader_groups(store: Any, groups_max: int) -> list[dict[str, Any]]:
     """The reader groups (the first ``groups_max`` by name): readers, segments and positions, lag."""
     rows = []
-    for name in store.streams.list_reader_groups()[:groups_max]:
+    for name in store.streams.list_reader_groups(limit=groups_max):
         try:
             info = store.streams.reader_group(name).describe()
         except SeawayError:  # deleted meanwhile
             continue
-        lags = getattr(info, "lags", None) or {}
+        lags = getattr(info, "lags", None)
+        lags = lags if isinstance(lags, Mapping) else {}
         rows.append({"group": info.name, "stream": info.stream, "readers": list(info.readers),
                      "assignments": {r: [segment_str(s) for s in segs] for r, segs in info.assignments.items()},
                      "unassigned": [segment_str(s) for s in info.unassigned],
                      "positions": [{"segment": segment_str(s), "position": lsn_str(p),
-                                    "lag": _lag(lags.get(s)) if isinstance(lags, dict) else None}
+                                    "lag": _lag(lags.get(s))}
                                    for s, p in sorted(info.positions.items())],
                      "lag": _lag(getattr(info, "lag", None))})
     return rows

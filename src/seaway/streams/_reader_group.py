@@ -371,11 +371,15 @@ class ReaderGroups:
         conf = _Conf.decode(found.value)
         return ReaderGroup(self._logs, self._meta, name, conf, self._get_stream(conf.stream), self._snapshot)
 
-    def list(self) -> builtins.list[str]:
-        """The names of every reader group, in name order: a scan of the groups' records (two
-        each), read in pages."""
-        names = []
+    def list(self, limit: int | None = None) -> builtins.list[str]:
+        """The names of the reader groups, in name order, the first ``limit`` of them (all when
+        None): a scan of the groups' records (two each), read in pages."""
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise InvalidArgumentError(f"limit is a positive integer or None, got {limit!r:.40}")
+        names: builtins.list[str] = []
         for key, _ in self._meta.scan_all(NAMESPACE, prefix=GROUPS_PREFIX):
+            if limit is not None and len(names) >= limit:
+                break
             name, _, record = key[len(GROUPS_PREFIX):].decode().partition("/")
             if record == "conf":
                 names.append(name)

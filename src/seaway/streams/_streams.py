@@ -279,9 +279,10 @@ class Streams:
         except ReaderGroupExistsError:
             return self.reader_group(name)
 
-    def list_reader_groups(self) -> builtins.list[str]:
-        """The names of every reader group (of every stream), in name order."""
-        return self._reader_groups().list()
+    def list_reader_groups(self, limit: int | None = None) -> builtins.list[str]:
+        """The names of the reader groups (of every stream), in name order: the first ``limit``
+        (all when None)."""
+        return self._reader_groups().list(limit)
 
     def delete_reader_group(self, name: str) -> None:
         self._reader_groups().delete(name)

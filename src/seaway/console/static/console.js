@@ -65,8 +65,9 @@ const pages = {
         ["write failure", h.write_failure || "none"],
         ["ledger", `entries ${h.ledger.tail_index} to ${h.ledger.head_index}`]]);
       const c = h.counts;
-      figures("counts", [["logs", c.logs], ["scopes", c.scopes], ["streams", c.streams],
-        ["reader groups", c.reader_groups], ["queues", c.queues], ["transactions held", c.transactions],
+      const upTo = k => (c[k] >= h.counts_max[k] ? `${c[k]} or more` : String(c[k]));
+      figures("counts", [["scopes", c.scopes], ["streams", upTo("streams")],
+        ["reader groups", upTo("reader_groups")], ["queues", c.queues], ["transactions held", upTo("transactions")],
         ["notification plugins", c.notify_plugins]]);
     });
   },
