@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -219,15 +220,23 @@ def test_transactions_in_progress_are_listed_until_they_end(api: Api) -> None:
         assert tx.id not in {r["id"] for r in get_json(console, "/api/transactions")}
 
 
-def test_notification_plugins_show_their_target_and_position(api: Api, tmp_path: Path) -> None:
+def test_notification_plugins_show_their_target_position_and_last_delivery_error(api: Api, tmp_path: Path) -> None:
+    scope = api.name("ns")
     name = api.name("plugin")
-    api.sw.notify.set(NotifyConfig(name, JsonLinesFile(str(tmp_path / "out.jsonl")), scope=api.name("ns")))
+    api.sw.notify.set(NotifyConfig(name, JsonLinesFile(str(tmp_path / "missing" / "out.jsonl")), scope=scope))
     try:
         with console_over(api.sw) as console:
             plugins = {p["name"]: p for p in get_json(console, "/api/notify")}
-            assert plugins[name]["target"] == JsonLinesFile.TYPE
-            assert plugins[name]["error"] is None
+            assert plugins[name]["target"] == JsonLinesFile.TYPE and isinstance(plugins[name]["position"], int)
+            assert plugins[name]["error"] is None and plugins[name]["last_error"] is None
             assert "delivered" in plugins[name]["counters"]
+            api.sw.streams.create_scope(scope)  # selected: its delivery fails (no such directory)
+            deadline = time.monotonic() + 30
+            while plugins[name]["last_error"] is None and time.monotonic() < deadline:
+                time.sleep(0.05)  # the plugin's thread delivers: poll, bounded
+                plugins = {p["name"]: p for p in get_json(console, "/api/notify")}
+            assert "cannot append" in plugins[name]["last_error"]
+            assert ISO_UTC.match(plugins[name]["last_error_time"])
     finally:
         api.sw.notify.delete(name)
 

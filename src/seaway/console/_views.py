@@ -269,7 +269,9 @@ def transactions(store: Any) -> list[dict[str, Any]]:
 
 
 def plugins(store: Any) -> list[dict[str, Any]]:
-    """The notification plugins: target, position in the ledger, lag, counters, last error."""
+    """The notification plugins: target, position in the ledger, lag, counters, why one cannot run
+    (``error``), and its last failed delivery (``last_error``, at ``last_error_time``)."""
     return [{"name": s.name, "target": s.target, "position": s.position, "lag": _lag(getattr(s, "lag", None)),
              "counters": dict(s.counters), "pending": s.pending, "updated": iso_ms(s.updated_ms or None),
-             "error": s.error} for s in store.notify.status()]
+             "error": s.error, "last_error": s.last_error, "last_error_time": iso_ms(s.last_error_ms or None)}
+            for s in store.notify.status()]

@@ -166,7 +166,9 @@ const pages = {
       table("plugins", [["plugin", r => r.name], ["target", r => r.target], ["position", r => r.position, "num"],
         ["lag", r => lagText(r.lag), "num"], ["delivered", r => r.counters.delivered, "num"],
         ["failed", r => r.counters.failed, "num"], ["pending", r => r.pending, "num"], ["updated", r => r.updated],
-        ["last error", r => (r.error ? el("span", {class: "bad"}, r.error) : "none")]], rows, "no notification plugins");
+        ["last error", r => (r.error ? el("span", {class: "bad"}, "NOT RUNNING: " + r.error)
+          : r.last_error ? el("span", {}, `${r.last_error_time}: ${r.last_error}`) : "none")]],
+        rows, "no notification plugins");
     });
   },
 };
