@@ -185,8 +185,11 @@ def test_the_notifications_page_shows_a_plugin_with_its_position(world: World) -
     world.wait_text("#plugins", "no notification plugins")
     base = world.server.data_dir.parent  # where the server lets file targets write
     world.sw.notify.set(NotifyConfig("audit-log", JsonLinesFile(str(base / "audit.jsonl")), scope="billing"))
+    world.sw.notify.set(NotifyConfig("archive", JsonLinesFile(str(base / "no-such-dir" / "a.jsonl")), scope="web"))
     world.wait_text("#plugins", "audit-log")
     world.wait_text("#plugins", JsonLinesFile.TYPE)
+    world.sw.streams.create("web/sessions", segments=1)  # the archive selects it: its delivery fails
+    world.wait_text("#plugins", "cannot append")
     world.shot("notify")
 
 
