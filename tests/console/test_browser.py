@@ -1,9 +1,10 @@
 """The console in a real browser: Debian's chromium, driven by Playwright (never ``playwright install``:
 the system browser is used), against ``seaway serve --console-listen`` with a token. One browser
-for the module. Each page loads, shows what the test writes through a client while it is open
-(waited for in the page, never slept on), and is saved as a screenshot under the run's temporary
-directory (its path is printed; ``SEAWAY_SCREENSHOTS`` names another folder), from which
-docs/images/ takes them.
+and one server for the module (one xdist worker runs it all); each test writes what it looks for,
+and the stream's scalings are spread over the module so that its timeline has something to show.
+Each page loads, shows what the test writes through a client while it is open (waited for in the
+page, never slept on), and is saved as a screenshot under the run's temporary directory (its path is
+printed; ``SEAWAY_SCREENSHOTS`` names another folder), from which docs/images/ takes them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from seaway.server import ServerProcess
 from tests.console.conftest import TOKEN
 
 playwright_api = pytest.importorskip("playwright.sync_api")
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("console-browser")]  # one worker: one browser, one server
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
@@ -80,7 +82,13 @@ def world(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wo
         with clicks.writer() as writer:
             for i in range(40):
                 writer.write(f"click {i}".encode(), f"user-{i % 7}")
+        client.streams.create_scope("billing")
+        client.streams.create("billing/invoices", segments=4)
         context = browser.new_context(viewport={"width": 1280, "height": 860})
+        # Logged in as a person would be, by the login form (its cookie then goes with every request).
+        logged_in = context.request.post(f"{server.console_url}login", form={"token": TOKEN, "next": "/"},
+                                         max_redirects=0)
+        assert logged_in.status == 303, logged_in.text()
         try:
             made = World(server, client, context.new_page(), shots)
             yield made
@@ -92,18 +100,28 @@ def world(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wo
             context.close()
 
 
-def test_without_the_token_a_page_answers_401_with_the_login_form_which_lets_the_token_in(world: World) -> None:
-    page = world.page
+def test_without_the_token_a_page_answers_401_with_the_login_form_which_lets_the_token_in(
+        world: World, browser: Any) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})  # a browser without the cookie
+    page = context.new_page()
+    try:
+        _log_in(world, page)
+    finally:
+        context.close()
+
+
+def _log_in(world: World, page: Any) -> None:
     refused = page.goto(world.url + "/groups")
     assert refused is not None and refused.status == 401
     page.fill("#token", "not the token")
     page.click("button[type=submit]")
-    world.wait_text("main", "wrong token")
-    world.shot("login")
+    page.wait_for_selector("text=wrong token", timeout=WAIT_MS)
+    page.screenshot(path=str(world.shots / "login.png"), full_page=True)
     page.fill("#token", TOKEN)
     page.click("button[type=submit]")
     page.wait_for_url(world.url + "/groups", timeout=WAIT_MS)
-    world.wait_text("h1", "Groups and lag")
+    page.wait_for_selector("text=Groups and lag", timeout=WAIT_MS)
+    assert page.evaluate("() => document.body.dataset.page") == "groups"
 
 
 def test_the_health_page_shows_the_server_serving_and_what_it_holds(world: World) -> None:
@@ -112,19 +130,19 @@ def test_the_health_page_shows_the_server_serving_and_what_it_holds(world: World
     world.page.goto(world.url + "/")
     world.wait_text("#health-status", "SERVING")
     world.wait_text("#counts", "streams")
-    world.sw.streams.create("web/orders", segments=1)  # written while the page is open
+    streams = sum(len(world.sw.streams.list(scope)) for scope in world.sw.streams.scopes())
+    world.sw.streams.create(f"web/orders-{streams}", segments=1)  # written while the page is open
     world.page.wait_for_function(
-        "() => [...document.querySelectorAll('#counts dt')].some(dt => dt.textContent === 'streams'"
-        " && dt.nextElementSibling.textContent === '2')", timeout=WAIT_MS)
+        "n => [...document.querySelectorAll('#counts dt')].some(dt => dt.textContent === 'streams'"
+        " && dt.nextElementSibling.textContent === String(n))", arg=streams + 1, timeout=WAIT_MS)
     world.shot("health")
 
 
 def test_the_streams_page_lists_a_stream_created_while_it_is_open(world: World) -> None:
     world.page.goto(world.url + "/streams")
     world.wait_text("#streams", "web/clicks")
-    world.sw.streams.create_scope("billing")
-    world.sw.streams.create("billing/invoices", segments=4)
-    world.wait_text("#streams", "billing/invoices")
+    world.sw.streams.create("billing/payments", segments=2)
+    world.wait_text("#streams", "billing/payments")
     world.shot("streams")
     clicks = world.sw.streams.get("web/clicks")
     clicks.split(clicks.current_segments()[-1].id, 3)  # a second scaling, a little later
@@ -133,7 +151,7 @@ def test_the_streams_page_lists_a_stream_created_while_it_is_open(world: World) 
 def test_the_groups_page_shows_groups_created_while_it_is_open_and_charts_their_lag(world: World) -> None:
     sw = world.sw
     world.page.goto(world.url + "/groups")
-    world.wait_text("#reader-groups", "no reader groups")
+    world.wait_text("h1", "Groups and lag")
     sw.streams.create_reader_group("dashboards", "web/clicks", sw.streams.get("web/clicks").head())
     sw.queues.create("jobs")
     sw.queues.create_group("jobs", "workers", 3, "ROUND_ROBIN")
@@ -170,7 +188,7 @@ def test_the_ledger_page_is_a_live_feed_with_filters(world: World) -> None:
 
 def test_the_transactions_page_shows_a_transaction_while_it_is_in_progress(world: World) -> None:
     world.page.goto(world.url + "/transactions")
-    world.wait_text("#transactions", "no transactions in progress")
+    world.wait_text("h1", "Transactions")
     tx = world.sw.transaction(timeout_s=120)
     try:
         world.wait_text("#transactions", str(tx.id))
@@ -182,7 +200,7 @@ def test_the_transactions_page_shows_a_transaction_while_it_is_in_progress(world
 
 def test_the_notifications_page_shows_a_plugin_with_its_position(world: World) -> None:
     world.page.goto(world.url + "/notify")
-    world.wait_text("#plugins", "no notification plugins")
+    world.wait_text("h1", "Notifications")
     base = world.server.data_dir.parent  # where the server lets file targets write
     world.sw.notify.set(NotifyConfig("audit-log", JsonLinesFile(str(base / "audit.jsonl")), scope="billing"))
     world.sw.notify.set(NotifyConfig("archive", JsonLinesFile(str(base / "no-such-dir" / "a.jsonl")), scope="web"))

@@ -11,10 +11,13 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 import seaway
 from seaway.server import ServerProcess
 from tests.console.conftest import BEARER, TOKEN
+
+pytestmark = pytest.mark.slow  # starts servers and commands as child processes
 
 
 def test_seaway_serve_console_listen_serves_the_console_behind_the_servers_token(tmp_path: Path) -> None:
