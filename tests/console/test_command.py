@@ -31,6 +31,7 @@ def test_seaway_serve_console_listen_serves_the_console_behind_the_servers_token
             client.streams.create("ops/s", segments=3)
         health = httpx.get(base + "/api/health", headers=BEARER, timeout=30).json()
         assert health["status"] == "SERVING" and health["where"].startswith("server ")
+        assert health["server"]["requests"] >= 2 and health["server"]["refused for the token"] == 0
         streams = httpx.get(base + "/api/streams", headers=BEARER, timeout=30).json()
         assert [(s["stream"], s["segments"]) for s in streams] == [("ops/s", 3)]
         code = server.stop()

@@ -250,6 +250,7 @@ def test_health_says_serving_and_counts_what_the_store_holds(api: Api) -> None:
     assert health["status"] == "SERVING" and health["write_failure"] is None
     assert ISO_UTC.match(health["time"]) and health["ledger"]["head_index"] >= health["ledger"]["tail_index"]
     assert health["counts"]["streams"] >= 1 and health["counts"]["scopes"] >= 1
+    assert health["server"] is None  # figures only beside a server
 
 
 def test_health_counts_stop_at_the_lists_limits(api: Api) -> None:

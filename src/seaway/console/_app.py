@@ -44,17 +44,19 @@ def _error(exc: SeawayError) -> JSONResponse:
 
 
 class ConsoleApp:
-    """The routes over one store. ``where`` names the store on every page; ``serving``, beside a
-    server, is the server's own health rule."""
+    """The routes over one store. ``where`` names the store on every page; ``serving`` and
+    ``figures``, beside a server, are the server's own health rule and figures."""
 
     def __init__(self, store: Any, config: ConsoleConfig, sampler: LagSampler, *, where: str, started_ms: int,
-                 serving: Callable[[], bool] | None = None) -> None:
+                 serving: Callable[[], bool] | None = None,
+                 figures: Callable[[], dict[str, float]] | None = None) -> None:
         self._store = store
         self._config = config
         self._sampler = sampler
         self._where = where
         self._started_ms = started_ms
         self._serving = serving
+        self._figures = figures
         self._gate = TokenGate(config.token)
         self._plotly: bytes | None = None
         self._secure_cookie = config.tls_cert is not None
@@ -71,7 +73,8 @@ class ConsoleApp:
                   Route("/logout", self._logout),
                   Route("/static/{name}", self._static),
                   Route("/api/health", self._json(lambda r: views.health(
-                      self._store, self._where, self._started_ms, self._config.groups_max, self._serving))),
+                      self._store, self._where, self._started_ms, self._config.groups_max, self._serving,
+                      self._figures))),
                   Route("/api/streams", self._json(lambda r: views.streams(self._store))),
                   Route("/api/stream", self._json(lambda r: views.stream(self._store, _param(r, "name")))),
                   Route("/api/groups", self._json(self._groups)),

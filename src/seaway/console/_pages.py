@@ -15,7 +15,9 @@ NAV = (("/", "Health"), ("/streams", "Streams"), ("/groups", "Groups and lag"), 
 BODIES: dict[str, str] = {
     "health": """
 <section><h2>Server health</h2><dl id="health" class="figures"></dl></section>
-<section><h2>What the store holds</h2><dl id="counts" class="figures"></dl></section>""",
+<section><h2>What the store holds</h2><dl id="counts" class="figures"></dl></section>
+<section id="server-section" hidden><h2>The server since it started</h2><dl id="server" class="figures"></dl>
+</section>""",
     "streams": """
 <section><h2>Streams</h2><table id="streams"></table></section>""",
     "stream": """

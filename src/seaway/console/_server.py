@@ -42,13 +42,15 @@ class Console:
     """The web console over ``store`` (an embedded store or a client: the same public API), read-only.
 
     ``where`` names the store on every page; ``serving``, beside a server, is the server's health
-    rule (else the store's own state, or a client's health call, decides). Listening beyond
+    rule (else the store's own state, or a client's health call, decides), and ``figures`` its own
+    figures (named totals) for the health page. Listening beyond
     loopback needs a token and TLS, as the server does. :meth:`start` returns once it listens;
     :attr:`url` is where.
     """
 
     def __init__(self, store: Any, config: ConsoleConfig | None = None, *, where: str = "",
-                 serving: Callable[[], bool] | None = None) -> None:
+                 serving: Callable[[], bool] | None = None,
+                 figures: Callable[[], dict[str, float]] | None = None) -> None:
         self.config = config = config or ConsoleConfig()
         host, port = split_listen(config.listen)
         if not is_loopback(host) and not config.token:
@@ -58,7 +60,8 @@ class Console:
                                        " the token would otherwise cross the network in clear text")
         self.sampler = LagSampler(lambda: views.lag_totals(store, config.groups_max), config.lag_sample_interval_s,
                                   config.lag_samples_max)
-        app = ConsoleApp(store, config, self.sampler, where=where, started_ms=views.now_ms(), serving=serving)
+        app = ConsoleApp(store, config, self.sampler, where=where, started_ms=views.now_ms(), serving=serving,
+                         figures=figures)
         try:
             self._socket = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host
                                                 else socket.AF_INET)

@@ -48,10 +48,12 @@ def _lag(value: object) -> int | None:
 
 
 def health(store: Any, where: str, started_ms: int, groups_max: int,
-           serving: Callable[[], bool] | None = None) -> dict[str, Any]:
-    """Whether the store serves, its ledger's bounds, and how many of each thing it holds: counted
+           serving: Callable[[], bool] | None = None,
+           figures: Callable[[], dict[str, float]] | None = None) -> dict[str, Any]:
+    """Whether the store serves, its ledger's bounds, how many of each thing it holds (counted
     up to the lists' limits (:data:`STREAMS_MAX`, ``groups_max``, :data:`TRANSACTIONS_MAX`), so
-    that what the page asks every few seconds costs the same however much the store holds."""
+    that what the page asks every few seconds costs the same however much the store holds), and
+    beside a server, its own figures (``figures``: requests, errors, ... since it started)."""
     status = _status(store, serving)
     tail, head = store.ledger.bounds()
     scopes = store.streams.scopes()
@@ -68,7 +70,8 @@ def health(store: Any, where: str, started_ms: int, groups_max: int,
                        "queues": len(store.queues.list()),
                        "transactions": len(store.txn.list(limit=TRANSACTIONS_MAX)),
                        "notify_plugins": len(store.notify.status())},
-            "counts_max": {"streams": STREAMS_MAX, "reader_groups": groups_max, "transactions": TRANSACTIONS_MAX}}
+            "counts_max": {"streams": STREAMS_MAX, "reader_groups": groups_max, "transactions": TRANSACTIONS_MAX},
+            "server": None if figures is None else figures()}
 
 
 def _status(store: Any, serving: Callable[[], bool] | None) -> str:

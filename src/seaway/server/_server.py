@@ -278,7 +278,22 @@ class Server:
         config = self.config
         return Console(self.store, ConsoleConfig(listen=listen, token=config.token, tls_cert=config.tls_cert,
                                                  tls_key=config.tls_key),
-                       where=f"server {self.address} over {config.data_dir}", serving=self._serving)
+                       where=f"server {self.address} over {config.data_dir}", serving=self._serving,
+                       figures=self._console_figures)
+
+    _CONSOLE_FIGURES = {"seaway_requests_total": "requests", "seaway_errors_total": "errors",
+                        "seaway_unauthenticated_requests_total": "refused for the token",
+                        "seaway_appended_records_total": "records appended",
+                        "seaway_read_records_total": "records read", "seaway_open_readers": "open readers"}
+    """The server's metrics the console's health page shows (totals over their labels)."""
+
+    def _console_figures(self) -> dict[str, float]:
+        totals = dict.fromkeys(self._CONSOLE_FIGURES.values(), 0.0)
+        for metric in self.metrics.registry.collect():
+            for sample in metric.samples:
+                if sample.name in self._CONSOLE_FIGURES:
+                    totals[self._CONSOLE_FIGURES[sample.name]] += sample.value
+        return totals
 
     def start(self) -> None:
         for logger, log_filter in self._log_filters:  # from here to stop(): not left behind if __init__ fails

@@ -69,6 +69,10 @@ const pages = {
       figures("counts", [["scopes", c.scopes], ["streams", upTo("streams")],
         ["reader groups", upTo("reader_groups")], ["queues", c.queues], ["transactions held", upTo("transactions")],
         ["notification plugins", c.notify_plugins]]);
+      if (h.server) {
+        document.getElementById("server-section").hidden = false;
+        figures("server", Object.entries(h.server).map(([k, v]) => [k, v.toLocaleString("en")]));
+      }
     });
   },
 
