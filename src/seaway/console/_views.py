@@ -98,7 +98,7 @@ def segment_json(segment: Segment) -> dict[str, Any]:
 
 
 def streams(store: Any) -> list[dict[str, Any]]:
-    """Every stream (up to :data:`STREAMS_MAX`), with its state and current segments."""
+    """Every stream (up to :data:`STREAMS_MAX`), with its state and how many segments it has now."""
     rows: list[dict[str, Any]] = []
     for scope in store.streams.scopes():
         for name in store.streams.list(scope):
@@ -120,19 +120,22 @@ def stream(store: Any, name: str) -> dict[str, Any]:
     handle = store.streams.get(name)
     info = handle.describe()
     deltas = handle.history(limit=HISTORY_DELTAS_MAX)
+    bounds = store.logs.bounds([s.log_id for s in info.segments])  # one call for every segment
     segments = []
     for s in info.segments:
-        row = segment_json(s)
-        tail = store.logs.get(s.log_id).tail_lsn()
-        row["tail_lsn"] = lsn_str(tail)
-        segments.append(row)
+        found = bounds.get(s.log_id)
+        segments.append({**segment_json(s), "tail_lsn": None if found is None else lsn_str(found.tail_lsn)})
+    try:
+        first = handle.segments_at(info.created_ms)
+    except SeawayError:  # its first segments are no longer known: the timeline starts at its first scaling
+        first = []
     return {"stream": info.name, "state": info.state, "generation": info.generation,
             "created": iso_ms(info.created_ms), "config": info.config.to_json(), "segments": segments,
             "head": {segment_str(s): lsn_str(p) for s, p in info.head.positions.items()},
             "history": [{"generation": d.generation, "time": iso_ms(d.time_ms), "reason": d.reason,
                          "sealed": [segment_str(s) for s in d.sealed],
                          "created": [segment_str(s.id) for s in d.created]} for d in deltas],
-            "timeline": timeline(handle.segments_at(info.created_ms), deltas, info.created_ms, now_ms())}
+            "timeline": timeline(first, deltas, info.created_ms, now_ms())}
 
 
 def timeline(first: list[Segment], deltas: list[Delta], created_ms: int, until_ms: int) -> list[dict[str, Any]]:
