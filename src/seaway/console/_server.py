@@ -70,7 +70,10 @@ class Console:
         self.host = host
         self.port: int = self._socket.getsockname()[1]
         self._server = uvicorn.Server(uvicorn.Config(
-            app.asgi(), log_level="warning", lifespan="off", timeout_graceful_shutdown=1, access_log=False,
+            # No logging configuration of uvicorn's own: its warnings go to the process's handlers
+            # (a server's JSON lines).
+            app.asgi(), log_config=None, log_level="warning", lifespan="off", timeout_graceful_shutdown=1,
+            access_log=False,
             ssl_certfile=config.tls_cert, ssl_keyfile=config.tls_key))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         name="seaway-console", daemon=True)
