@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 import seaway
 from seaway.server import ServerProcess
 from tests.console.conftest import BEARER, TOKEN
+from tests.server.test_tls import _self_signed
 
 pytestmark = pytest.mark.slow  # starts servers and commands as child processes
 
@@ -115,3 +117,19 @@ def test_seaway_serve_refuses_a_console_address_already_taken_and_says_so(tmp_pa
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"the console cannot listen on 127.0.0.1:{port}" in done.stderr
     assert "listening on" not in done.stdout
+
+
+def test_beside_a_tls_server_the_console_serves_https_with_its_certificate_and_a_secure_cookie(
+        tmp_path: Path) -> None:
+    cert, key, _ = _self_signed(tmp_path)
+    extra = ("--tls-cert", str(cert), "--tls-key", str(key), "--console-listen", "127.0.0.1:0")
+    with ServerProcess(tmp_path / "data", token=TOKEN, extra_args=extra) as server:
+        assert server.console_url is not None and server.console_url.startswith("https://127.0.0.1:")
+        with httpx.Client(base_url=server.console_url, verify=ssl.create_default_context(cafile=str(cert)),
+                          timeout=30) as browser:
+            assert browser.get("/api/health").status_code == 401
+            assert browser.get("/api/health", headers=BEARER).json()["status"] == "SERVING"
+            logged_in = browser.post("/login", data={"token": TOKEN, "next": "/"})
+            assert logged_in.status_code == 303 and "Secure" in logged_in.headers["set-cookie"]
+        with pytest.raises(httpx.TransportError):  # plain HTTP to the TLS port
+            httpx.get(server.console_url.replace("https://", "http://") + "api/health", headers=BEARER, timeout=5)
