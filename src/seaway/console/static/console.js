@@ -83,7 +83,7 @@ const pages = {
         ["stream", r => el("a", {href: "/stream?name=" + encodeURIComponent(r.stream)}, r.stream)],
         ["state", r => r.state], ["generation", r => r.generation, "num"], ["segments", r => r.segments, "num"],
         ["scaling", r => JSON.stringify(r.config.scaling)], ["retention", r => JSON.stringify(r.config.retention)],
-        ["created", r => r.created]], rows, "no streams");
+        ["created", r => r.created, "time"]], rows, "no streams");
     });
   },
 
@@ -93,9 +93,9 @@ const pages = {
     every(async () => {
       const s = await getJson("/api/stream?name=" + encodeURIComponent(name));
       table("segments", [["segment", r => r.segment, "mono"], ["key range", r => `[${r.key_lo.toFixed(4)}, ${r.key_hi.toFixed(4)})`],
-        ["log", r => r.log_id, "mono"], ["tail", r => r.tail_lsn, "mono"], ["created", r => r.created]],
+        ["log", r => r.log_id, "mono"], ["tail", r => r.tail_lsn, "mono"], ["created", r => r.created, "time"]],
         s.segments, "no segments");
-      table("history", [["generation", r => r.generation, "num"], ["time", r => r.time], ["reason", r => r.reason],
+      table("history", [["generation", r => r.generation, "num"], ["time", r => r.time, "time"], ["reason", r => r.reason],
         ["sealed", r => r.sealed.join(", ")], ["created", r => r.created.join(", ")]], s.history, "never scaled");
       const spans = s.timeline;
       const shapes = spans.map(p => ({type: "rect", x0: p.from, x1: p.to, y0: p.key_lo, y1: p.key_hi,
@@ -124,9 +124,12 @@ const pages = {
         ["partitions", r => r.partitions.map(p => `${p.generation}.${p.partition} at ${p.position}/${p.entry}` +
           (p.lag === null ? "" : ` (lag ${p.lag})`)).join("; ")]], g.consumer_groups, "no consumer groups");
       const traces = g.lag_series.map(s => ({x: s.time, y: s.lag, name: s.name, mode: "lines+markers", connectgaps: false}));
+      const counted = traces.some(t => t.y.some(v => v !== null));
+      const note = counted ? [] : [{text: traces.length ? "the store does not count these groups' lag" : "no groups yet",
+        showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: {color: "#5b6b7c"}}];
       Plotly.react("lag-chart", traces, {margin: {t: 10, r: 10, b: 45, l: 55}, legend: {orientation: "h", y: -0.25},
-        xaxis: {title: {text: "time (UTC)"}, type: "date"}, yaxis: {title: {text: "lag"}, rangemode: "tozero"}},
-        {displaylogo: false, responsive: true});
+        xaxis: {title: {text: "time (UTC)"}, type: "date"}, yaxis: {title: {text: "lag"}, rangemode: "tozero"},
+        annotations: note}, {displaylogo: false, responsive: true});
       document.getElementById("lag-chart").dataset.samples = String(traces.reduce((n, t) => n + t.x.length, 0));
       if (g.sample_error) status("lag sample failed: " + g.sample_error, true);
     });
@@ -149,7 +152,7 @@ const pages = {
       shown.unshift(...page.entries.reverse());
       shown.length = Math.min(shown.length, 500);
       next = page.next;
-      table("ledger", [["index", r => r.index, "num"], ["time", r => r.time], ["kind", r => r.operation],
+      table("ledger", [["index", r => r.index, "num"], ["time", r => r.time, "time"], ["kind", r => r.operation],
         ["resource", r => r.resource, "mono"], ["change", r => JSON.stringify(r.change), "mono"]],
         shown, "no entries match");
     });
@@ -158,8 +161,8 @@ const pages = {
   transactions() {
     every(async () => {
       const rows = await getJson("/api/transactions");
-      table("transactions", [["id", r => r.id, "mono"], ["status", r => r.status], ["began", r => r.began],
-        ["age (s)", r => r.age_s, "num"], ["times out", r => r.times_out], ["logs", r => r.logs.join(", ") || "none", "mono"]],
+      table("transactions", [["id", r => r.id, "mono"], ["status", r => r.status], ["began", r => r.began, "time"],
+        ["age (s)", r => r.age_s, "num"], ["times out", r => r.times_out, "time"], ["logs", r => r.logs.join(", ") || "none", "mono"]],
         rows, "no transactions in progress");
     });
   },
@@ -169,9 +172,9 @@ const pages = {
       const rows = await getJson("/api/notify");
       table("plugins", [["plugin", r => r.name], ["target", r => r.target], ["position", r => r.position, "num"],
         ["lag", r => lagText(r.lag), "num"], ["delivered", r => r.counters.delivered, "num"],
-        ["failed", r => r.counters.failed, "num"], ["pending", r => r.pending, "num"], ["updated", r => r.updated],
+        ["failed", r => r.counters.failed, "num"], ["pending", r => r.pending, "num"], ["updated", r => r.updated, "time"],
         ["last error", r => (r.error ? el("span", {class: "bad"}, "NOT RUNNING: " + r.error)
-          : r.last_error ? el("span", {}, `${r.last_error_time}: ${r.last_error}`) : "none")]],
+          : r.last_error ? el("span", {}, `${r.last_error_time}: ${r.last_error}`) : "none"), "long"]],
         rows, "no notification plugins");
     });
   },
