@@ -76,6 +76,18 @@ def test_the_login_form_sets_a_cookie_that_opens_the_console_only_with_the_right
         assert too_big.status_code == 413
 
 
+def test_two_consoles_on_one_host_keep_a_cookie_each(api: Api) -> None:
+    """A browser sends a host's cookies to all its ports: each console's cookie is named for its port."""
+    with console_over(api.sw) as first, console_over(api.sw, token="another-token") as second, \
+            httpx.Client(timeout=30) as browser:
+        assert browser.post(first.url + "login", data={"token": TOKEN}).status_code == 303
+        assert browser.post(second.url + "login", data={"token": "another-token"}).status_code == 303
+        assert browser.get(first.url + "api/health").status_code == 200
+        assert browser.get(second.url + "api/health").status_code == 200
+        assert {c.name for c in browser.cookies.jar} == {f"seaway_console_{first.port}",
+                                                         f"seaway_console_{second.port}"}
+
+
 def test_without_a_token_set_the_console_is_open_on_loopback_and_refused_beyond(api: Api) -> None:
     with console_over(api.sw, token=None) as console:
         assert get(console, "/api/health", headers={}).status_code == 200

@@ -18,7 +18,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from seaway.console import _views as views
-from seaway.console._auth import COOKIE, RequireToken, SecurityHeaders, TokenGate
+from seaway.console._auth import RequireToken, SecurityHeaders, TokenGate
 from seaway.console._config import ConsoleConfig
 from seaway.console._lag import LagSampler
 from seaway.console._pages import login_page, page
@@ -47,8 +47,8 @@ class ConsoleApp:
     """The routes over one store. ``where`` names the store on every page; ``serving`` and
     ``figures``, beside a server, are the server's own health rule and figures."""
 
-    def __init__(self, store: Any, config: ConsoleConfig, sampler: LagSampler, *, where: str, started_ms: int,
-                 serving: Callable[[], bool] | None = None,
+    def __init__(self, store: Any, config: ConsoleConfig, sampler: LagSampler, *, port: int, where: str,
+                 started_ms: int, serving: Callable[[], bool] | None = None,
                  figures: Callable[[], dict[str, float]] | None = None) -> None:
         self._store = store
         self._config = config
@@ -57,7 +57,7 @@ class ConsoleApp:
         self._started_ms = started_ms
         self._serving = serving
         self._figures = figures
-        self._gate = TokenGate(config.token)
+        self._gate = TokenGate(config.token, port)
         self._plotly: bytes | None = None
         self._secure_cookie = config.tls_cert is not None
 
@@ -120,13 +120,13 @@ class ConsoleApp:
             return HTMLResponse(login_page(next_path, "wrong token"), status_code=401)
         response = RedirectResponse(next_path, status_code=303)
         if self._gate.required:
-            response.set_cookie(COOKIE, self._gate.session, httponly=True, samesite="strict",
+            response.set_cookie(self._gate.cookie, self._gate.session, httponly=True, samesite="strict",
                                 secure=self._secure_cookie)
         return response
 
     def _logout(self, request: Request) -> Response:
         response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(COOKIE)
+        response.delete_cookie(self._gate.cookie)
         return response
 
     def _static(self, request: Request) -> Response:

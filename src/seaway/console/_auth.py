@@ -17,7 +17,9 @@ from typing import Any
 from starlette.requests import HTTPConnection
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-COOKIE = "seaway_console"
+COOKIE_PREFIX = "seaway_console_"
+"""The cookie's name, before the console's port: a browser sends a host's cookies to every port of
+it, so two consoles on one host (each with its own token) keep a cookie each."""
 OPEN_PATHS = ("/login", "/static/")
 """What needs no token: the login form, and the page's code and style (no data)."""
 
@@ -28,9 +30,11 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class TokenGate:
-    """Whether a request carries the token. ``token`` None: every request does (no token set)."""
+    """Whether a request carries the token. ``token`` None: every request does (no token set).
+    ``port``: the console's, in the cookie's name."""
 
-    def __init__(self, token: str | None) -> None:
+    def __init__(self, token: str | None, port: int) -> None:
+        self.cookie = f"{COOKIE_PREFIX}{port}"
         self._bearer = f"Bearer {token}".encode() if token else None
         self._token = token.encode() if token else None
         self.session = hmac.new(token.encode(), b"seaway console session", hashlib.sha256).hexdigest() \
@@ -45,7 +49,7 @@ class TokenGate:
         if self._bearer is None:
             return True
         header = conn.headers.get("authorization", "").encode()
-        cookie = conn.cookies.get(COOKIE, "").encode()
+        cookie = conn.cookies.get(self.cookie, "").encode()
         return hmac.compare_digest(header, self._bearer) or hmac.compare_digest(cookie, self.session.encode())
 
     def right_token(self, supplied: str) -> bool:

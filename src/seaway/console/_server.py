@@ -60,8 +60,6 @@ class Console:
                                        " the token would otherwise cross the network in clear text")
         self.sampler = LagSampler(lambda: views.lag_totals(store, config.groups_max), config.lag_sample_interval_s,
                                   config.lag_samples_max)
-        app = ConsoleApp(store, config, self.sampler, where=where, started_ms=views.now_ms(), serving=serving,
-                         figures=figures)
         try:
             self._socket = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host
                                                 else socket.AF_INET)
@@ -69,6 +67,8 @@ class Console:
             raise InvalidArgumentError(f"the console cannot listen on {config.listen}: {exc}") from exc
         self.host = host
         self.port: int = self._socket.getsockname()[1]
+        app = ConsoleApp(store, config, self.sampler, port=self.port, where=where, started_ms=views.now_ms(),
+                         serving=serving, figures=figures)
         self._server = uvicorn.Server(uvicorn.Config(
             # No logging configuration of uvicorn's own: its warnings go to the process's handlers
             # (a server's JSON lines).
