@@ -179,7 +179,7 @@ def test_the_command_loads_the_benchmarks_only_when_they_run() -> None:
                          "seaway.bench") != []
 
 
-CONSOLE_READS = {"seaway.console", "seaway.errors", "seaway.ledger", "seaway.log", "seaway.streams"}
+CONSOLE_READS = {"seaway.Store", "seaway.console", "seaway.errors", "seaway.ledger", "seaway.log", "seaway.streams"}
 """What the web console imports from seaway: it reads through the API of the store it is given
 (an embedded store or a client alike), so it needs neither the store, the client nor the server."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.resources
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
@@ -23,6 +23,9 @@ from seaway.console._config import ConsoleConfig
 from seaway.console._lag import LagSampler
 from seaway.console._pages import login_page, page
 from seaway.errors import ClientError, InvalidArgumentError, SeawayError
+
+if TYPE_CHECKING:
+    from seaway import Store  # a Protocol: both stores (embedded and a client) satisfy it
 
 STATIC_TYPES = {"console.js": "text/javascript", "console.css": "text/css", "favicon.svg": "image/svg+xml"}
 LOGIN_BODY_BYTES_MAX = 8 << 10
@@ -47,7 +50,7 @@ class ConsoleApp:
     """The routes over one store. ``where`` names the store on every page; ``serving`` and
     ``figures``, beside a server, are the server's own health rule and figures."""
 
-    def __init__(self, store: Any, config: ConsoleConfig, sampler: LagSampler, *, port: int, where: str,
+    def __init__(self, store: Store, config: ConsoleConfig, sampler: LagSampler, *, port: int, where: str,
                  started_ms: int, serving: Callable[[], bool] | None = None,
                  figures: Callable[[], dict[str, float]] | None = None) -> None:
         self._store = store

@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -17,6 +17,9 @@ from seaway.console._app import ConsoleApp
 from seaway.console._config import ConsoleConfig
 from seaway.console._lag import LagSampler
 from seaway.errors import InvalidArgumentError, UnavailableError
+
+if TYPE_CHECKING:
+    from seaway import Store  # a Protocol: both stores (embedded and a client) satisfy it
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
@@ -48,7 +51,7 @@ class Console:
     :attr:`url` is where.
     """
 
-    def __init__(self, store: Any, config: ConsoleConfig | None = None, *, where: str = "",
+    def __init__(self, store: Store, config: ConsoleConfig | None = None, *, where: str = "",
                  serving: Callable[[], bool] | None = None,
                  figures: Callable[[], dict[str, float]] | None = None) -> None:
         self.config = config = config or ConsoleConfig()

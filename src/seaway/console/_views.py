@@ -1,6 +1,6 @@
 """What the console shows, as JSON-ready values: read through the public API that an embedded store
-(``seaway.open``) and a client (``seaway.connect``) both offer, and nothing else, so that the same
-code serves both. Times are ISO 8601 UTC (``2026-11-27T04:30:00.123Z``), LSNs ``e<epoch>n<esn>``,
+(``seaway.open``) and a client (``seaway.connect``) both offer (the :class:`seaway.Store` Protocol,
+which mypy checks every call here against), and nothing else, so that the same code serves both. Times are ISO 8601 UTC (``2026-11-27T04:30:00.123Z``), LSNs ``e<epoch>n<esn>``,
 segments ``generation.number``, as the command prints them.
 
 Nothing here changes the store: every call it makes only reads.
@@ -13,12 +13,15 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seaway.errors import SeawayError
 from seaway.ledger import CHANGES, LedgerEntry
 from seaway.log import lsn_str
 from seaway.streams import Delta, Segment, segment_str
+
+if TYPE_CHECKING:
+    from seaway import Store  # a Protocol: both stores (embedded and a client) satisfy it
 
 STREAMS_MAX = 1_000
 """Streams the streams page lists (the first by scope, then name)."""
@@ -47,7 +50,7 @@ def _lag(value: object) -> int | None:
 # --- health ------------------------------------------------------------------------------------
 
 
-def health(store: Any, where: str, started_ms: int, groups_max: int,
+def health(store: Store, where: str, started_ms: int, groups_max: int,
            serving: Callable[[], bool] | None = None,
            figures: Callable[[], dict[str, float]] | None = None) -> dict[str, Any]:
     """Whether the store serves, its ledger's bounds, how many of each thing it holds (counted
@@ -74,7 +77,7 @@ def health(store: Any, where: str, started_ms: int, groups_max: int,
             "server": None if figures is None else figures()}
 
 
-def _status(store: Any, serving: Callable[[], bool] | None) -> str:
+def _status(store: Store, serving: Callable[[], bool] | None) -> str:
     """``SERVING`` or ``NOT_SERVING``, as the server's Health call says it. Beside a server, its own
     rule (``serving``); for a client, the server's answer; for an embedded store, open and taking
     writes."""
@@ -97,7 +100,7 @@ def segment_json(segment: Segment) -> dict[str, Any]:
             "generation": segment.generation, "created": iso_ms(segment.created_ms), "log_id": segment.log_id}
 
 
-def streams(store: Any) -> list[dict[str, Any]]:
+def streams(store: Store) -> list[dict[str, Any]]:
     """Every stream (up to :data:`STREAMS_MAX`), with its state and how many segments it has now."""
     rows: list[dict[str, Any]] = []
     for scope in store.streams.scopes():
@@ -114,7 +117,7 @@ def streams(store: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def stream(store: Any, name: str) -> dict[str, Any]:
+def stream(store: Store, name: str) -> dict[str, Any]:
     """One stream: its current segments (with their logs' tails), its scalings, and its scaling
     timeline: every segment it has had, with the key range it covered and from when until when."""
     handle = store.streams.get(name)
@@ -162,7 +165,7 @@ def timeline(first: list[Segment], deltas: list[Delta], created_ms: int, until_m
 # --- groups ------------------------------------------------------------------------------------
 
 
-def reader_groups(store: Any, groups_max: int) -> list[dict[str, Any]]:
+def reader_groups(store: Store, groups_max: int) -> list[dict[str, Any]]:
     """The reader groups (the first ``groups_max`` by name): readers, segments and positions, lag."""
     rows = []
     for name in store.streams.list_reader_groups(limit=groups_max):
@@ -182,7 +185,7 @@ def reader_groups(store: Any, groups_max: int) -> list[dict[str, Any]]:
     return rows
 
 
-def consumer_groups(store: Any, groups_max: int) -> list[dict[str, Any]]:
+def consumer_groups(store: Store, groups_max: int) -> list[dict[str, Any]]:
     """The queues' consumer groups (the first ``groups_max``): layout, partitions' positions, lag."""
     rows: list[dict[str, Any]] = []
     for queue in store.queues.list():
@@ -203,7 +206,7 @@ def consumer_groups(store: Any, groups_max: int) -> list[dict[str, Any]]:
     return rows
 
 
-def lag_totals(store: Any, groups_max: int) -> dict[str, int | None]:
+def lag_totals(store: Store, groups_max: int) -> dict[str, int | None]:
     """Every group's total lag, by series name (``reader group NAME``, ``consumer group QUEUE/GROUP``,
     ``notify NAME``): what the lag sampler records."""
     totals: dict[str, int | None] = {}
@@ -230,7 +233,7 @@ def entry_json(entry: LedgerEntry) -> dict[str, Any]:
             "resource": entry.resource, "change": json.loads(json.dumps(change, default=str))}
 
 
-def ledger(store: Any, *, after: int | None, kind: str, name: str, entries_max: int,
+def ledger(store: Store, *, after: int | None, kind: str, name: str, entries_max: int,
            scan_entries_max: int) -> dict[str, Any]:
     """Ledger entries of operation ``kind`` (all if empty) on a resource whose name contains ``name``
     (all if empty). With ``after`` (an index): the entries after it, oldest first; without: the
@@ -265,7 +268,7 @@ def ledger(store: Any, *, after: int | None, kind: str, name: str, entries_max: 
 # --- transactions and notifications ------------------------------------------------------------
 
 
-def transactions(store: Any) -> list[dict[str, Any]]:
+def transactions(store: Store) -> list[dict[str, Any]]:
     """The transactions the manager holds: in progress, then invalid (aborted or timed out, their
     data not yet gone); the first :data:`TRANSACTIONS_MAX`."""
     now = now_ms()
@@ -274,7 +277,7 @@ def transactions(store: Any) -> list[dict[str, Any]]:
             for t in store.txn.list(limit=TRANSACTIONS_MAX)]
 
 
-def plugins(store: Any) -> list[dict[str, Any]]:
+def plugins(store: Store) -> list[dict[str, Any]]:
     """The notification plugins: target, position in the ledger, lag, counters, why one cannot run
     (``error``), and its last failed delivery (``last_error``, at ``last_error_time``)."""
     return [{"name": s.name, "target": s.target, "position": s.position, "lag": _lag(getattr(s, "lag", None)),
