@@ -46,9 +46,9 @@ class Console:
 
     ``where`` names the store on every page; ``serving``, beside a server, is the server's health
     rule (else the store's own state, or a client's health call, decides), and ``figures`` its own
-    figures (named totals) for the health page. Listening beyond
-    loopback needs a token and TLS, as the server does. :meth:`start` returns once it listens;
-    :attr:`url` is where.
+    figures (named totals) for the health page. Listening beyond loopback needs a token and TLS, as
+    the server does (the rule is the server's; the console keeps a copy of its two small checks so
+    that it depends on no server). :meth:`start` returns once it listens; :attr:`url` is where.
     """
 
     def __init__(self, store: Store, config: ConsoleConfig | None = None, *, where: str = "",
