@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright import sync_api as playwright_api
 
 import seaway
 from seaway.notify import JsonLinesFile, NotifyConfig
 from seaway.server import ServerProcess
 from tests.console.conftest import TOKEN
 
-playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("console-browser")]  # one worker: one browser, one server
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
