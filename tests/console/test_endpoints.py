@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import seaway
 from seaway.console import Console, ConsoleConfig
 from seaway.errors import InvalidArgumentError
 from seaway.notify import JsonLinesFile, NotifyConfig
@@ -221,6 +222,19 @@ def test_the_ledger_feed_filters_by_kind_and_name_and_pages_forward(api: Api) ->
         page = get_json(console, f"/api/ledger?kind=stream.created&name={scope}/&after={after}")
         assert [e["resource"] for e in page["entries"]] == [f"stream/{scope}/s3"]
         assert get_json(console, f"/api/ledger?kind=scope.deleted&name={scope}")["entries"] == []
+
+
+def test_the_ledger_feed_says_which_entries_were_pruned_before_it_showed_them(tmp_path: Path) -> None:
+    with seaway.open(tmp_path / "data") as sw, console_over(sw) as console:
+        for n in range(4):
+            sw.streams.create_scope(f"p{n}")
+        first = get_json(console, "/api/ledger")
+        assert first["missed"] is None and len(first["entries"]) == 4
+        after = first["entries"][0]["index"]  # as if the feed had shown only the first entry
+        sw.ledger.prune(after + 2)
+        page = get_json(console, f"/api/ledger?after={after}")
+        assert page["missed"] == {"first": after + 1, "last": after + 2}
+        assert [e["index"] for e in page["entries"]] == [after + 3]
 
 
 def test_transactions_in_progress_are_listed_until_they_end(api: Api) -> None:

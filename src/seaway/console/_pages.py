@@ -41,7 +41,7 @@ yet read, sampled by the console every <span id="sample-interval"></span> s sinc
 <label>Kind <select id="kind" name="kind"><option value="">every kind</option>{operations}</select></label>
 <label>Name contains <input id="name" name="name" type="search" placeholder="scope/stream, queue, log..."></label>
 <span class="hint">newest first; live</span></form>
-<table id="ledger"></table></section>""",
+<p id="missed" class="error"></p><table id="ledger"></table></section>""",
     "transactions": """
 <section><h2>Transactions in progress</h2>
 <p class="hint">Then the invalid ones: aborted or timed out, their data not yet gone.</p>

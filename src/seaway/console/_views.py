@@ -1,7 +1,8 @@
 """What the console shows, as JSON-ready values: read through the public API that an embedded store
 (``seaway.open``) and a client (``seaway.connect``) both offer (the :class:`seaway.Store` Protocol,
-which mypy checks every call here against), and nothing else, so that the same code serves both. Times are ISO 8601 UTC (``2026-11-27T04:30:00.123Z``), LSNs ``e<epoch>n<esn>``,
-segments ``generation.number``, as the command prints them.
+which mypy checks every call here against), and nothing else, so that the same code serves both.
+Times are ISO 8601 UTC (``2026-11-27T04:30:00.123Z``), LSNs ``e<epoch>n<esn>``, segments
+``generation.number``, as the command prints them.
 
 Nothing here changes the store: every call it makes only reads.
 """
@@ -238,7 +239,8 @@ def ledger(store: Store, *, after: int | None, kind: str, name: str, entries_max
     """Ledger entries of operation ``kind`` (all if empty) on a resource whose name contains ``name``
     (all if empty). With ``after`` (an index): the entries after it, oldest first; without: the
     latest ones. At most ``entries_max`` entries, found among at most ``scan_entries_max``;
-    ``next`` is the index to ask after next time."""
+    ``next`` is the index to ask after next time; ``missed``, the entries after ``after`` that were
+    pruned before they could be shown (None if none were)."""
     tail, head = store.ledger.bounds()
     start = max(tail, head - scan_entries_max + 1) if after is None else max(tail, after + 1)
     stop = min(head, start + scan_entries_max - 1)
@@ -262,7 +264,9 @@ def ledger(store: Store, *, after: int | None, kind: str, name: str, entries_max
             found = found[:entries_max]
             last_seen = found[-1]["index"]
         next_index = last_seen
-    return {"entries": found, "next": max(next_index, 0), "tail_index": tail, "head_index": head}
+    missed = store.ledger.missed(after) if after is not None else range(0)
+    return {"entries": found, "next": max(next_index, 0), "tail_index": tail, "head_index": head,
+            "missed": None if not missed else {"first": missed.start, "last": missed.stop - 1}}
 
 
 # --- transactions and notifications ------------------------------------------------------------

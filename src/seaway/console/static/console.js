@@ -152,6 +152,8 @@ const pages = {
       shown.unshift(...page.entries.reverse());
       shown.length = Math.min(shown.length, 500);
       next = page.next;
+      const missed = page.missed ? `entries ${page.missed.first} to ${page.missed.last} were pruned before they were shown` : "";
+      document.getElementById("missed").textContent = missed;
       table("ledger", [["index", r => r.index, "num"], ["time", r => r.time, "time"], ["kind", r => r.operation],
         ["resource", r => r.resource, "mono"], ["change", r => JSON.stringify(r.change), "mono"]],
         shown, "no entries match");
