@@ -9,12 +9,14 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 import seaway
+from seaway.console import Console, ConsoleConfig
 from seaway.server import ServerProcess
 from tests.console.conftest import BEARER, TOKEN
 from tests.server.test_tls import _self_signed
@@ -133,3 +135,30 @@ def test_beside_a_tls_server_the_console_serves_https_with_its_certificate_and_a
             assert logged_in.status_code == 303 and "Secure" in logged_in.headers["set-cookie"]
         with pytest.raises(httpx.TransportError):  # plain HTTP to the TLS port
             httpx.get(server.console_url.replace("https://", "http://") + "api/health", headers=BEARER, timeout=5)
+
+
+def test_a_console_over_a_client_answers_503_while_the_server_is_away_and_recovers(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data", token=TOKEN)
+    try:
+        retry = seaway.RetryPolicy(attempts_max=1)
+        with seaway.connect(server.url, token=TOKEN, timeout_s=3, retry=retry) as client, \
+                Console(client, ConsoleConfig(listen="127.0.0.1:0", token=TOKEN, lag_sample_interval_s=3600)) \
+                as console:
+            assert httpx.get(console.url + "api/streams", headers=BEARER, timeout=30).json() == []
+            server.stop()
+            away = httpx.get(console.url + "api/streams", headers=BEARER, timeout=30)
+            assert away.status_code == 503 and away.json()["retriable"] is True
+            console.sampler.sample()
+            assert console.sampler.last_error is not None
+            assert httpx.get(console.url + "api/health", headers=BEARER, timeout=30).status_code == 503
+            server.restart()
+            # The client reconnects on its own (its channel's backoff is at most a second): the next
+            # answers after that are whole again.
+            deadline = time.monotonic() + 30
+            back = httpx.get(console.url + "api/streams", headers=BEARER, timeout=30)
+            while back.status_code != 200 and time.monotonic() < deadline:
+                time.sleep(0.1)  # a page asks again at its next refresh; bounded
+                back = httpx.get(console.url + "api/streams", headers=BEARER, timeout=30)
+            assert back.status_code == 200 and back.json() == []
+    finally:
+        server.stop()

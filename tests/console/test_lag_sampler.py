@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from seaway.console._lag import LagSampler
 from seaway.errors import UnavailableError
 
@@ -46,3 +48,20 @@ def test_start_takes_a_sample_at_once_and_stop_ends_the_thread() -> None:
     finally:
         sampler.stop()
     assert sampler._thread is not None and not sampler._thread.is_alive()
+
+
+def test_a_defect_in_a_sample_is_kept_and_logged_and_sampling_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    answers: list[object] = [KeyError("boom"), {"notify p": 1}]
+
+    def read() -> dict[str, int | None]:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        assert isinstance(answer, dict)
+        return answer
+
+    sampler = LagSampler(read, interval_s=60.0, samples_max=3)
+    sampler.sample()
+    assert sampler.last_error == "KeyError: 'boom'" and "lag sample failed" in caplog.text
+    sampler.sample()
+    assert sampler.last_error is None and [s["lag"] for s in sampler.series()] == [[1]]

@@ -40,9 +40,13 @@ class LagSampler:
         :attr:`last_error` (and logged), not raised: the next sample tries again."""
         try:
             totals = self._totals()
-        except SeawayError as exc:
+        except SeawayError as exc:  # the store unreachable, a group deleted meanwhile, ...
             self.last_error = str(exc)
             _log.warning("lag sample failed: %s", exc)
+            return
+        except Exception as exc:  # a defect: said and logged, but the sampling thread goes on
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            _log.exception("lag sample failed")
             return
         self.last_error = None
         at = self._clock_ms()
