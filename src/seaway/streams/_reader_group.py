@@ -371,7 +371,7 @@ class ReaderGroups:
         conf = _Conf.decode(found.value)
         return ReaderGroup(self._logs, self._meta, name, conf, self._get_stream(conf.stream), self._snapshot)
 
-    def list(self, limit: int | None = None) -> builtins.list[str]:
+    def names(self, limit: int | None = None) -> builtins.list[str]:
         """The names of the reader groups, in name order, the first ``limit`` of them (all when
         None): a scan of the groups' records (two each), read in pages."""
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):

@@ -282,7 +282,7 @@ class Streams:
     def list_reader_groups(self, limit: int | None = None) -> builtins.list[str]:
         """The names of the reader groups (of every stream), in name order: the first ``limit``
         (all when None)."""
-        return self._reader_groups().list(limit)
+        return self._reader_groups().names(limit)
 
     def delete_reader_group(self, name: str) -> None:
         self._reader_groups().delete(name)
