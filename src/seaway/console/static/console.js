@@ -98,7 +98,7 @@ const pages = {
       table("history", [["generation", r => r.generation, "num"], ["time", r => r.time, "time"], ["reason", r => r.reason],
         ["sealed", r => r.sealed.join(", ")], ["created", r => r.created.join(", ")]], s.history, "never scaled");
       const spans = s.timeline;
-      const shapes = spans.map(p => ({type: "rect", x0: p.from, x1: p.to, y0: p.key_lo, y1: p.key_hi,
+      const shapes = spans.map(p => ({type: "rect", layer: "below", x0: p.from, x1: p.to, y0: p.key_lo, y1: p.key_hi,
         fillcolor: colors[p.generation % colors.length], opacity: p.open ? 0.9 : 0.6, line: {color: "#023047", width: 1}}));
       const labels = {x: spans.map(p => p.from), y: spans.map(p => (p.key_lo + p.key_hi) / 2), mode: "text",
         text: spans.map(p => p.segment), textposition: "middle right", textfont: {color: "#102a3c", size: 12},
@@ -106,7 +106,8 @@ const pages = {
         hovertext: spans.map(p => `${p.segment} [${p.key_lo}, ${p.key_hi}) ${p.from} to ${p.open ? "now" : p.to}`),
         showlegend: false};
       Plotly.react("timeline", [labels], {margin: {t: 10, r: 10, b: 45, l: 55}, shapes,
-        xaxis: {title: {text: "time (UTC)"}, type: "date"}, yaxis: {title: {text: "key space"}, range: [0, 1]}},
+        xaxis: {title: {text: "time (UTC)"}, type: "date", showgrid: false},
+        yaxis: {title: {text: "key space"}, range: [0, 1], showgrid: false}},
         {displaylogo: false, responsive: true});
       document.getElementById("timeline").dataset.segments = String(spans.length);
     });
