@@ -105,8 +105,11 @@ SUBSCRIBED_GROUPS_MAX = 1_000
 """Subscribed reader groups of one stream that retention looks at (the first by name)."""
 
 
+_GROUPS_PREFIX = b"rg/"
+
+
 def group_prefix(name: str) -> bytes:
-    return f"rg/{name}/".encode()
+    return _GROUPS_PREFIX + f"{name}/".encode()
 
 
 def subscription_prefix(stream: str) -> bytes:
@@ -366,6 +369,11 @@ class ReaderGroups:
             raise UnknownReaderGroupError(f"reader group {name!r} does not exist")
         conf = _Conf.decode(found.value)
         return ReaderGroup(self._logs, self._meta, name, conf, self._get_stream(conf.stream), self._snapshot)
+
+    def names(self) -> list[str]:
+        """Every group's name, in byte order (read in pages: as many as there are)."""
+        return [key[len(_GROUPS_PREFIX):-len(b"/conf")].decode()
+                for key, _ in self._meta.scan_all(NAMESPACE, prefix=_GROUPS_PREFIX) if key.endswith(b"/conf")]
 
     def delete(self, name: str) -> None:
         """Delete a group and its state; its readers get :class:`UnknownReaderGroupError`."""

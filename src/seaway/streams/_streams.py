@@ -282,6 +282,10 @@ class Streams:
     def delete_reader_group(self, name: str) -> None:
         self._reader_groups().delete(name)
 
+    def list_reader_groups(self) -> builtins.list[str]:
+        """The names of the reader groups, in byte order."""
+        return self._reader_groups().names()
+
     def _reader_groups(self) -> ReaderGroups:
         return ReaderGroups(self._controller.logs, self._controller.meta, self.get,
                             None if self._txn is None else self._txn.snapshot)
