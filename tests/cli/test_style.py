@@ -201,3 +201,28 @@ def test_serve_on_a_used_port_says_so_and_creates_nothing(tmp_path: Path) -> Non
         f"seaway: error: cannot listen on 127.0.0.1:{port}: Address already in use (is another server running "
         "there?)"], ran.stderr
     assert not data.exists()
+
+
+def test_python_reprs_spell_lsns_and_segments_as_the_command_does(where: Where) -> None:
+    from seaway.log import lsn_str, make_lsn  # noqa: PLC0415
+    from seaway.queues import Position  # noqa: PLC0415
+    from seaway.streams import Event, StreamCut  # noqa: PLC0415
+
+    with where.open() as sw:
+        log = sw.logs.create(where.log)
+        log.append_batch([b"a"])
+        items = list(log.read(1, log.tail_lsn()))
+        assert all(LSN.search(repr(item)) and not re.search(r"lsn(_lo|_hi)?=\d", repr(item)) for item in items)
+        last = items[-1]
+        assert repr(last) == (f"Record(log_id={log.id}, lsn={lsn_str(last.lsn)}, timestamp_ms={last.timestamp_ms}, "
+                              "payload=b'a')")
+        sw.queues.create(f"q{where.ns}")
+        sw.queues.create_group(f"q{where.ns}", "g", 1)
+        info = repr(sw.queues.describe_group(f"q{where.ns}", "g"))
+        assert "position=Position(lsn=e0n1, entry=0), tail_lsn=e" in info, info
+    assert repr(Position(make_lsn(3, 7), 2)) == "Position(lsn=e3n7, entry=2)"
+    cut = StreamCut("web/clicks", {(1 << 32) | 2: make_lsn(1, 5)})
+    assert repr(cut) == "StreamCut(stream='web/clicks', positions={'1.2': e1n5})"
+    event = Event(b"x", (1 << 32) | 2, make_lsn(1, 5), 0, {(1 << 32) | 2: make_lsn(1, 6)})
+    assert repr(event) == ("Event(payload=b'x', segment='1.2', lsn=e1n5, timestamp_ms=0, position={'1.2': e1n6}, "
+                           "routing_key=None)")

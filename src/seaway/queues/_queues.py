@@ -38,7 +38,7 @@ from seaway.ledger import (
     QueueCreated,
     QueueDeleted,
 )
-from seaway.log import MetaApi, MetaBatch
+from seaway.log import MetaApi, MetaBatch, lsn_str
 from seaway.queues._chunks import drained
 from seaway.queues._consumer import Consumer
 from seaway.queues._producer import PRODUCER_GROUPS_REFRESH_S, Producer
@@ -86,6 +86,11 @@ class PartitionInfo:
     position: Position
     tail_lsn: int
     final_lsn: int | None
+
+    def __repr__(self) -> str:  # LSNs as everything else prints them: e<epoch>n<esn>
+        final = None if self.final_lsn is None else lsn_str(self.final_lsn)
+        return f"PartitionInfo(generation={self.generation}, partition={self.partition}, log_id={self.log_id}, " \
+               f"position={self.position!r}, tail_lsn={lsn_str(self.tail_lsn)}, final_lsn={final})"
 
     @property
     def drained(self) -> bool:

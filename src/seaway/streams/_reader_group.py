@@ -80,8 +80,8 @@ from seaway.errors import (
     UnknownReaderGroupError,
 )
 from seaway.ledger import ReaderGroupCreated, ReaderGroupDeleted
-from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, LogsApi, MetaApi, Record
-from seaway.streams._cut import StreamCut
+from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, LogsApi, MetaApi, Record, lsn_str
+from seaway.streams._cut import StreamCut, positions_repr
 from seaway.streams._framing import unframe_keyed
 from seaway.streams._metadata import NAMESPACE
 from seaway.streams._names import check_part, generation_of, segment_str
@@ -177,6 +177,11 @@ class Event:
     """The routing key the event was written with, as given (str or bytes), on a stream that
     stores keys (``StreamConfig.framed``: created ``store_routing_keys`` or ``transactional``);
     None when it was written without one, or the stream does not store keys."""
+
+    def __repr__(self) -> str:  # segments and LSNs as everything else prints them: 1.2, e<epoch>n<esn>
+        return f"Event(payload={self.payload!r}, segment={segment_str(self.segment)!r}, lsn={lsn_str(self.lsn)}, " \
+               f"timestamp_ms={self.timestamp_ms}, position={positions_repr(self.position)}, " \
+               f"routing_key={self.routing_key!r})"
 
 
 @dataclass(frozen=True)
