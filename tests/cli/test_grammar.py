@@ -166,16 +166,22 @@ def test_an_interrupted_dequeue_aborts_its_transaction(own_server: ServerProcess
     with seaway.connect(own_server.url) as sw:
         sw.queues.create("q")
         sw.queues.create_group("q", "g", 1)
+        blocking = sw.transaction(timeout_s=600)  # an entry in progress: the dequeue waits for it to end
+        producer = sw.queues.producer("q")
+        producer.enqueue(blocking, b"pending")
+        producer.flush(blocking)
         waiting = _seaway("queue", "dequeue", "q", "g", "0", "--timeout-s", "600", "--address", own_server.url)
         try:
             deadline = time.monotonic() + WAIT_S
-            while not (started := [t for t in sw.txn.list() if t.status.value == "IN_PROGRESS"]):
+            while not (started := [t.id for t in sw.txn.list()
+                                   if t.status.value == "IN_PROGRESS" and t.id != blocking.id]):
                 assert time.monotonic() < deadline and waiting.poll() is None, "the dequeue began no transaction"
                 time.sleep(0.05)  # polling the store for the child's transaction, with a deadline
         finally:
             status, out, err = _interrupt(waiting)
         assert status == EXIT_INTERRUPTED and out == "", err
-        assert sw.txn.status(started[0].id).value == "ABORTED"  # not left IN_PROGRESS until it times out
+        assert sw.txn.status(started[0]).value == "ABORTED"  # not left IN_PROGRESS until it times out
+        blocking.abort()
 
 
 def test_a_dequeue_blocked_by_an_open_transaction_names_it(cli: Cli, where: Where) -> None:
@@ -222,3 +228,28 @@ def test_get_or_create_says_what_differs(where: Where) -> None:
             sw.queues.create_group(queue, "g", 3, "HASH", key="page", exist_ok=True)
         with pytest.raises(ConsumerGroupExistsError, match=r"has a consumer group 'g'$"):
             sw.queues.create_group(queue, "g", 2, "HASH", key="user")
+
+
+def test_lines_of_stdin_are_written_in_batches_each_once_and_in_order(own_server: ServerProcess) -> None:
+    lines = [f"line-{n}" for n in range(5000)]
+    for argv in (("scope", "create", "in"), ("stream", "create", "in/s", "--segments", "3")):
+        assert subprocess.run([sys.executable, "-m", "seaway.cli", *argv, "--address", own_server.url],
+                              capture_output=True, timeout=120, check=False).returncode == 0
+    for prefix, key in (("", []), ("k-", ["--routing-key", "k"])):
+        stdin = "".join(f"{prefix}{line}\n" for line in lines)
+        wrote = subprocess.run([sys.executable, "-m", "seaway.cli", "stream", "write", "in/s", *key, "--json",
+                                "--address", own_server.url], input=stdin, capture_output=True, text=True,
+                               timeout=120, check=False)
+        assert wrote.returncode == 0 and json.loads(wrote.stdout)["count"] == len(lines), wrote.stderr
+    with seaway.connect(own_server.url) as sw:
+        group = sw.streams.create_reader_group("check", "in/s")
+        with group.reader("r") as reader:
+            read = []
+            while (event := reader.read_next(5.0)) is not None:
+                read.append((event.payload.decode(), event.segment))
+    plain = [(p, s) for p, s in read if not p.startswith("k-")]
+    keyed = [(p, s) for p, s in read if p.startswith("k-")]
+    assert sorted(p for p, _ in plain) == sorted(lines)  # each once
+    assert len({s for _, s in plain}) > 1  # the unkeyed batches were spread over the segments
+    assert [p for p, _ in keyed] == [f"k-{line}" for line in lines]  # one key: in the order of stdin
+    assert len({s for _, s in keyed}) == 1

@@ -226,3 +226,17 @@ def test_python_reprs_spell_lsns_and_segments_as_the_command_does(where: Where) 
     event = Event(b"x", (1 << 32) | 2, make_lsn(1, 5), 0, {(1 << 32) | 2: make_lsn(1, 6)})
     assert repr(event) == ("Event(payload=b'x', segment='1.2', lsn=e1n5, timestamp_ms=0, position={'1.2': e1n6}, "
                            "routing_key=None)")
+
+
+def test_log_tail_leaves_out_the_bridges_between_epochs_unless_asked(cli: Cli, tmp_path: Path) -> None:
+    data = ("--data-dir", str(tmp_path / "data"))
+    assert cli("log", "create", "l", *data).status == 0
+    for payload in ("a", "b"):  # each command over a data directory opens a new epoch
+        assert cli("log", "append", "l", payload, *data).status == 0
+    plain = _lines(cli("log", "tail", "l", *data).out)
+    assert [line.split("\t")[2] for line in plain] == ["a", "b"]
+    bridged = _lines(cli("log", "tail", "l", "--bridges", *data).out)
+    assert [line.split()[0] for line in bridged if "gap" in line] == ["BRIDGE", "BRIDGE"]
+    assert cli("log", "trim", "l", plain[0].split("\t")[0], *data).status == 0
+    trimmed = _lines(cli("log", "tail", "l", *data).out)  # other gaps are always shown
+    assert trimmed[0].startswith("TRIM gap e0n1..") and trimmed[1].endswith("\tb")

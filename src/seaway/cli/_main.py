@@ -129,6 +129,9 @@ def _parser(*, with_benchmarks: bool) -> argparse.ArgumentParser:
     tail.add_argument("--from", dest="lsn_from", default="1", metavar="LSN", help=f"{LSN_HELP} (default 1)")
     tail.add_argument("--limit", type=int, help="stop after this many records")
     tail.add_argument("--follow", action="store_true", help="keep waiting for new records")
+    tail.add_argument("--bridges", action="store_true",
+                      help="also print BRIDGE gaps (where one epoch ends and the next begins: no record was ever "
+                           "there, so they are left out by default); other gaps are always printed")
     trim = ops.add_parser("trim", parents=[common], help="trim a log up to and including an LSN")
     trim.add_argument("log")
     trim.add_argument("lsn", help=LSN_HELP)
@@ -234,7 +237,7 @@ def _name_the_log(exc: SeawayError, log: Any) -> None:
 
 def _log_op(args: argparse.Namespace, named: list[Any]) -> None:
     from seaway.cli._lsn import parse_lsn  # noqa: PLC0415
-    from seaway.log import LSN_MAX, Record, lsn_str  # noqa: PLC0415
+    from seaway.log import LSN_MAX, GapType, Record, lsn_str  # noqa: PLC0415
 
     # LSN arguments are parsed here, not by argparse, so a bad one is one line like any other error;
     # and before the store opens, so that it is refused before anything is created.
@@ -266,6 +269,8 @@ def _log_op(args: argparse.Namespace, named: list[Any]) -> None:
             named.append(log)
             printed = 0
             for item in log.read(given["lsn_from"], LSN_MAX if args.follow else None):
+                if not args.bridges and not isinstance(item, Record) and item.type is GapType.BRIDGE:
+                    continue
                 print(json.dumps(_item_json(item)) if args.json else _item_text(item), flush=args.follow)
                 printed += isinstance(item, Record)
                 if limit is not None and printed >= limit:

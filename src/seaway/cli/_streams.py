@@ -243,10 +243,11 @@ def run_stream(args: argparse.Namespace) -> None:
             if args.txn and getattr(sw, "transaction", None) is None:
                 raise InvalidArgumentError("--txn needs transactions, which this connection does not offer")
             with stream.writer() as writer, sw.transaction() if args.txn else nullcontext() as tx:
-                acks = [writer.write(e, args.routing_key, txn=tx) for e in events]
-                done = [a.result(60) for a in acks]
-            out(args, {"stream": stream.name, "count": len(done), **({"txn": tx.id} if tx else {})},
-                f"wrote {plural(len(done), 'event')} to {stream.name}" + (f" in transaction {tx.id}" if tx else ""))
+                acks = [writer.write_batch(batch, args.routing_key, txn=tx) for batch in _batches(events)]
+                for ack in acks:
+                    ack.result(60)
+            out(args, {"stream": stream.name, "count": len(events), **({"txn": tx.id} if tx else {})},
+                f"wrote {plural(len(events), 'event')} to {stream.name}" + (f" in transaction {tx.id}" if tx else ""))
         elif args.op == "read":
             _read(sw, stream, _cut(sw, stream, args.cut_from), args)
         elif args.op == "history":
@@ -257,6 +258,25 @@ def run_stream(args: argparse.Namespace) -> None:
             out(args, rows, "\n".join(
                 f"{r['generation']}\t{r['time']}\tsealed {','.join(r['sealed'])}\tcreated "
                 f"{','.join(c['segment'] for c in r['created'])}\t{text_of(r['reason'])}" for r in rows))
+
+
+WRITE_BATCH_EVENTS_MAX = 1000
+WRITE_BATCH_BYTES_MAX = 1 << 20
+
+
+def _batches(events: list[bytes]) -> list[list[bytes]]:
+    """``events`` in batches of at most WRITE_BATCH_EVENTS_MAX events and WRITE_BATCH_BYTES_MAX bytes
+    (one event larger than that alone): a write per batch, not per event, is what makes 20,000 lines of
+    stdin take a fraction of a second. Events without a routing key go a batch to a segment."""
+    batches: list[list[bytes]] = []
+    size = 0
+    for event in events:
+        if not batches or len(batches[-1]) >= WRITE_BATCH_EVENTS_MAX or size + len(event) > WRITE_BATCH_BYTES_MAX:
+            batches.append([])
+            size = 0
+        batches[-1].append(event)
+        size += len(event)
+    return batches
 
 
 def _check_cut_text(text: str) -> None:
