@@ -16,7 +16,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from seaway.cli._store import open_store, out, time_text
+from seaway.cli._store import open_store, out, text_of, time_text
 from seaway.errors import InvalidArgumentError, NotifyConfigError
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def _run_tail(args: argparse.Namespace) -> None:
             for entry in entries[:None if args.limit is None else args.limit - printed]:
                 row = _entry_json(entry)
                 print(json.dumps(row) if args.json else
-                      f"{row['index']} {row['time']} {row['operation']} {row['resource']} "
+                      f"{row['index']} {row['time']} {row['operation']} {text_of(row['resource'])} "
                       f"{json.dumps(row['change'])}", flush=True)
                 printed += 1
                 index = entry.index + 1
