@@ -328,8 +328,12 @@ def _read(sw: Any, stream: Any, start: StreamCut, args: argparse.Namespace) -> N
         snapshot = _snapshot(sw) if config.transactional else None
         aborted = AbortedJudges(sw.meta)  # asked after the snapshot was taken
         segments = sorted(stream.segments_between(start, stream.tail()), key=lambda s: (s.generation, s.key_lo))
+        unfinished: list[Segment] = []  # looked at in this pass, not read to their end: they hold back later ones
         for segment in segments:
-            if segment.id in finished or any(_before(p, segment) and p.id not in finished for p in segments):
+            if segment.id in finished:
+                continue
+            if any(_before(p, segment) for p in unfinished):
+                unfinished.append(segment)
                 continue
             log = sw.logs.get(segment.log_id)
             final, tail = log.final_lsn(), log.tail_lsn()
@@ -352,6 +356,8 @@ def _read(sw: Any, stream: Any, start: StreamCut, args: argparse.Namespace) -> N
             positions[segment.id] = position
             if final is not None and position > final:
                 finished.add(segment.id)
+            else:
+                unfinished.append(segment)
         if not args.follow:
             return
         time.sleep(FOLLOW_POLL_S)  # bounded polling: the logs offer no wait across segments
