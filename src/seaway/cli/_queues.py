@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def add_queue_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     queue = commands.add_parser(
-        "queue", help="queues with consumer groups: create, describe, delete, enqueue, dequeue, group",
+        "queue", help="queues with consumer groups: list, create, describe, delete, enqueue, dequeue, group",
         description="A queue's entries reach exactly one consumer of each of its consumer groups; a consumer "
                     "acknowledges by committing the transaction it dequeued in.")
     ops = queue.add_subparsers(dest="op", required=True, metavar="OPERATION")

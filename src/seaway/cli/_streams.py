@@ -94,7 +94,8 @@ def add_stream_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     history.add_argument("stream")
     history.add_argument("--limit", type=int, default=1000)
 
-    group = commands.add_parser("reader-group", help="reader groups: readers that share a stream's segments",
+    group = commands.add_parser("reader-group", help="readers that share a stream's segments: list, create, describe, "
+                                                     "delete, read",
                                 description="Readers of a group, in any process, share a stream's segments: each "
                                             "segment is read by one reader at a time, in key order across scalings.")
     ops = group.add_subparsers(dest="op", required=True, metavar="OPERATION")
