@@ -134,6 +134,20 @@ def test_errors_under_json_are_json_with_their_code(cli: Cli, where: Where) -> N
     assert plain.err.startswith("seaway: error: ") and plain.err.endswith("[UNKNOWN_LOG]\n")
 
 
+def test_usage_errors_under_json_are_json_too(capsys: pytest.CaptureFixture[str]) -> None:
+    from seaway.cli import main  # noqa: PLC0415
+
+    with pytest.raises(SystemExit) as usage:
+        main(["log", "tail", "--json", "--no-such-option", "l"])
+    assert usage.value.code == EXIT_USAGE
+    error = json.loads(capsys.readouterr().err)
+    assert error["code"] == "USAGE" and "--no-such-option" in error["error"]
+    with pytest.raises(SystemExit):
+        main(["log", "tail", "--no-such-option", "l"])
+    text = capsys.readouterr().err  # argparse's own, without --json
+    assert text.startswith("usage: seaway") and "unrecognized arguments: --no-such-option" in text
+
+
 def test_exit_statuses_tell_failed_usage_absent_and_unavailable_apart(cli: Cli, where: Where) -> None:
     log = where.log
     assert cli("log", "create", log, *where.args).status == 0

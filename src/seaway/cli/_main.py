@@ -13,7 +13,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from seaway.cli._demo import add_demo_parser, run_demo_command
 from seaway.cli._lsn import LSN_HELP
@@ -59,6 +59,14 @@ class _Parser(argparse.ArgumentParser):
     x``): a parser without subcommands parses intermixed (``parse_known_intermixed_args``)."""
 
     _intermixing = False
+    json_errors = False
+    """Whether a usage error is printed as JSON (the command line asked for ``--json``)."""
+
+    def error(self, message: str) -> NoReturn:
+        if not self.json_errors:
+            super().error(message)
+        print(json.dumps({"error": f"{self.prog}: {message}", "code": "USAGE", "retriable": False}), file=sys.stderr)
+        sys.exit(EXIT_USAGE)
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
@@ -378,6 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` (default: ``sys.argv[1:]``); return its exit status (see
     :data:`EXIT_CODES_HELP`). Errors go to stderr as one line, or as a JSON object with ``--json``."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    _Parser.json_errors = "--json" in argv
     args = _parser(with_benchmarks=argv[:1] == ["bench"]).parse_args(argv)
     try:
         return _run(args)
