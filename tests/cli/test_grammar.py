@@ -253,3 +253,15 @@ def test_lines_of_stdin_are_written_in_batches_each_once_and_in_order(own_server
     assert len({s for _, s in plain}) > 1  # the unkeyed batches were spread over the segments
     assert [p for p, _ in keyed] == [f"k-{line}" for line in lines]  # one key: in the order of stdin
     assert len({s for _, s in keyed}) == 1
+
+
+def test_an_empty_standard_input_writes_nothing_alike_for_logs_streams_and_queues(tmp_path: Path) -> None:
+    data = ("--data-dir", str(tmp_path / "data"))
+    for argv in (("log", "create", "l"), ("scope", "create", "s"), ("stream", "create", "s/s"),
+                 ("queue", "create", "q")):
+        assert subprocess.run([sys.executable, "-m", "seaway.cli", *argv, *data], capture_output=True, timeout=120,
+                              check=False).returncode == 0
+    for argv in (("log", "append", "l"), ("stream", "write", "s/s"), ("queue", "enqueue", "q")):
+        ran = subprocess.run([sys.executable, "-m", "seaway.cli", *argv, *data, "--json"], input="",
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert ran.returncode == 0 and json.loads(ran.stdout)["count"] == 0, (argv, ran.stderr)

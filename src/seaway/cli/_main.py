@@ -268,6 +268,9 @@ def _log_op(args: argparse.Namespace, named: list[Any]) -> None:
             log = sw.logs.get(args.log)
             named.append(log)
             payloads = [arg_bytes(p) for p in args.payloads] or stdin_lines()
+            if not payloads:  # an empty standard input: nothing to do, as stream write and queue enqueue
+                out(args, {"log": log.name, "count": 0}, f"appended 0 records to {log.name}")
+                return
             lsns = log.append_batch(payloads, if_tail=given.get("if_tail"))
             out(args, {"log": log.name, "first_lsn": lsns[0], "first_lsn_str": lsn_str(lsns[0]), "last_lsn": lsns[-1],
                        "last_lsn_str": lsn_str(lsns[-1]), "count": len(lsns)},
