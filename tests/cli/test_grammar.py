@@ -265,3 +265,12 @@ def test_an_empty_standard_input_writes_nothing_alike_for_logs_streams_and_queue
         ran = subprocess.run([sys.executable, "-m", "seaway.cli", *argv, *data, "--json"], input="",
                              capture_output=True, text=True, timeout=120, check=False)
         assert ran.returncode == 0 and json.loads(ran.stdout)["count"] == 0, (argv, ran.stderr)
+
+
+def test_the_internal_log_groups_written_out_for_log_list_are_the_stores() -> None:
+    from seaway.cli._main import INTERNAL_LOG_GROUPS  # noqa: PLC0415
+    from seaway.queues._records import PARTITIONS_GROUP  # noqa: PLC0415
+    from seaway.streams._controller import SEGMENTS_GROUP  # noqa: PLC0415
+    from seaway.txn import WAL_LOG  # noqa: PLC0415
+
+    assert INTERNAL_LOG_GROUPS == (SEGMENTS_GROUP, PARTITIONS_GROUP) and WAL_LOG.startswith("seaway.")
