@@ -29,6 +29,7 @@ from seaway.cli._store import (
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     arg_bytes,
+    bytes_json,
     open_store,
     out,
     parse_time,
@@ -204,7 +205,6 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 def _item_json(item: ReadItem) -> dict[str, Any]:
-    from seaway.cli._store import bytes_json  # noqa: PLC0415
     from seaway.log import Record, lsn_str  # noqa: PLC0415
 
     if isinstance(item, Record):
