@@ -52,6 +52,10 @@ def test_every_kind_has_a_list_and_log_list_hides_the_stores_own_logs(cli: Cli, 
         assert ran.status == 0, (argv, ran)
     listed = cli("log", "list", *where.args).out.splitlines()
     assert log in listed and not any(n.startswith(("seg/", "queue/", "seaway.")) for n in listed), listed
+    infos = json.loads(cli("log", "info", *where.args, "--json").out)
+    assert log in [r["name"] for r in infos] and not any(r["internal"] for r in infos)
+    every_info = json.loads(cli("log", "info", "--all", *where.args, "--json").out)
+    assert any(r["internal"] and r["name"].startswith("seg/") for r in every_info)
     everything = json.loads(cli("log", "list", "--all", *where.args, "--json").out)
     assert log in everything and any(n.startswith("seg/") for n in everything)
     assert any(n.startswith("queue/") for n in everything) and "seaway.txn.wal" in everything

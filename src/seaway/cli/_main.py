@@ -151,8 +151,10 @@ def _parser(*, with_benchmarks: bool) -> argparse.ArgumentParser:
     seal.add_argument("log")
     delete = ops.add_parser("delete", parents=[common], help="delete a log and its records (its id is never reused)")
     delete.add_argument("log")
-    info = ops.add_parser("info", parents=[common], help="logs and their state (all of them, internal ones too)")
+    info = ops.add_parser("info", parents=[common], help="a log's state, or every log's (internal ones with --all)")
     info.add_argument("log", nargs="?")
+    info.add_argument("--all", action="store_true",
+                      help="also the logs the store keeps for streams, queues and transactions")
     add_meta_parser(commands, common)
     add_stream_parsers(commands, common)
     add_queue_parsers(commands, common)
@@ -312,7 +314,8 @@ def _log_op(args: argparse.Namespace, named: list[Any]) -> None:
             names = sorted(log.name for log in sw.logs.list() if args.all or not _internal(log))
             out(args, names, "\n".join(text_of(n) for n in names))
         elif args.op == "info":
-            logs = [sw.logs.get(args.log)] if args.log else sw.logs.list()
+            logs = [sw.logs.get(args.log)] if args.log else [log for log in sw.logs.list()
+                                                             if args.all or not _internal(log)]
             rows = [_info_row(log) for log in logs]
             if args.json:
                 print(json.dumps(rows))
