@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 import seaway
+from seaway.cli._store import EXIT_FAILED, EXIT_USAGE
 from seaway.console import Console, ConsoleConfig
 from seaway.server import ServerProcess
 from tests.console.conftest import BEARER, TOKEN
@@ -79,7 +80,7 @@ def test_seaway_console_serves_a_data_directory_until_sigterm(tmp_path: Path) ->
 def test_seaway_console_refuses_a_directory_that_is_not_a_store(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "seaway.cli", "console", "--data-dir", str(tmp_path / "nope"),
                            "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 1 and "no Seaway data directory" in done.stderr
+    assert done.returncode == EXIT_USAGE and "no Seaway data directory" in done.stderr
     assert not (tmp_path / "nope").exists()
 
 
@@ -116,9 +117,10 @@ def test_seaway_serve_refuses_a_console_address_already_taken_and_says_so(tmp_pa
         done = subprocess.run([sys.executable, "-m", "seaway.cli", "serve", "--data-dir", str(tmp_path / "data"),
                                "--listen", "127.0.0.1:0", "--console-listen", f"127.0.0.1:{port}"],
                               capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert f"the console cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
     assert "listening on" not in done.stdout
+    assert not (tmp_path / "data").exists()  # refused before anything is created
 
 
 def test_beside_a_tls_server_the_console_serves_https_with_its_certificate_and_a_secure_cookie(

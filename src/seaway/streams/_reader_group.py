@@ -80,8 +80,8 @@ from seaway.errors import (
     UnknownReaderGroupError,
 )
 from seaway.ledger import ReaderGroupCreated, ReaderGroupDeleted
-from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, LogsApi, MetaApi, Record
-from seaway.streams._cut import StreamCut
+from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, LogsApi, MetaApi, Record, lsn_str
+from seaway.streams._cut import StreamCut, positions_repr
 from seaway.streams._framing import unframe_keyed
 from seaway.streams._metadata import NAMESPACE
 from seaway.streams._names import check_part, generation_of, segment_str
@@ -105,12 +105,11 @@ SUBSCRIBED_GROUPS_MAX = 1_000
 """Subscribed reader groups of one stream that retention looks at (the first by name)."""
 
 
-GROUPS_PREFIX = b"rg/"
-"""Where every reader group's records are (group names hold no ``/``)."""
+_GROUPS_PREFIX = b"rg/"
 
 
 def group_prefix(name: str) -> bytes:
-    return GROUPS_PREFIX + f"{name}/".encode()
+    return _GROUPS_PREFIX + f"{name}/".encode()
 
 
 def subscription_prefix(stream: str) -> bytes:
@@ -178,6 +177,11 @@ class Event:
     """The routing key the event was written with, as given (str or bytes), on a stream that
     stores keys (``StreamConfig.framed``: created ``store_routing_keys`` or ``transactional``);
     None when it was written without one, or the stream does not store keys."""
+
+    def __repr__(self) -> str:  # segments and LSNs as everything else prints them: 1.2, e<epoch>n<esn>
+        return f"Event(payload={self.payload!r}, segment={segment_str(self.segment)!r}, lsn={lsn_str(self.lsn)}, " \
+               f"timestamp_ms={self.timestamp_ms}, position={positions_repr(self.position)}, " \
+               f"routing_key={self.routing_key!r})"
 
 
 @dataclass(frozen=True)
@@ -377,10 +381,10 @@ class ReaderGroups:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
             raise InvalidArgumentError(f"limit is a positive integer or None, got {limit!r:.40}")
         names: builtins.list[str] = []
-        for key, _ in self._meta.scan_all(NAMESPACE, prefix=GROUPS_PREFIX):
+        for key, _ in self._meta.scan_all(NAMESPACE, prefix=_GROUPS_PREFIX):
             if limit is not None and len(names) >= limit:
                 break
-            name, _, record = key[len(GROUPS_PREFIX):].decode().partition("/")
+            name, _, record = key[len(_GROUPS_PREFIX):].decode().partition("/")
             if record == "conf":
                 names.append(name)
         return names
