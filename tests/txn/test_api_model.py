@@ -162,15 +162,23 @@ class TxnApiModel(Embedded, RuleBasedStateMachine):
 
     # --- rules -----------------------------------------------------------------------------------
 
-    @rule(target=txns)
-    def begin(self) -> Any:
+    @rule(target=txns, key=st.none() | st.sampled_from(KEYS), value=st.binary(min_size=1, max_size=4),
+          records=st.integers(0, 2))
+    def begin(self, key: bytes | None, value: bytes, records: int) -> Any:
+        """A transaction, which may stage a write and write records at once (so that most steps
+        reach the manager's log)."""
         try:
             handle = self.sw.transaction(timeout_s=600)
         except self.unknown as exc:  # it may exist, unknown to the model: it never writes
             self._failed(exc)
             return multiple()
         self.status[handle.id] = _IN_PROGRESS
-        return Txn(handle, self._tick(), self.restarts)
+        txn = Txn(handle, self._tick(), self.restarts)
+        if key is not None:
+            self.stage(txn, key, value)
+        for _ in range(records):
+            self.write_a_record(txn)
+        return txn
 
     @rule(txn=txns, key=st.sampled_from(KEYS), value=st.binary(min_size=1, max_size=4))
     def stage(self, txn: Txn, key: bytes, value: bytes) -> None:
