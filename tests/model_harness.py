@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize
 
 import seaway
-from seaway.server import ServerProcess
+from seaway.server import Server, ServerConfig, ServerProcess
 from seaway.testing import AppendFaults
 
 
@@ -122,3 +122,36 @@ class OverAppendFaults:
     def _close(self) -> None:
         self._calm()
         self.sw.close()
+
+
+class ThroughAServerOverAppendFaults(OverAppendFaults):
+    """As :class:`OverAppendFaults`, with the store in a server run in this process (its appends
+    faulted) and the model a client of it (``seaway.connect``); a restart stops the server and
+    starts another on the same data directory."""
+
+    def _open(self) -> Any:
+        self.server = Server(ServerConfig(data_dir=self.dir / "data", listen="127.0.0.1:0"))
+        self.server.start()
+        self.client = seaway.connect(self.server.url)
+        return self.client
+
+    def _apply_faults(self) -> None:
+        chance = self.fault_chance
+        faults = AppendFaults(self.faults_seed + self.fault_restarts, refuse=chance, refuse_later=chance,
+                              lose_reply=chance)
+        self.faults = faults.applied(self.server)
+        self.faults.__enter__()
+
+    def _restart(self) -> Any:
+        self._calm()
+        self.sw.close()
+        self.server.stop()
+        self.fault_restarts += 1
+        self.sw = self._open()
+        self._apply_faults()
+        return self.sw
+
+    def _close(self) -> None:
+        self._calm()
+        self.sw.close()
+        self.server.stop()
