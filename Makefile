@@ -28,9 +28,19 @@ $(STAMP): pyproject.toml
 				"tests/notify's NATS tests will fail" >&2; \
 		fi; \
 	fi
+	@# The console's browser tests drive Debian's chromium with Playwright (never `playwright install`).
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing chromium for tests/console"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else \
+			echo "warning: chromium is missing and cannot be installed here (needs root and apt-get):" \
+				"tests/console's browser tests will fail" >&2; \
+		fi; \
+	fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,spark]'
+	$(BIN)/pip install --quiet -e '.[dev,spark,console]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -175,8 +175,30 @@ def test_the_command_loads_the_benchmarks_only_when_they_run() -> None:
     assert _loaded_after("import seaway.cli", "seaway.bench") == []
     assert _loaded_after("from seaway.cli import main\nimport contextlib, io\n"
                          "with contextlib.redirect_stdout(io.StringIO()):\n"
-                         "    assert main(['bench', 'txn', '--pairs', '0']) == 1",
+                         "    assert main(['bench', 'txn', '--pairs', '0']) == 2",
                          "seaway.bench") != []
+
+
+CONSOLE_READS = {"seaway.Store", "seaway.console", "seaway.errors", "seaway.ledger", "seaway.log", "seaway.streams"}
+"""What the web console imports from seaway: it reads through the API of the store it is given
+(an embedded store or a client alike), so it needs neither the store, the client nor the server."""
+
+
+def test_the_console_reads_only_through_the_public_api_of_the_store_it_is_given() -> None:
+    found = []
+    for path in sorted((SRC / "console").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found += [f"{_module_name(path)}:{node.lineno} imports {name}" for name in _imported(node, path)
+                          if name.split(".")[0] == "seaway" and not any(
+                              name == allowed or name.startswith(allowed + ".") for allowed in CONSOLE_READS)]
+    assert found == []
+
+
+def test_the_command_and_the_server_load_the_console_and_its_web_server_only_when_asked() -> None:
+    for prefix in ("seaway.console", "starlette", "uvicorn", "plotly"):
+        assert _loaded_after("import seaway.cli, seaway.server", prefix) == [], prefix
+    assert _loaded_after("import seaway.console", "starlette") != []
 
 
 def _best_cpu_s(argv: list[str], runs: int = 3) -> float:

@@ -48,7 +48,7 @@ def test_every_exported_name_exists_and_modules_are_private() -> None:
         public_modules = [n for n in dir(module)
                           if not n.startswith("_") and isinstance(getattr(module, n), types.ModuleType)]
         allowed = {"log", "logsdb", "cli", "client", "demo", "ledger", "notify", "queues", "server", "spark", "streams",
-                   "testing", "txn", "wire", "bench", "errors"}
+                   "testing", "txn", "wire", "bench", "errors", "console"}
         assert set(public_modules) <= allowed, public_modules
 
 
@@ -59,3 +59,11 @@ def test_error_codes_are_unique_and_found_by_code() -> None:
     for error in errors:
         assert seaway.error_class(error.code) is error
     assert seaway.error_class("NO_SUCH_CODE") is seaway.SeawayError
+
+
+def test_the_consoles_public_names_are_pinned() -> None:
+    import seaway.console  # noqa: PLC0415 - an optional part of the install, loaded only here
+
+    assert seaway.console.__all__ == ["Console", "ConsoleConfig"]
+    for name in seaway.console.__all__:
+        assert getattr(seaway.console, name).__module__.startswith("seaway.console._")

@@ -82,59 +82,69 @@ from seaway._errors import (
     error_class,
 )
 from seaway._lazy import lazy_names
-from seaway.log import (
-    LSN_INVALID,
-    LSN_MAX,
-    LSN_OLDEST,
-    BatchingWriter,
-    Durability,
-    Gap,
-    GapType,
-    LogAttributes,
-    LogGroup,
-    MetaBatch,
-    Record,
-    RecordRun,
-    RetryPolicy,
-    Versioned,
-    epoch_of,
-    esn_of,
-    lsn_str,
-    make_lsn,
-)
-from seaway.queues import Strategy
-from seaway.streams import (
-    ByDataRate,
-    ByEventRate,
-    FixedSegments,
-    RetentionBySize,
-    RetentionByTime,
-    Stream,
-    StreamConfig,
-    StreamCut,
-    Streams,
-)
-from seaway.txn import Snapshot, Transaction, TxnConfig, TxnStatus
 
 if TYPE_CHECKING:
     from seaway._seaway import Seaway, SeawayConfig, open  # noqa: A004
     from seaway.client import RemoteSeaway, connect
-    from seaway.log import LedgerConfig, Log, LogStoreConfig, Reader
+    from seaway.log import (
+        LSN_INVALID,
+        LSN_MAX,
+        LSN_OLDEST,
+        BatchingWriter,
+        Durability,
+        Gap,
+        GapType,
+        LedgerConfig,
+        Log,
+        LogAttributes,
+        LogGroup,
+        LogStoreConfig,
+        MetaBatch,
+        Reader,
+        Record,
+        RecordRun,
+        RetryPolicy,
+        Versioned,
+        epoch_of,
+        esn_of,
+        lsn_str,
+        make_lsn,
+    )
     from seaway.logsdb import LogsDBConfig
+    from seaway.queues import Strategy
+    from seaway.streams import (
+        ByDataRate,
+        ByEventRate,
+        FixedSegments,
+        RetentionBySize,
+        RetentionByTime,
+        Stream,
+        StreamConfig,
+        StreamCut,
+        Streams,
+    )
+    from seaway.txn import Snapshot, Transaction, TxnConfig, TxnStatus
 
 _LAZY = {
     **dict.fromkeys(("Seaway", "SeawayConfig", "open"), "seaway._seaway"),
     **dict.fromkeys(("RemoteSeaway", "connect"), "seaway.client"),
     **dict.fromkeys(("LedgerConfig", "Log", "LogStoreConfig", "Reader"), "seaway.log"),
     "LogsDBConfig": "seaway.logsdb",
+    **dict.fromkeys(("LSN_INVALID", "LSN_MAX", "LSN_OLDEST", "BatchingWriter", "Durability", "Gap", "GapType",
+                     "LogAttributes", "LogGroup", "MetaBatch", "Record", "RecordRun", "RetryPolicy", "Versioned",
+                     "epoch_of", "esn_of", "lsn_str", "make_lsn"), "seaway.log"),
+    "Strategy": "seaway.queues",
+    **dict.fromkeys(("ByDataRate", "ByEventRate", "FixedSegments", "RetentionBySize", "RetentionByTime", "Stream",
+                     "StreamConfig", "StreamCut", "Streams"), "seaway.streams"),
+    **dict.fromkeys(("Snapshot", "Transaction", "TxnConfig", "TxnStatus"), "seaway.txn"),
 }
-"""The names backed by the embedded store or the client's transport (gRPC), and where they live (PEP 562 loads
-them on first use)."""
+"""Every name but the errors and the clock, and where it lives: PEP 562 loads each on first use, so that
+``import seaway`` (and the command's ``seaway --help``) stays light, and ``seaway.connect`` never loads RocksDB."""
 
 if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name imported from here
     __getattr__, __dir__ = lazy_names(globals(), _LAZY)
 
-OLDEST = LSN_OLDEST
+OLDEST = 1  # LSN_OLDEST, written out: importing seaway.log for it would load the whole log package
 """Read from the oldest record."""
 
 __version__ = "0.1.0"

@@ -30,7 +30,7 @@ def test_a_reader_groups_lag_counts_the_events_it_has_not_read(api: Api) -> None
     info = group.describe()
     assert info.lag == 10 == sum(info.lags.values())
     assert set(info.lags) == {s.id for s in stream.current_segments()}
-    assert group.name in api.sw.streams.reader_groups()
+    assert group.name in api.sw.streams.list_reader_groups()
     with group.reader("r", QUICK) as reader:
         for _ in range(4):
             assert reader.read_next(10) is not None

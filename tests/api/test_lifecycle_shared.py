@@ -164,8 +164,13 @@ def test_racing_conditional_appends_let_one_writer_win_each_slot(api: Api) -> No
 def test_get_or_create(api: Api) -> None:
     name = api.name()
     created = api.sw.logs.get_or_create(name, payload_bytes_max=500)
-    again = api.sw.logs.get_or_create(name, payload_bytes_max=900)
+    again = api.sw.logs.get_or_create(name, payload_bytes_max=500)
     assert created == again and again.attributes.payload_bytes_max == 500
+    assert api.sw.logs.get_or_create(name) == created  # nothing asked: as it is
+    with pytest.raises(LogExistsError, match="payload_bytes_max is 500, not 900"):  # says what differs
+        api.sw.logs.get_or_create(name, payload_bytes_max=900)
+    with pytest.raises(LogExistsError, match="backlog_s is None, not 60"):
+        api.sw.logs.get_or_create(name, backlog_s=60)
 
 
 def test_a_deleted_log_leaves_no_append_state_in_the_store_or_connection(api: Api) -> None:

@@ -98,3 +98,22 @@ def test_a_delete_is_conditional_on_the_version_seen(api: Api, tmp_path: Path) -
     with pytest.raises(UnknownNotifyConfigError):
         notify.delete(config.name, expect_version=now)
     assert [e.operation for e in ledger.read(before + 1)] == ["notify.config_deleted"]
+
+
+def test_a_plugins_status_shows_its_last_delivery_error_and_when(api: Api, tmp_path: Path) -> None:
+    scope = api.name("nerr")
+    name = api.name("cfg")
+    api.sw.notify.set(NotifyConfig(name, JsonLinesFile(str(tmp_path / "missing" / "out.jsonl")), scope=scope))
+    try:
+        api.sw.streams.create_scope(scope)
+        api.sw.streams.create(f"{scope}/s", segments=1)  # selected: its delivery fails (no such directory)
+        deadline = time.monotonic() + 30
+        status = next(s for s in api.sw.notify.status() if s.name == name)
+        while status.last_error is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # the plugin's thread delivers: poll, bounded
+            status = next(s for s in api.sw.notify.status() if s.name == name)
+        assert status.last_error is not None and status.last_error.startswith("entry ")
+        assert "cannot append" in status.last_error and status.last_error_ms > 0
+        assert status.counters["failed"] >= 1
+    finally:
+        api.sw.notify.delete(name)

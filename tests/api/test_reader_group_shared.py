@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from seaway import StreamTruncatedError
+from seaway import InvalidArgumentError, StreamTruncatedError
 from seaway.streams import ReaderConfig, key_position
 from tests.api.conftest import Api
 
@@ -81,6 +81,24 @@ def test_a_reader_group_below_the_head_gets_stream_truncated(api: Api) -> None:
         event = reader.read_next(5.0)
         assert event is not None and event.payload == b"c0"
     api.sw.streams.delete_reader_group(behind.name)
+
+
+def test_list_reader_groups_names_every_group_once_in_name_order(api: Api) -> None:
+    scope = api.name("sc")
+    api.sw.streams.create_scope(scope)
+    stream = api.sw.streams.create(f"{scope}/s", segments=1)
+    names = [api.name("lg") for _ in range(3)]
+    for name in reversed(names):
+        api.sw.streams.create_reader_group(name, stream)
+    listed = api.sw.streams.list_reader_groups()
+    assert [n for n in listed if n in names] == sorted(names)
+    assert len(listed) == len(set(listed))
+    assert api.sw.streams.list_reader_groups(limit=2) == listed[:2]
+    with pytest.raises(InvalidArgumentError):
+        api.sw.streams.list_reader_groups(limit=0)
+    api.sw.streams.delete_reader_group(names[1])
+    assert names[1] not in api.sw.streams.list_reader_groups()
+    assert {names[0], names[2]} <= set(api.sw.streams.list_reader_groups())
 
 
 def test_a_reader_is_iterable_to_the_end_of_a_sealed_stream_and_again_from_where_it_is(api: Api) -> None:

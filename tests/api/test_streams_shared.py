@@ -73,7 +73,10 @@ def test_get_or_create_forms_return_what_exists(api: Api) -> None:
     with pytest.raises(ScopeExistsError):
         api.sw.streams.create_scope(scope)
     made = api.sw.streams.get_or_create(f"{scope}/s", segments=3)
-    again = api.sw.streams.get_or_create(f"{scope}/s", segments=5)  # as it is: three segments
+    again = api.sw.streams.get_or_create(f"{scope}/s", segments=3)
     assert made.name == again.name and len(again.current_segments()) == 3
+    with pytest.raises(StreamExistsError, match="a fixed 3 segments, not 5"):  # it says what differs
+        api.sw.streams.get_or_create(f"{scope}/s", segments=5)
+    assert len(api.sw.streams.get_or_create(f"{scope}/s").current_segments()) == 3  # nothing asked: as it is
     group = api.sw.streams.get_or_create_reader_group(f"g-{scope}", again)
     assert api.sw.streams.get_or_create_reader_group(f"g-{scope}", again).describe() == group.describe()

@@ -11,9 +11,16 @@ import pytest
 
 import seaway
 from seaway.cli import main
+from seaway.cli._main import exit_status
 from seaway.server import ServerProcess
 
 _names = itertools.count()
+
+
+def status_of(code: str) -> int:
+    """The exit status the command gives for an error of this code."""
+    cls = seaway.error_class(code)
+    return exit_status(cls.__new__(cls))
 
 
 class Ran(NamedTuple):

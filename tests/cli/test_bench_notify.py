@@ -40,5 +40,5 @@ def test_bench_notify_prints_its_figures_as_json(capsys: pytest.CaptureFixture[s
 
 
 def test_bench_notify_refuses_a_non_positive_size(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "notify", "--cycles", "0"]) == 1
+    assert main(["bench", "notify", "--cycles", "0"]) == 2  # a usage error (INVALID_ARGUMENT)
     assert "--cycles" in capsys.readouterr().err

@@ -27,4 +27,4 @@ def test_bench_queue_reports_throughput_latency_and_exactly_once(cli: Cli) -> No
 
 def test_bench_queue_options_are_checked(cli: Cli) -> None:
     ran = cli("bench", "queue", "--transactions", "0")
-    assert ran.status == 1 and "[INVALID_ARGUMENT]" in ran.err
+    assert ran.status == 2 and "[INVALID_ARGUMENT]" in ran.err  # a usage error

@@ -30,4 +30,4 @@ def test_bench_spark_reports_source_sink_parquet_and_microbatch_figures(cli: Cli
 
 def test_bench_spark_options_are_checked(cli: Cli) -> None:
     ran = cli("bench", "spark", "--events", "0")
-    assert ran.status == 1 and "[INVALID_ARGUMENT]" in ran.err
+    assert ran.status == 2 and "[INVALID_ARGUMENT]" in ran.err  # a usage error

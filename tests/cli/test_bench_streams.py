@@ -78,5 +78,5 @@ def test_bench_stream_segments_reports_scale_and_delete_times(cli: Cli) -> None:
 
 
 def test_bench_options_are_checked(cli: Cli) -> None:
-    assert cli("bench", "metadata", "--generations", "10").status == 1
-    assert cli("bench", "stream", "--events", "150", "--batch-events", "100").status == 1
+    assert cli("bench", "metadata", "--generations", "10").status == 2  # usage errors (INVALID_ARGUMENT)
+    assert cli("bench", "stream", "--events", "150", "--batch-events", "100").status == 2

@@ -26,4 +26,4 @@ def test_bench_txn_reports_pairs_against_metadata_puts_remote_and_embedded(cli: 
 
 def test_bench_txn_options_are_checked(cli: Cli) -> None:
     ran = cli("bench", "txn", "--pairs", "0")
-    assert ran.status == 1 and "[INVALID_ARGUMENT]" in ran.err
+    assert ran.status == 2 and "[INVALID_ARGUMENT]" in ran.err  # a usage error

@@ -16,6 +16,7 @@ import pytest
 from seaway._progress import Progress
 from seaway.bench._log import cpu_jiffies, steal_pct
 from seaway.bench._remote import consume, pack_latencies, produce, unpack_latencies
+from seaway.cli._store import EXIT_ABSENT, EXIT_USAGE
 from seaway.log import RecordRun, lsn_str
 from tests.cli.conftest import Cli, Where
 
@@ -168,7 +169,7 @@ def test_log_commands_take_every_spelling_of_an_lsn_and_print_one(cli: Cli, wher
     assert figures["first_lsn_str"] == lsn_str(lsns[0]) and figures["last_lsn_str"] == lsn_str(lsns[-1])
     epoch = lsns[0] >> 32
     spelled = [f"e{epoch}n{lsn & 0xFFFFFFFF}" for lsn in lsns]
-    assert cli("log", "append", log, "e", *where.args).out.startswith("appended 1 records at e")
+    assert cli("log", "append", log, "e", *where.args).out.startswith(f"appended 1 record to {log} at e")
     for start in (spelled[1], str(lsns[1]), hex(lsns[1]), f" E{epoch}N{lsns[1] & 0xFFFFFFFF} "):
         lines = cli("log", "tail", log, "--from", start, *where.args).out.splitlines()
         assert [line.split("\t")[0] for line in lines[:3]] == spelled[1:], start
@@ -178,7 +179,7 @@ def test_log_commands_take_every_spelling_of_an_lsn_and_print_one(cli: Cli, wher
     trimmed = cli("log", "trim", log, spelled[0], *where.args)
     assert trimmed.out == f"trimmed {log} up to {spelled[0]}\n", trimmed.err
     assert json.loads(cli("log", "trim", log, hex(lsns[1]), *where.args, "--json").out) == {
-        "trimmed_to": lsns[1], "trimmed_to_str": spelled[1]}
+        "log": log, "trimmed_to": lsns[1], "trimmed_to_str": spelled[1]}
     gap = json.loads(cli("log", "tail", log, *where.args, "--json").out.splitlines()[0])
     assert (gap["gap"], gap["lsn_lo_str"], gap["lsn_hi_str"]) == ("TRIM", "e0n1", spelled[1])
     assert f"\ttrimmed to {spelled[1]}\t" in cli("log", "info", log, *where.args).out
@@ -199,9 +200,9 @@ def test_lsns_in_log_errors_are_spelled_as_printed(cli: Cli, where: Where) -> No
                         f"{lsn_str(first)} [TRIM_PAST_TAIL]\n")
     for bad in ("e1", "12abc", "e4294967296n0", str(2**64), "-1"):
         refused = cli("log", "trim", log, bad, *where.args)
-        assert refused.status == 1 and refused.err.count("\n") == 1 and "[INVALID_ARGUMENT]" in refused.err, bad
-        assert repr(bad) in refused.err
-        assert cli("log", "tail", log, "--from", bad, *where.args).status == 1
+        assert refused.status == EXIT_USAGE and refused.err.count("\n") == 1, bad
+        assert "[INVALID_ARGUMENT]" in refused.err and repr(bad) in refused.err, bad
+        assert cli("log", "tail", log, "--from", bad, *where.args).status == EXIT_USAGE
 
 
 def test_read_only_commands_refuse_a_directory_that_is_not_a_store(cli: Cli, tmp_path: Path) -> None:
@@ -211,10 +212,11 @@ def test_read_only_commands_refuse_a_directory_that_is_not_a_store(cli: Cli, tmp
     for reads in (("info",), ("tail", "l"), ("tail", "l", "--from", "e0n1"), ("find-time", "l", "0")):
         for where in (missing, empty):
             refused = cli("log", *reads, "--data-dir", str(where))
-            assert refused.status == 1 and refused.err.count("\n") == 1, refused
+            assert refused.status == EXIT_USAGE and refused.err.count("\n") == 1, refused
             assert str(where) in refused.err and "[INVALID_ARGUMENT]" in refused.err
     assert not missing.exists() and [p.name for p in empty.iterdir()] == ["notes.txt"]  # nothing created
-    assert cli("log", "trim", "l", "bogus", "--data-dir", str(missing)).status == 1 and not missing.exists()
+    assert cli("log", "trim", "l", "bogus", "--data-dir", str(missing)).status == EXIT_USAGE
+    assert not missing.exists()
     assert cli("log", "create", "l", "--data-dir", str(store)).status == 0  # a write creates the store
     assert cli("log", "append", "l", "x", "--data-dir", str(store)).status == 0
     assert cli("log", "info", "--data-dir", str(store)).out.startswith("l\tid ")
@@ -241,7 +243,7 @@ def test_log_commands_seal_delete_and_append_conditionally(cli: Cli, where: Wher
     second = cli("log", "append", log, "b", "--if-tail", lsn_str(first), *where.args, "--json")
     last = json.loads(second.out)["last_lsn"]  # each command of a data directory opens a new epoch
     sealed = json.loads(cli("log", "seal", log, *where.args, "--json").out)
-    assert sealed == {"final_lsn": last, "final_lsn_str": lsn_str(last)}
+    assert sealed == {"log": log, "final_lsn": last, "final_lsn_str": lsn_str(last)}
     late = cli("log", "append", log, "c", *where.args)
     assert late.status == 1 and "[LOG_SEALED]" in late.err
     assert json.loads(cli("log", "info", log, *where.args, "--json").out)[0]["final_lsn"] == last
@@ -251,7 +253,7 @@ def test_log_commands_seal_delete_and_append_conditionally(cli: Cli, where: Wher
     deleted = cli("log", "delete", log, *where.args)
     assert deleted.status == 0 and deleted.out.startswith(f"deleted {log} (id ")
     gone = cli("log", "tail", log, *where.args)
-    assert gone.status == 1 and "[UNKNOWN_LOG]" in gone.err
+    assert gone.status == EXIT_ABSENT and "[UNKNOWN_LOG]" in gone.err
 
 
 def test_short_lived_logs_leave_little_on_disk_beside_a_permanent_one() -> None:

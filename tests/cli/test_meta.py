@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from seaway.cli._meta import text_of
-from tests.cli.conftest import Cli, Where
+from seaway.cli._store import EXIT_ABSENT, EXIT_USAGE, text_of
+from tests.cli.conftest import Cli, Where, status_of
 
 
 def test_put_get_scan_delete(cli: Cli, where: Where) -> None:
@@ -29,7 +29,7 @@ def test_put_get_scan_delete(cli: Cli, where: Where) -> None:
     deleted = cli("meta", "delete", ns, "streams/a", *where.args, "--json")
     assert json.loads(deleted.out)["revision"] > second["version"], deleted.err
     absent = cli("meta", "get", ns, "streams/a", *where.args)
-    assert (absent.status, absent.out) == (1, "") and absent.err == f"seaway: {ns} streams/a: no such key\n"
+    assert (absent.status, absent.out) == (EXIT_ABSENT, "") and absent.err == f"seaway: {ns} streams/a: no such key\n"
     assert cli("meta", "scan", ns, "--prefix", "nothing", *where.args) == (0, "", "")
 
 
@@ -66,7 +66,8 @@ def test_bad_requests_are_one_line_and_a_status(cli: Cli, where: Where) -> None:
     for argv in (("get", "no spaces", "k"), ("scan", where.ns, "--limit", "0"), ("scan", where.ns, "--limit", "10001"),
                  ("put", where.ns, "k", "x" * ((1 << 20) + 1))):
         refused = cli("meta", *argv, *where.args)
-        assert refused.status == 1 and refused.out == "" and refused.err.count("\n") == 1, (argv, refused)
+        code = refused.err.rsplit("[", 1)[-1].rstrip("]\n")
+        assert refused.status == status_of(code) and refused.out == "" and refused.err.count("\n") == 1, (argv, refused)
         assert refused.err.startswith("seaway: error: ") and "_ERROR]" not in refused.err, refused.err
 
 
@@ -74,7 +75,7 @@ def test_reads_refuse_a_directory_that_is_not_a_store_and_writes_create_one(cli:
     typo = tmp_path / "typo"
     for argv in (("get", "ns", "k"), ("scan", "ns")):
         refused = cli("meta", *argv, "--data-dir", str(typo))
-        assert refused.status == 1 and "no Seaway data directory" in refused.err and not typo.exists()
+        assert refused.status == EXIT_USAGE and "no Seaway data directory" in refused.err and not typo.exists()
     assert cli("meta", "put", "ns", "k", "v", "--data-dir", str(typo)).status == 0
     assert cli("meta", "get", "ns", "k", "--data-dir", str(typo)).out.startswith("v\tversion ")
 

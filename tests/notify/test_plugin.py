@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from seaway.errors import CorruptionError
 from seaway.ledger import QueueCreated, StreamCreated, StreamScaled
-from seaway.notify import Checkpoint, DeliveryRetry, JsonLinesFile, NotifyConfig, Plugin
+from seaway.notify import LAST_ERROR_CHARS_MAX, Checkpoint, DeliveryRetry, JsonLinesFile, NotifyConfig, Plugin
 from tests.notify.fakes import Checkpoints, Clock, FakeLedger, FlakyTarget
 
 FILE = JsonLinesFile("/unused")
@@ -140,3 +143,36 @@ def test_checkpoints_are_saved_at_most_every_save_interval_and_at_close() -> Non
     plugin.close()  # a stop saves what was delivered
     assert checkpoints.saved["p"].index == 4 and checkpoints.saved["p"].counters["delivered"] == 4
     assert checkpoints.saves == 2
+
+
+def test_the_last_delivery_error_is_saved_with_its_time_and_kept_after_the_target_recovers() -> None:
+    ledger, target, checkpoints, clock = FakeLedger(), FlakyTarget(), Checkpoints(), Clock()
+    plugin = _plugin(ledger, target, checkpoints, clock, retry=DeliveryRetry(attempts_max=50))
+    ledger.append(StreamCreated("web/a", 1, "{}"))
+    _drain(plugin, clock)
+    assert checkpoints.saved["p"].last_error is None
+    target.up = False
+    ledger.append(StreamCreated("web/b", 1, "{}"))
+    plugin.step()
+    saved = checkpoints.saved["p"]
+    assert saved.last_error == "entry 2: target down"
+    assert saved.last_error_ms == int(clock.now_s * 1000)
+    target.up = True
+    clock.now_s += 60
+    _drain(plugin, clock)
+    assert checkpoints.saved["p"].index == 2
+    assert checkpoints.saved["p"].last_error == "entry 2: target down"  # the last one, with when it was
+    again = _plugin(ledger, target, checkpoints, clock)
+    assert again._saved.last_error == "entry 2: target down"  # a restarted plugin keeps it
+
+
+def test_a_checkpoint_carries_its_last_error_bounded_and_reads_those_saved_without_one() -> None:
+    checkpoint = Checkpoint(7, {"failed": 1}, 5, last_error="entry 7: refused", last_error_ms=4)
+    assert Checkpoint.from_bytes(checkpoint.to_bytes()) == checkpoint
+    assert Checkpoint.from_bytes(b'{"index": 3, "counters": {}, "time_ms": 1}') == Checkpoint(3, {}, 1)
+    long = Checkpoint(1, last_error="x" * 10_000, last_error_ms=1)
+    assert len(Checkpoint.from_bytes(long.to_bytes()).last_error or "") == LAST_ERROR_CHARS_MAX
+    for bad in (b'{"index": 3, "last_error": 5}', b'{"index": 3, "last_error": "e", "last_error_ms": -1}',
+                b'{"index": 3, "last_error": "' + b"x" * 2000 + b'"}'):
+        with pytest.raises(CorruptionError):
+            Checkpoint.from_bytes(bad)

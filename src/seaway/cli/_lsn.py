@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from seaway.errors import InvalidArgumentError
-from seaway.log import EPOCH_MAX, ESN_MAX, LSN_MAX, lsn_str, make_lsn
 
+LSN_HELP = "e<epoch>n<esn> as printed, a decimal integer, or 0x hex"
 LSN_TEXT_CHARS_MAX = 64
 """Longer text is refused before it is parsed (an LSN takes at most 22 characters)."""
 
@@ -24,6 +24,8 @@ def parse_lsn(text: str) -> int:
     Raises :class:`InvalidArgumentError` for any other text, or for an LSN outside ``[0, 2**64 - 1]``
     (an epoch or esn outside 32 bits). Whether the operation accepts the LSN is the operation's to say.
     """
+    from seaway.log import EPOCH_MAX, ESN_MAX, LSN_MAX, lsn_str, make_lsn  # noqa: PLC0415 - not for --help
+
     if not isinstance(text, str) or len(text) > LSN_TEXT_CHARS_MAX:
         raise InvalidArgumentError(f"an LSN is at most {LSN_TEXT_CHARS_MAX} characters, got {text!r:.80}")
     spelled = text.strip().lower()

@@ -13,12 +13,8 @@ import json
 import sys
 from typing import Any
 
-from seaway.cli._store import open_store, out
+from seaway.cli._store import EXIT_ABSENT, bytes_json, open_store, out, text_of
 from seaway.errors import ConditionFailedError, InvalidArgumentError
-
-_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-_RAW_BYTES = range(0xDC80, 0xDD00)
-"""Where ``surrogateescape`` puts the bytes that are not UTF-8."""
 
 
 def add_meta_parser(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -29,7 +25,7 @@ def add_meta_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                                            "(\\n, \\x1b) and a byte that is not UTF-8 (\\xff); --json gives "
                                            '{"hex": ...} for bytes that are not UTF-8.')
     ops = meta.add_subparsers(dest="op", required=True, metavar="OPERATION")
-    get = ops.add_parser("get", parents=[common], help="a key's value and version (status 1 if absent)")
+    get = ops.add_parser("get", parents=[common], help=f"a key's value and version (status {EXIT_ABSENT} if absent)")
     get.add_argument("namespace")
     get.add_argument("key")
     put = ops.add_parser("put", parents=[common], help="put a key; print its new version")
@@ -49,7 +45,7 @@ def add_meta_parser(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run_meta(args: argparse.Namespace) -> int:
-    """Carry out ``args.op``; return the exit status (1: ``get`` of an absent key). Other failures are
+    """Carry out ``args.op``; return the exit status (EXIT_ABSENT: ``get`` of an absent key). Other failures are
     raised (as :class:`SeawayError`) for the caller to print."""
     with open_store(args, writes=args.op in ("put", "delete")) as sw:
         meta = sw.meta
@@ -66,18 +62,20 @@ def run_meta(args: argparse.Namespace) -> int:
         if args.op == "get":
             found = meta.get(ns, key)
             if found is None:
-                print(f"seaway: {ns} {text_of(key)}: no such key", file=sys.stderr)
-                return 1
+                message = f"{ns} {text_of(key)}: no such key"
+                print(json.dumps({"error": message, "code": "NO_SUCH_KEY", "retriable": False}) if args.json
+                      else f"seaway: {message}", file=sys.stderr)
+                return EXIT_ABSENT
             out(args, _entry_json(key, found.value, found.version), f"{text_of(found.value)}\tversion {found.version}")
             return 0
         try:
             if args.op == "put":
                 version = meta.put(ns, key, _utf8(args.value, "VALUE"), expect_version=args.expect_version)
-                out(args, {"namespace": ns, "key": _bytes_json(key), "version": version},
+                out(args, {"namespace": ns, "key": bytes_json(key), "version": version},
                     f"put {ns} {text_of(key)}: version {version}")
             else:
                 revision = meta.delete(ns, key, expect_version=args.expect_version)
-                out(args, {"namespace": ns, "key": _bytes_json(key), "revision": revision},
+                out(args, {"namespace": ns, "key": bytes_json(key), "revision": revision},
                     f"deleted {ns} {text_of(key)} (revision {revision})")
         except ConditionFailedError as exc:
             raise ConditionFailedError(f"{ns} {text_of(key)} is {_version_text(exc.version)}, not "
@@ -97,33 +95,5 @@ def _utf8(text: str, what: str) -> bytes:
         raise InvalidArgumentError(f"{what} must be UTF-8 text, got {text!r:.80}") from None
 
 
-def text_of(data: bytes) -> str:
-    """``data`` as one line of text: UTF-8 as it is, escaped where it is not printable (see the module)."""
-    decoded = data.decode(errors="surrogateescape")
-    if decoded.isprintable() and "\\" not in decoded:
-        return decoded
-    return "".join(_escape(ch) for ch in decoded)
-
-
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    if ch in _ESCAPES:
-        return _ESCAPES[ch]
-    if code in _RAW_BYTES:
-        return f"\\x{code - 0xDC00:02x}"
-    if ch.isprintable():
-        return ch
-    if code < 0x80:  # \x80-\xff mean bytes that are not UTF-8; characters above use \u
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-
-
-def _bytes_json(data: bytes) -> Any:
-    try:
-        return data.decode()
-    except UnicodeDecodeError:
-        return {"hex": data.hex()}
-
-
 def _entry_json(key: bytes, value: bytes, version: int) -> dict[str, Any]:
-    return {"key": _bytes_json(key), "value": _bytes_json(value), "version": version}
+    return {"key": bytes_json(key), "value": bytes_json(value), "version": version}

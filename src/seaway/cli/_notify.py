@@ -14,16 +14,20 @@ import argparse
 import dataclasses
 import json
 import time
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seaway.cli._store import open_store, out
+from seaway.cli._store import open_store, out, text_of, time_text
 from seaway.errors import InvalidArgumentError, NotifyConfigError
-from seaway.ledger import LedgerEntry
-from seaway.notify import FORMATS, NotifyConfig, target_from_dict
+
+if TYPE_CHECKING:
+    from seaway.ledger import LedgerEntry
+    from seaway.notify import NotifyConfig
 
 TAIL_BATCH_ENTRIES = 500
 TAIL_POLL_S = 0.5
+FORMATS = ("cloudevents", "cloudevents-binary", "s3")
+"""seaway.notify.FORMATS, written out: the parser is built for every command, and seaway.notify is
+heavy (a test checks that the two agree)."""
 
 
 def add_notify_parser(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -68,6 +72,8 @@ def run_notify(args: argparse.Namespace) -> None:
 
 
 def _config_from_args(args: argparse.Namespace) -> NotifyConfig:
+    from seaway.notify import NotifyConfig, target_from_dict  # noqa: PLC0415
+
     try:
         target = json.loads(args.target)
     except ValueError as exc:
@@ -101,7 +107,7 @@ def _run_config(args: argparse.Namespace) -> None:
 
 
 def _entry_json(entry: LedgerEntry) -> dict[str, Any]:
-    return {"index": entry.index, "time": datetime.fromtimestamp(entry.time_ms / 1000, UTC).isoformat(),
+    return {"index": entry.index, "time": time_text(entry.time_ms), "time_ms": entry.time_ms,
             "operation": entry.operation, "resource": entry.resource,
             "change": {f.name: getattr(entry.change, f.name) for f in dataclasses.fields(entry.change)}}
 
@@ -119,7 +125,7 @@ def _run_tail(args: argparse.Namespace) -> None:
             for entry in entries[:None if args.limit is None else args.limit - printed]:
                 row = _entry_json(entry)
                 print(json.dumps(row) if args.json else
-                      f"{row['index']} {row['time']} {row['operation']} {row['resource']} "
+                      f"{row['index']} {row['time']} {row['operation']} {text_of(row['resource'])} "
                       f"{json.dumps(row['change'])}", flush=True)
                 printed += 1
                 index = entry.index + 1

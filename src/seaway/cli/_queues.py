@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seaway.cli._reset import add_target, time_ms
-from seaway.cli._store import open_store, out
+from seaway.cli._reset import add_target
+from seaway.cli._store import (
+    EXIT_FAILED,
+    EXIT_OK,
+    arg_bytes,
+    bytes_json,
+    open_store,
+    out,
+    parse_time,
+    plural,
+    stdin_lines,
+    text_of,
+)
 from seaway.errors import InvalidArgumentError
-from seaway.queues import GroupInfo
+
+if TYPE_CHECKING:
+    from seaway.queues import GroupInfo
 
 
 def add_queue_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     queue = commands.add_parser(
-        "queue", help="queues with consumer groups: create, describe, delete, enqueue, dequeue, group",
+        "queue", help="queues with consumer groups: list, create, describe, delete, enqueue, dequeue, group",
         description="A queue's entries reach exactly one consumer of each of its consumer groups; a consumer "
                     "acknowledges by committing the transaction it dequeued in.")
     ops = queue.add_subparsers(dest="op", required=True, metavar="OPERATION")
@@ -27,12 +41,13 @@ def add_queue_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     enqueue.add_argument("queue")
     enqueue.add_argument("entries", nargs="*")
     enqueue.add_argument("--key", action="append", default=[], metavar="NAME=VALUE",
-                         help="a hash key of every entry (repeatable)")
+                         help="a key of every entry, that HASH groups partition on (repeatable)")
     dequeue = ops.add_parser("dequeue", parents=[common], help="dequeue a consumer's entries and acknowledge them")
     dequeue.add_argument("queue")
     dequeue.add_argument("group")
     dequeue.add_argument("consumer", type=int)
-    dequeue.add_argument("--max", type=int, default=100, help="entries at most (default 100)")
+    dequeue.add_argument("--limit", type=int, default=100, help="entries at most (default 100)")
+    dequeue.add_argument("--max", dest="limit", type=int, help=argparse.SUPPRESS)  # its old name
     dequeue.add_argument("--timeout-s", type=float, default=1.0, help="wait this long for the first entry")
     dequeue.add_argument("--no-ack", action="store_true", help="print them but abort: they are delivered again")
 
@@ -46,11 +61,14 @@ def add_queue_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
         op.add_argument("queue")
         op.add_argument("group")
         op.add_argument("--size", type=int, required=op is create, help="consumers in the group")
-        op.add_argument("--key", help="the entry key a HASH group partitions on")
+        op.add_argument("--hash-key", metavar="NAME", help="the entry key (enqueue --key NAME=...) a HASH group "
+                                                             "partitions on")
+        op.add_argument("--key", dest="hash_key", help=argparse.SUPPRESS)  # its old name
         op.add_argument("--strategy", choices=["FIFO", "ROUND_ROBIN", "HASH"],
                         default="FIFO" if op is create else None)
-    resize.add_argument("--wait-s", type=float, default=10.0,
+    resize.add_argument("--timeout-s", type=float, default=10.0,
                         help="wait this long for the old layout to drain (0: return at once)")
+    resize.add_argument("--wait-s", dest="timeout_s", type=float, help=argparse.SUPPRESS)  # its old name
     for name, text in (("delete", "delete a consumer group"),
                        ("describe", "a group's layout, partitions, positions, lag (committed entries not "
                                     "acknowledged) and resize progress")):
@@ -76,6 +94,8 @@ def _keys(pairs: list[str]) -> dict[str, str]:
 
 
 def _group_text(info: GroupInfo) -> str:
+    from seaway.log import lsn_str  # noqa: PLC0415
+
     key = f" on {info.key}" if info.key else ""
     state = "resizing: draining the previous layout" if info.resizing else "active"
     lines = [f"{info.queue}/{info.name}\t{info.strategy.value}{key}\tsize {info.size}\tgeneration {info.generation}"
@@ -83,66 +103,89 @@ def _group_text(info: GroupInfo) -> str:
     for p in info.partitions:
         done = "\tdrained" if p.drained else ""
         lines.append(f"  generation {p.generation} partition {p.partition}\tlog {p.log_id}\tposition "
-                     f"{p.position.lsn}:{p.position.entry}\ttail {p.tail_lsn}\tlag {p.lag}{done}")
+                     f"{lsn_str(p.position.lsn)}:{p.position.entry}\ttail {lsn_str(p.tail_lsn)}\tlag {p.lag}{done}")
     return "\n".join(lines)
 
 
-def run_queue(args: argparse.Namespace) -> None:
+def run_queue(args: argparse.Namespace) -> int:
+    """Carry out ``args.op``; return the exit status (EXIT_FAILED: a dequeue that found its next entry
+    in a transaction still in progress, and says which)."""
     if args.op == "group":
         _run_group(args)
-        return
+        return EXIT_OK
+    if args.op == "dequeue" and (not 1 <= args.limit <= 10_000 or args.timeout_s < 0):
+        raise InvalidArgumentError("--limit is in [1, 10000] and --timeout-s not negative")
     with open_store(args, writes=args.op not in ("describe", "list")) as sw:
         if args.op == "create":
             sw.queues.create(args.queue)
             out(args, {"queue": args.queue}, f"created queue {args.queue}")
         elif args.op == "list":
             names = sw.queues.list()
-            out(args, {"queues": names}, "\n".join(names))
+            out(args, names, "\n".join(names))
         elif args.op == "delete":
             sw.queues.delete(args.queue)
             out(args, {"deleted": args.queue}, f"deleted queue {args.queue}")
         elif args.op == "describe":
             infos = [sw.queues.describe_group(args.queue, g) for g in sw.queues.groups(args.queue)]
             out(args, {"queue": args.queue, "groups": [i.to_json() for i in infos]},
-                "\n".join([f"queue {args.queue}\t{len(infos)} groups", *map(_group_text, infos)]))
+                "\n".join([f"queue {args.queue}\t{plural(len(infos), 'group')}", *map(_group_text, infos)]))
         elif args.op == "enqueue":
-            entries = args.entries or [line.rstrip("\n") for line in sys.stdin]
+            entries = [arg_bytes(e) for e in args.entries] or stdin_lines()
             keys = _keys(args.key)
             producer = sw.queues.producer(args.queue)
             with sw.transaction() as tx:
                 for entry in entries:
-                    producer.enqueue(tx, entry.encode(), keys)
-            out(args, {"enqueued": len(entries), "transaction": tx.id}, f"enqueued {len(entries)} entries")
+                    producer.enqueue(tx, entry, keys)
+            out(args, {"queue": args.queue, "count": len(entries), "txn": tx.id},
+                f"enqueued {plural(len(entries), 'entry')} to {args.queue} in transaction {tx.id}")
         else:
-            if not 1 <= args.max <= 10_000 or args.timeout_s < 0:
-                raise InvalidArgumentError("--max is in [1, 10000] and --timeout-s not negative")
-            with sw.queues.consumer(args.queue, args.group, args.consumer) as consumer:
-                tx = sw.transaction()
-                try:
-                    entries = consumer.dequeue(tx, args.max, args.timeout_s)
-                finally:
-                    if args.no_ack:
-                        tx.abort()
-                if not args.no_ack:
-                    tx.commit()
-            rows = [{"write_pointer": e.write_pointer, "counter": e.counter,
-                     "entry": e.payload.decode(errors="replace")} for e in entries]
-            out(args, {"entries": rows, "acknowledged": not args.no_ack},
-                "\n".join(f"{r['write_pointer']}.{r['counter']}\t{r['entry']}" for r in rows))
+            return _dequeue(sw, args)
+    return EXIT_OK
+
+
+def _dequeue(sw: Any, args: argparse.Namespace) -> int:
+    """Dequeue in a transaction of its own, committed (acknowledged) or, with ``--no-ack``, aborted;
+    aborted too if anything fails or the command is interrupted, so that nothing is held until the
+    transaction times out."""
+    with sw.queues.consumer(args.queue, args.group, args.consumer) as consumer:
+        tx = sw.transaction()
+        try:
+            entries = consumer.dequeue(tx, args.limit, args.timeout_s)
+            tx.abort() if args.no_ack else tx.commit()
+        except BaseException:
+            _abort_quietly(tx)
+            raise
+        blocked_by = consumer.blocked_by
+    rows = [{"write_pointer": e.write_pointer, "counter": e.counter, "payload": bytes_json(e.payload)}
+            for e in entries]
+    out(args, {"entries": rows, "acknowledged": not args.no_ack, "blocked_by": blocked_by},
+        "\n".join(f"{e.write_pointer}.{e.counter}\t{text_of(e.payload)}" for e in entries))
+    if blocked_by is None:
+        return EXIT_OK
+    print(f"seaway: nothing dequeued: consumer {args.consumer}'s next entry is in transaction {blocked_by}, still "
+          f"in progress; it is delivered once that commits (see `seaway txn status {blocked_by}`; "
+          f"`seaway txn abort {blocked_by}` gives up a stuck one)", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _abort_quietly(tx: Any) -> None:
+    # Already ended, or the store is gone: the failure that brought us here is the one to report.
+    with contextlib.suppress(Exception):
+        tx.abort()
 
 
 def _run_group(args: argparse.Namespace) -> None:
     with open_store(args, writes=args.group_op != "describe") as sw:
         if args.group_op == "create":
-            sw.queues.create_group(args.queue, args.group, args.size, args.strategy, key=args.key)
+            sw.queues.create_group(args.queue, args.group, args.size, args.strategy, key=args.hash_key)
             out(args, {"queue": args.queue, "group": args.group}, f"created group {args.group}")
         elif args.group_op == "resize":
-            info = sw.queues.resize_group(args.queue, args.group, args.size, key=args.key, strategy=args.strategy,
-                                          wait_s=args.wait_s if args.wait_s > 0 else None)
+            info = sw.queues.resize_group(args.queue, args.group, args.size, key=args.hash_key, strategy=args.strategy,
+                                          wait_s=args.timeout_s if args.timeout_s > 0 else None)
             out(args, info.to_json(), _group_text(info))
         elif args.group_op == "reset":
             if args.to_time is not None:
-                info = sw.queues.reset_group(args.queue, args.group, time_ms=time_ms(args.to_time))
+                info = sw.queues.reset_group(args.queue, args.group, time_ms=parse_time(args.to_time))
             else:
                 info = sw.queues.reset_group(args.queue, args.group, args.to)
             out(args, info.to_json(), _group_text(info))

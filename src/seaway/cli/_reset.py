@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
-
-from seaway.errors import InvalidArgumentError
 
 
 def add_target(parser: argparse.ArgumentParser, *, cut: bool) -> None:
@@ -20,16 +17,3 @@ def add_target(parser: argparse.ArgumentParser, *, cut: bool) -> None:
         target.add_argument("--to-cut", metavar="JSON",
                             help='a stream cut (as "describe --json" prints the checkpoint)')
 
-
-def time_ms(text: str) -> int:
-    """``--to-time``: milliseconds since the epoch, or an ISO 8601 time (UTC unless it says)."""
-    if text.isdigit():
-        return int(text)
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidArgumentError(f"--to-time is an ISO 8601 time or milliseconds since the epoch, "
-                                   f"got {text!r:.60}") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0, int(when.timestamp() * 1000))

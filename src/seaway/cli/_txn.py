@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seaway.cli._store import open_store, out
+from seaway.cli._store import open_store, out, time_text
 from seaway.errors import InvalidArgumentError
-from seaway.txn import TxnInfo
+
+if TYPE_CHECKING:
+    from seaway.txn import TxnInfo
 
 
 def add_txn_parser(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -82,19 +83,17 @@ def _txn_id(text: str) -> int:
 
 
 def _info_json(info: TxnInfo) -> dict[str, Any]:
-    return {"id": info.id, "status": info.status.value, "began_ms": info.began_ms, "expiry_ms": info.expiry_ms,
+    return {"id": info.id, "status": info.status.value, "began": time_text(info.began_ms),
+            "began_ms": info.began_ms, "expiry": time_text(info.expiry_ms), "expiry_ms": info.expiry_ms,
             "logs": list(info.logs)}
 
 
 def _info_text(row: dict[str, Any]) -> str:
     parts = [str(row["id"]), row["status"]]
     if row["began_ms"] is not None:
-        parts.append(f"began {_time_text(row['began_ms'])}")
+        parts.append(f"began {row['began']}")
     if row["expiry_ms"] is not None:
-        parts.append(f"times out {_time_text(row['expiry_ms'])}")
+        parts.append(f"times out {row['expiry']}")
     parts.append(f"logs {','.join(map(str, row['logs'])) or '-'}")
     return "\t".join(parts)
 
-
-def _time_text(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -105,17 +105,23 @@ def check_count_ranges(ranges: Mapping[int, tuple[int, int | None]]) -> dict[int
 
 def get_or_create_log(logs: Any, name: str, **attributes: Any) -> Any:
     """``logs.get(name)``, or ``logs.create(name, **attributes)`` if there is no such log (for
-    any implementation of the logs namespace, embedded or remote)."""
+    any implementation of the logs namespace, embedded or remote). :class:`LogExistsError`, saying
+    what differs, if the log there has another group, or other values of the attributes given."""
     try:
-        return logs.get(name)
+        found = logs.get(name)
     except LogDeletedError:
         raise
     except UnknownLogError:
-        pass
-    try:
-        return logs.create(name, **attributes)
-    except LogExistsError:  # created meanwhile by another caller
-        return logs.get(name)
+        try:
+            return logs.create(name, **attributes)
+        except LogExistsError:  # created meanwhile by another caller
+            found = logs.get(name)
+    differs = [f"{what} is {has!r}, not {wanted!r}" for what, wanted in attributes.items()
+               if wanted is not UNSET and (wanted is not None or what == "backlog_s")
+               and (has := found.info.group if what == "group" else getattr(found.attributes, what)) != wanted]
+    if differs:
+        raise LogExistsError(f"log {name!r} exists with other attributes: {'; '.join(differs)}")
+    return found
 
 
 def _payload(payload: object) -> bytes:

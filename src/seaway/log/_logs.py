@@ -428,7 +428,8 @@ class Logs:
     def get_or_create(self, name: str, *, group: str | None = None, backlog_s: float | None = UNSET,
                       payload_bytes_max: int = UNSET, durability: Durability = UNSET) -> Log:
         """The log with this name, created (as :meth:`create` would) if there is none. An existing
-        log is returned as it is, whatever attributes are given here."""
+        log must be in the ``group`` given and have the attributes given (those not given: any), or
+        :class:`LogExistsError` says what differs (a log's attributes are fixed when it is created)."""
         log: Log = get_or_create_log(self, name, group=group, backlog_s=backlog_s,
                                      payload_bytes_max=payload_bytes_max, durability=durability)
         return log

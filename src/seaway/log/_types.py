@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from seaway._values import Durability
 from seaway.errors import InvalidArgumentError
+from seaway.log._lsn import lsn_str
 
 
 class GapType(Enum):
@@ -35,6 +36,10 @@ class Record(NamedTuple):
     timestamp_ms: int
     payload: bytes
 
+    def __repr__(self) -> str:  # LSNs as everything else prints them: e<epoch>n<esn>
+        return f"Record(log_id={self.log_id}, lsn={lsn_str(self.lsn)}, timestamp_ms={self.timestamp_ms}, " \
+               f"payload={self.payload!r})"
+
 
 class Gap(NamedTuple):
     """A range ``[lsn_lo, lsn_hi]`` of a log holding no records, and why."""
@@ -43,6 +48,10 @@ class Gap(NamedTuple):
     type: GapType
     lsn_lo: int
     lsn_hi: int
+
+    def __repr__(self) -> str:
+        return f"Gap(log_id={self.log_id}, type={self.type.value}, lsn_lo={lsn_str(self.lsn_lo)}, " \
+               f"lsn_hi={lsn_str(self.lsn_hi)})"
 
 
 class RecordRun(NamedTuple):
@@ -57,6 +66,10 @@ class RecordRun(NamedTuple):
     @property
     def last_lsn(self) -> int:
         return self.first_lsn + len(self.payloads) - 1
+
+    def __repr__(self) -> str:
+        return f"RecordRun(log_id={self.log_id}, first_lsn={lsn_str(self.first_lsn)}, " \
+               f"timestamp_ms={self.timestamp_ms}, payloads={self.payloads!r})"
 
     def records(self) -> list[Record]:
         return [Record(self.log_id, self.first_lsn + i, self.timestamp_ms, p) for i, p in enumerate(self.payloads)]

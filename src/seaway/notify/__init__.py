@@ -4,7 +4,7 @@ persisted checkpoint, at least once, in ledger order. See docs/notifications.md.
 
 from __future__ import annotations
 
-from seaway.notify._api import Checkpoint, Notifications, PluginStatus
+from seaway.notify._api import LAST_ERROR_CHARS_MAX, Checkpoint, Notifications, PluginStatus
 from seaway.notify._config import (
     FORMATS,
     TARGETS,
@@ -36,6 +36,7 @@ from seaway.notify._targets import (
 __all__ = [
     "FORMATS",
     "ID_HEADER",
+    "LAST_ERROR_CHARS_MAX",
     "REDACTED",
     "SIGNATURE_HEADER",
     "SUBJECT_HEADER",

@@ -52,6 +52,10 @@ def floor_name(name: str) -> str:
 COUNTERS = ("triggered", "delivered", "failed", "dropped", "missed")
 
 
+LAST_ERROR_CHARS_MAX = 1000
+"""The most of a delivery error's message a checkpoint keeps."""
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     """A plugin's persisted position: every entry up to ``index`` has been acknowledged by its
@@ -60,9 +64,17 @@ class Checkpoint:
     index: int
     counters: dict[str, int] = field(default_factory=dict)
     time_ms: int = 0
+    last_error: str | None = None
+    """Why the last delivery that failed failed (``entry N: ...``), or None if none has; kept after
+    the target recovers, with :attr:`last_error_ms`, until a newer failure."""
+    last_error_ms: int = 0
 
     def to_bytes(self) -> bytes:
-        return json.dumps({"index": self.index, "counters": self.counters, "time_ms": self.time_ms}).encode()
+        """The saved form; the last error cut to :data:`LAST_ERROR_CHARS_MAX` characters."""
+        data: dict[str, object] = {"index": self.index, "counters": self.counters, "time_ms": self.time_ms}
+        if self.last_error is not None:
+            data.update(last_error=self.last_error[:LAST_ERROR_CHARS_MAX], last_error_ms=self.last_error_ms)
+        return json.dumps(data).encode()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Checkpoint:
@@ -79,7 +91,12 @@ class Checkpoint:
                 or not all(isinstance(k, str) and _is_count(v) for k, v in counters.items()):
             raise CorruptionError("a notification checkpoint has an index, counters and a time_ms that are "
                                   f"whole numbers from 0, got {raw[:80]!r}")
-        return cls(index, dict(counters), time_ms)
+        last_error, last_error_ms = data.get("last_error"), data.get("last_error_ms", 0)
+        if not (last_error is None or (isinstance(last_error, str) and len(last_error) <= LAST_ERROR_CHARS_MAX)) \
+                or not _is_count(last_error_ms):
+            raise CorruptionError(f"a notification checkpoint's last_error is text of at most {LAST_ERROR_CHARS_MAX} "
+                                  f"characters and its last_error_ms a whole number from 0, got {raw[:80]!r}")
+        return cls(index, dict(counters), time_ms, last_error, last_error_ms)
 
 
 def _is_count(value: object) -> TypeGuard[int]:
@@ -102,6 +119,10 @@ class PluginStatus:
     """Why the plugin cannot run: its configuration or its checkpoint cannot be read (written by
     something other than this API). Delete the configuration, then set it again if wanted: its
     new plugin starts at the ledger's head."""
+    last_error: str | None = None
+    """Why its last failed delivery failed (``entry N: ...``), or None if none has (see
+    :attr:`Checkpoint.last_error`); ``last_error_ms`` is when (0: never)."""
+    last_error_ms: int = 0
 
     @property
     def pending(self) -> int:
@@ -263,7 +284,8 @@ class Notifications:
             lag = head - position if head is not None and position is not None else None
             out.append(PluginStatus(name, "?" if isinstance(cfg, CorruptionError) else cfg.target.TYPE, position,
                                     lag, {k: (cp.counters.get(k, 0) if cp else 0) for k in COUNTERS},
-                                    cp.time_ms if cp else 0, error))
+                                    cp.time_ms if cp else 0, error, cp.last_error if cp else None,
+                                    cp.last_error_ms if cp else 0))
         return out
 
     def _configs(self) -> tuple[int, builtins.list[NotifyConfig]]:

@@ -268,6 +268,11 @@ def target_from_dict(data: object) -> Target:
     cls = TARGETS[kind]
     fields = {k: v for k, v in data.items() if k != "type"}
     _no_unknown(fields, set(cls.__dataclass_fields__), f"{kind} target")
+    missing = [f.name for f in dataclasses.fields(cls) if f.name not in fields and f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise NotifyConfigError(f"a {kind} target needs {', '.join(missing)} (its fields: "
+                                f"{', '.join(f.name for f in dataclasses.fields(cls))})")
     try:
         return cls(**fields)
     except TypeError as exc:

@@ -83,6 +83,9 @@ class Plugin:
         self._first_failure_s = 0.0
         self._retry_at_s: float | None = None
         self._saved = saved
+        self.last_error = saved.last_error
+        """Why the last failed delivery failed (kept in the checkpoint), or None."""
+        self.last_error_ms = saved.last_error_ms
 
     @property
     def name(self) -> str:
@@ -130,6 +133,7 @@ class Plugin:
         """Count a failed attempt; the wait before the next one, or None if the entry is given up."""
         now = self._clock_s()
         self.counters["failed"] += 1
+        self.last_error, self.last_error_ms = f"entry {index}: {exc}", int(now * 1000)
         self._attempts += 1
         if self._attempts == 1:
             self._first_failure_s = now
@@ -169,7 +173,8 @@ class Plugin:
         self._save(now=True)
 
     def _unsaved(self) -> bool:
-        return (self.position, self.counters) != (self._saved.index, self._saved.counters)
+        return (self.position, self.counters, self.last_error_ms) != \
+            (self._saved.index, self._saved.counters, self._saved.last_error_ms)
 
     def _save(self, *, now: bool = False) -> None:
         """Save the checkpoint if it moved, at most every ``save_interval_s`` unless ``now``."""
@@ -177,7 +182,8 @@ class Plugin:
             return
         if not now and time.monotonic() - self._saved_at_s < self.save_interval_s:
             return
-        checkpoint = Checkpoint(self.position, dict(self.counters), int(self._clock_s() * 1000))
+        checkpoint = Checkpoint(self.position, dict(self.counters), int(self._clock_s() * 1000), self.last_error,
+                                self.last_error_ms)
         self._checkpoints.save_checkpoint(self.name, checkpoint, self.config_version)
         self._saved = checkpoint
         self._saved_at_s = time.monotonic()

@@ -3,24 +3,25 @@ acknowledged it, or raises :class:`DeliveryError` (retried by the plugin within 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import hashlib
 import hmac
-import http.client
 import json
 import os
 import socket
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from seaway.errors import DeliveryError, DeliveryRefusedError, NotifyConfigError, SeawayError
 from seaway.notify._config import JsonLinesFile, Nats, SeawayStream, Target, Webhook
 from seaway.notify._formats import CE_TYPE_PREFIX, Message, iso_time
 from seaway.notify._policy import TargetPolicy, connect_checked, file_target_path, redact_url
+
+if TYPE_CHECKING:
+    import http.client
 
 SIGNATURE_HEADER = "X-Seaway-Signature"
 ID_HEADER = "X-Seaway-Id"
@@ -69,6 +70,8 @@ class WebhookSender:
         self._target = target
         self._clock_s = clock_s
         self._policy = policy or TargetPolicy()
+        import http.client  # noqa: PLC0415 - HTTP (and TLS) load with the first webhook, not with every store
+
         self._shown_url = redact_url(target.url)  # what errors and logs say: no credentials, no query
         parts = urllib.parse.urlsplit(target.url)
         self._connection_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
@@ -82,6 +85,8 @@ class WebhookSender:
         self._interrupted = False
 
     def send(self, message: Message) -> None:
+        import http.client  # noqa: PLC0415 - loaded by __init__: a lookup
+
         headers = dict(message.headers)
         if self._authorization is not None:
             headers["Authorization"] = self._authorization
@@ -218,11 +223,15 @@ class NatsSender:
     """nats-py is asynchronous: each sender has an event loop of its own, run by the plugin's thread."""
 
     def __init__(self, target: Nats) -> None:
+        import asyncio  # noqa: PLC0415 - asyncio loads with the first NATS target, not with every store
+
         self._target = target
         self._loop = asyncio.new_event_loop()
         self._nc: Any = None
 
     def send(self, message: Message) -> None:
+        import asyncio  # noqa: PLC0415 - loaded by __init__: a lookup
+
         try:
             self._loop.run_until_complete(asyncio.wait_for(self._publish(message), self._target.timeout_s))
         except Exception as exc:  # nats-py raises its own errors, OSError and timeouts: all are failures

@@ -77,6 +77,10 @@ class Consumer(FifoClaims):
         self._stale = False
         self._resets: int | None = None
         """The group's reset count when this consumer's cursors were made (see ``reset_group``)."""
+        self.blocked_by: int | None = None
+        """After a :meth:`dequeue` that returned nothing because the consumer's next entry is in a
+        transaction still in progress: that transaction's id (else None). The consumer waits for it
+        to end (``sw.txn.status(id)``; an operator may ``sw.txn.abort(id)`` a stuck one)."""
 
     def __repr__(self) -> str:
         return f"Consumer({self.queue!r}, {self.group!r}, {self.consumer_id})"
@@ -172,6 +176,7 @@ class Consumer(FifoClaims):
             pause_s = min(2 * pause_s, WAIT_PAUSE_S_MAX)
             judge.fresh, judge.blocked = self._queues.txn.snapshot(), False
             timeout_s = 0.0
+        self.blocked_by = judge.blocked_by if not out and judge.blocked else None
         if not out or any(cursor.ended for cursor in self._cursors.values()):
             self._stale = True  # idle, or a log ended (a resize): read the group again next time
         return out

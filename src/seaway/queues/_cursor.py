@@ -50,6 +50,8 @@ class Judge:
         self.snapshot = snapshot
         self.fresh: Snapshot | None = None
         self.blocked = False
+        self.blocked_by: int | None = None
+        """The transaction (its write pointer) of the last chunk this judge had to wait at."""
         self._aborted = aborted
 
     def judge(self, write_pointer: int, log_id: int) -> Visibility:
@@ -59,7 +61,8 @@ class Judge:
             snapshot = self.fresh
             visibility = snapshot.visibility(write_pointer)
         if visibility is not Visibility.VISIBLE:
-            self.blocked = self.blocked or visibility is Visibility.WAIT
+            if visibility is Visibility.WAIT:
+                self.blocked, self.blocked_by = True, write_pointer
             return visibility
         return self._aborted.of(log_id).judge(snapshot, write_pointer, visibility)
 

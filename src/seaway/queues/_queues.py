@@ -40,7 +40,7 @@ from seaway.ledger import (
     QueueCreated,
     QueueDeleted,
 )
-from seaway.log import MetaApi, MetaBatch
+from seaway.log import MetaApi, MetaBatch, lsn_str
 from seaway.queues._chunks import drained
 from seaway.queues._consumer import Consumer
 from seaway.queues._lag import entries_between, forget, prune
@@ -97,6 +97,11 @@ class PartitionInfo:
     the log: see :mod:`seaway.queues._lag`."""
     lag_bytes: int = 0
     """Their payload bytes (a chunk partly consumed counts in proportion to the entries left)."""
+
+    def __repr__(self) -> str:  # LSNs as everything else prints them: e<epoch>n<esn>
+        final = None if self.final_lsn is None else lsn_str(self.final_lsn)
+        return f"PartitionInfo(generation={self.generation}, partition={self.partition}, log_id={self.log_id}, " \
+               f"position={self.position!r}, tail_lsn={lsn_str(self.tail_lsn)}, final_lsn={final})"
 
     @property
     def drained(self) -> bool:
@@ -237,8 +242,12 @@ class Queues:
         return tuple(ids)
 
     def create_group(self, queue: str, group: str, size: int = 1, strategy: Strategy | str = Strategy.FIFO,
-                     key: str | None = None) -> None:
+                     key: str | None = None, *, exist_ok: bool = False) -> None:
         """A consumer group of ``size`` consumers: it receives every entry sent from now on.
+
+        :class:`ConsumerGroupExistsError` if the queue has a group of that name; with ``exist_ok``,
+        only if that group's size, strategy or key differs from those asked (the error says which:
+        :meth:`resize_group` changes them).
 
         Returns ``PRODUCER_GROUPS_REFRESH_S`` (0.1 s) after the group's record is written: producers read
         a queue's groups at most that often (a read per send would cost a round trip through a
@@ -247,7 +256,8 @@ class Queues:
         check_name(group, "consumer group")
         size, chosen, key = check_strategy(size, strategy, key)
         if self.meta.get(NAMESPACE, group_key(queue, group)) is not None:
-            raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}")
+            self._exists(queue, group, (size, chosen, key), exist_ok)
+            return
         if len(self._records(queue)) >= GROUPS_MAX:
             raise InvalidArgumentError(f"a queue has at most {GROUPS_MAX} consumer groups")
         for _ in range(LOG_ATTEMPTS_MAX):
@@ -258,13 +268,28 @@ class Queues:
                     ConsumerGroupCreated(queue, group, size, chosen.value, key)).commit()
                 break
             except ConditionFailedError:
-                raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}") from None
+                self._exists(queue, group, (size, chosen, key), exist_ok)  # created meanwhile
+                return
             except LogExistsError:
                 continue  # an id was taken by chance: pick again
         else:
             raise InvalidArgumentError(f"group {group!r}: its logs could not be created in {LOG_ATTEMPTS_MAX} "
                                        "attempts; try again")
         time.sleep(PRODUCER_GROUPS_REFRESH_S)  # every producer's view of the groups is younger than that
+
+    def _exists(self, queue: str, group: str, asked: tuple[int, Strategy, str | None], exist_ok: bool) -> None:
+        """Raise :class:`ConsumerGroupExistsError` for a group that exists, unless ``exist_ok`` and it
+        has the size, strategy and key ``asked``."""
+        if not exist_ok:
+            raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r}")
+        info = self.describe_group(queue, group)
+        size, strategy, key = asked
+        differs = [f"{what} is {has!r}, not {wanted!r}" for what, has, wanted in (
+            ("size", info.size, size), ("strategy", info.strategy.value, strategy.value), ("key", info.key, key))
+            if has != wanted]
+        if differs:
+            raise ConsumerGroupExistsError(f"queue {queue!r} has a consumer group {group!r} with another layout: "
+                                           f"{'; '.join(differs)} (resize_group changes it)")
 
     def group_record(self, queue: str, group: str) -> tuple[GroupRecord, int]:
         found = self.meta.get(NAMESPACE, group_key(queue, group))

@@ -24,6 +24,7 @@ from enum import Enum
 from typing import Any, NamedTuple
 
 from seaway.errors import CorruptionError, InvalidArgumentError, MissingHashKeyError
+from seaway.log import lsn_str
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 NAME_CHARS_MAX = 64
@@ -232,6 +233,9 @@ class Position(NamedTuple):
 
     lsn: int
     entry: int
+
+    def __repr__(self) -> str:  # LSNs as everything else prints them: e<epoch>n<esn>
+        return f"Position(lsn={lsn_str(self.lsn)}, entry={self.entry})"
 
     def encode(self) -> bytes:
         return _POSITION.pack(self.lsn, self.entry)

@@ -49,7 +49,7 @@ class LagCollector(Collector):
     def _collect(self, readers: GaugeMetricFamily, groups: GaugeMetricFamily, partitions: GaugeMetricFamily,
                  plugins: GaugeMetricFamily) -> None:
         store = self._store
-        for name in store.streams.reader_groups(GROUPS_MAX):
+        for name in store.streams.list_reader_groups(GROUPS_MAX):
             readers.add_metric([name], store.streams.reader_group(name).describe().lag)
         series = counted = 0
         for queue in store.queues.list():

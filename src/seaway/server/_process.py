@@ -32,6 +32,8 @@ class ServerProcess:
         self.port = port
         self.address = ""
         self.metrics_address: str | None = None
+        self.console_url: str | None = None
+        """The web console's URL, when ``extra_args`` start one (``--console-listen``)."""
         self.start()
 
     def start(self) -> None:
@@ -48,6 +50,8 @@ class ServerProcess:
             line = self._proc.stdout.readline()
             if line.startswith("metrics on "):
                 self.metrics_address = line.split()[-1]
+            if line.startswith("console on "):
+                self.console_url = line.split()[-1]
             if line.startswith("listening on "):
                 self.address = line.split()[-1]
                 self.port = int(self.address.rpartition(":")[2])  # a restart comes back on the same port

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
@@ -29,6 +29,9 @@ from seaway.server._metrics import Metrics
 from seaway.server._service import SeawayService, ServiceLimits
 from seaway.server._throttle import ThrottledWarning
 from seaway.wire import seaway_pb2, seaway_pb2_grpc
+
+if TYPE_CHECKING:
+    from seaway.console import Console
 
 _log = logging.getLogger("seaway.server")
 
@@ -58,6 +61,8 @@ class ServerConfig:
     (a ``Check`` looks at once)."""
     health_watchers_max: int = 64
     """Standard health ``Watch`` streams open at once, over all connections (they need no token)."""
+    console_listen: str | None = None
+    """host:port for the web console (docs/console.md), behind the same token and TLS; none by default."""
 
 
 def split_host_port(address: str) -> tuple[str, int]:
@@ -253,6 +258,14 @@ class Server:
             self.store.close()
             raise InvalidArgumentError(f"cannot listen on {config.listen}: {exc}") from exc
         self.address = f"{host}:{self.port}"
+        self.console: Console | None = None
+        """The web console (a :class:`seaway.console.Console`), if ``console_listen`` asks for one."""
+        if config.console_listen is not None:
+            try:
+                self.console = self._make_console(config.console_listen)
+            except BaseException:
+                self.store.close()
+                raise
         self.metrics_port: int | None = None
         self.metrics_host: str | None = None
         if metrics_address is not None:
@@ -260,6 +273,29 @@ class Server:
             http, _ = start_http_server(m_port, m_host, registry=self.metrics.registry)
             self.metrics_port = http.server_port
             self.metrics_host = str(http.server_address[0])
+
+    def _make_console(self, listen: str) -> Console:
+        from seaway.console import Console, ConsoleConfig  # noqa: PLC0415 - its web server loads only when asked
+
+        config = self.config
+        return Console(self.store, ConsoleConfig(listen=listen, token=config.token, tls_cert=config.tls_cert,
+                                                 tls_key=config.tls_key),
+                       where=f"server {self.address} over {config.data_dir}", serving=self._serving,
+                       figures=self._console_figures)
+
+    _CONSOLE_FIGURES = {"seaway_requests_total": "requests", "seaway_errors_total": "errors",
+                        "seaway_unauthenticated_requests_total": "refused for the token",
+                        "seaway_appended_records_total": "records appended",
+                        "seaway_read_records_total": "records read", "seaway_open_readers": "open readers"}
+    """The server's metrics the console's health page shows (totals over their labels)."""
+
+    def _console_figures(self) -> dict[str, float]:
+        totals = dict.fromkeys(self._CONSOLE_FIGURES.values(), 0.0)
+        for metric in self.metrics.registry.collect():
+            for sample in metric.samples:
+                if sample.name in self._CONSOLE_FIGURES:
+                    totals[self._CONSOLE_FIGURES[sample.name]] += sample.value
+        return totals
 
     def start(self) -> None:
         for logger, log_filter in self._log_filters:  # from here to stop(): not left behind if __init__ fails
@@ -269,10 +305,13 @@ class Server:
         self._retention.start()
         self._health_thread = threading.Thread(target=self._watch_health, name="seaway-health", daemon=True)
         self._health_thread.start()
+        if self.console is not None:
+            self.console.start()
         self._write_address_file()
         _log.info("serving", extra={"address": self.address, "data_dir": str(self.config.data_dir),
                                     "tls": self.config.tls_cert is not None, "token": bool(self.config.token),
-                                    "metrics_port": self.metrics_port})
+                                    "metrics_port": self.metrics_port,
+                                    "console": None if self.console is None else self.console.url})
 
     def stop(self) -> None:
         """Refuse new calls, let in-flight ones finish (up to the grace period), then close the store:
@@ -282,6 +321,8 @@ class Server:
         self._stopping.set()
         self._health.enter_graceful_shutdown()  # probes and watchers hear NOT_SERVING before calls end
         self._service.stop_reads()  # tailing reads would otherwise hold the stop for the whole grace period
+        if self.console is not None:
+            self.console.stop()  # it reads the store: it stops before the store closes
         _log.info("stopping", extra={"grace_s": self.config.shutdown_grace_s})
         self._grpc.stop(self.config.shutdown_grace_s).wait()
         self._retention.join()
@@ -376,6 +417,8 @@ def serve(config: ServerConfig) -> None:
     _log.info("allocator", extra={"large_buffers_in_heap": tuned})
     if server.metrics_port is not None:
         print(f"metrics on {metrics_listen_address(config.metrics_listen or '')[0]}:{server.metrics_port}", flush=True)
+    if server.console is not None:
+        print(f"console on {server.console.url}", flush=True)
     print(f"listening on {server.address}", flush=True)
     while not done.wait(0.5):
         time.sleep(0)

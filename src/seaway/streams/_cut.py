@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seaway.errors import InvalidStreamCutError
-from seaway.log import LSN_MAX, LSN_OLDEST
+from seaway.log import LSN_MAX, LSN_OLDEST, lsn_str
 from seaway.streams._names import parse_segment, segment_str, split_stream_name
 from seaway.streams._records import Segment, check_cover
 
@@ -44,6 +44,9 @@ class StreamCut:
             if not isinstance(lsn, int) or isinstance(lsn, bool) or not LSN_OLDEST <= lsn <= LSN_MAX:
                 raise InvalidStreamCutError(f"a stream cut's position is an LSN in [1, 2**64), got {lsn!r:.40}")
         object.__setattr__(self, "positions", dict(sorted(self.positions.items())))
+
+    def __repr__(self) -> str:  # segments and LSNs as everything else prints them: 1.2, e<epoch>n<esn>
+        return f"StreamCut(stream={self.stream!r}, positions={positions_repr(self.positions)})"
 
     def to_json(self) -> str:
         return json.dumps({"stream": self.stream,
@@ -81,3 +84,8 @@ def check_consistent(cut: StreamCut, records: Mapping[int, Segment]) -> list[tup
     except Exception as exc:
         raise InvalidStreamCutError(f"not a consistent stream cut of {cut.stream!r}: {exc}") from None
     return sorted(pairs, key=lambda p: p[0].key_lo)
+
+
+def positions_repr(positions: Mapping[int, int]) -> str:
+    """Segment id -> LSN, as reprs show it: ``{'0.1': e1n5}``."""
+    return "{" + ", ".join(f"{segment_str(s)!r}: {lsn_str(lsn)}" for s, lsn in positions.items()) + "}"

@@ -80,8 +80,8 @@ from seaway.errors import (
     UnknownReaderGroupError,
 )
 from seaway.ledger import ReaderGroupCreated, ReaderGroupDeleted, ReaderGroupReset
-from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, LogsApi, MetaApi, Record
-from seaway.streams._cut import StreamCut
+from seaway.log import LSN_MAX, LSN_OLDEST, Gap, GapType, LogsApi, MetaApi, Record, lsn_str
+from seaway.streams._cut import StreamCut, positions_repr
 from seaway.streams._framing import unframe_keyed
 from seaway.streams._metadata import NAMESPACE
 from seaway.streams._names import check_part, generation_of, segment_str
@@ -105,8 +105,11 @@ SUBSCRIBED_GROUPS_MAX = 1_000
 """Subscribed reader groups of one stream that retention looks at (the first by name)."""
 
 
+_GROUPS_PREFIX = b"rg/"
+
+
 def group_prefix(name: str) -> bytes:
-    return f"rg/{name}/".encode()
+    return _GROUPS_PREFIX + f"{name}/".encode()
 
 
 def subscription_prefix(stream: str) -> bytes:
@@ -174,6 +177,11 @@ class Event:
     """The routing key the event was written with, as given (str or bytes), on a stream that
     stores keys (``StreamConfig.framed``: created ``store_routing_keys`` or ``transactional``);
     None when it was written without one, or the stream does not store keys."""
+
+    def __repr__(self) -> str:  # segments and LSNs as everything else prints them: 1.2, e<epoch>n<esn>
+        return f"Event(payload={self.payload!r}, segment={segment_str(self.segment)!r}, lsn={lsn_str(self.lsn)}, " \
+               f"timestamp_ms={self.timestamp_ms}, position={positions_repr(self.position)}, " \
+               f"routing_key={self.routing_key!r})"
 
 
 @dataclass(frozen=True)
@@ -374,17 +382,19 @@ class ReaderGroups:
         conf = _Conf.decode(found.value)
         return ReaderGroup(self._logs, self._meta, name, conf, self._get_stream(conf.stream), self._snapshot)
 
-    def names(self, limit: int = 1000) -> list[str]:
-        """The groups' names, in order, at most ``limit`` of them (one scan of their records)."""
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
-            raise InvalidArgumentError(f"limit is an integer in [1, 10000], got {limit!r}")
-        found = []
-        for key, _ in self._meta.scan_all(NAMESPACE, prefix=b"rg/"):
-            if key.endswith(b"/state"):
-                found.append(key[3:-6].decode())
-                if len(found) == limit:
-                    break
-        return found
+    def names(self, limit: int | None = None) -> builtins.list[str]:
+        """The names of the reader groups, in name order, the first ``limit`` of them (all when
+        None): a scan of the groups' records (two each), read in pages."""
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise InvalidArgumentError(f"limit is a positive integer or None, got {limit!r:.40}")
+        names: builtins.list[str] = []
+        for key, _ in self._meta.scan_all(NAMESPACE, prefix=_GROUPS_PREFIX):
+            if limit is not None and len(names) >= limit:
+                break
+            name, _, record = key[len(_GROUPS_PREFIX):].decode().partition("/")
+            if record == "conf":
+                names.append(name)
+        return names
 
     def delete(self, name: str) -> None:
         """Delete a group and its state; its readers get :class:`UnknownReaderGroupError`."""

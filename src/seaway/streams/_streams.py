@@ -238,17 +238,25 @@ class Streams:
     def get_or_create(self, name: str, *, scaling: ScalingPolicy | None = None,
                       retention: RetentionPolicy | None = None, segments: int | None = None,
                       transactional: bool = False, store_routing_keys: bool = False) -> Stream:
-        """The stream with this name, created (as :meth:`create` would) if there is none; an
-        existing stream is returned as it is."""
+        """The stream with this name, created (as :meth:`create` would) if there is none.
+
+        An existing stream must have what is asked of it: the ``scaling`` and ``retention`` given
+        (None: any), the number of ``segments`` given of a fixed scaling, and transactions or routing
+        keys when ``transactional`` or ``store_routing_keys`` is True. Otherwise
+        :class:`StreamExistsError` says what differs (change a policy with :meth:`Stream.update`)."""
         try:
-            return self.get(name)
+            found = self.get(name)
         except UnknownStreamError:
-            pass
-        try:
-            return self.create(name, scaling=scaling, retention=retention, segments=segments,
-                               transactional=transactional, store_routing_keys=store_routing_keys)
-        except StreamExistsError:
-            return self.get(name)  # created meanwhile by another process
+            try:
+                return self.create(name, scaling=scaling, retention=retention, segments=segments,
+                                   transactional=transactional, store_routing_keys=store_routing_keys)
+            except StreamExistsError:
+                found = self.get(name)  # created meanwhile by another process
+        differs = _differences(found.config, scaling, retention, segments, transactional, store_routing_keys)
+        if differs:
+            raise StreamExistsError(f"stream {found.name!r} exists with another configuration: {'; '.join(differs)} "
+                                    "(Stream.update changes its policies; the rest is fixed for its life)")
+        return found
 
     def get(self, name: str) -> Stream:
         """A stream by name; :class:`UnknownStreamError` if there is none."""
@@ -269,22 +277,28 @@ class Streams:
         return self._reader_groups().get(name)
 
     def get_or_create_reader_group(self, name: str, stream: str | Stream) -> ReaderGroup:
-        """The reader group with this name, created over ``stream`` from its head if there is none."""
+        """The reader group with this name, created over ``stream`` from its head if there is none;
+        :class:`ReaderGroupExistsError` if the group there reads another stream."""
         try:
-            return self.reader_group(name)
+            found = self.reader_group(name)
         except UnknownReaderGroupError:
-            pass
-        try:
-            return self.create_reader_group(name, stream)
-        except ReaderGroupExistsError:
-            return self.reader_group(name)
+            try:
+                return self.create_reader_group(name, stream)
+            except ReaderGroupExistsError:
+                found = self.reader_group(name)
+        asked = stream if isinstance(stream, str) else stream.name
+        if found.stream != asked:
+            raise ReaderGroupExistsError(f"reader group {name!r} exists and reads stream {found.stream!r}, not "
+                                         f"{asked!r}")
+        return found
+
+    def list_reader_groups(self, limit: int | None = None) -> builtins.list[str]:
+        """The names of the reader groups (of every stream), in name order: the first ``limit``
+        (all when None)."""
+        return self._reader_groups().names(limit)
 
     def delete_reader_group(self, name: str) -> None:
         self._reader_groups().delete(name)
-
-    def reader_groups(self, limit: int = 1000) -> builtins.list[str]:
-        """The names of the reader groups, in order, at most ``limit`` (in [1, 10000]) of them."""
-        return self._reader_groups().names(limit)
 
     def _reader_groups(self) -> ReaderGroups:
         return ReaderGroups(self._controller.logs, self._controller.meta, self.get,
@@ -293,3 +307,21 @@ class Streams:
     def recover(self) -> int:
         """Finish the changes processes left half-done (a server does this when it starts)."""
         return self._controller.recover()
+
+
+def _differences(config: StreamConfig, scaling: ScalingPolicy | None, retention: RetentionPolicy | None,
+                 segments: int | None, transactional: bool, store_routing_keys: bool) -> builtins.list[str]:
+    """What an existing stream's ``config`` lacks of what :meth:`Streams.get_or_create` was asked."""
+    differs = []
+    if scaling is not None and scaling != config.scaling:
+        differs.append(f"scaling is {config.scaling!r}, not {scaling!r}")
+    elif scaling is None and segments is not None and isinstance(config.scaling, FixedSegments) \
+            and config.scaling.count != segments:
+        differs.append(f"it has a fixed {config.scaling.count} segments, not {segments}")
+    if retention is not None and retention != config.retention:
+        differs.append(f"retention is {config.retention!r}, not {retention!r}")
+    if transactional and not config.transactional:
+        differs.append("it is not transactional")
+    if store_routing_keys and not config.store_routing_keys:
+        differs.append("it does not store routing keys")
+    return differs
