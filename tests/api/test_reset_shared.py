@@ -116,3 +116,14 @@ def test_a_reset_racing_a_consumers_commit_fails_the_commit_and_nothing_is_proce
     # From the head again: each entry once more, none twice within the processing after the reset.
     assert processed[2:] == [b"%d" % i for i in range(5)]
     consumer.close()
+
+
+def test_a_time_before_a_truncated_streams_head_resets_to_the_head(api: Api) -> None:
+    stream = _stream(api, 4)
+    group = api.sw.streams.create_reader_group(api.name("g"), stream)
+    stream.merge([s.id for s in stream.current_segments()])
+    with stream.writer() as writer:
+        writer.write(b"late", "k").result(10)
+    stream.truncate(stream.tail())  # the first segments are deleted: only what comes next is readable
+    group.reset(time_ms=0)
+    assert group.lag() == 0

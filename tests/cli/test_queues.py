@@ -77,5 +77,5 @@ def test_queue_group_reset_from_the_shell(cli: Cli, where: Where) -> None:
     assert json.loads(tail.out)["lag"] == 0
     head = cli("queue", "group", "reset", queue, "g", "--to", "head", *where.args)
     assert head.status == 0 and "\tlag 2" in head.out.splitlines()[0]
-    assert json.loads(cli("queue", "group", "reset", queue, "g", "--to-time", "0", *where.args,
+    assert json.loads(cli("queue", "group", "reset", queue, "g", "--to", "0", *where.args,
                           "--json").out)["lag"] == 2

@@ -163,8 +163,8 @@ def test_reader_group_reset_from_the_shell(cli: Cli, where: Where) -> None:
     tail = cli("reader-group", "reset", group, "--to", "tail", *where.args, "--json")
     assert tail.status == 0, tail.err
     assert json.loads(tail.out)["lag"] == 0
-    head = json.loads(cli("reader-group", "reset", group, "--to-time", "1970-01-01T00:00:00Z", *where.args,
+    head = json.loads(cli("reader-group", "reset", group, "--to", "1970-01-01T00:00:00Z", *where.args,
                           "--json").out)
     assert head["lag"] == 3
     cut = json.dumps(json.loads(tail.out)["position"])
-    assert "lag 0" in cli("reader-group", "reset", group, "--to-cut", cut, *where.args).out
+    assert "lag 0" in cli("reader-group", "reset", group, "--to", cut, *where.args).out

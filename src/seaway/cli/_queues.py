@@ -184,10 +184,10 @@ def _run_group(args: argparse.Namespace) -> None:
                                           wait_s=args.timeout_s if args.timeout_s > 0 else None)
             out(args, info.to_json(), _group_text(info))
         elif args.group_op == "reset":
-            if args.to_time is not None:
-                info = sw.queues.reset_group(args.queue, args.group, time_ms=parse_time(args.to_time))
+            if args.to.strip() in ("head", "tail"):
+                info = sw.queues.reset_group(args.queue, args.group, args.to.strip())
             else:
-                info = sw.queues.reset_group(args.queue, args.group, args.to)
+                info = sw.queues.reset_group(args.queue, args.group, time_ms=parse_time(args.to))
             out(args, info.to_json(), _group_text(info))
         elif args.group_op == "delete":
             sw.queues.delete_group(args.queue, args.group)

@@ -6,14 +6,9 @@ import argparse
 
 
 def add_target(parser: argparse.ArgumentParser, *, cut: bool) -> None:
-    """The one target a reset takes: ``--to head|tail``, ``--to-time``, or (reader groups) ``--to-cut``."""
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to", choices=["head", "tail"],
-                        help="head: the oldest event or entry still kept; tail: after the newest (only new ones)")
-    target.add_argument("--to-time", metavar="TIME",
-                        help="the first written at or after TIME: ISO 8601 (2026-11-27T05:00:00Z; UTC if no "
-                             "offset) or milliseconds since the epoch")
-    if cut:
-        target.add_argument("--to-cut", metavar="JSON",
-                            help='a stream cut (as "describe --json" prints the checkpoint)')
-
+    """The one target a reset takes, ``--to``: ``head``, ``tail``, a time, or (reader groups) a cut."""
+    parser.add_argument("--to", required=True, metavar="CUT" if cut else "WHERE",
+                        help="head: the oldest event or entry still kept; tail: after the newest (only new ones); "
+                             "a time, ISO 8601 (2026-11-27T05:00:00Z; UTC if no zone) or ms since 1970: the first "
+                             "written at or after it" + ("; or a stream cut as JSON (as stream cut prints it)"
+                                                          if cut else ""))

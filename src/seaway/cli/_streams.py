@@ -448,10 +448,7 @@ def run_reader_group(args: argparse.Namespace) -> None:
             out(args, {"deleted": args.group}, f"deleted reader group {args.group}")
         elif args.op == "reset":
             group = sw.streams.reader_group(args.group)
-            if args.to_time is not None:
-                cut = group.reset(time_ms=parse_time(args.to_time))
-            else:
-                cut = group.reset(StreamCut.from_json(args.to_cut) if args.to_cut else args.to)
+            cut = group.reset(_cut(sw, group.stream_handle, args.to))
             out(args, {"group": args.group, "position": json.loads(cut.to_json()), "lag": group.lag()},
                 f"reset reader group {args.group}: lag {group.lag()}")
         elif args.op == "describe":

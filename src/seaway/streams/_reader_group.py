@@ -516,7 +516,8 @@ class ReaderGroup:
         """Move the group's position, as ``kafka-consumer-groups --reset-offsets`` does: to ``"head"``
         (the stream's oldest event kept), ``"tail"`` (after its newest: only new events are read),
         a :class:`StreamCut` of the stream, or, with ``time_ms``, the first events written at or
-        after that time (milliseconds since the epoch; ``to`` is then ignored). Returns the cut.
+        after that time (milliseconds since the epoch; ``to`` is then ignored; a time before the
+        stream's head, in any part of its key space, is the head). Returns the cut.
 
         Every reader is removed from the group in the same compare-and-set change (a reader's own
         change either lands before it, and is overwritten, or after it, and finds the reader gone):
@@ -553,8 +554,13 @@ class ReaderGroup:
         if time_ms is not None:
             if not isinstance(time_ms, int) or isinstance(time_ms, bool) or time_ms < 0:
                 raise InvalidArgumentError(f"time_ms is a non-negative integer, got {time_ms!r:.40}")
-            return StreamCut(self.stream, {s.id: self._logs.get(s.log_id).find_time(time_ms)
-                                           for s in handle.segments_at(time_ms)})
+            head = handle.head()
+            try:
+                at = StreamCut(self.stream, {s.id: self._logs.get(s.log_id).find_time(time_ms)
+                                             for s in handle.segments_at(time_ms)})
+                return head if not at.positions or handle.compare(at, head) < 0 else at
+            except (InvalidStreamCutError, UnknownLogError):  # before the head in part of the key space
+                return head
         if isinstance(to, StreamCut):
             return to
         if to == "head":
