@@ -146,9 +146,12 @@ class Stream:
         return StreamCut(self.name, {s.id: LSN_OLDEST for s in self._meta.generation(0).segments})
 
     def tail(self) -> StreamCut:
-        """Just after the last event of each current segment."""
+        """Just after the last event of each current segment (their logs' tails asked in one call)."""
         logs = self._controller.logs
-        return StreamCut(self.name, {s.id: logs.get(s.log_id).tail_lsn() + 1 for s in self.current_segments()})
+        segments = self.current_segments()
+        bounds = logs.bounds([s.log_id for s in segments])
+        return StreamCut(self.name, {s.id: (bounds[s.log_id].tail_lsn if s.log_id in bounds
+                                            else logs.get(s.log_id).tail_lsn()) + 1 for s in segments})
 
     def history(self, after: int = 0, limit: int = 1000) -> builtins.list[Delta]:
         """The scalings that made generations ``after + 1`` onwards, oldest first."""
