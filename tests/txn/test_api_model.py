@@ -21,11 +21,12 @@ later, replies lost after the batch was stored), any step may fail retriably; wh
 about and held to (see the class). Counted with the example database emptied before each run
 (a failure saved is replayed by the next): reverting 22bab8b (an abort refused by the log is
 logged again) makes it fail in 5 runs of 5; reverting the commit's wait for its begin (08350cd)
-in 4 of 10. It found three defects of the manager, pinned by xfail tests in
-tests/txn/test_manager.py and tolerated here while ``MANAGER_FIXES_PENDING`` (set to False
-without their fixes, it fails in 5 runs of 5).
-Through a server run in this process (``RemoteFaultyTxnApiModel``) it found a fourth, and the
-register's defect met by the client's own retry; it runs once the fixes are in.
+in 4 of 10. It found three defects of the manager (an abort of a transaction that wrote no
+log, not waited for; a register refused by the log, not logged when asked again; the abort that
+ends a refused commit, not logged again when refused), each pinned by its own test in
+tests/txn/test_manager.py; without their fixes it fails in 5 runs of 5. Through a server run in
+this process (``RemoteFaultyTxnApiModel``) it found a fourth (a stopped manager answered an abort
+of an aborted transaction as done), and the register's defect met by the client's own retry.
 """
 
 from __future__ import annotations
@@ -66,18 +67,6 @@ _IN_PROGRESS = seaway.TxnStatus.IN_PROGRESS
 _COMMITTED = seaway.TxnStatus.COMMITTED
 _SETTLED = (seaway.TxnStatus.COMMITTED, seaway.TxnStatus.ABORTED, seaway.TxnStatus.TIMED_OUT)
 
-MANAGER_FIXES_PENDING = True
-"""Four defects of the manager that this model found over append faults, each pinned by an xfail
-test in tests/txn/test_manager.py, wait for their fixes (the manager's module is being split).
-Embedded, three are tolerated: an abort of a transaction that registered no log, not waited for,
-lost when the log refused it (IN_PROGRESS again, or UNKNOWN, after a restart); the abort that
-ends a commit refused for a conflict, not logged again when refused (likewise); a register
-refused by the log, which the same register asked again then returns without logging (the model
-does not write after a failed register then). Through a server the client retries a register
-and an abort itself (the fourth: a stopped manager answers an abort of an aborted transaction as
-done), so that variant is skipped meanwhile. Set to False with the fixes: the model then holds
-the manager to them (tried: passes with the fixes, fails in 5 runs of 5 without)."""
-
 
 @dataclass
 class Txn:
@@ -91,7 +80,6 @@ class Txn:
     sent: int = 0
     """Records it tried to append (each attempt with a payload of its own)."""
     aborted_by_id: bool = False
-    register_failed: bool = False
 
 
 class TxnApiModel(Embedded, RuleBasedStateMachine):
@@ -124,9 +112,6 @@ class TxnApiModel(Embedded, RuleBasedStateMachine):
         lost: stored or not, the log's docs say)."""
         self.refused: set[bytes] = set()
         """Appends that failed with another error: not stored."""
-        self.conflicts_refused: set[int] = set()
-        """Transactions whose commit, refused for a conflict, failed with a fault (its abort's
-        edit may be lost: see MANAGER_FIXES_PENDING)."""
         self.deciding: set[int] = set()
         """Transactions whose commit or abort failed, being asked about: a reopening of the store
         on the way (the manager stopped) leaves them to the step."""
@@ -225,13 +210,12 @@ class TxnApiModel(Embedded, RuleBasedStateMachine):
     def write_a_record(self, txn: Txn) -> None:
         """Registered first, as writers do; a register that failed is not followed by a write
         (a later step registers again)."""
-        if not self._usable(txn) or (txn.register_failed and MANAGER_FIXES_PENDING):
+        if not self._usable(txn):
             return
         txn_id = txn.handle.id
         try:
             txn.handle.register_logs([self.log_id])
         except self.unknown as exc:
-            txn.register_failed = True
             self._failed(exc)
             return
         self.registered.add(txn_id)
@@ -264,8 +248,6 @@ class TxnApiModel(Embedded, RuleBasedStateMachine):
             assert txn.aborted_by_id, (txn_id, "not in progress")
             return
         except self.unknown as exc:
-            if conflicts:
-                self.conflicts_refused.add(txn_id)
             outcome = self._decide(txn_id, exc)
             if outcome is _COMMITTED:
                 assert not conflicts and not txn.aborted_by_id, (txn_id, "committed over a conflict or an abort")
@@ -316,15 +298,6 @@ class TxnApiModel(Embedded, RuleBasedStateMachine):
         waited for may be gone (UNKNOWN): it wrote nothing."""
         self.sw = self._restart()
         self.restarts += 1
-        if MANAGER_FIXES_PENDING:  # ends that may have been lost: asked again, and ended again if open
-            for txn_id, status in self.status.items():
-                if status is seaway.TxnStatus.ABORTED and (txn_id not in self.registered
-                                                          or txn_id in self.conflicts_refused):
-                    now = self.sw.txn.status(txn_id)
-                    if now is not status:
-                        event(f"a lost abort (MANAGER_FIXES_PENDING): {now.value} after a restart")
-                        assert now in (_IN_PROGRESS, seaway.TxnStatus.UNKNOWN), (txn_id, now)
-                        self.status[txn_id] = now
         for txn_id, status in list(self.status.items()):
             if status is _IN_PROGRESS and self.status[txn_id] is _IN_PROGRESS and txn_id not in self.deciding:
                 assert self._settle(txn_id, begin_durable=txn_id in self.registered) is not _COMMITTED
@@ -416,6 +389,4 @@ FaultyTxnApiModel.TestCase.settings = model_settings(
 test_txn_api_model_over_faults = pytest.mark.slow(FaultyTxnApiModel.TestCase)
 RemoteFaultyTxnApiModel.TestCase.settings = model_settings(
     int(os.environ.get("SEAWAY_TXN_MODEL_REMOTE_FAULTS_EXAMPLES", "6")), 30, shrink=False)
-test_txn_api_model_over_faults_through_the_server = pytest.mark.skipif(
-    MANAGER_FIXES_PENDING, reason="MANAGER_FIXES_PENDING: the client's own retries meet the defects")(
-    pytest.mark.slow(RemoteFaultyTxnApiModel.TestCase))
+test_txn_api_model_over_faults_through_the_server = pytest.mark.slow(RemoteFaultyTxnApiModel.TestCase)

@@ -671,8 +671,6 @@ def _durable_begin(sw: seaway.Seaway) -> seaway.Transaction:
     return tx
 
 
-@pytest.mark.xfail(strict=True, reason="in the manager (txn/_manager.py, being split): abort() does not wait for "
-                   "the edit of a transaction that registered no log, so a refused one is lost")
 @pytest.mark.parametrize("by_id", [False, True])
 def test_an_abort_that_returned_survives_a_restart_when_the_transaction_wrote_no_log(
         tmp_path: Path, clock: FakeClock, by_id: bool) -> None:
@@ -694,8 +692,6 @@ def test_an_abort_that_returned_survives_a_restart_when_the_transaction_wrote_no
             sw.txn.commit(tx.id)
 
 
-@pytest.mark.xfail(strict=True, reason="in the manager (txn/_manager.py, being split): a register whose append "
-                   "failed is kept in memory, and the same register again returns without logging it")
 def test_a_register_refused_by_the_log_is_logged_when_asked_again(tmp_path: Path, clock: FakeClock) -> None:
     """Found by the transaction API model over append faults: a register is applied before its
     edit is logged; refused by the log, it raised, but the manager kept the log as registered, so
@@ -718,8 +714,6 @@ def test_a_register_refused_by_the_log_is_logged_when_asked_again(tmp_path: Path
         assert sw.txn.snapshot().visibility(tx.id) is Visibility.SKIP, "an aborted transaction's record is visible"
 
 
-@pytest.mark.xfail(strict=True, reason="in the manager (txn/_manager.py, being split): the abort that ends a "
-                   "commit it refused is not logged again when the log refuses it, nor does it stop the manager")
 def test_a_commit_refused_for_a_conflict_stays_aborted_after_a_restart_when_its_abort_was_refused(
         tmp_path: Path, clock: FakeClock) -> None:
     """Found by the transaction API model over append faults: a commit that conflicts aborts its
@@ -750,8 +744,6 @@ def test_a_commit_refused_for_a_conflict_stays_aborted_after_a_restart_when_its_
             sw.txn.commit(tx.id)
 
 
-@pytest.mark.xfail(strict=True, reason="in the manager (txn/_manager.py, being split): abort() of a transaction "
-                   "already aborted returns before checking that the manager runs")
 def test_a_stopped_manager_refuses_an_abort_of_an_aborted_transaction(tmp_path: Path, clock: FakeClock) -> None:
     """Found by the transaction API model over append faults through a server: an abort refused
     twice stops the manager (StorageError, retriable), and the client retried the call; the

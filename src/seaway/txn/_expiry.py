@@ -10,6 +10,7 @@ import heapq
 import logging
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 
 from seaway.errors import SeawayError, UnknownLogError
 from seaway.ledger import TxnAbortedByTimeout
@@ -26,47 +27,73 @@ as many entries as they are, plus this: entries of ended transactions go then, n
 timeout (one ended in a heap is not cheap to find)."""
 
 
+@dataclass(frozen=True)
+class Ending:
+    """An abort or time-out applied and appended: its append, and a time-out's ledger entry."""
+
+    edit: Abort | TimeOut
+    logged: Future[int]
+    change: TxnAbortedByTimeout | None
+
 
 class ExpiringManager(DurableManager):
     """Ends, time-outs and pruning."""
 
-    def _end_all(self, ends: Iterable[Abort | TimeOut]) -> list[tuple[Future[int], TxnAbortedByTimeout | None]]:
+    def _end_all(self, ends: Iterable[Abort | TimeOut]) -> list[Ending]:
         """Apply and log ``ends`` (called under the lock); each time-out with its ledger entry, to
-        write once it is logged (:meth:`_record_timeout`)."""
+        write once it is logged (:meth:`_finish_ends`)."""
         ended = []
         for edit in ends:
             change = ledger_change(self.state, edit)
             timed_out = change if isinstance(change, TxnAbortedByTimeout) else None
-            ended.append((self._end(edit), timed_out))
+            ended.append(Ending(edit, self._end(edit), timed_out))
             self._unrecorded += timed_out is not None
         return ended
 
-    def _finish_ends(self, ended: Iterable[tuple[Future[int], TxnAbortedByTimeout | None]]) -> None:
-        """Wait for ends logged by :meth:`_end_all`; write the time-outs' ledger entries."""
+    def _finish_ends(self, ended: Iterable[Ending]) -> None:
+        """Wait for ends logged by :meth:`_end_all`; write the time-outs' ledger entries. Raise the
+        first failure, once all are done."""
         failure: BaseException | None = None
-        for future, change in ended:
+        for ending in ended:
             try:
-                if change is None:
-                    future.result()
-                else:
-                    self._record_timeout(future, change)
-            except BaseException as exc:  # the others are recorded all the same
+                self._finish_end(ending)
+            except BaseException as exc:  # the others are finished all the same
                 failure = failure or exc
         if failure is not None:
             raise failure
 
-    def _record_timeout(self, future: Future[int], change: TxnAbortedByTimeout) -> None:
+    def _finish_end(self, ending: Ending) -> None:
+        """An end is applied at once (readers step over the transaction's data, a commit of it
+        is refused), so one the log refused would come back in progress after a restart: it is
+        appended again (twice is harmless), and if that fails too the manager stops, and the log
+        decides what the next opening finds."""
+        edit = ending.edit
         try:
-            lsn = future.result()  # if it fails, the time-out may be logged or not: recovery records it if it is
             try:
-                self._apply_edit((), lsn, change)
+                lsn = ending.logged.result()
             except SeawayError as exc:
-                raise self._stop(f"transaction {change.txn_id} is logged as timed out but its ledger entry "
-                                 "failed", exc) from exc
+                try:
+                    with self._cond:
+                        self._check_running()
+                        again = self._append(edit)
+                    lsn = again.result()
+                except SeawayError as refused:
+                    raise self._stop(f"transaction {edit.write_pointer}'s end failed to append ({exc}), twice",
+                                     refused) from exc
+            if ending.change is not None:
+                # (Should the refused first append have landed after all, recovery may record
+                # this time-out once more: a ledger entry twice, which notifications, at least
+                # once, already allow.)
+                try:
+                    self._apply_edit((), lsn, ending.change)
+                except SeawayError as exc:
+                    raise self._stop(f"transaction {edit.write_pointer} is logged as timed out but its ledger "
+                                     "entry failed", exc) from exc
         finally:
-            with self._cond:
-                self._unrecorded -= 1
-                self._cond.notify_all()
+            if ending.change is not None:
+                with self._cond:
+                    self._unrecorded -= 1
+                    self._cond.notify_all()
 
     def _end(self, edit: Abort | TimeOut) -> Future[int]:
         self._begins.pop(edit.write_pointer, None)
@@ -83,7 +110,7 @@ class ExpiringManager(DurableManager):
         return whether saving the state is due. Public for tests that drive the manager with a
         fake clock and no background passes."""
         now_ms = self._clock.now_ms()
-        pending: list[tuple[Future[int], TxnAbortedByTimeout | None]] = []
+        pending: list[Ending] = []
         later: list[tuple[int, int]] = []
         with self._cond:
             while self._expiries and self._expiries[0][0] <= now_ms:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from seaway._clock import Clock, SystemClock
 from seaway._passes import PeriodicPasses
-from seaway.errors import InvalidArgumentError, OverloadedError, SeawayError, UnknownLogError
+from seaway.errors import InvalidArgumentError, OverloadedError, UnknownLogError
 from seaway.log import AbortedWrites, MetaApi
 from seaway.txn._checks import LOGS_MAX, check_write_pointer
 from seaway.txn._commit import CommittingManager
@@ -193,12 +193,14 @@ class TransactionManager(CommittingManager):
         # transaction's that a restart does not know, visible however it ended.
         if (refused := self._unlogged_begin((write_pointer,))) is not None:
             raise refused
+        if not wanted:
+            return
         with self._cond:
-            txn = self._live(write_pointer)
-            fresh = wanted - txn.logs
-            if not fresh:
-                return
-            edit = Register(write_pointer, tuple(sorted(fresh)))
+            self._live(write_pointer)
+            # Logged even when the logs are registered here already: an earlier register of them
+            # may have been refused by the log after it was applied (its caller asks again), or
+            # still be in flight; a handle asks only for logs it has not registered.
+            edit = Register(write_pointer, tuple(sorted(wanted)))
             self.state.apply(edit)
             durable = self._append(edit)
         durable.result()
@@ -208,29 +210,15 @@ class TransactionManager(CommittingManager):
         transaction again does nothing; aborting a committed one raises."""
         check_write_pointer(write_pointer)
         with self._cond:
+            self._check_running()  # stopped, the log decides (a caller must not hear "done")
             status = self.state.status(write_pointer)
             if status in (TxnStatus.ABORTED, TxnStatus.TIMED_OUT) and write_pointer not in self.state.in_progress:
                 return
-            txn = self._live(write_pointer)
-            edit = Abort(write_pointer, self._clock.now_ms())
-            durable = self._end(edit)
-        if not txn.logs:  # nothing of it exists: lost in a crash, it ends the same way (timed out)
-            durable.add_done_callback(log_failure)
-            return
-        try:
-            durable.result()
-        except SeawayError as exc:
-            # Aborted here already (readers step over its data), but maybe not in the log: a
-            # restart would find it in progress. Logged again (twice is harmless); failing that,
-            # stop, and the log decides.
-            try:
-                with self._cond:
-                    self._check_running()
-                    again = self._append(edit)
-                again.result()
-            except SeawayError as refused:
-                raise self._stop(f"transaction {write_pointer}'s abort failed to append ({exc}), twice",
-                                 refused) from exc
+            self._live(write_pointer)
+            # Waited for even when it wrote nothing: one that returned must survive a restart
+            # (else the transaction, in progress again, could be committed by its id).
+            ended = self._end_all([Abort(write_pointer, self._clock.now_ms())])
+        self._finish_ends(ended)
 
     def list(self, after: TxnInfo | None = None, limit: int | None = None) -> list[TxnInfo]:
         """Transactions in progress, then invalid ones, each by id: a page of at most ``limit``
