@@ -67,7 +67,7 @@ KERNEL: dict[str, set[str] | str] = {
     "seaway._passes": {"seaway.streams", "seaway.txn"},
     "seaway._values": {"seaway.logsdb", "seaway.log"},
     "seaway._dirs": {"seaway.logsdb", "seaway.log"},
-    "seaway._lazy": {"seaway.logsdb", "seaway.log"},
+    "seaway._lazy": {"seaway.logsdb", "seaway.log", "seaway.spark"},
     "seaway._alloc": {"seaway.server", "seaway.bench"},
     "seaway._progress": {"seaway.cli", "seaway.bench"},
     "seaway._seaway": {"seaway.server"},

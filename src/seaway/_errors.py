@@ -176,6 +176,15 @@ class UnknownStreamError(ClientError, KeyError):
         return str(self.args[0]) if self.args else self.code
 
 
+class UnknownSparkSourceError(ClientError, KeyError):
+    """No Spark query recorded a source under that ``sourceId``."""
+
+    code = "UNKNOWN_SPARK_SOURCE"
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else self.code
+
+
 class ScopeExistsError(ClientError):
     code = "SCOPE_EXISTS"
 

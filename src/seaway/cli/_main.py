@@ -21,6 +21,7 @@ from seaway.cli._lsn import LSN_HELP
 from seaway.cli._meta import add_meta_parser, run_meta
 from seaway.cli._notify import add_notify_parser, run_notify
 from seaway.cli._queues import add_queue_parsers, run_queue
+from seaway.cli._spark import add_spark_parser, run_spark
 from seaway.cli._store import (
     EXIT_ABSENT,
     EXIT_CODES_HELP,
@@ -162,6 +163,7 @@ def _parser(*, with_benchmarks: bool) -> argparse.ArgumentParser:
     add_stream_parsers(commands, common)
     add_queue_parsers(commands, common)
     add_txn_parser(commands, common)
+    add_spark_parser(commands, common)
     add_notify_parser(commands, common)
     return parser
 
@@ -197,6 +199,7 @@ def _serve(args: argparse.Namespace) -> None:
     from seaway import SeawayConfig  # noqa: PLC0415 - gRPC and the store load only to serve
     from seaway.notify import NotifyServiceConfig, TargetPolicy  # noqa: PLC0415
     from seaway.server import ServerConfig, serve  # noqa: PLC0415
+    from seaway.spark import SparkLagCollector  # noqa: PLC0415 - no PySpark: the sources' lag from metadata
 
     token = os.environ.get("SEAWAY_TOKEN") or None
     if args.token_file is not None:
@@ -209,7 +212,7 @@ def _serve(args: argparse.Namespace) -> None:
                        tls_key=args.tls_key, metrics_listen=args.metrics_listen,
                        metrics_beyond_loopback=args.metrics_beyond_loopback,
                        store=SeawayConfig(notify=NotifyServiceConfig(targets=targets)),
-                       console_listen=args.console_listen))
+                       console_listen=args.console_listen, collectors=(SparkLagCollector,)))
 
 
 def _item_json(item: ReadItem) -> dict[str, Any]:
@@ -372,6 +375,8 @@ def _run(args: argparse.Namespace) -> int:
         return run_queue(args)
     elif args.command == "txn":
         run_txn(args)
+    elif args.command == "spark":
+        run_spark(args)
     elif args.command == "notify":
         run_notify(args)
     return EXIT_OK

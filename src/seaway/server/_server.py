@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
 from prometheus_client import Counter, start_http_server
+from prometheus_client.registry import Collector
 
 from seaway._alloc import keep_large_buffers_in_heap
 from seaway._seaway import Seaway, SeawayConfig
@@ -63,6 +64,9 @@ class ServerConfig:
     """Standard health ``Watch`` streams open at once, over all connections (they need no token)."""
     console_listen: str | None = None
     """host:port for the web console (docs/console.md), behind the same token and TLS; none by default."""
+    collectors: tuple[Callable[[Seaway], Collector], ...] = ()
+    """More Prometheus collectors over the store, served at /metrics beside the server's own: what
+    the layers above the server add (the command adds the Spark sources' lag)."""
 
 
 def split_host_port(address: str) -> tuple[str, int]:
@@ -225,6 +229,8 @@ class Server:
             self.metrics.registry.register(ForwardCollector(self.store.notify_metrics))
         self.metrics.watch_ledger(self.store.ledger.bounds)
         self.metrics.registry.register(LagCollector(self.store))
+        for make in config.collectors:
+            self.metrics.registry.register(make(self.store))
         limits = config.limits
         workers = limits.read_streams_max + 32  # a read stream holds a thread
         undecodable = ThrottledWarning(self.metrics.undecodable_requests,

@@ -34,11 +34,10 @@ from seaway.errors import ConditionFailedError, InvalidArgumentError
 from seaway.spark._options import Options
 from seaway.spark._plan import Range, Target, open_target
 from seaway.spark._rows import DEFAULT_SCHEMA, read_range
+from seaway.spark._sources import META_NAMESPACE
 
 READ_OPTIONS = ("startingOffsets", "startingTimestamp", "endingOffsets", "maxEventsPerTrigger",
                 "maxBytesPerTrigger", "failOnDataLoss", "sourceId", "minPartitions")
-META_NAMESPACE = "spark"
-"""Where the source keeps what it persists in Seaway's metadata store (keyed by ``sourceId``)."""
 SOURCE_ID_CHARS_MAX = 200
 
 

@@ -207,7 +207,7 @@ class ReaderGroupInfo:
     """Segment -> events left to read in it (its *lag*): from the group's position there to the
     segment's end (sealed), its tail (current) or the end cut, counted without reading them. Every
     segment with events between the group's checkpoint and the stream's tail is here, the segments
-    not reached yet (successors of those it reads) from their start; see :func:`group_lag`."""
+    not reached yet (successors of those it reads) from their start; see :meth:`Stream.events_after`."""
     lag: int = 0
     """Events left to read in all: the sum of :attr:`lags`."""
 
@@ -414,31 +414,6 @@ class ReaderGroups:
             raise UnknownReaderGroupError(f"reader group {name!r} was deleted meanwhile") from None
 
 
-def group_lag(logs: LogsApi, stream: Stream, positions: Mapping[int, int],
-              end: Mapping[int, int] | None = None) -> dict[int, int]:
-    """Segment -> events between a group's positions (a consistent cut) and the stream's tail (or
-    ``end``, an end cut): the segments of the cut from their positions, the segments created after
-    them (not reached yet) from their start, each to its end, its tail or the end cut. Counted with
-    the log layer's ``count_records`` (one call), never by reading: a segment truncated away counts
-    nothing, nor the part of one below its trim point. On a transactional stream the events of
-    transactions still open or aborted count too (telling them apart would mean reading them)."""
-    cut = StreamCut(stream.name, positions)
-    upper = stream.tail() if end is None else StreamCut(stream.name, end)
-    try:
-        segments = stream.segments_between(cut, upper)
-    except InvalidStreamCutError:  # not expected (a group never reads past its end cut): count to the tail
-        end, upper = None, stream.tail()
-        segments = stream.segments_between(cut, upper)
-    ranges: dict[int, tuple[int, int | None]] = {}
-    by_log: dict[int, int] = {}
-    for segment in segments:
-        until = None if end is None else end.get(segment.id)
-        ranges[segment.log_id] = (positions.get(segment.id, LSN_OLDEST), None if until is None else until - 1)
-        by_log[segment.log_id] = segment.id
-    counts = logs.count_records(ranges) if ranges else {}
-    return {segment: int(counts.get(log_id, 0)) for log_id, segment in sorted(by_log.items(), key=lambda i: i[1])}
-
-
 def _check_not_truncated(stream: Stream, start: StreamCut) -> None:
     """:class:`StreamTruncatedError` if ``start`` (a consistent cut) is below the stream's head
     anywhere."""
@@ -501,7 +476,7 @@ class ReaderGroup:
         state, _ = self._read()
         c = self._conf
         positions = state.positions()
-        lags = group_lag(self._logs, self.stream_handle, positions, c.end)
+        lags = self.stream_handle.events_after(StreamCut(self.stream_handle.name, positions), c.end)
         return ReaderGroupInfo(
             self.name, c.stream, StreamCut(c.stream, c.start), None if c.end is None else StreamCut(c.stream, c.end),
             tuple(sorted(state.readers)), {r: tuple(sorted(s)) for r, s in sorted(state.readers.items())},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -152,6 +152,31 @@ class Stream:
         bounds = logs.bounds([s.log_id for s in segments])
         return StreamCut(self.name, {s.id: (bounds[s.log_id].tail_lsn if s.log_id in bounds
                                             else logs.get(s.log_id).tail_lsn()) + 1 for s in segments})
+
+    def events_after(self, cut: StreamCut, end: Mapping[int, int] | None = None) -> dict[int, int]:
+        """Segment -> events after ``cut`` (a consistent cut: a reader group's positions, a Spark
+        query's committed offset) up to the tail, or up to ``end`` (an end cut's positions): the
+        segments of the cut from their positions, those created after them (not reached yet) from
+        their start, each to its end. What a reader at ``cut`` has left to read: its lag. Counted
+        with the log layer's ``count_records`` (one call), never by reading: a segment truncated
+        away counts nothing, nor the part of one below its trim point. On a transactional stream
+        the events of transactions still open or aborted count too (telling them apart would mean
+        reading them)."""
+        positions = dict(cut.positions)
+        upper = self.tail() if end is None else StreamCut(self.name, end)
+        try:
+            segments = self.segments_between(cut, upper)
+        except InvalidStreamCutError:  # past the end cut somewhere (not expected): count to the tail
+            end, upper = None, self.tail()
+            segments = self.segments_between(cut, upper)
+        ranges: dict[int, tuple[int, int | None]] = {}
+        by_log: dict[int, int] = {}
+        for segment in segments:
+            until = None if end is None else end.get(segment.id)
+            ranges[segment.log_id] = (positions.get(segment.id, LSN_OLDEST), None if until is None else until - 1)
+            by_log[segment.log_id] = segment.id
+        counts = self._controller.logs.count_records(ranges) if ranges else {}
+        return {segment: int(counts.get(log_id, 0)) for log_id, segment in sorted(by_log.items(), key=lambda i: i[1])}
 
     def history(self, after: int = 0, limit: int = 1000) -> builtins.list[Delta]:
         """The scalings that made generations ``after + 1`` onwards, oldest first."""
