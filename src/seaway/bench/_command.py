@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from seaway.bench._cli import run_cli_bench
 from seaway.bench._log import LogBenchConfig, run_log_bench
 from seaway.bench._logs import LogsBenchConfig, run_logs_bench
 from seaway.bench._notify import add_notify_bench_parser, run_notify_bench_command
@@ -55,6 +56,10 @@ def add_bench_parsers(bench: argparse.ArgumentParser) -> None:
     txn.add_argument("--rounds", type=int, default=2, help="runs of each side; the best counts (default 2)")
     txn.add_argument("--address", help="use this server (seaway://host:port) instead of starting one")
     txn.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    cli = kinds.add_parser("cli", help="the command's start: seaway --help and a one-record log append, against "
+                                       "an empty interpreter")
+    cli.add_argument("--runs", type=int, default=9, help="runs of each; the median wall time counts (default 9)")
+    cli.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
 
 def run_bench(args: argparse.Namespace) -> dict[str, Any]:
@@ -85,6 +90,10 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
             raise InvalidArgumentError("--pairs, --clients and --rounds must be at least 1")
         return run_txn_bench(TxnBenchConfig(clients=args.clients, pairs=args.pairs, rounds=args.rounds,
                                             address=args.address))
+    if args.bench == "cli":
+        if args.runs < 1:
+            raise InvalidArgumentError("--runs must be at least 1")
+        return run_cli_bench(args.runs)
     if args.bench == "logs":
         if args.rounds < 1:
             raise InvalidArgumentError("--rounds must be at least 1")
