@@ -14,7 +14,7 @@ from seaway import Gap, GapType, Record, epoch_of
 from seaway.testing._crash import LOG_NAME, payload
 from tests.log.helpers import run_until_killed
 
-KILLS = int(os.environ.get("SEAWAY_CRASH_KILLS", "35"))
+KILLS = int(os.environ.get("SEAWAY_CRASH_KILLS", "25"))
 
 
 def _acks(path: Path) -> list[tuple[int, int, int, int]]:

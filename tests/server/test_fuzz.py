@@ -37,7 +37,7 @@ from seaway.txn import Snapshot
 from seaway.wire import error_from_status, seaway_pb2
 
 pb = seaway_pb2
-REQUESTS = int(os.environ.get("SEAWAY_FUZZ_REQUESTS", "6000"))
+REQUESTS = int(os.environ.get("SEAWAY_FUZZ_REQUESTS", "4000"))
 """Fuzzed requests in a run (SEAWAY_FUZZ_REQUESTS for a longer one): the suite stays under its time."""
 TXNS_CHECKED = 2000
 METHODS = {

@@ -20,7 +20,7 @@ from seaway.streams import WriterConfig, key_position
 from seaway.testing._stream_crash import KEYS, STREAM, scale_once
 from tests.log.helpers import run_until_killed
 
-KILLS = int(os.environ.get("SEAWAY_STREAM_CRASH_KILLS", "20"))
+KILLS = int(os.environ.get("SEAWAY_STREAM_CRASH_KILLS", "12"))
 _FEW_RETRIES = seaway.RetryPolicy(attempts_max=2, backoff_s=0.05, backoff_max_s=0.1)
 """The server is gone until the test starts it again: give up soon rather than wait for it."""
 _FEW_WRITER_RETRIES = WriterConfig(retries_max=1, successors_wait_s=2.0)

@@ -379,7 +379,7 @@ test_txn_api_model = TxnApiModel.TestCase
 # Not shrunk: each step through a server costs a restart's seconds, so shrinking a failure would take
 # many minutes; the failing steps are printed as found.
 RemoteTxnApiModel.TestCase.settings = model_settings(
-    int(os.environ.get("SEAWAY_TXN_MODEL_REMOTE_EXAMPLES", "4")), 30, shrink=False)
+    int(os.environ.get("SEAWAY_TXN_MODEL_REMOTE_EXAMPLES", "3")), 30, shrink=False)
 test_txn_api_model_through_the_server = pytest.mark.slow(RemoteTxnApiModel.TestCase)
 # Not shrunk: which appends a fault hits depends on the timing of the store's own threads (group
 # commit, the manager's edits logged in the background), so a replay is not the same run. The
