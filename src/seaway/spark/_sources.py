@@ -19,6 +19,7 @@ from seaway.errors import (
     InvalidArgumentError,
     SeawayError,
     UnknownLogError,
+    UnknownScopeError,
     UnknownSparkSourceError,
     UnknownStreamError,
 )
@@ -71,7 +72,7 @@ def spark_sources(sw: Store, limit: int = 1000) -> list[SourceInfo]:
     for source_id in ids[:limit]:
         try:
             out.append(spark_source(sw, source_id))
-        except (UnknownLogError, UnknownStreamError):  # its stream or log was deleted
+        except (UnknownLogError, UnknownStreamError, UnknownScopeError):  # what it read was deleted
             continue
     return out
 
