@@ -111,9 +111,13 @@ class OverAppendFaults:
     def _open(self) -> Any:
         return seaway.open(self.dir / "data")
 
+    def _shut(self) -> None:
+        """Close the store (and whatever runs it)."""
+        self.sw.close()
+
     def _restart(self) -> Any:
         self._calm()
-        self.sw.close()
+        self._shut()
         self.fault_restarts += 1
         self.sw = self._open()
         self._apply_faults()
@@ -121,7 +125,7 @@ class OverAppendFaults:
 
     def _close(self) -> None:
         self._calm()
-        self.sw.close()
+        self._shut()
 
 
 class ThroughAServerOverAppendFaults(OverAppendFaults):
@@ -142,16 +146,6 @@ class ThroughAServerOverAppendFaults(OverAppendFaults):
         self.faults = faults.applied(self.server)
         self.faults.__enter__()
 
-    def _restart(self) -> Any:
-        self._calm()
-        self.sw.close()
-        self.server.stop()
-        self.fault_restarts += 1
-        self.sw = self._open()
-        self._apply_faults()
-        return self.sw
-
-    def _close(self) -> None:
-        self._calm()
+    def _shut(self) -> None:
         self.sw.close()
         self.server.stop()

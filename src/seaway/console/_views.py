@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -41,11 +41,6 @@ def iso_ms(ms: int | None) -> str | None:
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _lag(value: object) -> int | None:
-    """A ``lag`` field as read with getattr: an int, or None where the store does not count it."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 # --- health ------------------------------------------------------------------------------------
@@ -174,15 +169,13 @@ def reader_groups(store: Store, groups_max: int) -> list[dict[str, Any]]:
             info = store.streams.reader_group(name).describe()
         except SeawayError:  # deleted meanwhile
             continue
-        lags = getattr(info, "lags", None)
-        lags = lags if isinstance(lags, Mapping) else {}
         rows.append({"group": info.name, "stream": info.stream, "readers": list(info.readers),
                      "assignments": {r: [segment_str(s) for s in segs] for r, segs in info.assignments.items()},
                      "unassigned": [segment_str(s) for s in info.unassigned],
                      "positions": [{"segment": segment_str(s), "position": lsn_str(p),
-                                    "lag": _lag(lags.get(s))}
+                                    "lag": info.lags.get(s)}
                                    for s, p in sorted(info.positions.items())],
-                     "lag": _lag(getattr(info, "lag", None))})
+                     "lag": info.lag})
     return rows
 
 
@@ -199,11 +192,11 @@ def consumer_groups(store: Store, groups_max: int) -> list[dict[str, Any]]:
                 continue
             rows.append({"queue": info.queue, "group": info.name, "size": info.size,
                          "strategy": info.strategy.value, "generation": info.generation, "resizing": info.resizing,
-                         "skipped": info.skipped, "lag": _lag(getattr(info, "lag", None)),
+                         "skipped": info.skipped, "lag": info.lag,
                          "partitions": [{"generation": p.generation, "partition": p.partition,
                                          "position": lsn_str(p.position.lsn), "entry": p.position.entry,
                                          "tail_lsn": lsn_str(p.tail_lsn), "drained": p.drained,
-                                         "lag": _lag(getattr(p, "lag", None))} for p in info.partitions]})
+                                         "lag": p.lag} for p in info.partitions]})
     return rows
 
 
@@ -216,7 +209,7 @@ def lag_totals(store: Store, groups_max: int) -> dict[str, int | None]:
     for row in consumer_groups(store, groups_max):
         totals[f"consumer group {row['queue']}/{row['group']}"] = row["lag"]
     for plugin in store.notify.status()[:groups_max]:
-        totals[f"notify {plugin.name}"] = _lag(getattr(plugin, "lag", None))
+        totals[f"notify {plugin.name}"] = plugin.lag
     return totals
 
 
@@ -284,7 +277,7 @@ def transactions(store: Store) -> list[dict[str, Any]]:
 def plugins(store: Store) -> list[dict[str, Any]]:
     """The notification plugins: target, position in the ledger, lag, counters, why one cannot run
     (``error``), and its last failed delivery (``last_error``, at ``last_error_time``)."""
-    return [{"name": s.name, "target": s.target, "position": s.position, "lag": _lag(getattr(s, "lag", None)),
+    return [{"name": s.name, "target": s.target, "position": s.position, "lag": s.lag,
              "counters": dict(s.counters), "pending": s.pending, "updated": iso_ms(s.updated_ms or None),
              "error": s.error, "last_error": s.last_error, "last_error_time": iso_ms(s.last_error_ms or None)}
             for s in store.notify.status()]
