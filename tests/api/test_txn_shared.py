@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any
 from unittest.mock import ANY
 
+import grpc
 import pytest
 
 import seaway
@@ -466,3 +467,42 @@ def test_the_list_comes_in_pages_of_at_most_limit_after_the_last_of_the_page_bef
             sw.txn.list(limit=bad)  # type: ignore[arg-type]
     for tx in txns[0::2]:
         tx.abort()
+
+
+class _Refused(grpc.RpcError):
+    """What gRPC raises when a call never reached the server (no channel could connect in time)."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return "failed to connect to all addresses; connection attempt timed out"
+
+    def trailing_metadata(self) -> tuple[()]:
+        return ()
+
+
+def test_a_begin_whose_connection_failed_once_is_tried_again(server: ServerProcess) -> None:
+    """A begin refused in transport (a Spark task's begin met this under load and failed its query)
+    is tried again: a begin that did reach the server only leaves a transaction that wrote nothing,
+    which times out."""
+    with seaway.connect(server.url) as sw:
+        stub, tried = sw._stub, []
+
+        class OnceRefused:
+            def __getattr__(self, method: str) -> Any:
+                real = getattr(stub, method)
+                if method != "TxnBegin":
+                    return real
+
+                def call(request: Any, **kwargs: Any) -> Any:
+                    tried.append(method)
+                    if len(tried) == 1:
+                        raise _Refused()
+                    return real(request, **kwargs)
+                return call
+
+        sw._stub = OnceRefused()
+        with sw.transaction() as tx:
+            tx.stage_put("retried", b"k", b"v")
+        assert tried == ["TxnBegin", "TxnBegin"] and sw.txn.status(tx.id) is TxnStatus.COMMITTED

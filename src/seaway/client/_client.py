@@ -645,7 +645,9 @@ class RemoteTxn:
                 raise InvalidArgumentError(f"a transaction's timeout must be a number, got {timeout_s!r}")
             request.timeout_s = timeout_s
         request.invalid_known.CopyFrom(invalid_version_to_msg(self._invalid.known))
-        reply: pb.TxnBeginReply = self._client._call("TxnBegin", request, idempotent=False)
+        # Tried again on a transport failure: a begin that did reach the server only leaves a
+        # transaction that wrote nothing, which times out (nothing of it is ever visible).
+        reply: pb.TxnBeginReply = self._client._call("TxnBegin", request)
         self._default_timeout_s = reply.default_timeout_s
         return self._with_invalid(Snapshot.decode(reply.snapshot), reply)
 
