@@ -127,3 +127,54 @@ def test_a_time_before_a_truncated_streams_head_resets_to_the_head(api: Api) -> 
     stream.truncate(stream.tail())  # the first segments are deleted: only what comes next is readable
     group.reset(time_ms=0)
     assert group.lag() == 0
+
+
+def _fifo_queue(api: Api, count: int) -> str:
+    queue = api.name("q")
+    api.sw.queues.create(queue)
+    api.sw.queues.create_group(queue, "g", 2, "FIFO")
+    with api.sw.transaction() as tx:
+        api.sw.queues.producer(queue).enqueue_batch(tx, [b"%d" % i for i in range(count)])
+    return queue
+
+
+def test_a_fifo_group_resets_to_the_head_the_tail_and_a_time(api: Api) -> None:
+    queue = _fifo_queue(api, 6)
+    first, second = (api.sw.queues.consumer(queue, "g", c) for c in (0, 1))
+    with api.sw.transaction() as tx:
+        assert _take(api, first, tx, 4) == [b"0", b"1", b"2", b"3"]
+    assert api.sw.queues.describe_group(queue, "g").lag == 2
+    assert api.sw.queues.reset_group(queue, "g", time_ms=0).lag == 6  # the chunk is not evicted yet
+    assert api.sw.queues.reset_group(queue, "g", "tail").lag == 0
+    with api.sw.transaction() as tx:
+        assert second.dequeue(tx, 10, 0.2) == []
+    assert api.sw.queues.reset_group(queue, "g", "head").lag == 6
+    # Either consumer takes them again, each entry once: the first's cursor is found stale.
+    with api.sw.transaction() as tx:
+        assert _take(api, first, tx, 6) == [b"%d" % i for i in range(6)]
+    with api.sw.transaction() as tx:
+        assert second.dequeue(tx, 10, 0.2) == []
+    assert api.sw.queues.describe_group(queue, "g").lag == 0
+    first.close()
+    second.close()
+
+
+def test_a_fifo_reset_racing_a_held_claim_fails_its_commit_and_the_claim_is_gone(api: Api) -> None:
+    queue = _fifo_queue(api, 5)
+    first, second = (api.sw.queues.consumer(queue, "g", c) for c in (0, 1))
+    racing = api.sw.transaction()
+    assert _take(api, first, racing, 3) == [b"0", b"1", b"2"]  # claimed, delivered, not committed
+    api.sw.queues.reset_group(queue, "g", "tail")
+    with pytest.raises(TransactionConflictError):
+        racing.commit()
+    # The claim went with the reset: nothing is held, nothing is left to claim.
+    assert api.sw.queues.describe_group(queue, "g").lag == 0
+    for consumer in (first, second):
+        with api.sw.transaction() as tx:
+            assert consumer.dequeue(tx, 10, 0.2) == []
+    with api.sw.transaction() as tx:
+        api.sw.queues.producer(queue).enqueue_batch(tx, [b"late"])
+    with api.sw.transaction() as tx:
+        assert _take(api, second, tx, 1) == [b"late"]
+    first.close()
+    second.close()

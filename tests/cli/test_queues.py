@@ -79,3 +79,19 @@ def test_queue_group_reset_from_the_shell(cli: Cli, where: Where) -> None:
     assert head.status == 0 and "\tlag 2" in head.out.splitlines()[0]
     assert json.loads(cli("queue", "group", "reset", queue, "g", "--to", "0", *where.args,
                           "--json").out)["lag"] == 2
+
+
+def test_a_fifo_group_resets_from_the_shell(cli: Cli, where: Where) -> None:
+    queue = f"rf{where.ns}"
+    assert cli("queue", "create", queue, *where.args).status == 0
+    assert cli("queue", "group", "create", queue, "g", "--size", "2", *where.args).status == 0  # FIFO
+    assert cli("queue", "enqueue", queue, "a", "b", "c", *where.args).status == 0
+    got = json.loads(cli("queue", "dequeue", queue, "g", "0", "--json", *where.args).out)["entries"]
+    assert len(got) == 3
+    head = cli("queue", "group", "reset", queue, "g", "--to", "head", *where.args, "--json")
+    assert head.status == 0, head.err
+    assert json.loads(head.out)["lag"] == 3
+    again = json.loads(cli("queue", "dequeue", queue, "g", "1", "--json", *where.args).out)["entries"]
+    assert [e["payload"] for e in again] == [e["payload"] for e in got]
+    assert json.loads(cli("queue", "group", "reset", queue, "g", "--to", "tail", *where.args,
+                          "--json").out)["lag"] == 0

@@ -14,15 +14,16 @@ import seaway
 
 _OPS = st.lists(st.one_of(st.tuples(st.sampled_from(["commit", "abort", "open"]), st.integers(1, 7)),
                           st.tuples(st.sampled_from(["take", "take_abort"]), st.integers(1, 9)),
-                          st.tuples(st.just("reset_head"), st.just(0))), min_size=1, max_size=14)
+                          st.tuples(st.sampled_from(["reset_head", "reset_tail"]), st.just(0))),
+                min_size=1, max_size=14)
 
 
 @settings(max_examples=30, deadline=None)
-@given(ops=_OPS, size=st.integers(1, 3))
-def test_lag_is_what_was_committed_and_not_consumed(ops: list[tuple[str, int]], size: int) -> None:
+@given(ops=_OPS, size=st.integers(1, 3), strategy=st.sampled_from(["ROUND_ROBIN", "FIFO"]))
+def test_lag_is_what_was_committed_and_not_consumed(ops: list[tuple[str, int]], size: int, strategy: str) -> None:
     with tempfile.TemporaryDirectory() as tmp, seaway.open(Path(tmp) / "d") as sw:
         sw.queues.create("q")
-        sw.queues.create_group("q", "g", size, "ROUND_ROBIN")
+        sw.queues.create_group("q", "g", size, strategy)
         producer = sw.queues.producer("q")
         consumers = [sw.queues.consumer("q", "g", c) for c in range(size)]
         committed = consumed = 0
@@ -48,9 +49,11 @@ def test_lag_is_what_was_committed_and_not_consumed(ops: list[tuple[str, int]], 
                 else:
                     tx.abort()
             else:
-                info = sw.queues.reset_group("q", "g", "head")
-                # Back to what each partition still keeps: consumed entries not evicted yet count again.
+                info = sw.queues.reset_group("q", "g", op.removeprefix("reset_"))
+                # Back to what each partition still keeps (consumed entries not evicted yet count
+                # again), or past everything.
                 consumed = committed - info.lag
+                assert op == "reset_head" or info.lag == 0, ops
             info = sw.queues.describe_group("q", "g")
             assert info.lag == committed - consumed == sum(p.lag for p in info.partitions), ops
         for tx in open_txns:

@@ -73,6 +73,10 @@ class Group:
     strategy: str
     size: int
     delivered: list[int] = field(default_factory=list)
+    floor: int = 0
+    """Set by a reset to the tail: entries numbered below it are no longer owed."""
+    before_floor: frozenset[int] = frozenset()
+    """What the group delivered before that reset."""
 
 
 _SETTLED = (seaway.TxnStatus.COMMITTED, seaway.TxnStatus.ABORTED, seaway.TxnStatus.TIMED_OUT)
@@ -210,6 +214,7 @@ class QueueModel(Embedded, RuleBasedStateMachine):
             assert self.status[n] == "committed", (group, n, self.status[n])
             assert model.incarnation in self.sent_to[n], (group, n, "sent before the group existed")
         assert not set(numbers) & set(model.delivered), (group, "delivered twice")
+        assert all(n >= model.floor for n in numbers), (group, "delivered after a reset past it")
         assert len(set(numbers)) == len(numbers), (group, "delivered twice")
         model.delivered.extend(numbers)
 
@@ -365,6 +370,21 @@ class QueueModel(Embedded, RuleBasedStateMachine):
         self.sw.queues.resize_group("q", group, size, wait_s=None)
         self.groups[group].size = size
 
+    @precondition(lambda self: not self.open)
+    @rule(group=st.sampled_from([*CONSUMED, "n"]))
+    def reset_to_the_tail(self, group: str) -> None:
+        """With no producer transaction open: every entry sent so far is skipped, but for those
+        the group delivered already, and every entry sent from now on is owed (without faults:
+        a reset whose outcome is unknown would leave the model unsure of what is owed)."""
+        if group not in self.groups or self.sw.queues.group_record("q", group)[0].previous is not None:
+            return  # refused while a resize drains
+        with self._calm():
+            info = self.sw.queues.reset_group("q", group, "tail")
+        assert info.lag == 0, info
+        model = self.groups[group]
+        model.floor, model.before_floor = self.next_entry, frozenset(model.delivered)
+        event(f"a {model.strategy} group reset to the tail")
+
     @precondition(lambda self: "n" not in self.groups)
     @rule(strategy=st.sampled_from(["FIFO", "ROUND_ROBIN", "HASH"]), size=st.integers(1, 3))
     def create_group(self, strategy: str, size: int) -> None:
@@ -465,7 +485,8 @@ class QueueModel(Embedded, RuleBasedStateMachine):
             if name == "rr":
                 continue
             expected = sorted(n for n, s in self.status.items()
-                              if s == "committed" and model.incarnation in self.sent_to[n])
+                              if s == "committed" and model.incarnation in self.sent_to[n]
+                              and (n >= model.floor or n in model.before_floor))
             assert sorted(model.delivered) == expected, name
 
 
@@ -514,7 +535,11 @@ class FaultyQueueModel(QueueModel):
     @contextmanager
     def _calm(self) -> Iterator[object]:
         self._lift()
-        yield None
+        try:
+            yield None
+        finally:  # faults again, drawn afresh
+            self.restarts += 1
+            self._apply()
 
 
 class RemoteQueueModel(ThroughAServer, QueueModel):

@@ -27,6 +27,7 @@ from seaway.queues._records import (
     claim_key,
     encode_lsn,
     pointer_key,
+    resets_key,
 )
 from seaway.txn import Visibility
 
@@ -46,6 +47,14 @@ class FifoClaims:
     group: str
     consumer_id: int
     _cursors: dict[Slot, Cursor]
+    _resets: int | None
+    _resets_version: int
+
+    @property
+    def _round(self) -> int:
+        """The round of the claims this consumer reads and makes: the group's reset count, as read
+        at the transaction's first dequeue."""
+        return self._resets or 0
 
     def _stage(self, tx: Transaction, cursor: Cursor, key: bytes, value: bytes | None) -> None:
         raise NotImplementedError
@@ -71,7 +80,7 @@ class FifoClaims:
             before = cursor.pending
             out.extend(cursor.take(judge, budget, 0.0))
             if cursor.pending != before:
-                key = claim_key(self.queue, self.group, generation, owner)
+                key = claim_key(self.queue, self.group, generation, owner, self._round)
                 if cursor.pending.lsn > (cursor.until or 0):  # the whole claim delivered
                     self._stage(tx, cursor, key, None)
                 else:
@@ -85,7 +94,8 @@ class FifoClaims:
         where = Slot(generation, SlotKind.CLAIM, owner)
         cursor = self._cursors.get(where)
         if cursor is None:
-            found = self._queues.meta.get(NAMESPACE, claim_key(self.queue, self.group, generation, owner))
+            found = self._queues.meta.get(NAMESPACE, claim_key(self.queue, self.group, generation, owner,
+                                                                self._round))
             if found is None:
                 return None
             claim = Claim.decode(found.value)
@@ -128,18 +138,23 @@ class FifoClaims:
                         NAMESPACE, pointer_key(self.queue, self.group, generation), version).put(
                         NAMESPACE, pointer_key(self.queue, self.group, generation), encode_lsn(last + 1)).commit()
                 continue
-            mine = claim_key(self.queue, self.group, generation, self.consumer_id)
-            # Both conditions: the pointer as read (no other consumer claimed meanwhile), and no
+            mine = claim_key(self.queue, self.group, generation, self.consumer_id, self._round)
+            # Three conditions: the pointer as read (no other consumer claimed meanwhile), no
             # claim under this consumer id (another instance of it claimed meanwhile: a second
-            # claim would replace the first, whose entries no one would then deliver).
+            # claim would replace the first, whose entries no one would then deliver), and the
+            # group not reset since the transaction read its count (a claim of the round that
+            # reset ended would be no one's: given back by an abort, its entries would be lost).
             batch = self._queues.meta.batch().expect_version(
                 NAMESPACE, pointer_key(self.queue, self.group, generation), version).expect_absent(
-                NAMESPACE, mine).put(
+                NAMESPACE, mine).expect_version(
+                NAMESPACE, resets_key(self.queue, self.group), self._resets_version).put(
                 NAMESPACE, pointer_key(self.queue, self.group, generation), encode_lsn(last + 1)).put(
                 NAMESPACE, mine, Claim(last, Position(first, 0)).encode())
             try:
                 batch.commit()
             except ConditionFailedError:
+                if self._queues.reset_state(self.queue, self.group)[1] != self._resets_version:
+                    return None  # reset meanwhile: the next transaction claims in the new round
                 if self._queues.meta.get(NAMESPACE, mine) is not None:
                     # Deliver that claim: of the two instances' transactions, one commits and the
                     # other conflicts on the claim's key.

@@ -77,6 +77,8 @@ class Consumer(FifoClaims):
         self._stale = False
         self._resets: int | None = None
         """The group's reset count when this consumer's cursors were made (see ``reset_group``)."""
+        self._resets_version = 0
+        """The version of the group's reset count as read with it."""
         self.blocked_by: int | None = None
         """After a :meth:`dequeue` that returned nothing because the consumer's next entry is in a
         transaction still in progress: that transaction's id (else None). The consumer waits for it
@@ -185,7 +187,7 @@ class Consumer(FifoClaims):
         """At a transaction's first dequeue (after it began): if the group was reset since the
         cursors were made, drop them, so that they start again from the positions as stored. A
         reset that commits after this read conflicts with this transaction's positions instead."""
-        resets = self._queues.resets(self.queue, self.group)
+        resets, self._resets_version = self._queues.reset_state(self.queue, self.group)
         if self._resets is not None and resets != self._resets:
             self._drop_cursors()
         self._resets = resets
@@ -239,18 +241,21 @@ class Consumer(FifoClaims):
             else:  # back to the committed position as stored: another instance may have moved it
                 cursor.close()
                 del self._cursors[where]
+        evict: tuple[int, int] | None = None
         if committed and any(where.kind is SlotKind.CLAIM for where in self._touched):
             self._fifo_commits += 1
             if self._fifo_commits % FIFO_EVICT_EVERY == 0:
                 generation = max(where.generation for where in self._touched if where.kind is SlotKind.CLAIM)
                 cursor = next(c for w, c in self._cursors.items()
                               if w.generation == generation and w.kind is SlotKind.CLAIM)
-                # Best-effort, after the commit (which must not fail for it): the next one tries again.
-                with contextlib.suppress(SeawayError):
-                    self._queues.evict_claimed(self.queue, self.group, generation, cursor.log_id)
+                evict = generation, cursor.log_id
         self._touched.clear()
-        self._tx = None
+        self._tx = None  # before the eviction: whatever it raises, the consumer is free again
         for where, cursor in list(self._cursors.items()):  # partitions drained and gone after a resize
             if cursor.ended and cursor.committed == cursor.pending:
                 cursor.close()
                 del self._cursors[where]
+        if evict is not None:
+            # Best-effort, after the commit (which must not fail for it): the next one tries again.
+            with contextlib.suppress(SeawayError):
+                self._queues.evict_claimed(self.queue, self.group, *evict)

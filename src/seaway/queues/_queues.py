@@ -61,8 +61,10 @@ from seaway.queues._records import (
     Strategy,
     check_name,
     claim_key,
+    claims_before,
     claims_prefix,
     decode_lsn,
+    encode_lsn,
     group_key,
     groups_prefix,
     pointer_key,
@@ -386,10 +388,19 @@ class Queues:
 
     def evict_claimed(self, queue: str, group: str, generation: int, log_id: int) -> None:
         """Trim a FIFO log below every claim still held and the claim pointer: what lies there
-        was acknowledged by every consumer of the group."""
+        was acknowledged by every consumer of the group. The claims of rounds before the last
+        reset are dropped too (no one reads them; a consumer transaction that held one when the
+        reset committed may have written it back)."""
+        round_ = self.resets(queue, group)
         low = self.claim_pointer(queue, group, generation)[0]
-        for _, found in self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, generation), limit=SIZE_MAX):
+        for _, found in self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, generation, round_),
+                                       limit=SIZE_MAX):
             low = min(low, Claim.decode(found.value).position.lsn)
+        if round_:
+            batch = self.meta.batch()
+            for start, end in claims_before(queue, group, generation, round_):
+                batch.delete_range(NAMESPACE, start, end)
+            batch.commit()
         if low > 1:
             with contextlib.suppress(UnknownLogError):
                 self.logs.get(log_id).trim(low - 1)
@@ -404,9 +415,11 @@ class Queues:
             if not drained(self._readable_end(layout.logs[0]),
                            Position(self.claim_pointer(queue, group, layout.generation)[0], 0)):
                 return False
+            round_ = self.resets(queue, group)
             if owners is None:
-                return not self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation), limit=1)
-            return not any(self.meta.get(NAMESPACE, claim_key(queue, group, layout.generation, owner))
+                return not self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation, round_),
+                                          limit=1)
+            return not any(self.meta.get(NAMESPACE, claim_key(queue, group, layout.generation, owner, round_))
                            for owner in owners)
         partitions = range(len(layout.logs)) if owners is None else [p for p in owners if p < len(layout.logs)]
         return all(self._partition_drained(queue, group, layout, p) for p in partitions)
@@ -443,7 +456,9 @@ class Queues:
             self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).put(
                 NAMESPACE, group_key(queue, group), GroupRecord(group, record.current, None,
                                                                 record.resized_ms).encode()).delete_prefix(
-                NAMESPACE, f"p/{queue}/{group}/{old.generation}/".encode()).delete(
+                NAMESPACE, f"p/{queue}/{group}/{old.generation}/".encode()).delete_prefix(
+                NAMESPACE, claims_prefix(queue, group, old.generation)).delete_prefix(  # rounds after resets:
+                NAMESPACE, f"cl/{queue}/{group}/{old.generation}.".encode()).delete(
                 NAMESPACE, pointer_key(queue, group, old.generation)).commit()
         except ConditionFailedError:
             return False
@@ -472,8 +487,8 @@ class Queues:
                     self.logs.delete(log_id)
 
     def reset_group(self, queue: str, group: str, to: str = "head", *, time_ms: int | None = None) -> GroupInfo:
-        """Move a ROUND_ROBIN or HASH group's positions, as ``kafka-consumer-groups --reset-offsets``
-        does: to ``"head"`` (each partition's oldest entry still kept: entries acknowledged but
+        """Move a group's positions (a FIFO group's claim pointer), as ``kafka-consumer-groups
+        --reset-offsets`` does: to ``"head"`` (each partition's oldest entry still kept: entries acknowledged but
         not evicted yet are delivered again), ``"tail"`` (after its newest: only entries enqueued
         from now on, and those of transactions still in progress, are delivered), or, with
         ``time_ms``, the first chunk written at or after that time (``to`` is then ignored).
@@ -485,9 +500,16 @@ class Queues:
         began after it finds the reset when it starts dequeuing (it reads the group's reset count
         once per transaction) and reads from the new positions. So a reset racing a consumer
         never has an entry processed twice by an exactly-once consumer: one of the two commits
-        fails. It is retried a few times on conflicts of its own. :class:`InvalidArgumentError`
-        while a resize drains the previous layout, for a FIFO group (claims, not positions: not
-        supported), or for another ``to``."""
+        fails. It is retried a few times on conflicts of its own.
+
+        A FIFO group's reset moves its claim pointer and drops every claim, which it declares as
+        conflict keys: a consumer transaction delivering from a claim fails its commit. Claims are
+        kept by round, the group's reset count: a claim made while the reset commits is of the
+        round it ends, which no one reads any more, and a consumer's claim is conditional on the
+        count it read at its transaction's first dequeue.
+
+        :class:`InvalidArgumentError` while a resize drains the previous layout, or for another
+        ``to``."""
         if time_ms is None and to not in ("head", "tail"):
             raise InvalidArgumentError(f"a reset goes to 'head', 'tail' or a time (time_ms=), got {to!r:.60}")
         if time_ms is not None and (not isinstance(time_ms, int) or isinstance(time_ms, bool) or time_ms < 0):
@@ -496,8 +518,6 @@ class Queues:
         if record.previous is not None:
             raise InvalidArgumentError(f"group {group!r} is resizing: reset it once the previous layout is drained")
         layout = record.current
-        if layout.strategy is Strategy.FIFO:
-            raise InvalidArgumentError(f"group {group!r} is FIFO: its claims cannot be reset (not supported)")
         for attempt in range(RESET_ATTEMPTS_MAX):
             tx = self.txn.begin()
             try:
@@ -514,6 +534,15 @@ class Queues:
 
     def _stage_reset(self, tx: Transaction, queue: str, group: str, layout: Layout, to: str,
                      time_ms: int | None) -> None:
+        """Stage a reset in ``tx``: each partition's new position (a FIFO layout: its claim pointer,
+        and its claims dropped), and the reset count one higher, all of them conflict keys."""
+        def stage(key: bytes, value: bytes | None) -> None:
+            if value is None:
+                tx.stage_delete(NAMESPACE, key)
+            else:
+                tx.stage_put(NAMESPACE, key, value)
+            tx.add_conflicts(NAMESPACE.encode() + b"/" + key)
+
         bounds = self.logs.bounds(layout.logs)
         for partition, log_id in enumerate(layout.logs):
             b = bounds.get(log_id)
@@ -523,17 +552,31 @@ class Queues:
                 lsn = self.logs.get(log_id).find_time(time_ms)
             else:
                 lsn = b.trim_point + 1 if to == "head" else b.tail_lsn + 1
-            key = position_key(queue, group, layout.generation, partition)
-            tx.stage_put(NAMESPACE, key, Position(max(lsn, 1), 0).encode())
-            tx.add_conflicts(NAMESPACE.encode() + b"/" + key)
-        found = self.meta.get(NAMESPACE, resets_key(queue, group))
-        tx.stage_put(NAMESPACE, resets_key(queue, group), str(1 + (0 if found is None else int(found.value))).encode())
-        tx.add_conflicts(NAMESPACE.encode() + b"/" + resets_key(queue, group))
+            if layout.strategy is Strategy.FIFO:
+                stage(pointer_key(queue, group, layout.generation), encode_lsn(max(lsn, 1)))
+            else:
+                stage(position_key(queue, group, layout.generation, partition), Position(max(lsn, 1), 0).encode())
+        resets = self.resets(queue, group)
+        if layout.strategy is Strategy.FIFO:
+            # The claims held now: a consumer transaction delivering from one fails its commit. A
+            # claim made after this scan is of this round too, which the new count ends: no one
+            # reads it, and the claim a consumer makes is conditional on the count's version.
+            for key, _ in self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation, resets),
+                                         limit=SIZE_MAX):
+                stage(key, None)
+        stage(resets_key(queue, group), str(1 + resets).encode())
 
     def resets(self, queue: str, group: str) -> int:
-        """How many times the group's positions were reset (what consumers check for a reset)."""
+        """How many times the group's positions were reset (what consumers check for a reset; a
+        FIFO group's claims are of the round this count names)."""
+        return self.reset_state(queue, group)[0]
+
+    def reset_state(self, queue: str, group: str) -> tuple[int, int]:
+        """The group's reset count and the version of the key that holds it (0: never reset): a
+        FIFO consumer's claim is conditional on that version, so that no claim is made of a round
+        a reset ended."""
         found = self.meta.get(NAMESPACE, resets_key(queue, group))
-        return 0 if found is None else int(found.value)
+        return (0, 0) if found is None else (int(found.value), found.version)
 
     def _forget_counts(self, log_ids: Iterable[int]) -> None:
         """Drop the entry counts of deleted partition logs (best-effort: only space is at stake)."""
@@ -553,7 +596,8 @@ class Queues:
             return entries_between(self.meta, log_id, position)
         total, nbytes = entries_between(self.meta, log_id,
                                         Position(self.claim_pointer(queue, group, layout.generation)[0], 0))
-        for _, found in self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation),
+        round_ = self.resets(queue, group)
+        for _, found in self.meta.scan(NAMESPACE, prefix=claims_prefix(queue, group, layout.generation, round_),
                                        limit=SIZE_MAX):
             claim = Claim.decode(found.value)
             claimed, claimed_bytes = entries_between(self.meta, log_id, claim.position, claim.last_lsn)

@@ -93,12 +93,28 @@ def pointer_key(queue: str, group: str, generation: int) -> bytes:
     return f"c/{queue}/{group}/{generation}".encode()
 
 
-def claim_key(queue: str, group: str, generation: int, consumer: int) -> bytes:
-    return f"cl/{queue}/{group}/{generation}/{consumer}".encode()
+def claim_key(queue: str, group: str, generation: int, consumer: int, round_: int = 0) -> bytes:
+    """A FIFO consumer's claim, of the group's ``round_`` (its reset count: a reset makes every
+    claim of the rounds before it no one's, see :meth:`Queues.reset_group`)."""
+    return claims_prefix(queue, group, generation, round_) + str(consumer).encode()
 
 
-def claims_prefix(queue: str, group: str, generation: int) -> bytes:
-    return f"cl/{queue}/{group}/{generation}/".encode()
+def claims_prefix(queue: str, group: str, generation: int, round_: int = 0) -> bytes:
+    """The claims of a round (round 0 keeps the form of the claims made before resets had rounds;
+    later rounds' numbers are fixed-width, so that they sort as numbers)."""
+    if round_ == 0:
+        return f"cl/{queue}/{group}/{generation}/".encode()
+    return f"cl/{queue}/{group}/{generation}.{round_:016x}/".encode()
+
+
+def claims_before(queue: str, group: str, generation: int, round_: int) -> list[tuple[bytes, bytes]]:
+    """The key ranges ``[start, end)`` of every claim of a round before ``round_``."""
+    if round_ == 0:
+        return []
+    zero = claims_prefix(queue, group, generation)
+    later = f"cl/{queue}/{group}/{generation}.".encode()
+    # Round 0's claims end where "/" would be "0" (the byte after it); later rounds' sort as numbers.
+    return [(zero, zero[:-1] + b"0"), (later, claims_prefix(queue, group, generation, round_))]
 
 
 def resets_key(queue: str, group: str) -> bytes:

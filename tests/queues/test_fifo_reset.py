@@ -1,0 +1,175 @@
+"""A FIFO group's reset racing its consumers' claims, fault by fault: a claim made after the reset
+read the claims but before it committed, a claim whose pointer was read after the reset applied,
+and a reset interrupted between its transaction's staging and its commit."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import seaway
+from seaway import TxnConfig
+from seaway.queues import Consumer, Position
+from seaway.queues._records import NAMESPACE, Claim, claim_key, claims_prefix
+
+
+@pytest.fixture
+def sw(tmp_path: Path) -> Iterator[seaway.Seaway]:
+    config = seaway.SeawayConfig(txn=TxnConfig(timeout_s=30.0, tick_s=0.05))
+    with seaway.Seaway(tmp_path / "data", config) as store:
+        yield store
+
+
+def _fifo(sw: seaway.Seaway, count: int, size: int = 2) -> None:
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", size, "FIFO")
+    for i in range(count):  # a chunk each: a claim takes whole chunks
+        with sw.transaction() as tx:
+            sw.queues.producer("q").enqueue(tx, b"%d" % i)
+
+
+def _all(sw: seaway.Seaway, *consumers: Consumer) -> list[bytes]:
+    """Every entry the consumers still get, each transaction committed."""
+    got: list[bytes] = []
+    for _ in range(20):
+        taken = 0
+        for consumer in consumers:
+            with sw.transaction() as tx:
+                batch = consumer.dequeue(tx, 2)
+            got.extend(e.payload for e in batch)
+            taken += len(batch)
+        if not taken:
+            break
+    return got
+
+
+def test_a_claim_made_while_the_reset_is_staged_is_dropped_with_the_old_claims(
+        sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fifo(sw, 6)
+    first, second = sw.queues.consumer("q", "g", 0), sw.queues.consumer("q", "g", 1)
+    with sw.transaction() as tx:
+        assert [e.payload for e in first.dequeue(tx, 2)] == [b"0", b"1"]
+    late = sw.transaction()
+    staged = sw.queues._stage_reset
+
+    def stage_then_claim(*args: Any, **kwargs: Any) -> None:
+        staged(*args, **kwargs)  # the reset has read the claims: now a consumer claims
+        assert [e.payload for e in second.dequeue(late, 2)] == [b"2", b"3"]
+
+    monkeypatch.setattr(sw.queues, "_stage_reset", stage_then_claim)
+    info = sw.queues.reset_group("q", "g", "head")
+    monkeypatch.undo()
+    # The claim made meanwhile belongs to the round before the reset: not counted, not held.
+    assert info.lag == 6 == sw.queues.describe_group("q", "g").lag
+    late.abort()  # given back to a claim no one reads any more
+    assert sorted(_all(sw, second, first)) == [b"%d" % i for i in range(6)]
+    assert sw.queues.describe_group("q", "g").lag == 0
+
+
+def test_a_claim_whose_pointer_was_read_after_the_reset_applied_claims_nothing(
+        sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fifo(sw, 4)
+    consumer = sw.queues.consumer("q", "g", 0)
+    with sw.transaction() as tx:
+        assert [e.payload for e in consumer.dequeue(tx, 4)] == [b"0", b"1", b"2", b"3"]
+    pointer = sw.queues.claim_pointer
+    fired: list[object] = []
+
+    def reset_first(*args: Any) -> tuple[int, int]:
+        if not fired:  # the reset lands after the consumer read the reset count, before it claims
+            fired.append(None)
+            fired.append(sw.queues.reset_group("q", "g", "head"))
+        return pointer(*args)
+
+    monkeypatch.setattr(sw.queues, "claim_pointer", reset_first)
+    tx = sw.transaction()
+    assert consumer.dequeue(tx, 4) == []  # a claim under the old round would be lost on abort
+    tx.abort()
+    monkeypatch.undo()
+    assert isinstance(fired[1], seaway.queues.GroupInfo) and fired[1].lag == 4
+    assert _all(sw, consumer) == [b"0", b"1", b"2", b"3"]
+
+
+def test_a_reset_whose_commit_failed_changes_nothing(sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fifo(sw, 4)
+    consumer = sw.queues.consumer("q", "g", 0)
+    held = sw.transaction()
+    assert [e.payload for e in consumer.dequeue(held, 2)] == [b"0", b"1"]
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise seaway.StorageError("injected: the reset's commit failed")
+
+    monkeypatch.setattr(seaway.Transaction, "commit", refused)
+    with pytest.raises(seaway.StorageError):
+        sw.queues.reset_group("q", "g", "tail")
+    monkeypatch.undo()
+    held.commit()  # the claim was not touched
+    assert sw.queues.describe_group("q", "g").lag == 2
+    assert _all(sw, consumer) == [b"2", b"3"]
+
+
+def test_resets_to_the_tail_racing_consumers_and_a_producer_never_deliver_twice(sw: seaway.Seaway) -> None:
+    """Two consumer threads claim and commit while a producer enqueues and resets to the tail
+    land among them: a reset never makes an entry delivered twice, and everything enqueued after
+    the last one is delivered."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 2, "FIFO")
+    delivered: list[bytes] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def consume(consumer: Consumer) -> None:
+        try:
+            while not stop.is_set():
+                tx = sw.transaction()
+                try:
+                    got = consumer.dequeue(tx, 3, 0.02)
+                    tx.commit()
+                except seaway.TransactionConflictError:
+                    continue  # a reset committed first: nothing of it was processed
+                with lock:
+                    delivered.extend(e.payload for e in got)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    consumers = [sw.queues.consumer("q", "g", c) for c in (0, 1)]
+    threads = [threading.Thread(target=consume, args=(c,)) for c in consumers]
+    for thread in threads:
+        thread.start()
+    producer = sw.queues.producer("q")
+    sent = 0
+    for round_ in range(12):
+        for _ in range(5):
+            with sw.transaction() as tx:
+                producer.enqueue_batch(tx, [b"%d" % (sent + i) for i in range(2)])
+            sent += 2
+        if round_ < 11:
+            sw.queues.reset_group("q", "g", "tail")
+    last = sent - 10  # the entries enqueued after the last reset
+    for _ in range(500):
+        with lock:
+            if {int(p) for p in delivered} >= set(range(last, sent)):
+                break
+        stop.wait(0.02)
+    stop.set()
+    for thread in threads:
+        thread.join(30)
+    for consumer in consumers:
+        consumer.close()
+    assert not errors, errors
+    numbers = [int(p) for p in delivered]
+    assert len(numbers) == len(set(numbers)), "an entry was delivered twice"
+    assert set(range(last, sent)) <= set(numbers)
+    info = sw.queues.describe_group("q", "g")
+    assert info.lag == 0
+    # Eviction drops what earlier rounds left (a claim a consumer made as a reset committed).
+    sw.queues.meta.batch().put(NAMESPACE, claim_key("q", "g", 1, 0, 3), Claim(1, Position(1, 0)).encode()).commit()
+    sw.queues.meta.batch().put(NAMESPACE, claim_key("q", "g", 1, 1), Claim(1, Position(1, 0)).encode()).commit()
+    sw.queues.evict_claimed("q", "g", 1, info.partitions[0].log_id)
+    left = [key for key, _ in sw.queues.meta.scan(NAMESPACE, prefix=b"cl/q/g/")]
+    assert all(key.startswith(claims_prefix("q", "g", 1, 11)) for key in left), left
