@@ -121,6 +121,12 @@ class Seaway:
             raise
 
     @property
+    def disk_syncs(self) -> int:
+        """Syncs of the store's write-ahead log so far: each makes every write stored before it
+        durable, so concurrent commits and appends share them (a server exports the count)."""
+        return self._store.logsdb.wal_syncs
+
+    @property
     def txn_manager(self) -> TransactionManager:
         """The transaction manager itself (``txn`` is the API over it), for a server: what it
         serves beyond that API (the invalid list as changes, in pages)."""

@@ -49,11 +49,12 @@ def add_bench_parsers(bench: argparse.ArgumentParser) -> None:
     queue.add_argument("--reference-batches", type=int, default=60,
                        help="batches of 500 per producer in the bench log --remote reference round")
     queue.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    txn = kinds.add_parser("txn", help="transaction begin+commit pairs against metadata puts, 3 clients, "
-                                       "remote and embedded")
-    txn.add_argument("--pairs", type=int, default=1_000, help="pairs (and puts) each client makes (default 1,000)")
-    txn.add_argument("--clients", type=int, default=3, help="client processes, and threads embedded (default 3)")
-    txn.add_argument("--rounds", type=int, default=2, help="runs of each side; the best counts (default 2)")
+    txn = kinds.add_parser("txn", help="transactions (begin, one metadata put, commit) and metadata puts from "
+                                       "32 clients through a server, against the disk's synced writes")
+    txn.add_argument("--ops", type=int, default=200, help="transactions (and puts) each client makes (default 200)")
+    txn.add_argument("--clients", type=int, default=32, help="client threads in all (default 32)")
+    txn.add_argument("--processes", type=int, default=4, help="client processes they are spread over (default 4)")
+    txn.add_argument("--rounds", type=int, default=2, help="runs of each kind; the best counts (default 2)")
     txn.add_argument("--address", help="use this server (seaway://host:port) instead of starting one")
     txn.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     cli = kinds.add_parser("cli", help="the command's start: seaway --help and a one-record log append, against "
@@ -86,10 +87,10 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
                                                 paced_events_per_s=args.paced_events_per_s,
                                                 paced_s=args.paced_s, reference_batches=args.reference_batches))
     if args.bench == "txn":
-        if args.pairs < 1 or args.clients < 1 or args.rounds < 1:
-            raise InvalidArgumentError("--pairs, --clients and --rounds must be at least 1")
-        return run_txn_bench(TxnBenchConfig(clients=args.clients, pairs=args.pairs, rounds=args.rounds,
-                                            address=args.address))
+        if args.ops < 1 or args.clients < 1 or args.processes < 1 or args.rounds < 1:
+            raise InvalidArgumentError("--ops, --clients, --processes and --rounds must be at least 1")
+        return run_txn_bench(TxnBenchConfig(clients=args.clients, processes=args.processes, ops=args.ops,
+                                            rounds=args.rounds, address=args.address))
     if args.bench == "cli":
         if args.runs < 1:
             raise InvalidArgumentError("--runs must be at least 1")

@@ -1,26 +1,34 @@
-"""``seaway bench txn``: the transaction manager alone, against metadata puts in the same run.
+"""``seaway bench txn``: transactions and metadata puts from many clients through one server, against
+the disk's own rate of small synced writes, all measured in the same run.
 
-Three client processes, each with a connection of its own to a server started for the run, begin
-and commit empty transactions one after the other (a begin and a commit are each a round trip and
-a synced append to the manager's log, which concurrent ones share). The reference, measured in the
-same run by the same processes: single-key metadata puts, each also a round trip and a synced
-write. The figure that matters is the ratio of the two rates (pairs over puts): a pair costs two
-such calls, so about 0.5 means the manager costs no more than the metadata store it is built beside.
-The same runs embedded, from three threads of one process. Each side runs ``rounds`` times,
-alternating which goes first; the best of each counts.
+``clients`` client threads (32 by default), spread over ``processes`` processes (4), each with a
+connection of its own per process, to a server started for the run:
 
-Worker processes run ``python -m seaway.bench._txn_worker KIND URL COUNT NAMESPACE``; each
-connects, makes one call of its kind as a warm-up, prints ``ready``, waits for a line on its
-standard input, then prints one JSON line with what it measured.
+- ``txn``: each transaction begins, writes one metadata key (its own, declared as a conflict key) and
+  commits; the figure is transactions committed per second (``txn_per_s_<clients>``);
+- ``meta``: single-key metadata puts (``meta_puts_per_s_<clients>``).
+
+The physical reference, ``disk_syncs_per_s``: 100-byte writes each followed by ``fdatasync``, one after
+the other, in a file beside the server's data. ``commits_per_sync`` is the transactions of the best
+``txn`` round over the syncs of the server's write-ahead log meanwhile (read from its /metrics): how
+many commits and begins share one sync. Targets (issue: the control plane at the data plane's speed):
+10,000 transactions and 10,000 puts a second. Each kind runs ``rounds`` times, alternating which goes
+first; the best of each counts. The same workload runs embedded (threads of this process) for
+comparison.
+
+Worker processes run ``python -m seaway.bench._txn_worker KIND URL COUNT NAMESPACE THREADS``; each
+connects, makes one call of its kind per thread as a warm-up, prints ``ready``, waits for a line on
+its standard input, then prints one JSON line with what it measured.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,35 +41,57 @@ from seaway.server import ServerProcess
 
 KINDS = ("txn", "meta")
 WORKER_WAIT_S = 600.0
+TXN_PER_S_TARGET = 10_000
+META_PUTS_PER_S_TARGET = 10_000
+DISK_PROBE_S = 1.0
 
 
 @dataclass(frozen=True)
 class TxnBenchConfig:
-    clients: int = 3
-    """Client processes (remote) and threads (embedded)."""
-    pairs: int = 1_000
-    """Begin+commit pairs each client makes in a round; as many metadata puts for the reference."""
+    clients: int = 32
+    """Client threads in all (remote: spread over ``processes``; embedded: threads of one process)."""
+    processes: int = 4
+    ops: int = 200
+    """Transactions (or puts) each client thread makes in a round."""
     rounds: int = 2
     address: str | None = None
-    """Use this server instead of starting one."""
+    """Use this server instead of starting one (then ``commits_per_sync`` is not measured)."""
 
 
-def run_ops(kind: str, sw: Any, count: int, namespace: str) -> dict[str, float]:
-    """``count`` begin+commit pairs (``txn``) or single-key metadata puts (``meta``), one after the
-    other; the wall-clock times they started and ended (comparable across processes)."""
-    key = b"k%d" % threading.get_ident()
+def run_ops(kind: str, sw: Any, count: int, namespace: str, threads: int = 1) -> dict[str, float]:
+    """``count`` operations of ``kind`` from each of ``threads`` threads, one after the other in each;
+    the wall-clock times they started and ended (comparable across processes)."""
+    done: list[int] = []
+    gate = threading.Barrier(threads)
+
+    def client() -> None:
+        key = b"k%d-%d" % (os.getpid(), threading.get_ident())
+        conflict = namespace.encode() + b"/" + key
+        gate.wait()
+        if kind == "txn":
+            for n in range(count):
+                tx = sw.txn.begin()
+                tx.stage_put(namespace, key, b"%d" % n)
+                tx.add_conflicts(conflict)
+                tx.commit()
+        else:
+            for n in range(count):
+                sw.meta.put(namespace, key, b"%d" % n)
+        done.append(count)
+
     started = time.time()
-    if kind == "txn":
-        for _ in range(count):
-            sw.txn.begin().commit()
-    else:
-        for n in range(count):
-            sw.meta.put(namespace, key, b"%d" % n)
-    return {"started": started, "ended": time.time(), "ops": count}
+    pool = [threading.Thread(target=client) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    if len(done) != threads:
+        raise RuntimeError("a benchmark client thread failed")
+    return {"started": started, "ended": time.time(), "ops": sum(done)}
 
 
-def warm_up(kind: str, sw: Any, namespace: str) -> None:
-    run_ops(kind, sw, 1, namespace)
+def warm_up(kind: str, sw: Any, namespace: str, threads: int = 1) -> None:
+    run_ops(kind, sw, 1, namespace, threads)
 
 
 def _rate(results: list[dict[str, float]]) -> float:
@@ -69,85 +99,107 @@ def _rate(results: list[dict[str, float]]) -> float:
     return sum(r["ops"] for r in results) / elapsed
 
 
-def _remote_round(url: str, kind: str, config: TxnBenchConfig) -> tuple[float, float | None]:
-    """Ops per second of ``kind`` from ``config.clients`` processes, and the CPU share stolen (%)."""
+def _spread(config: TxnBenchConfig) -> list[int]:
+    """Client threads per process."""
+    processes = min(config.processes, config.clients)
+    return [config.clients // processes + (1 if p < config.clients % processes else 0) for p in range(processes)]
+
+
+def _remote_round(url: str, kind: str, config: TxnBenchConfig) -> tuple[float, int, float | None]:
+    """Ops per second of ``kind``, the ops made, and the CPU share stolen meanwhile (%)."""
     namespace = f"bench-txn-{time.time_ns()}"
     python = [sys.executable, "-m", "seaway.bench._txn_worker"]
-    procs = [workers.start([*python, kind, url, str(config.pairs), namespace]) for _ in range(config.clients)]
+    procs = [workers.start([*python, kind, url, str(config.ops), namespace, str(threads)])
+             for threads in _spread(config)]
     with workers.killed_at_exit(procs):
         workers.await_ready(procs)  # every worker connected and warm before the clock starts
         before = cpu_jiffies()
         workers.go(procs)
         results = [workers.result(proc, WORKER_WAIT_S) for proc in procs]
         stolen = steal_pct(before, cpu_jiffies())
-    return _rate(results), stolen
+    return _rate(results), int(sum(r["ops"] for r in results)), stolen
 
 
-def _embedded_round(sw: Any, kind: str, config: TxnBenchConfig) -> float:
-    namespace = f"bench-txn-{time.time_ns()}"
-    warm_up(kind, sw, namespace)
-    results: list[dict[str, float]] = []
-    start = threading.Barrier(config.clients)
-
-    def client() -> None:
-        start.wait()
-        results.append(run_ops(kind, sw, config.pairs, namespace))
-
-    threads = [threading.Thread(target=client) for _ in range(config.clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if len(results) != config.clients:
-        raise RuntimeError("an embedded benchmark thread failed")
-    return _rate(results)
+def disk_syncs_per_s(directory: Path, seconds: float = DISK_PROBE_S) -> float:
+    """Small synced writes a second, one after the other, in a file in ``directory``."""
+    path = directory / "bench-disk-probe"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        count, start = 0, time.perf_counter()
+        while (elapsed := time.perf_counter() - start) < seconds:
+            os.write(fd, b"x" * 100)
+            os.fdatasync(fd)
+            count += 1
+        return count / elapsed
+    finally:
+        os.close(fd)
+        path.unlink()
 
 
-def _rounds(measure: Callable[[str], float], config: TxnBenchConfig, progress: Progress,
-            mode: str) -> dict[str, float]:
-    """The best rate of each kind over the rounds, the kinds alternating which goes first."""
-    best = dict.fromkeys(KINDS, 0.0)
-    for round_ in range(config.rounds):
-        for kind in KINDS if round_ % 2 == 0 else KINDS[::-1]:
-            best[kind] = max(best[kind], measure(kind))
-            progress.advance(label=f"{mode}, {kind}, round {round_ + 1}")
-    return best
+def _syncs(metrics_address: str | None) -> int | None:
+    """The server's write-ahead log syncs so far, from its /metrics (None without it)."""
+    if metrics_address is None:
+        return None
+    with urllib.request.urlopen(f"http://{metrics_address}/metrics", timeout=10) as reply:
+        for line in reply.read().decode().splitlines():
+            if line.startswith("seaway_disk_syncs_total "):
+                return int(float(line.split()[1]))
+    return None
 
 
 def run_txn_bench(config: TxnBenchConfig) -> dict[str, Any]:
     steal: list[float | None] = []
-
-    def remote(url: str) -> Callable[[str], float]:
-        def measure(kind: str) -> float:
-            rate, stolen = _remote_round(url, kind, config)
-            steal.append(stolen)
-            return rate
-        return measure
-
-    with Progress(4 * config.rounds, "bench txn") as progress, \
+    best = dict.fromkeys(KINDS, 0.0)
+    commits_per_sync: float | None = None
+    with Progress(3 * config.rounds + 1, "bench txn") as progress, \
             tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp:
-        if config.address:
-            remote_best = _rounds(remote(config.address), config, progress, "remote")
-            where = config.address
-        else:
-            with ServerProcess(Path(tmp) / "server") as server:
-                remote_best = _rounds(remote(server.url), config, progress, "remote")
-                where = f"{server.url} (started for this run)"
+        disk = disk_syncs_per_s(Path(tmp))
+        progress.advance(label="the disk's synced writes")
+        server = None if config.address else ServerProcess(Path(tmp) / "server",
+                                                           extra_args=("--metrics-listen", "127.0.0.1:0"))
+        try:
+            url = config.address or (server.url if server else "")
+            metrics = server.metrics_address if server else None
+            for round_ in range(config.rounds):
+                for kind in KINDS if round_ % 2 == 0 else KINDS[::-1]:
+                    before = _syncs(metrics)
+                    rate, ops, stolen = _remote_round(url, kind, config)
+                    after = _syncs(metrics)
+                    steal.append(stolen)
+                    if rate > best[kind]:
+                        best[kind] = rate
+                        if kind == "txn" and before is not None and after is not None and after > before:
+                            commits_per_sync = ops / (after - before)
+                    progress.advance(label=f"remote, {kind}, round {round_ + 1}")
+        finally:
+            if server is not None:
+                server.stop()
+        embedded = dict.fromkeys(KINDS, 0.0)
         with seaway.open(Path(tmp) / "embedded") as sw:
-            embedded_best = _rounds(lambda kind: _embedded_round(sw, kind, config), config, progress, "embedded")
+            for round_ in range(config.rounds):
+                for kind in KINDS if round_ % 2 == 0 else KINDS[::-1]:
+                    namespace = f"bench-txn-{time.time_ns()}"
+                    warm_up(kind, sw, namespace)
+                    embedded[kind] = max(embedded[kind], _rate([run_ops(kind, sw, config.ops, namespace,
+                                                                        config.clients)]))
+                progress.advance(label=f"embedded, round {round_ + 1}")
     known_steal = [s for s in steal if s is not None]
+    n = config.clients
     return {
         "benchmark": "txn",
-        "server": where,
-        "clients": config.clients,
-        "pairs_per_client": config.pairs,
+        "server": config.address or "started for this run",
+        "clients": n,
+        "processes": len(_spread(config)),
+        "ops_per_client": config.ops,
         "rounds": config.rounds,
-        "txn_pairs_per_s_remote": round(remote_best["txn"], 1),
-        "meta_puts_per_s_remote": round(remote_best["meta"], 1),
-        "txn_pair_ratio_remote": round(remote_best["txn"] / remote_best["meta"], 3),
-        "txn_pairs_per_s_embedded": round(embedded_best["txn"], 1),
-        "meta_puts_per_s_embedded": round(embedded_best["meta"], 1),
-        "txn_pair_ratio_embedded": round(embedded_best["txn"] / embedded_best["meta"], 3),
+        f"txn_per_s_{n}": round(best["txn"], 1),
+        f"meta_puts_per_s_{n}": round(best["meta"], 1),
+        "txn_per_s_target": TXN_PER_S_TARGET,
+        "meta_puts_per_s_target": META_PUTS_PER_S_TARGET,
+        "disk_syncs_per_s": round(disk, 1),
+        "commits_per_sync": None if commits_per_sync is None else round(commits_per_sync, 2),
+        f"txn_per_s_{n}_embedded": round(embedded["txn"], 1),
+        f"meta_puts_per_s_{n}_embedded": round(embedded["meta"], 1),
         "steal_pct_max": max(known_steal) if known_steal else None,
         "machine": machine(),
     }

@@ -82,6 +82,7 @@ class StoreCore:
     _kv_synced: int
     _ledger: LedgerState
     _ledger_shown: tuple[int, int]
+    wal_syncs: int
 
     def _meta_scan(self, prefix: bytes, from_key: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Metadata keys starting with ``prefix`` (from ``from_key`` on), in key order."""
@@ -155,6 +156,7 @@ class StoreCore:
             self._db.flush_wal(True)
         except Exception as exc:
             raise self._fail_stop(StorageError(f"RocksDB write-ahead log sync failed: {exc}")) from exc
+        self.wal_syncs += 1  # under the GIL; a count for figures, not for decisions
         if (ledger.tail, ledger.head) != self._ledger_shown:  # most syncs (appends') change nothing of it
             self._show_ledger(ledger)
 

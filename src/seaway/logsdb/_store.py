@@ -75,6 +75,8 @@ class LogsDB(Retention):
         self._dropping: dict[int, tuple[Any, Segment]] = {}  # partitions unregistered, their files not yet dropped
         self._kv_applied = 0  # metadata batches applied
         self._kv_synced = 0  # of which durable
+        self.wal_syncs = 0
+        """Syncs of the write-ahead log made so far (what a benchmark divides commits by)."""
         self._closed = False
         self._failed: str | None = None  # why writes stopped (not the exception: its frames hold RocksDB)
         self._ledger_listeners: tuple[Callable[[], None], ...] = ()

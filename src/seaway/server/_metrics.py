@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 
 class Metrics:
@@ -38,3 +40,17 @@ class Metrics:
         """Read the ledger's gauges from ``bounds`` (``(tail, head)``, read from memory) when scraped."""
         self.ledger_tail_index.set_function(lambda: bounds()[0])
         self.ledger_head_index.set_function(lambda: bounds()[1])
+
+    def watch_syncs(self, syncs: Callable[[], int]) -> None:
+        """Count the store's write-ahead log syncs (``syncs()``, read from memory) when scraped."""
+        self.registry.register(_SyncCounter(syncs))
+
+
+class _SyncCounter(Collector):
+    def __init__(self, syncs: Callable[[], int]) -> None:
+        self._syncs = syncs
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        yield CounterMetricFamily("seaway_disk_syncs", "Syncs of the write-ahead log (each covers every write "
+                                  "stored before it: concurrent commits and appends share them).",
+                                  value=self._syncs())

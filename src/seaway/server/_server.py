@@ -228,6 +228,7 @@ class Server:
         if self.store.notify_metrics is not None:
             self.metrics.registry.register(ForwardCollector(self.store.notify_metrics))
         self.metrics.watch_ledger(self.store.ledger.bounds)
+        self.metrics.watch_syncs(lambda: self.store.disk_syncs)
         self.metrics.registry.register(LagCollector(self.store))
         for make in config.collectors:
             self.metrics.registry.register(make(self.store))
