@@ -351,6 +351,9 @@ class CutOff:
         self._plan = plan
         self.sent: list[str] = []
 
+    def _joined(self, method: str, request: Any) -> Any:  # sent alone here: never joined with others
+        return self._call(method, request, idempotent=method == "TxnBegin")
+
     def _call(self, method: str, request: Any, *, idempotent: bool = True) -> Any:
         self.sent.append(method)
         planned = self._plan.get(method)

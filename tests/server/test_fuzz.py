@@ -48,7 +48,8 @@ METHODS = {
     "SealLog": pb.LogRef, "DeleteLog": pb.LogRef, "AppendCounts": pb.AppendCountsRequest,
     "GetLogBounds": pb.LogBoundsRequest, "CountRecords": pb.CountRecordsRequest,
     "TxnBegin": pb.TxnBeginRequest, "TxnRegister": pb.TxnRegisterRequest, "TxnCommit": pb.TxnCommitRequest,
-    "TxnCommitAll": pb.TxnCommitAllRequest,
+    "TxnCommitAll": pb.TxnCommitAllRequest, "TxnBeginMany": pb.TxnBeginManyRequest,
+    "TxnCommitMany": pb.TxnCommitManyRequest, "MetaCommitMany": pb.MetaCommitManyRequest,
     "TxnAbort": pb.TxnRef, "TxnStatus": pb.TxnRef, "TxnSnapshot": pb.TxnSnapshotRequest,
     "TxnInvalid": pb.TxnInvalidRequest, "TxnList": pb.PageRequest,
     "LedgerBounds": pb.Empty, "LedgerRead": pb.LedgerReadRequest, "LedgerAppend": pb.LedgerAppendRequest,
@@ -179,6 +180,8 @@ def _valid(method: str, rng: random.Random, known_ids: list[int], txn_ids: Seque
         if rng.random() < 0.5:
             page.after = rng.randbytes(rng.choice([0, 8, 9, 16]))
         return page
+    if method in ("TxnBeginMany", "TxnCommitMany", "MetaCommitMany"):
+        return _valid_many(method, rng, known_ids, txn_ids)
     if method.startswith("Txn"):
         return _valid_txn(method, rng, known_ids, txn_ids)
     if method.startswith(("Ledger", "Meta")):
@@ -190,6 +193,17 @@ def _valid(method: str, rng: random.Random, known_ids: list[int], txn_ids: Seque
     if method == "ReadMany":  # one message of a stream: a few controls
         return pb.ReadControls(controls=[_control(rng, known_ids) for _ in range(rng.choice([0, 1, 1, 3]))])
     return pb.Empty()
+
+
+def _valid_many(method: str, rng: random.Random, known_ids: list[int], txn_ids: Sequence[int]) -> Any:
+    """A joined call: items as their single call's fuzzing makes them (1001: over the bound of items)."""
+    count = rng.choice([0, 1, 2, 5, 1001] if rng.random() < 0.05 else [1, 2, 5])
+    if method == "TxnBeginMany":
+        return pb.TxnBeginManyRequest(begins=[_valid_txn("TxnBegin", rng, known_ids, txn_ids) for _ in range(count)])
+    if method == "TxnCommitMany":
+        return pb.TxnCommitManyRequest(commits=[_valid_txn("TxnCommit", rng, known_ids, txn_ids)
+                                                for _ in range(count)])
+    return pb.MetaCommitManyRequest(batches=[_valid_ledger("MetaCommit", rng) for _ in range(count)])
 
 
 def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: Sequence[int]) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 import grpc
 
 from seaway.client._append import AppendQueue, AppendQueueConfig
+from seaway.client._batch import CallBatcher
 from seaway.client._producers import LogProducers
 from seaway.client._reader import RemoteReader, translate
 from seaway.errors import (
@@ -27,7 +28,9 @@ from seaway.errors import (
     ConditionFailedError,
     CorruptionError,
     InvalidArgumentError,
+    PayloadTooLargeError,
     PermissionDeniedError,
+    SeawayError,
     ServerError,
     TimedOutError,
     TransactionNotInProgressError,
@@ -41,6 +44,7 @@ from seaway.errors import (
 from seaway.ledger import Change, LedgerEntry, encode_change
 from seaway.log import (
     BUFFERED_BYTES_MAX_DEFAULT,
+    COMMIT_MANY_MAX,
     LSN_OLDEST,
     UNSET,
     AppendCoalescer,
@@ -90,6 +94,7 @@ from seaway.txn import (
 from seaway.txn import check_write_pointer as _check_txn_id  # one rule for ids, embedded and remote
 from seaway.wire import (
     TOKEN_KEY,
+    error_from_msg,
     invalid_changes_from_msg,
     invalid_version_to_msg,
     ledger_entry_from_msg,
@@ -145,6 +150,14 @@ class RemoteSeaway:
             lambda payloads, mark, if_tail: self._appends.put(log_id, payloads, mark, self._timeout_s, if_tail),
             PipelineConfig(batches_in_flight_max=coalesce.batches_in_flight_max, retry=self._retry),
             new_producer=new_id))
+        # Begins, commits and metadata batches of this connection's threads, joined into one call
+        # each while calls of their kind are on the wire (see _batch.py).
+        self._begins: CallBatcher[pb.TxnBeginRequest, pb.TxnBeginReply] = CallBatcher(
+            lambda items: self._many("TxnBegin", items, idempotent=True))
+        self._commits: CallBatcher[pb.TxnCommitRequest, pb.Empty] = CallBatcher(
+            lambda items: self._many("TxnCommit", items, idempotent=False))
+        self._meta_commits: CallBatcher[pb.MetaBatch, pb.MetaCommitReply] = CallBatcher(
+            lambda items: self._many("MetaCommit", items, idempotent=False))
         self.logs = RemoteLogs(self)
         self.meta = RemoteMetadataStore(self)
         self.ledger = RemoteLedger(self)
@@ -176,6 +189,30 @@ class RemoteSeaway:
             if not (idempotent and error.retriable and attempt < self._retry.attempts_max):
                 raise error
             time.sleep(self._retry.delay_s(attempt))
+
+    def _joined(self, method: str, request: Any) -> Any:
+        """One ``TxnBegin``, ``TxnCommit`` or ``MetaCommit``, joined with those other threads of this
+        connection make meanwhile (see ``_batch.py``); its reply, or its error raised."""
+        batcher: CallBatcher[Any, Any] = (self._begins if method == "TxnBegin" else
+                                          self._commits if method == "TxnCommit" else self._meta_commits)
+        return batcher.call(request)
+
+    def _many(self, method: str, items: Sequence[Any], *, idempotent: bool) -> list[Any]:
+        """``items`` of ``method`` (``TxnBegin``, ``TxnCommit`` or ``MetaCommit``) in one call: the
+        single call for one item, else its ``...Many`` form; each item's reply, or its error."""
+        if len(items) == 1:
+            return [self._call(method, items[0], idempotent=idempotent)]
+        request: Any
+        if method == "TxnBegin":
+            request = pb.TxnBeginManyRequest(begins=items)
+        elif method == "TxnCommit":
+            request = pb.TxnCommitManyRequest(commits=items)
+        else:
+            request = pb.MetaCommitManyRequest(batches=items)
+        reply = self._call(f"{method}Many", request, idempotent=idempotent)
+        answered = "begun" if method == "TxnBegin" else "committed" if method == "TxnCommit" else "reply"
+        return [getattr(result, answered) if result.WhichOneof("result") == answered else error_from_msg(result.error)
+                for result in reply.results]
 
     def _pages(self, method: str, after: bytes | None = None) -> Iterator[Any]:
         """The replies of a list call answered in pages (``PageRequest``), each asked for after the
@@ -490,11 +527,33 @@ class RemoteMetadataStore(MetaApi):
             request.limit = limit - len(out)
 
     def commit(self, batch: MetaBatch, *, sync: bool = True) -> int:
-        reply: pb.MetaCommitReply = self._client._call("MetaCommit", meta_batch_to_msg(batch), idempotent=False)
+        reply: pb.MetaCommitReply = self._client._joined("MetaCommit", meta_batch_to_msg(batch))
         if reply.HasField("failed"):
             f = reply.failed
             raise ConditionFailedError(f.message, f.namespace, f.key, f.version)
         return reply.revision
+
+    def commit_many(self, batches: Sequence[MetaBatch]) -> builtins.list[int | SeawayError]:
+        if len(batches) > COMMIT_MANY_MAX:
+            raise PayloadTooLargeError(f"commit_many takes at most {COMMIT_MANY_MAX} batches, got {len(batches)}")
+        if not batches:
+            return []
+        try:
+            replies = self._client._many("MetaCommit", [meta_batch_to_msg(b) for b in batches], idempotent=False)
+        except SeawayError as exc:
+            if len(batches) > 1:
+                raise
+            replies = [exc]  # the single call's error: that batch's outcome
+        out: builtins.list[int | SeawayError] = []
+        for reply in replies:
+            if isinstance(reply, SeawayError):
+                out.append(reply)
+            elif reply.HasField("failed"):
+                f = reply.failed
+                out.append(ConditionFailedError(f.message, f.namespace, f.key, f.version))
+            else:
+                out.append(reply.revision)
+        return out
 
     @property
     def revision(self) -> int:
@@ -609,8 +668,8 @@ class RemoteTxn:
     - ``register``, ``abort``, ``status``, ``snapshot`` and ``list`` are sent again, up to the
       client's :class:`RetryPolicy`: repeating them changes nothing (a log registered twice is
       registered once; aborting an aborted or timed-out transaction does nothing).
-    - ``begin`` is not sent again: the error is raised. A transaction it may have begun is known to
-      no one and times out by itself.
+    - ``begin`` is sent again too: a transaction the first call may have begun is known to no one,
+      wrote nothing, and times out by itself.
     - ``commit`` (and ``commit_all``, by its first id) is never sent again blindly. The client
       asks ``status`` (retried) for the outcome: COMMITTED, and the commit returns; ABORTED (a
       conflict, or an abort by id) raises :class:`TransactionNotInProgressError`, TIMED_OUT
@@ -647,7 +706,7 @@ class RemoteTxn:
         request.invalid_known.CopyFrom(invalid_version_to_msg(self._invalid.known))
         # Tried again on a transport failure: a begin that did reach the server only leaves a
         # transaction that wrote nothing, which times out (nothing of it is ever visible).
-        reply: pb.TxnBeginReply = self._client._call("TxnBegin", request)
+        reply: pb.TxnBeginReply = self._client._joined("TxnBegin", request)
         self._default_timeout_s = reply.default_timeout_s
         return self._with_invalid(Snapshot.decode(reply.snapshot), reply)
 
@@ -728,19 +787,25 @@ class RemoteTxn:
 
     def _commit(self, method: str, request: pb.TxnCommitRequest | pb.TxnCommitAllRequest, write_pointer: int) -> None:
         try:
-            self._client._call(method, request, idempotent=False)
+            self._send_commit(method, request)
             return
         except TransportError as exc:
             outcome = self._outcome(write_pointer, exc)
         if outcome is TxnStatus.IN_PROGRESS:  # the commit did not take effect: send it once more
             try:
-                self._client._call(method, request, idempotent=False)
+                self._send_commit(method, request)
                 return
             except TransactionNotInProgressError as exc:
                 if isinstance(exc, TransactionTimedOutError):
                     raise
                 outcome = self._settled(write_pointer, exc)  # the first call was still being applied
         self._raise_unless_committed(write_pointer, outcome)
+
+    def _send_commit(self, method: str, request: pb.TxnCommitRequest | pb.TxnCommitAllRequest) -> None:
+        if isinstance(request, pb.TxnCommitRequest):
+            self._client._joined(method, request)  # with other threads' commits
+        else:
+            self._client._call(method, request, idempotent=False)
 
     def _outcome(self, write_pointer: int, cut_off: TransportError) -> TxnStatus:
         try:

@@ -58,6 +58,7 @@ from seaway.log._lsn import (
     make_lsn,
 )
 from seaway.log._meta import (
+    COMMIT_MANY_MAX,
     MetaApi,
     MetaBatch,
     MetaCondition,
@@ -132,6 +133,7 @@ __all__ = [
     "APPEND_COUNTS_LOGS_MAX",
     "BATCH_RECORDS_MAX",
     "BUFFERED_BYTES_MAX_DEFAULT",
+    "COMMIT_MANY_MAX",
     "EPOCH_MAX",
     "ESN_FIRST",
     "ESN_MAX",

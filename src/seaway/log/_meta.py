@@ -18,12 +18,12 @@ The batch is plain data (:class:`MetaBatch`), built the same way embedded and re
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from seaway._values import KvCheck, KvDelete, KvDeleteRange, KvOp, KvPut
-from seaway.errors import ConditionFailedError, InvalidArgumentError, PayloadTooLargeError
+from seaway.errors import ConditionFailedError, InvalidArgumentError, PayloadTooLargeError, SeawayError
 from seaway.ledger import Change, encode_change
 from seaway.log._config import LOG_ID_MAX, check_name
 
@@ -36,6 +36,8 @@ KEY_BYTES_MAX = 1024
 VALUE_BYTES_MAX = 1 << 20
 BATCH_OPS_MAX = 10_000
 """Puts, deletes, range deletes and conditions of one batch, together."""
+COMMIT_MANY_MAX = 1_000
+"""Batches one ``commit_many`` takes at most."""
 BATCH_NEW_LOGS_MAX = 10_000
 """Logs one batch creates (:meth:`MetaBatch.create_log`), besides its operations."""
 BATCH_BYTES_MAX = 16 << 20
@@ -260,6 +262,15 @@ class MetaApi:
     def commit(self, batch: MetaBatch, *, sync: bool = True) -> int:
         raise NotImplementedError
 
+    def commit_many(self, batches: Sequence[MetaBatch]) -> list[int | SeawayError]:
+        """Commit several batches, each on its own (its conditions, its outcome), durable when this
+        returns: each one's revision, or the error it failed with (:class:`ConditionFailedError`
+        among them), in order. They share one sync, where separate commits from one thread would
+        each wait for their own. Through a server they go in one call; a call cut off raises
+        :class:`TransportError` (whether each batch was applied is then unknown, as for
+        :meth:`commit`). At most ``COMMIT_MANY_MAX`` batches (:class:`PayloadTooLargeError`)."""
+        raise NotImplementedError
+
     @property
     def revision(self) -> int:
         raise NotImplementedError
@@ -371,6 +382,22 @@ class MetadataStore(MetaApi):
             namespace, key = decode_key(exc.key)
             raise ConditionFailedError(f"metadata batch not applied: {namespace}/{key!r}: {exc}",
                                        namespace, key, exc.version) from None
+
+    def commit_many(self, batches: Sequence[MetaBatch]) -> list[int | SeawayError]:
+        if len(batches) > COMMIT_MANY_MAX:
+            raise PayloadTooLargeError(f"commit_many takes at most {COMMIT_MANY_MAX} batches, got {len(batches)}")
+        out: list[int | SeawayError] = []
+        for batch in batches:
+            try:
+                out.append(self.commit(batch, sync=False))
+            except SeawayError as exc:
+                out.append(exc)
+        if any(isinstance(result, int) for result in out):
+            try:
+                self._db.kv_sync()
+            except SeawayError as exc:  # none of them is known durable
+                return [exc if isinstance(result, int) else result for result in out]
+        return out
 
     @property
     def revision(self) -> int:

@@ -93,6 +93,12 @@ class KvStore(LedgerStore):
             self._wake_ledger_readers()
         return revision
 
+    @holding_no_handles
+    def kv_sync(self) -> None:
+        """Make every metadata batch applied so far durable (those committed with ``sync=False``)."""
+        self._check_open()
+        self._kv_sync(self._kv_applied)
+
     def _kv_check(self, check: KvCheck) -> None:
         found = self._kv_read(check.key)
         version = found[0] if found is not None else 0

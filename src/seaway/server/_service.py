@@ -30,7 +30,7 @@ from seaway.errors import (
     UnavailableError,
 )
 from seaway.ledger import decode_change
-from seaway.log import Log, MetaBatch
+from seaway.log import COMMIT_MANY_MAX, Log, MetaBatch
 from seaway.notify import NotifyConfig
 from seaway.server import _pages
 from seaway.server._metrics import Metrics
@@ -425,6 +425,34 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                     namespace=exc.namespace, key=exc.key, version=exc.version, message=str(exc)))
         return self._unary("MetaCommit", context, run)
 
+    def MetaCommitMany(self, request: pb.MetaCommitManyRequest,
+                       context: grpc.ServicerContext) -> pb.MetaCommitManyReply:
+        def run() -> pb.MetaCommitManyReply:
+            self._many_bounded(len(request.batches))
+            batches: list[MetaBatch | SeawayError] = []
+            for msg in request.batches:
+                try:
+                    batches.append(self._clients_batch(meta_batch_from_msg(msg)))
+                except Exception as exc:  # this batch's answer, not the call's
+                    batches.append(self._typed("MetaCommitMany", exc))
+            applied = iter(self._store.meta.commit_many([b for b in batches if isinstance(b, MetaBatch)]))
+            reply = pb.MetaCommitManyReply()
+            for batch in batches:
+                outcome = batch if isinstance(batch, SeawayError) else next(applied)
+                if isinstance(outcome, ConditionFailedError):  # an answer, as MetaCommit gives it
+                    reply.results.add(reply=pb.MetaCommitReply(failed=pb.MetaConditionFailed(
+                        namespace=outcome.namespace, key=outcome.key, version=outcome.version, message=str(outcome))))
+                elif isinstance(outcome, SeawayError):
+                    reply.results.add(error=error_to_msg(outcome))
+                else:
+                    reply.results.add(reply=pb.MetaCommitReply(revision=outcome))
+            return reply
+        return self._unary("MetaCommitMany", context, run)
+
+    def _many_bounded(self, count: int) -> None:
+        if not 1 <= count <= COMMIT_MANY_MAX:
+            raise InvalidArgumentError(f"a joined call carries 1-{COMMIT_MANY_MAX} items, got {count}")
+
     def MetaRevision(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.MetaRevisionReply:
         return self._unary("MetaRevision", context,
                            lambda: pb.MetaRevisionReply(revision=self._store.meta.revision))
@@ -519,6 +547,54 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             return pb.TxnBeginReply(snapshot=replace(snapshot, invalid=()).encode(),
                                     default_timeout_s=txn.default_timeout_s, invalid=invalid_changes_to_msg(changes))
         return self._unary("TxnBegin", context, run)
+
+    def TxnBeginMany(self, request: pb.TxnBeginManyRequest, context: grpc.ServicerContext) -> pb.TxnBeginManyReply:
+        def run() -> pb.TxnBeginManyReply:
+            self._many_bounded(len(request.begins))
+            txn = self._store.txn_manager
+            reply = pb.TxnBeginManyReply()
+            changes: dict[tuple[int, int], pb.InvalidChanges] = {}  # one computation per version known
+            for begin in request.begins:
+                try:
+                    snapshot = txn.begin(begin.timeout_s if begin.HasField("timeout_s") else None)
+                    if not begin.HasField("invalid_known"):
+                        reply.results.add(begun=pb.TxnBeginReply(snapshot=snapshot.encode(),
+                                                                 default_timeout_s=txn.default_timeout_s))
+                        continue
+                    known = invalid_version_from_msg(begin.invalid_known)
+                    found = changes.get((known.epoch, known.version))
+                    if found is None:  # taken after the begin, as TxnBegin does
+                        found = changes[(known.epoch, known.version)] = invalid_changes_to_msg(
+                            txn.invalid_changes(known))
+                    reply.results.add(begun=pb.TxnBeginReply(snapshot=replace(snapshot, invalid=()).encode(),
+                                                             default_timeout_s=txn.default_timeout_s, invalid=found))
+                except Exception as exc:  # this begin's answer, not the call's
+                    reply.results.add(error=error_to_msg(self._typed("TxnBeginMany", exc)))
+            return reply
+        return self._unary("TxnBeginMany", context, run)
+
+    def TxnCommitMany(self, request: pb.TxnCommitManyRequest,
+                      context: grpc.ServicerContext) -> pb.TxnCommitManyReply:
+        def run() -> pb.TxnCommitManyReply:
+            self._many_bounded(len(request.commits))
+            commits: list[tuple[int, list[bytes], list[tuple[str, bytes, bytes | None]]] | SeawayError] = []
+            for commit in request.commits:
+                try:
+                    commits.append((commit.id, list(commit.conflicts),
+                                    self._clients_writes(txn_writes_from_msg(commit.writes))))
+                except Exception as exc:
+                    commits.append(self._typed("TxnCommitMany", exc))
+            outcomes = iter(self._store.txn_manager.commit_many(
+                [c for c in commits if not isinstance(c, SeawayError)]))
+            reply = pb.TxnCommitManyReply()
+            for commit_ in commits:
+                outcome = commit_ if isinstance(commit_, SeawayError) else next(outcomes)
+                if outcome is None:
+                    reply.results.add(committed=pb.Empty())
+                else:
+                    reply.results.add(error=error_to_msg(outcome))
+            return reply
+        return self._unary("TxnCommitMany", context, run)
 
     def TxnRegister(self, request: pb.TxnRegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:

@@ -7,7 +7,9 @@ Part of :class:`~seaway.txn.TransactionManager`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
 
 from seaway.errors import (
     SeawayError,
@@ -16,6 +18,7 @@ from seaway.errors import (
     TransactionTimedOutError,
     UnknownTransactionError,
 )
+from seaway.ledger import TxnCommitted
 from seaway.txn._checks import check_commit, check_write_pointer, check_write_pointers
 from seaway.txn._durable import commit_change, log_failure
 from seaway.txn._expiry import ExpiringManager
@@ -23,6 +26,17 @@ from seaway.txn._state import Abort, Commit, InProgress, TimeOut, TxnStatus, Vis
 
 _PENDING = 2**64
 """The commit pointer of a commit being logged: later than any transaction's begin."""
+
+
+@dataclass(frozen=True)
+class _Started:
+    """A commit checked and appended, not yet durable."""
+
+    pointers: tuple[int, ...]
+    checked: tuple[tuple[str, bytes, bytes | None], ...]
+    edit: Commit
+    committed: TxnCommitted
+    durable: Future[int]
 
 
 class CommittingManager(ExpiringManager):
@@ -48,6 +62,36 @@ class CommittingManager(ExpiringManager):
         that could not."""
         pointers = check_write_pointers(write_pointers)
         keys, checked = check_commit(conflicts, writes)
+        self._finish_commit(self._start_commit(pointers, keys, checked))
+
+    def commit_many(self, commits: Sequence[tuple[int, Iterable[bytes], Iterable[tuple[str, bytes, bytes | None]]]],
+                    ) -> list[SeawayError | None]:
+        """Commit several transactions, each on its own (``(write_pointer, conflicts, writes)``, as
+        :meth:`commit` takes them): their edits are appended before any is waited for, so they
+        share the log's syncs. Returns, in order, each one's error (None: committed); the error of
+        one does not stop the others. For a server answering many clients' commits in one call."""
+        started: list[_Started | SeawayError] = []
+        for write_pointer, conflicts, writes in commits:
+            try:
+                keys, checked = check_commit(conflicts, writes)
+                started.append(self._start_commit((check_write_pointer(write_pointer),), keys, checked))
+            except SeawayError as exc:
+                started.append(exc)
+        out: list[SeawayError | None] = []
+        for item in started:
+            if isinstance(item, SeawayError):
+                out.append(item)
+                continue
+            try:
+                self._finish_commit(item)
+                out.append(None)
+            except SeawayError as exc:
+                out.append(exc)
+        return out
+
+    def _start_commit(self, pointers: tuple[int, ...], keys: frozenset[bytes],
+                      checked: tuple[tuple[str, bytes, bytes | None], ...]) -> _Started:
+        """Check and append a commit (not waited for); raises the refusal (the transactions ended)."""
         # A commit record of a transaction whose begin is not in the log commits nothing after a
         # restart: one that writes no log (no register waited for its begin) must wait here.
         unlogged = self._unlogged_begin(pointers)
@@ -71,13 +115,18 @@ class CommittingManager(ExpiringManager):
         if failure is not None:
             self._finish_ends(pending)
             raise failure
+        return _Started(pointers, checked, edit, committed, durable)
+
+    def _finish_commit(self, started: _Started) -> None:
+        """Wait for a started commit's edit, apply its writes and make it visible."""
+        pointers, edit = started.pointers, started.edit
         try:
-            lsn = durable.result()
+            lsn = started.durable.result()
         except BaseException as exc:
             self._cancel(pointers, exc)
             raise
         try:  # every commit has a ledger entry: a batch even when it has no metadata writes
-            self._apply_edit(checked, lsn, committed)
+            self._apply_edit(started.checked, lsn, started.committed)
         except SeawayError as exc:
             # Logged but not applied: a restart applies it from the log. Until then the manager
             # stops (rather than let saves wait for this commit forever).

@@ -790,3 +790,63 @@ class TxnListReply(_message.Message):
     transactions: _containers.RepeatedCompositeFieldContainer[TxnInfo]
     next: bytes
     def __init__(self, transactions: _Optional[_Iterable[_Union[TxnInfo, _Mapping]]] = ..., next: _Optional[bytes] = ...) -> None: ...
+
+class MetaCommitManyRequest(_message.Message):
+    __slots__ = ("batches",)
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    batches: _containers.RepeatedCompositeFieldContainer[MetaBatch]
+    def __init__(self, batches: _Optional[_Iterable[_Union[MetaBatch, _Mapping]]] = ...) -> None: ...
+
+class MetaCommitResult(_message.Message):
+    __slots__ = ("reply", "error")
+    REPLY_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    reply: MetaCommitReply
+    error: Error
+    def __init__(self, reply: _Optional[_Union[MetaCommitReply, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class MetaCommitManyReply(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[MetaCommitResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[MetaCommitResult, _Mapping]]] = ...) -> None: ...
+
+class TxnBeginManyRequest(_message.Message):
+    __slots__ = ("begins",)
+    BEGINS_FIELD_NUMBER: _ClassVar[int]
+    begins: _containers.RepeatedCompositeFieldContainer[TxnBeginRequest]
+    def __init__(self, begins: _Optional[_Iterable[_Union[TxnBeginRequest, _Mapping]]] = ...) -> None: ...
+
+class TxnBeginResult(_message.Message):
+    __slots__ = ("begun", "error")
+    BEGUN_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    begun: TxnBeginReply
+    error: Error
+    def __init__(self, begun: _Optional[_Union[TxnBeginReply, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class TxnBeginManyReply(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[TxnBeginResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[TxnBeginResult, _Mapping]]] = ...) -> None: ...
+
+class TxnCommitManyRequest(_message.Message):
+    __slots__ = ("commits",)
+    COMMITS_FIELD_NUMBER: _ClassVar[int]
+    commits: _containers.RepeatedCompositeFieldContainer[TxnCommitRequest]
+    def __init__(self, commits: _Optional[_Iterable[_Union[TxnCommitRequest, _Mapping]]] = ...) -> None: ...
+
+class TxnCommitResult(_message.Message):
+    __slots__ = ("committed", "error")
+    COMMITTED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    committed: Empty
+    error: Error
+    def __init__(self, committed: _Optional[_Union[Empty, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class TxnCommitManyReply(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[TxnCommitResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[TxnCommitResult, _Mapping]]] = ...) -> None: ...

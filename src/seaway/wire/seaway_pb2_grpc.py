@@ -144,6 +144,11 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.MetaBatch.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaCommitReply.FromString,
                 _registered_method=True)
+        self.MetaCommitMany = channel.unary_unary(
+                '/seaway.v1.Seaway/MetaCommitMany',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.MetaCommitManyRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaCommitManyReply.FromString,
+                _registered_method=True)
         self.MetaRevision = channel.unary_unary(
                 '/seaway.v1.Seaway/MetaRevision',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
@@ -208,6 +213,16 @@ class SeawayStub:
                 '/seaway.v1.Seaway/TxnCommitAll',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitAllRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+                _registered_method=True)
+        self.TxnBeginMany = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnBeginMany',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginManyRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginManyReply.FromString,
+                _registered_method=True)
+        self.TxnCommitMany = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnCommitMany',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitManyRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitManyReply.FromString,
                 _registered_method=True)
         self.TxnAbort = channel.unary_unary(
                 '/seaway.v1.Seaway/TxnAbort',
@@ -398,6 +413,14 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def MetaCommitMany(self, request, context):
+        """Several batches, each applied on its own (its conditions, its outcome), sharing one sync: what
+        a client sends when its threads commit batches at the same time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def MetaRevision(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -482,6 +505,20 @@ class SeawayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def TxnCommitAll(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnBeginMany(self, request, context):
+        """Several begins, or several commits (each on its own, sharing the log's syncs), in one call: what
+        a client sends when its threads begin or commit at the same time. Answered item by item.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnCommitMany(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -631,6 +668,11 @@ def add_SeawayServicer_to_server(servicer, server):
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaBatch.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.MetaCommitReply.SerializeToString,
             ),
+            'MetaCommitMany': grpc.unary_unary_rpc_method_handler(
+                    servicer.MetaCommitMany,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.MetaCommitManyRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.MetaCommitManyReply.SerializeToString,
+            ),
             'MetaRevision': grpc.unary_unary_rpc_method_handler(
                     servicer.MetaRevision,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
@@ -695,6 +737,16 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.TxnCommitAll,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitAllRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            ),
+            'TxnBeginMany': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnBeginMany,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginManyRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginManyReply.SerializeToString,
+            ),
+            'TxnCommitMany': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnCommitMany,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitManyRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitManyReply.SerializeToString,
             ),
             'TxnAbort': grpc.unary_unary_rpc_method_handler(
                     servicer.TxnAbort,
@@ -1327,6 +1379,33 @@ class Seaway:
             _registered_method=True)
 
     @staticmethod
+    def MetaCommitMany(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/MetaCommitMany',
+            seaway_dot_wire_dot_seaway__pb2.MetaCommitManyRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.MetaCommitManyReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def MetaRevision(request,
             target,
             options=(),
@@ -1667,6 +1746,60 @@ class Seaway:
             '/seaway.v1.Seaway/TxnCommitAll',
             seaway_dot_wire_dot_seaway__pb2.TxnCommitAllRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnBeginMany(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnBeginMany',
+            seaway_dot_wire_dot_seaway__pb2.TxnBeginManyRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.TxnBeginManyReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnCommitMany(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnCommitMany',
+            seaway_dot_wire_dot_seaway__pb2.TxnCommitManyRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.TxnCommitManyReply.FromString,
             options,
             channel_credentials,
             insecure,

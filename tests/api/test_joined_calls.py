@@ -1,0 +1,194 @@
+"""Begins, commits and metadata batches of many threads joined into one call (``commit_many`` and
+the client's joined calls): each item answered on its own, conflicts between items of one call
+caught, a joined call cut off in transport settled item by item, syncs shared."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import grpc
+import pytest
+
+import seaway
+from seaway import ConditionFailedError, PayloadTooLargeError, TransactionConflictError, TxnStatus
+from seaway.log import COMMIT_MANY_MAX
+from seaway.server import ServerProcess
+from tests.api.conftest import Api
+
+WAIT_S = 10.0
+
+
+def test_commit_many_answers_each_batch_on_its_own(api: Api) -> None:
+    meta = api.sw.meta
+    ns = api.name("many")
+    meta.put(ns, b"held", b"0")
+    results = meta.commit_many([
+        meta.batch().put(ns, b"a", b"1"),
+        meta.batch().expect_version(ns, b"held", 99).put(ns, b"b", b"2"),  # refused: nothing of it applied
+        meta.batch().put(ns, b"c", b"3").expect_absent(ns, b"d"),
+    ])
+    assert isinstance(results[0], int) and isinstance(results[2], int) and results[2] > results[0]
+    assert isinstance(results[1], ConditionFailedError) and results[1].key == b"held"
+    assert [k for k, _ in meta.scan(ns)] == [b"a", b"c", b"held"]
+    single = meta.commit_many([meta.batch().expect_absent(ns, b"a").put(ns, b"e", b"5")])
+    assert len(single) == 1 and isinstance(single[0], ConditionFailedError)
+    assert meta.commit_many([]) == []
+    with pytest.raises(PayloadTooLargeError):
+        meta.commit_many([meta.batch().put(ns, b"x", b"x")] * (COMMIT_MANY_MAX + 1))
+
+
+def test_commit_many_shares_syncs_embedded(tmp_path: Any) -> None:
+    with seaway.open(tmp_path / "d") as sw:
+        before = sw.disk_syncs
+        results = sw.meta.commit_many([sw.meta.batch().put("ns", b"k%d" % i, b"v") for i in range(50)])
+        assert all(isinstance(r, int) for r in results)
+        assert sw.disk_syncs - before == 1  # fifty batches, one sync
+        txns = [sw.txn.begin() for _ in range(20)]
+        before = sw.disk_syncs
+        outcomes = sw.txn_manager.commit_many([(tx.id, [b"ns/t%d" % i], [("ns", b"t%d" % i, b"v")])
+                                               for i, tx in enumerate(txns)])
+        assert outcomes == [None] * 20
+        assert sw.disk_syncs - before < 10  # appended together; twenty commits one after the other: 20
+        assert all(sw.txn.status(tx.id) is TxnStatus.COMMITTED for tx in txns)
+        assert sw.meta.get("ns", b"t19") is not None
+
+
+def test_commit_many_refuses_the_second_of_two_commits_on_one_key_and_answers_the_others(tmp_path: Any) -> None:
+    with seaway.open(tmp_path / "d") as sw:
+        first, second, third = (sw.txn.begin() for _ in range(3))
+        outcomes = sw.txn_manager.commit_many([(first.id, [b"k"], [("ns", b"k", b"1")]),
+                                               (second.id, [b"k"], [("ns", b"k", b"2")]),
+                                               (12345, [], []),  # never begun
+                                               (third.id, [b"other"], [])])
+        assert outcomes[0] is None and outcomes[3] is None
+        assert isinstance(outcomes[1], TransactionConflictError)
+        assert isinstance(outcomes[2], seaway.UnknownTransactionError)
+        assert sw.meta.get("ns", b"k").value == b"1"  # type: ignore[union-attr]
+        assert sw.txn.status(second.id) is TxnStatus.ABORTED
+
+
+def _counting(sw: Any, calls: list[str], hold: threading.Event | None = None,
+              refuse: str | None = None) -> None:
+    """Wrap the connection's stub: record each method called; hold the first single ``TxnCommit``
+    until ``hold`` is set; refuse the first call of ``refuse`` in transport (never sent)."""
+    stub = sw._stub
+    refused: list[str] = []
+
+    class Counting:
+        def __getattr__(self, method: str) -> Any:
+            real = getattr(stub, method)
+
+            def call(request: Any, **kwargs: Any) -> Any:
+                calls.append(method)
+                if hold is not None and method == "TxnCommit" and calls.count("TxnCommit") == 1:
+                    assert hold.wait(WAIT_S)
+                if method == refuse and not refused:
+                    refused.append(method)
+                    raise _Refused()
+                return real(request, **kwargs)
+            return call
+
+    sw._stub = Counting()
+
+
+def _commit_together(sw: Any, txns: list[Any], hold: threading.Event | None = None) -> list[BaseException | None]:
+    """Commit ``txns`` from a thread each; with ``hold``, once all but the first are queued behind
+    the first (held on the wire), release it: the others go in one joined call."""
+    outcomes: list[BaseException | None] = [None] * len(txns)
+
+    def commit(i: int) -> None:
+        try:
+            txns[i].commit()
+        except BaseException as exc:
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=commit, args=(i,)) for i in range(len(txns))]
+    threads[0].start()
+    if hold is not None:
+        deadline = time.monotonic() + WAIT_S
+        while not sw._commits._in_flight and time.monotonic() < deadline:
+            time.sleep(0.005)
+    for thread in threads[1:]:
+        thread.start()
+    if hold is not None:
+        deadline = time.monotonic() + WAIT_S
+        while len(sw._commits._queued) < len(txns) - 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        hold.set()
+    for thread in threads:
+        thread.join(WAIT_S * 3)
+    return outcomes
+
+
+def test_commits_of_many_threads_go_in_one_call_each_answered_on_its_own(server: ServerProcess) -> None:
+    with seaway.connect(server.url) as sw:
+        calls: list[str] = []
+        hold = threading.Event()
+        _counting(sw, calls, hold)
+        txns = [sw.transaction() for _ in range(6)]
+        for i, tx in enumerate(txns):
+            key = b"shared" if i in (2, 4) else b"own%d" % i  # two of them race on one key
+            tx.stage_put("joined", key, b"%d" % i)
+            tx.add_conflicts(b"joined/" + key)
+        outcomes = _commit_together(sw, txns, hold)
+        assert calls.count("TxnCommit") == 1 and calls.count("TxnCommitMany") == 1, calls
+        conflicts = [i for i, o in enumerate(outcomes) if isinstance(o, TransactionConflictError)]
+        assert len(conflicts) == 1 and conflicts[0] in (2, 4), outcomes
+        assert all(o is None for i, o in enumerate(outcomes) if i not in conflicts), outcomes
+        assert sw.meta.get("joined", b"shared").value == (b"4" if conflicts == [2] else b"2")  # type: ignore[union-attr]
+        for i, tx in enumerate(txns):
+            assert sw.txn.status(tx.id) is (TxnStatus.ABORTED if i in conflicts else TxnStatus.COMMITTED)
+
+
+def test_a_joined_commit_cut_off_in_transport_is_settled_commit_by_commit(server: ServerProcess) -> None:
+    with seaway.connect(server.url) as sw:
+        calls: list[str] = []
+        hold = threading.Event()
+        _counting(sw, calls, hold, refuse="TxnCommitMany")
+        txns = [sw.transaction() for _ in range(4)]
+        for i, tx in enumerate(txns):
+            tx.stage_put("cut", b"k%d" % i, b"v")
+        outcomes = _commit_together(sw, txns, hold)
+        assert outcomes == [None] * 4, outcomes
+        assert "TxnCommitMany" in calls and "TxnStatus" in calls, calls  # asked, then sent again
+        assert all(sw.txn.status(tx.id) is TxnStatus.COMMITTED for tx in txns)
+        assert [k for k, _ in sw.meta.scan("cut")] == [b"k0", b"k1", b"k2", b"k3"]
+
+
+def test_begins_of_many_threads_are_joined(server: ServerProcess) -> None:
+    with seaway.connect(server.url) as sw:
+        calls: list[str] = []
+        _counting(sw, calls)
+        gate = threading.Barrier(16)
+        began: list[int] = []
+
+        def begin() -> None:
+            gate.wait()
+            for _ in range(10):
+                tx = sw.transaction()
+                began.append(tx.id)
+                tx.abort()
+
+        threads = [threading.Thread(target=begin) for _ in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(WAIT_S * 3)
+        assert len(set(began)) == 160
+        begin_calls = calls.count("TxnBegin") + calls.count("TxnBeginMany")
+        assert "TxnBeginMany" in calls and begin_calls < 160, calls
+
+
+class _Refused(grpc.RpcError):
+    """What gRPC raises when a call never reached the server."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return "failed to connect to all addresses; connection attempt timed out"
+
+    def trailing_metadata(self) -> tuple[()]:
+        return ()
