@@ -175,7 +175,7 @@ def test_the_command_loads_the_benchmarks_only_when_they_run() -> None:
     assert _loaded_after("import seaway.cli", "seaway.bench") == []
     assert _loaded_after("from seaway.cli import main\nimport contextlib, io\n"
                          "with contextlib.redirect_stdout(io.StringIO()):\n"
-                         "    assert main(['bench', 'txn', '--pairs', '0']) == 2",
+                         "    assert main(['bench', 'txn', '--ops', '0']) == 2",
                          "seaway.bench") != []
 
 
