@@ -28,6 +28,17 @@ $(STAMP): pyproject.toml
 				"tests/notify's NATS tests will fail" >&2; \
 		fi; \
 	fi
+	@# The cluster tests start a real ZooKeeper of their own: Debian's zookeeper package (the server's
+	@# jar; not zookeeperd, whose system service the tests never use).
+	@if [ ! -e /usr/share/java/zookeeper.jar ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing zookeeper for tests/cluster"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null; \
+		else \
+			echo "warning: zookeeper is missing and cannot be installed here (needs root and apt-get):" \
+				"tests/cluster will fail" >&2; \
+		fi; \
+	fi
 	@# The console's browser tests drive Debian's chromium with Playwright (never `playwright install`).
 	@if ! command -v chromium >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -40,7 +51,7 @@ $(STAMP): pyproject.toml
 	fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,spark,console]'
+	$(BIN)/pip install --quiet -e '.[dev,spark,console,cluster]'
 	touch $(STAMP)
 
 demo: $(STAMP)

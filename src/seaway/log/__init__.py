@@ -116,11 +116,13 @@ if TYPE_CHECKING:
     from seaway.log._embedded import DiskFault, EmbeddedLogStore, LogStoreConfig, read_chunk
     from seaway.log._epoch_store import EpochStore, RocksDBEpochStore, bump_epoch
     from seaway.log._logs import Log, Logs, Reader
+    from seaway.log._zk_epoch_store import ZooKeeperEpochStore
 
 _LAZY = {
     **dict.fromkeys(("DiskFault", "EmbeddedLogStore", "LogStoreConfig", "read_chunk"), "seaway.log._embedded"),
     **dict.fromkeys(("EpochStore", "RocksDBEpochStore", "bump_epoch"), "seaway.log._epoch_store"),
     **dict.fromkeys(("Log", "Logs", "Reader"), "seaway.log._logs"),
+    "ZooKeeperEpochStore": "seaway.log._zk_epoch_store",
 }
 """The names whose modules import RocksDB, and where they live (PEP 562 loads them on first use)."""
 
@@ -221,6 +223,7 @@ __all__ = [
     "StoreReply",
     "Tick",
     "Versioned",
+    "ZooKeeperEpochStore",
     "attribute_overrides",
     "bump_epoch",
     "check_buffer_bounds",

@@ -14,6 +14,7 @@ from seaway.testing._powerloss import (
     powerloss_unavailable,
 )
 from seaway.testing._sim import SimConfig, SimReport, Simulation, simulate
+from seaway.testing._zookeeper import ZooKeeperProcess, zookeeper_unavailable
 
 __all__ = [
     "PAGE_BYTES",
@@ -32,9 +33,11 @@ __all__ = [
     "SimConfig",
     "SimReport",
     "Simulation",
+    "ZooKeeperProcess",
     "failing_rocksdb",
     "failing_rocksdb_after",
     "failing_wal_syncs",
     "powerloss_unavailable",
     "simulate",
+    "zookeeper_unavailable",
 ]

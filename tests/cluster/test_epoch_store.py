@@ -1,0 +1,128 @@
+"""The epoch store's contract, against both stores: the embedded one (RocksDB) and ZooKeeper's (a
+real server started for the run). Epochs change only by compare-and-set, several at once all or
+none; racing clients never take the same epoch; a restart of ZooKeeper keeps them; a log store
+whose epochs are in ZooKeeper takes a new epoch at every reopening."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seaway import UnavailableError, epoch_of
+from seaway.errors import InvalidArgumentError
+from seaway.log import EmbeddedLogStore, RocksDBEpochStore, ZooKeeperEpochStore, bump_epoch
+from seaway.testing import ZooKeeperProcess
+
+WAIT_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperProcess]:
+    with ZooKeeperProcess(tmp_path_factory.mktemp("zk")) as zk:
+        yield zk
+
+
+@pytest.fixture(params=["rocksdb", "zookeeper"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A factory of stores over one place: clients of one cluster, or openings of one directory."""
+    opened: list[Any] = []
+
+    def make() -> Any:
+        if request.param == "rocksdb":
+            if opened:  # one opening of a directory at a time
+                return opened[0]
+            store: Any = RocksDBEpochStore(tmp_path / "epochs")
+        else:
+            zk: ZooKeeperProcess = request.getfixturevalue("zookeeper")
+            store = ZooKeeperEpochStore(zk.hosts, f"/t{abs(hash(tmp_path.name))}")
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+def test_epochs_change_only_by_compare_and_set(stores: Any) -> None:
+    store = stores()
+    assert store.get(7) == 0
+    assert not store.compare_and_set(7, 1, 2)
+    assert store.compare_and_set(7, 0, 1) and store.get(7) == 1
+    assert not store.compare_and_set(7, 0, 5) and store.get(7) == 1
+    assert store.compare_and_set(7, 1, 3) and store.get(7) == 3
+
+
+def test_several_epochs_change_together_or_not_at_all(stores: Any) -> None:
+    store = stores()
+    assert store.compare_and_set(1, 0, 4)
+    assert not store.compare_and_set_many({1: (3, 5), 2: (0, 1)})  # one is not as expected
+    assert store.get(1) == 4 and store.get(2) == 0
+    assert store.compare_and_set_many({1: (4, 5), 2: (0, 1), 3: (0, 9)})
+    assert (store.get(1), store.get(2), store.get(3)) == (5, 1, 9)
+    assert store.compare_and_set_many({})
+
+
+def test_racing_clients_never_take_the_same_epoch(stores: Any) -> None:
+    clients = [stores() for _ in range(4)]
+    taken: list[int] = []
+    lock = threading.Lock()
+
+    def bump(store: Any) -> None:
+        for _ in range(10):
+            epoch = bump_epoch(store, 42, attempts_max=200)
+            with lock:
+                taken.append(epoch)
+
+    threads = [threading.Thread(target=bump, args=(c,)) for c in clients for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT_S)
+    assert sorted(taken) == list(range(1, 81))
+    assert clients[0].get(42) == 80
+
+
+def test_zookeeper_keeps_the_epochs_across_its_restart(tmp_path: Path) -> None:
+    zk = ZooKeeperProcess(tmp_path / "zk")
+    try:
+        store = ZooKeeperEpochStore(zk.hosts, "/restart")
+        assert store.compare_and_set_many({1: (0, 3), 2: (0, 8)})
+        store.close()
+        zk.stop(kill=True)  # as a crash
+        zk.start()
+        again = ZooKeeperEpochStore(zk.hosts, "/restart")
+        assert (again.get(1), again.get(2)) == (3, 8)
+        again.close()
+    finally:
+        zk.stop()
+
+
+def test_a_log_store_over_zookeeper_takes_a_new_epoch_at_every_opening(tmp_path: Path,
+                                                                        zookeeper: ZooKeeperProcess) -> None:
+    epochs = []
+    for _ in range(3):
+        store = EmbeddedLogStore(tmp_path / "logs", epoch_store=ZooKeeperEpochStore(zookeeper.hosts, "/logs"))
+        try:
+            epochs.append(epoch_of(store.append_async(5, (b"x",)).result(WAIT_S)[0]))
+        finally:
+            store.close()
+    assert epochs[0] < epochs[1] < epochs[2]
+
+
+def test_bad_input_and_an_unreachable_zookeeper_get_typed_errors(zookeeper: ZooKeeperProcess) -> None:
+    with pytest.raises(InvalidArgumentError):
+        ZooKeeperEpochStore(zookeeper.hosts, "no-slash")
+    store = ZooKeeperEpochStore(zookeeper.hosts, "/bad")
+    try:
+        with pytest.raises(InvalidArgumentError):
+            store.compare_and_set(-1, 0, 1)
+        with pytest.raises(InvalidArgumentError):
+            store.compare_and_set(1, 0, -5)
+    finally:
+        store.close()
+    with pytest.raises(UnavailableError):
+        ZooKeeperEpochStore("127.0.0.1:1", "/x", timeout_s=1.0)
