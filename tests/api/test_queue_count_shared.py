@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
+from seaway.errors import LsnOutOfRangeError
 from seaway.queues import Position
 from seaway.queues._lag import counts_prefix
 from seaway.queues._records import NAMESPACE
@@ -78,3 +81,21 @@ def test_a_count_ends_where_read_committed_ends_and_reads_only_undecided_chunks(
     assert (counted.entries, counted.next) == (len(partial.entries), partial.next) and counted.records_read > 1
     counted = queues.count_committed(queue, "r", 1, 0, Position(1, 0))
     assert (counted.entries, counted.next, counted.blocked) == (len(everything.entries), everything.next, False)
+
+
+def test_a_count_from_below_a_trim_fails_as_a_read_does(api: Api) -> None:
+    queue = api.name("q")
+    api.sw.queues.create(queue)
+    api.sw.queues.create_group(queue, "r", 1, "ROUND_ROBIN")
+    producer = api.sw.queues.producer(queue)
+    for _ in range(3):
+        with api.sw.transaction() as tx:
+            producer.enqueue_batch(tx, [b"x"] * 5)
+    info = api.sw.queues.describe_group(queue, "r").partitions[0]
+    api.sw.logs.get(info.log_id).trim(info.tail_lsn - 1)  # by hand: the recorded counts stay
+    for start in (Position(1, 0), Position(info.tail_lsn - 2, 0)):  # the log's head, the first chunk
+        for call in (api.sw.queues.read_committed, api.sw.queues.count_committed):
+            with pytest.raises(LsnOutOfRangeError):
+                call(queue, "r", 1, 0, start)
+    counted = api.sw.queues.count_committed(queue, "r", 1, 0, Position(info.tail_lsn, 0))
+    assert (counted.entries, counted.next) == (5, Position(info.tail_lsn + 1, 0))

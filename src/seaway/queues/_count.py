@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from seaway.errors import InvalidArgumentError
 from seaway.log import Gap, Record
-from seaway.queues._chunks import after_gap
+from seaway.queues._chunks import after_gap, trimmed_error
 from seaway.queues._lag import counts_key, counts_prefix, decode_counts
 from seaway.queues._ranges import _partition_log, check_position
 from seaway.queues._records import NAMESPACE, Position, chunk_count, chunk_write_pointer
@@ -88,6 +88,9 @@ def count_committed(queues: Queues, queue: str, group: str, generation: int, par
     walk = _Walk(start, end, entries_max)
     if (end is not None and end <= start) or start.lsn > until:
         return CommittedCount(0, start, False, 0)
+    trim = handle.trim_point()
+    if trim >= start.lsn:  # as a read from there meets the trim gap (the counts may outlive a trim by hand)
+        raise trimmed_error(handle.id, start, trim)
     judge = functools.partial(queues.aborted.of(handle.id).judge, snapshot)
     prefix = counts_prefix(handle.id)
     scan_from: bytes | None = counts_key(handle.id, start.lsn)
