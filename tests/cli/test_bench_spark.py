@@ -22,6 +22,10 @@ def test_bench_spark_reports_source_sink_parquet_and_microbatch_figures(cli: Cli
         assert isinstance(figures[name], int | float) and figures[name] > 0, (name, figures[name])
     assert figures["microbatches"] >= 1 and figures["microbatch_p50_ms"] <= figures["microbatch_p99_ms"]
     assert abs(figures["source_ratio_to_parquet"] - figures["source_per_s"] / figures["parquet_source_per_s"]) < 0.01
+    assert abs(figures["source_to_sink_ratio"]
+               - figures["source_to_sink_per_s"] / figures["parquet_source_to_sink_per_s"]) < 0.01
+    assert figures["targets"]["source_to_sink_ratio"] == 0.5
+    assert figures["source_to_sink_warm_up_s"] > 0 and figures["parquet_source_to_sink_warm_up_s"] > 0
     # Where a micro-batch's time goes, as Spark reports it: the planning and the batch itself.
     assert {"latestOffset", "addBatch", "walCommit", "commitOffsets"} <= set(figures["microbatch_parts_p50_ms"])
     assert figures["microbatch_parts_p50_ms"]["addBatch"] <= figures["microbatch_p99_ms"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,3 +58,18 @@ def test_a_data_dir_is_found_through_its_running_server(tmp_path: Path) -> None:
         assert local_address(tmp_path) == server.url
         assert Options.parse({"data_dir": str(tmp_path), "stream": "a/b"}).address == server.url
     assert not (tmp_path / ADDRESS_FILE).exists()  # removed when the server stopped
+
+
+def test_the_data_source_does_not_load_the_server_or_the_embedded_store() -> None:
+    """Spark starts a fresh Python process for each streaming query's source (and the daemons of
+    its writers): the data source loads the client only, not the server package and the embedded
+    store it imports (a tenth of a second or more in each such process). A ``data_dir`` option
+    loads the server package when it is given."""
+    code = ("import sys\n"
+            "import seaway.spark._datasource\n"
+            "print(sorted(m for m in ('seaway.server', 'seaway._seaway') if m in sys.modules))\n")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "[]"

@@ -14,14 +14,17 @@ from typing import Any
 
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 from pyspark.sql.types import StructType
 
 import seaway
 from seaway import InvalidArgumentError
+from seaway.client._client import RemoteLog
+from seaway.log import Record
 from seaway.queues import Entry, Position
 from seaway.queues._records import hash_key
 from seaway.server import ServerProcess
-from seaway.spark._queue_read import _row_maker, _share
+from seaway.spark._queue_read import QueueRange, _row_maker, _share, queue_stream_reader
 
 USERS = 5
 
@@ -175,6 +178,46 @@ def test_fifo_groups_unknown_groups_and_batch_reads_are_refused(spark: Any, serv
     with pytest.raises(Exception, match="a queue is read as a stream"):
         spark.read.format("seaway").option("address", server.url).option("queue", "q").option("group", "g").schema(
             "payload binary").load().collect()
+
+
+def test_planning_a_batch_reads_no_committed_payload(server: ServerProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver counts and places a batch's entries from the counts committed transactions
+    recorded: of the log it reads only a chunk still in progress (where the batch stops), never
+    the committed entries, which the executors read."""
+    with store(server) as sw:
+        sw.queues.create("planned")
+        sw.queues.create_group("planned", "g", 2, "HASH", key="user")
+        for t in range(5):
+            enqueue(sw, "planned", range(t * 200, (t + 1) * 200))
+        open_tx = enqueue(sw, "planned", range(1000, 1002), commit=False)  # one chunk in each partition
+        read: list[int] = []
+        original = RemoteLog.read
+
+        def counting(log: RemoteLog, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            for item in original(log, *args, **kwargs):
+                if isinstance(item, Record):
+                    read.append(len(item.payload))
+                yield item
+
+        monkeypatch.setattr(RemoteLog, "read", counting)
+        source = queue_stream_reader({"address": server.url, "queue": "planned", "group": "g"}, StructType([]))
+        try:
+            start = source.initialOffset()
+            end = source.latestOffset(start, ReadAllAvailable())
+            ranges = source.partitions(start, end)
+        finally:
+            source.stop()
+        assert len(read) <= 2 and sum(read) < 200  # the open transaction's chunks only
+        monkeypatch.undo()
+        planned = 0
+        for r in ranges:
+            assert isinstance(r, QueueRange)
+            got = sw.queues.read_committed("planned", "g", r.generation, r.consumer, Position(*r.start),
+                                           Position(*r.end), entries_max=10_000)
+            assert not got.blocked and got.next == Position(*r.end)
+            planned += len(got.entries)
+        assert planned == 1000  # every committed entry, up to the open transaction
+        open_tx.abort()
 
 
 def test_a_batch_budget_is_shared_evenly_and_left_over_parts_go_to_the_others() -> None:

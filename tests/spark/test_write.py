@@ -12,7 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
 import seaway
@@ -51,6 +54,14 @@ def read_events(sw: Any, stream: str, expected: int) -> list[bytes]:
     return events
 
 
+def arrow(rows: list[tuple[Any, ...]], schema: StructType = SCHEMA, per_batch: int = 2) -> Iterator[pa.RecordBatch]:
+    """The rows as Spark hands them to the sink's writers: Arrow record batches of ``per_batch`` rows."""
+    arrow_schema = to_arrow_schema(schema)
+    for lo in range(0, len(rows), per_batch):
+        yield pa.RecordBatch.from_pylist([dict(zip(schema.names, row, strict=True)) for row in rows[lo:lo + per_batch]],
+                                         schema=arrow_schema)
+
+
 def checksum(payloads: list[bytes]) -> str:
     return hashlib.sha256(b"\n".join(sorted(payloads))).hexdigest()
 
@@ -68,7 +79,7 @@ def test_a_batch_id_published_before_is_not_published_again(server: ServerProces
 
     def task(rows: list[tuple[str, bytes]]) -> SeawayCommitMessage:
         # Each call is what Spark does: a new writer object (a fresh process on the driver).
-        return stream_writer(options, SCHEMA, False).write(iter(rows))
+        return stream_writer(options, SCHEMA, False).write(arrow(rows))
 
     first = [task([("a", b"a0"), ("a", b"a1")]), task([("b", b"b0")]), task([])]
     assert first[2].txn_id is None  # a task without rows begins nothing
@@ -96,15 +107,15 @@ def test_a_sink_id_reused_with_another_checkpoint_is_refused_not_dropped(
     early = stream_writer(new, SCHEMA, False)  # made before the old query published anything
     for batch_id in (0, 1):
         writer = stream_writer(old, SCHEMA, False)
-        writer.commit([writer.write(iter([("a", b"old%d" % batch_id)]))], batch_id)
+        writer.commit([writer.write(arrow([("a", b"old%d" % batch_id)]))], batch_id)
     with pytest.raises(seaway.InvalidArgumentError, match="checkpoint"):
         stream_writer(new, SCHEMA, False)  # the new query's start
-    staged = early.write(iter([("a", b"new0")]))
+    staged = early.write(arrow([("a", b"new0")]))
     with pytest.raises(seaway.InvalidArgumentError, match="new sinkId"):
         early.commit([staged], 0)
     assert sw.txn.status(staged.txn_id) is TxnStatus.ABORTED
     restarted = stream_writer({**old, "checkpointLocation": str(tmp_path / "old") + "/"}, SCHEMA, False)
-    restarted.commit([restarted.write(iter([("a", b"old2")]))], 2)  # the old query, restarted
+    restarted.commit([restarted.write(arrow([("a", b"old2")]))], 2)  # the old query, restarted
     assert sorted(read_events(sw, stream, 3)) == [b"old0", b"old1", b"old2"]
     assert staged_notes(sw) == [b"reused/published"]
 
@@ -114,16 +125,16 @@ def test_a_commit_that_cannot_complete_publishes_nothing_and_lost_tasks_are_clea
     stream = make_stream(sw)
     options = {"address": server.url, "stream": stream, "sinkId": "partial"}
     writer = stream_writer(options, SCHEMA, False)
-    good = writer.write(iter([("k", b"good")]))
-    doomed = writer.write(iter([("k", b"doomed")]))
+    good = writer.write(arrow([("k", b"good")]))
+    doomed = writer.write(arrow([("k", b"doomed")]))
     sw.txn.abort(doomed.txn_id)  # ended before the driver's commit (as a timeout would)
     with pytest.raises(seaway.TransactionNotInProgressError):
         stream_writer(options, SCHEMA, False).commit([good, doomed], 0)
     assert sw.txn.status(good.txn_id) is TxnStatus.ABORTED  # none of the batch, not half of it
     assert sw.meta.get(NAMESPACE, b"partial/published") is None
     # A task whose result was lost (its executor died): the next commit of the sink aborts it.
-    lost = writer.write(iter([("k", b"lost")]))
-    kept = writer.write(iter([("k", b"kept")]))
+    lost = writer.write(arrow([("k", b"lost")]))
+    kept = writer.write(arrow([("k", b"kept")]))
     stream_writer(options, SCHEMA, False).commit([kept], 0)
     assert sw.txn.status(lost.txn_id) is TxnStatus.ABORTED
     assert read_events(sw, stream, 1) == [b"kept"]
@@ -143,16 +154,16 @@ def test_a_commit_aborts_the_other_attempts_of_its_batch_and_their_late_writes_s
     writer = stream_writer(options, SCHEMA, False)
     batch = {"id": "2"}
     monkeypatch.setattr(_write, "_task_batch_id", lambda: batch["id"])
-    crashed = writer.write(iter([("k", b"of batch 2, lost")]))
+    crashed = writer.write(arrow([("k", b"of batch 2, lost")]))
     batch["id"] = "3"
-    killed = writer.write(iter([("k", b"of batch 3, its driver killed")]))
+    killed = writer.write(arrow([("k", b"of batch 3, its driver killed")]))
     zombie = sw.txn.begin(600)  # an attempt of batch 3 still writing, staged as a task stages
     sw.meta.put(NAMESPACE, _write._staged_key("zombies", zombie.id), b"3")
     events = sw.streams.get(stream).writer()
     events.write_batch([b"zombie, early"], "k", txn=zombie).result()
     ahead = sw.txn.begin(600)  # a later batch's note (a late commit of batch 3 must leave it)
     sw.meta.put(NAMESPACE, _write._staged_key("zombies", ahead.id), b"4")
-    kept = writer.write(iter([("k", b"kept")]))
+    kept = writer.write(arrow([("k", b"kept")]))
     stream_writer(options, SCHEMA, False).commit([kept], 3)
     for staged in (crashed.txn_id, killed.txn_id, zombie.id):
         assert sw.txn.status(staged) is TxnStatus.ABORTED
@@ -162,7 +173,7 @@ def test_a_commit_aborts_the_other_attempts_of_its_batch_and_their_late_writes_s
         events.write_batch([b"zombie, late"], "k", txn=zombie).result()
     events.close()
     batch["id"] = "4"
-    later = writer.write(iter([("k", b"of batch 4")]))
+    later = writer.write(arrow([("k", b"of batch 4")]))
     stream_writer(options, SCHEMA, False).commit([later], 4)
     assert sorted(read_events(sw, stream, 2)) == [b"kept", b"of batch 4"]
     assert staged_notes(sw) == [b"zombies/published"]
@@ -173,19 +184,51 @@ def test_a_crashed_batch_write_is_cleaned_up(server: ServerProcess, sw: Any) -> 
     stream = make_stream(sw)
     options = {"address": server.url, "stream": stream}
     crashed = batch_writer(options, SCHEMA, False)
-    timed_out = crashed.write(iter([("k", b"crashed")]))  # its driver died before the commit
+    timed_out = crashed.write(arrow([("k", b"crashed")]))  # its driver died before the commit
     sw.txn.abort(timed_out.txn_id)  # as its timeout does
     named = {**options, "sinkId": "nightly"}
-    crashed_named = batch_writer(named, SCHEMA, False).write(iter([("k", b"crashed too")]))
+    crashed_named = batch_writer(named, SCHEMA, False).write(arrow([("k", b"crashed too")]))
     # The named write run again: its commit aborts what the crashed run of it staged.
     rerun = batch_writer(named, SCHEMA, False)
-    rerun.commit([rerun.write(iter([("k", b"nightly")]))])
+    rerun.commit([rerun.write(arrow([("k", b"nightly")]))])
     assert sw.txn.status(crashed_named.txn_id) is TxnStatus.ABORTED
     # Any batch write's commit removes the notes of transactions that ended.
     other = batch_writer(options, SCHEMA, False)
-    other.commit([other.write(iter([("k", b"other")]))])
+    other.commit([other.write(arrow([("k", b"other")]))])
     assert sorted(read_events(sw, stream, 2)) == [b"nightly", b"other"]
     assert staged_notes(sw) == []
+
+
+def test_the_writers_take_arrow_batches_whole_columns_at_a_time(server: ServerProcess, sw: Any) -> None:
+    """Spark gives an Arrow writer its record batches as they are (no Row made per row in Python):
+    the sink reads payload and key columns whole, across batches, in row order per key."""
+    stream = make_stream(sw, segments=1)
+    options = {"address": server.url, "stream": stream, "sinkId": "arrow"}
+    writer = stream_writer(options, SCHEMA, False)
+    assert isinstance(writer, DataSourceStreamArrowWriter)
+    assert isinstance(batch_writer(options, SCHEMA, False), DataSourceArrowWriter)
+    rows = [(f"k{i % 3}", b"e%d" % i) for i in range(7)]
+    writer.commit([writer.write(arrow(rows[:4])), writer.write(arrow(rows[4:], per_batch=1))], 0)
+    numbers = [int(e[1:]) for e in read_events(sw, stream, 7)]
+    assert sorted(numbers) == list(range(7))
+    for key in range(3):  # each key's rows in the order of the rows
+        assert [n for n in numbers if n % 3 == key] == list(range(key, 7, 3))
+    # A bad row is named by its number in the task, counted over the batches before it.
+    with pytest.raises(seaway.InvalidArgumentError, match="row 3 of a task: the routing key column"):
+        writer.write(arrow([("a", b"0"), ("b", b"1"), ("c", b"2"), (None, b"3")]))
+    # No payload column: each row as a JSON object of all its columns, as Spark's rows give them.
+    json_schema = StructType([StructField("user", StringType()), StructField("n", LongType()),
+                              StructField("blob", BinaryType())])
+    queue_options = {"address": server.url, "queue": "arrow-q", "sinkId": "arrow-q"}
+    sw.queues.create("arrow-q")
+    sw.queues.create_group("arrow-q", "all", size=1, strategy="ROUND_ROBIN")
+    queue_writer = stream_writer(queue_options, json_schema, False)
+    queue_writer.commit([queue_writer.write(arrow([("u1", 1, b"\x00"), ("u2", None, None), ("u3", 3, b"z")],
+                                                  json_schema))], 0)
+    with sw.queues.consumer("arrow-q", "all", 0) as consumer, sw.transaction() as tx:
+        got = [json.loads(e.payload) for e in consumer.dequeue(tx, entries_max=10, timeout_s=5.0)]
+    assert got == [{"user": "u1", "n": 1, "blob": "AA=="}, {"user": "u2", "n": None, "blob": None},
+                   {"user": "u3", "n": 3, "blob": "eg=="}]
 
 
 def test_bad_options_and_schemas_are_refused_before_any_task(server: ServerProcess, sw: Any) -> None:

@@ -43,6 +43,7 @@ from seaway.ledger import (
 from seaway.log import MetaApi, MetaBatch, lsn_str
 from seaway.queues._chunks import drained
 from seaway.queues._consumer import Consumer
+from seaway.queues._count import CommittedCount, count_committed
 from seaway.queues._lag import entries_between, forget, prune
 from seaway.queues._producer import PRODUCER_GROUPS_REFRESH_S, Producer
 from seaway.queues._ranges import CommittedRead, acknowledge, read_committed
@@ -664,6 +665,19 @@ class Queues:
         """
         return read_committed(self, queue, group, generation, partition, start, end, entries_max, snapshot,
                               bytes_max)
+
+    def count_committed(self, queue: str, group: str, generation: int, partition: int, start: Position,
+                        end: Position | None = None, *, entries_max: int = 100_000,
+                        snapshot: Snapshot | None = None) -> CommittedCount:
+        """What :meth:`read_committed` would read from ``start``, counted without reading the
+        payloads: the number of committed entries (at most ``entries_max``, up to 10,000,000),
+        the position after them and whether the count stopped before a chunk of a transaction in
+        progress (``blocked``), as ``read_committed`` with the same arguments would return them
+        (without its byte limit). Committed transactions' chunks are counted from the entry counts
+        their producers recorded at commit; only what those do not cover (aborted chunks, chunks in
+        progress or committed meanwhile, entries written before counts were recorded) is read from
+        the log (``records_read``). For a planner that places ranges the readers read later."""
+        return count_committed(self, queue, group, generation, partition, start, end, entries_max, snapshot)
 
     def acknowledge(self, queue: str, group: str, generation: int, positions: Mapping[int, Position]) -> None:
         """Commit the group's positions of ``generation`` (partition -> position) as consumers'

@@ -14,7 +14,6 @@ from typing import Any
 
 import seaway
 from seaway.errors import InvalidArgumentError
-from seaway.server import local_address
 
 TARGETS = ("stream", "log", "queue")
 SPARK_SUPPLIED = ("path", "queryname", "checkpointlocation")
@@ -60,6 +59,8 @@ class Options:
             if not data_dir:
                 raise InvalidArgumentError("give the option address (seaway://host:port) or data_dir "
                                            "(a data directory served on this machine)")
+            from seaway.server import local_address  # noqa: PLC0415 - the server package only when used
+
             address = local_address(data_dir)
         token = values.get("token") or os.environ.get("SEAWAY_TOKEN") or None
         return cls(address=address, target_kind=kind, target=values[kind], token=token, values=values)

@@ -86,6 +86,14 @@ class Range(InputPartition):
         return self.lsn_until - self.lsn_from + 1
 
 
+@dataclass(frozen=True)
+class RangeGroup(InputPartition):
+    """One Spark input partition that reads several ranges in turn (pieces of different parts):
+    how a batch is cut into partitions of about the same size, whatever its parts hold."""
+
+    ranges: tuple[Range, ...]
+
+
 @dataclass
 class PartState:
     """What the store says of one part now."""
@@ -297,7 +305,7 @@ class Target:
     # --- ranges (Spark partitions) ---------------------------------------------------------------
 
     def ranges(self, start: dict[int, int], end: dict[int, int], *, partitions_min: int,
-               fail_on_data_loss: bool, snapshot: bytes = b"", hide_open: bool = False) -> list[Range]:
+               fail_on_data_loss: bool, snapshot: bytes = b"", hide_open: bool = False) -> list[Range | RangeGroup]:
         """The Spark partitions of a micro-batch or a batch read from ``start`` to ``end``. A part of
         ``end`` that ``start`` lacks is read from its beginning; a part of ``start`` that ``end``
         lacks, to its final LSN. Parts wholly truncated away are skipped or fail as in
@@ -322,7 +330,7 @@ class Target:
                 continue
             found.append(Range(self.part_str(part), self.log_id(part), lsn_from, lsn_until, snapshot,
                                not fail_on_data_loss, hide_open, self.framed))
-        return split(found, partitions_min)
+        return pack(found, partitions_min)
 
 
 def _budget(events_max: int | None, bytes_max: int | None, event_bytes: float) -> int | None:
@@ -358,24 +366,40 @@ def _events(lsn_from: int, end: int) -> int:
     return end - lsn_from if epoch_of(lsn_from) == epoch_of(end - 1) else 1
 
 
-def split(ranges: list[Range], partitions_min: int) -> list[Range]:
-    """Ranges cut so that there are about ``partitions_min`` of them (every core busy) and none
-    holds more than :data:`PARTITION_EVENTS_MAX` events; ranges under :data:`SPLIT_EVENTS_MIN`
-    events, or that cross an epoch, stay whole."""
-    total = sum(r.events_max for r in ranges if r.events_max < ESN_MAX) or 1
-    out: list[Range] = []
-    for r in ranges:
-        n = r.events_max
-        if n == ESN_MAX or n < 2 * SPLIT_EVENTS_MIN:
-            out.append(r)
-            continue
-        pieces = max(math.ceil(n / PARTITION_EVENTS_MAX), math.ceil(partitions_min * n / total))
-        pieces = min(pieces, n // SPLIT_EVENTS_MIN)
-        step = math.ceil(n / pieces)
-        for lo in range(r.lsn_from, r.lsn_until + 1, step):
-            out.append(Range(r.part, r.log_id, lo, min(lo + step - 1, r.lsn_until), r.snapshot, r.skip_lost,
-                             r.hide_open, r.framed))
-    return out
+def pack(ranges: list[Range], partitions_min: int) -> list[Range | RangeGroup]:
+    """The ranges cut into about ``partitions_min`` Spark partitions of the same size (every core
+    busy to the end: the parts of a batch rarely hold the same number of events, so pieces of
+    several parts make up one partition), none over :data:`PARTITION_EVENTS_MAX` events. A batch
+    under ``partitions_min`` times :data:`SPLIT_EVENTS_MIN` events keeps a partition per range;
+    no piece is cut under :data:`SPLIT_EVENTS_MIN` events; a range that crosses an epoch (its size
+    unknown) is a partition of its own."""
+    sized = [r for r in ranges if r.events_max < ESN_MAX]
+    whole: list[Range | RangeGroup] = [r for r in ranges if r.events_max == ESN_MAX]
+    total = sum(r.events_max for r in sized)
+    count = max(partitions_min, math.ceil(total / PARTITION_EVENTS_MAX))
+    if total < count * SPLIT_EVENTS_MIN:
+        return [*sized, *whole]
+    share = math.ceil(total / count)
+    out: list[Range | RangeGroup] = []
+    group: list[Range] = []
+    room = share
+    for r in sized:
+        lo = r.lsn_from
+        while lo <= r.lsn_until:
+            left = r.lsn_until - lo + 1
+            if group and room < SPLIT_EVENTS_MIN <= left:  # no piece that small: the next partition
+                out.append(group[0] if len(group) == 1 else RangeGroup(tuple(group)))
+                group, room = [], share
+            take = left if left - room < SPLIT_EVENTS_MIN else room  # nor a rest that small
+            group.append(Range(r.part, r.log_id, lo, lo + take - 1, r.snapshot, r.skip_lost, r.hide_open, r.framed))
+            room -= take
+            lo += take
+            if room <= 0:
+                out.append(group[0] if len(group) == 1 else RangeGroup(tuple(group)))
+                group, room = [], share
+    if group:
+        out.append(group[0] if len(group) == 1 else RangeGroup(tuple(group)))
+    return [*out, *whole]
 
 
 # --- a stream -------------------------------------------------------------------------------------

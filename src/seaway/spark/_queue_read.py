@@ -8,7 +8,9 @@ generation read and, per consumer, the position the next read starts from::
 
 The driver computes offsets (``latestOffset``): from the previous end, each partition advances
 over committed entries (aborted chunks stepped over) and stops before the first chunk of a
-transaction still in progress, which is a stable point: every chunk before it is decided. The
+transaction still in progress, which is a stable point: every chunk before it is decided. It
+counts them with :meth:`Queues.count_committed`, from the entry counts committed transactions
+recorded, without reading their payloads: only the executors read entries. The
 executors read ``[start, end)`` of their partition with :meth:`Queues.read_committed`, which gives
 the same entries every time, so a batch Spark runs again (after a crash, from its offset log) reads
 exactly what it read before. Spark's checkpoint is the source of truth for the query; ``commit(end)``
@@ -231,22 +233,18 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _advance(self, part: PartitionInfo, start: Position, entries_max: int) -> tuple[int, Position]:
         """How many committed entries (at most ``entries_max``) the partition holds from ``start``
-        before its first chunk still in progress, and the position after them."""
+        before its first chunk still in progress, and the position after them (where a
+        ``read_committed`` of the range ends)."""
         bound = None
         if self._bounds is not None:
             bound = Position(self._bounds.get((part.generation, part.partition), 0) + 1, 0)
             if bound <= start:
                 return 0, start
-        count, position = 0, start
-        while count < entries_max:
-            got = self._client().queues.read_committed(
-                self._queue, self._group, part.generation, part.partition, position, bound,
-                entries_max=min(READ_PIECE_ENTRIES, entries_max - count))
-            count += len(got.entries)
-            position = got.next
-            if got.blocked or not got.entries:
-                break
-        return count, position
+        # Counted from the chunk counts committed transactions recorded: no payload crosses to the
+        # driver (only chunks those do not cover are read: aborted, in progress, or older).
+        got = self._client().queues.count_committed(self._queue, self._group, part.generation, part.partition,
+                                                    start, bound, entries_max=entries_max)
+        return got.entries, got.next
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[QueueRange]:
         first, last = _Offset.from_json(start), _Offset.from_json(end)

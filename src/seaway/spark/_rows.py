@@ -9,7 +9,9 @@ snapshot that decides every transaction in it), so reading it again gives the sa
 
 from __future__ import annotations
 
+import array
 import functools
+import itertools
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -32,6 +34,8 @@ BATCH_EVENTS_MAX = 8_192
 """Events per Arrow record batch."""
 BUFFER_BYTES_MAX = 32 << 20
 """Payload bytes a range's reader buffers from the server."""
+OFFSETS_BYTES_MAX = 2**31 - 1
+"""A binary or string column's bytes that 32-bit Arrow offsets can address."""
 
 
 class _Columns:
@@ -153,13 +157,14 @@ def to_batch(columns: _Columns, part: str, schema: pa.Schema) -> pa.RecordBatch:
     for field in schema:
         name = field.name
         if name == "payload":
-            arrays.append(pa.array(columns.payloads, field.type))
+            arrays.append(_binary(columns.payloads, field.type))
         elif name == "position":
-            arrays.append(pa.array(columns.positions, field.type))
+            arrays.append(_int64(columns.positions, field.type))
         elif name == "event_time":
-            arrays.append(pa.array(columns.times_us, pa.int64()).cast(field.type))
+            arrays.append(_int64(columns.times_us, pa.int64()).cast(field.type))
         elif name == "segment":
-            arrays.append(pa.array([part] * n, field.type))
+            arrays.append(_binary([part.encode()] * n, field.type) if field.type == pa.string()
+                          else pa.array([part] * n, field.type))
         elif name == "routing_key":
             # Null where no key is stored: a stream without store_routing_keys keeps none.
             arrays.append(pa.nulls(n, field.type) if columns.keys is None else pa.array(columns.keys, field.type))
@@ -168,6 +173,24 @@ def to_batch(columns: _Columns, part: str, schema: pa.Schema) -> pa.RecordBatch:
                 decoded = [_json_object(p) for p in columns.payloads]
             arrays.append(_decoded_column(decoded, name, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _binary(values: list[bytes], type_: pa.DataType) -> pa.Array:
+    """A binary column (or a string one, of UTF-8 known valid) made from its buffers: one copy of
+    the bytes and their offsets, rather than ``pa.array``'s conversion of each value (which also
+    imports pandas in each new worker process)."""
+    data = b"".join(values)
+    if type_ not in (pa.binary(), pa.string()) or len(data) > OFFSETS_BYTES_MAX:
+        return pa.array(values, type_)
+    offsets = array.array("i", itertools.accumulate(map(len, values), initial=0))
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _int64(values: list[int], type_: pa.DataType) -> pa.Array:
+    """A 64-bit integer column made from its buffer (see :func:`_binary`)."""
+    if type_ != pa.int64():
+        return pa.array(values, type_)
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(array.array("q", values))])
 
 
 def _json_object(payload: bytes) -> dict[str, Any]:

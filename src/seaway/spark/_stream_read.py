@@ -32,7 +32,7 @@ from pyspark.sql.types import StructType
 
 from seaway.errors import ConditionFailedError, InvalidArgumentError
 from seaway.spark._options import Options
-from seaway.spark._plan import Range, Target, open_target
+from seaway.spark._plan import Range, RangeGroup, Target, open_target
 from seaway.spark._rows import DEFAULT_SCHEMA, read_range
 from seaway.spark._sources import META_NAMESPACE
 
@@ -112,10 +112,11 @@ class _Base:
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if type(partition) is InputPartition:  # planning found nothing: Spark reads one default partition
             return
-        assert isinstance(partition, Range)
+        assert isinstance(partition, Range | RangeGroup)
         schema = to_arrow_schema(self.schema, timezone="UTC")
         with self.opts.connect() as client:
-            yield from read_range(client, partition, schema)
+            for r in partition.ranges if isinstance(partition, RangeGroup) else (partition,):
+                yield from read_range(client, r, schema)
 
 
 def _json_offset(option: str, text: str) -> dict[str, Any]:

@@ -24,6 +24,11 @@ idempotent sinks"):
    of the same sink id, of that batch or a later one; if none comes, they time out.
 
 A batch ``df.write`` (no batch id) commits its tasks' transactions atomically, without a marker.
+
+The writers take Spark's Arrow record batches (``DataSourceArrowWriter``, ``DataSourceStreamArrowWriter``):
+a task reads whole columns (the payloads, the routing keys) rather than Spark making a ``Row`` of
+each row in Python first; only a payload made of all the columns (no ``payload`` column) goes
+through rows, converted as Spark converts them.
 """
 
 from __future__ import annotations
@@ -40,8 +45,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import (
     BinaryType,
     ByteType,
@@ -101,34 +107,53 @@ class _Plan:
     key_column: str | None
     hash_keys: tuple[tuple[str, int], ...]
     """A queue's HASH keys and the columns that give them."""
+    schema: StructType
+    """The rows' schema (to convert a batch to rows when the payload is all the columns)."""
 
-    def payload(self, row: Sequence[Any], n: int) -> bytes:
+    def payloads(self, batch: pa.RecordBatch, first_row: int) -> list[bytes]:
+        """Each row's payload; ``first_row`` is the task's number of the batch's first row (for errors)."""
         if self.payload_index is None:
-            return json.dumps(dict(zip(self.columns, (_jsonable(v) for v in row), strict=True)),
-                              separators=(",", ":")).encode()
-        value = row[self.payload_index]
-        if value is None:
-            raise InvalidArgumentError(f"row {n} of a task: column payload is null (an event needs a payload)")
-        return value.encode() if isinstance(value, str) else bytes(value)
+            return [json.dumps(dict(zip(self.columns, (_jsonable(v) for v in row), strict=True)),
+                               separators=(",", ":")).encode() for row in _rows(batch, self.schema)]
+        column = batch.column(self.payload_index)
+        values = _not_null(column, first_row, "column payload is null (an event needs a payload)")
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            return [v.encode() for v in values]
+        return values
 
-    def routing_key(self, row: Sequence[Any], n: int) -> str | None:
+    def routing_keys(self, batch: pa.RecordBatch, first_row: int) -> list[str] | None:
+        """Each row's routing key; None without a routing key column."""
         if self.key_index is None:
             return None
-        value = row[self.key_index]
-        if value is None:
-            raise InvalidArgumentError(f"row {n} of a task: the routing key column {self.key_column!r} is null")
-        return value if isinstance(value, str) else bytes(value).decode("utf-8", "surrogateescape")
+        column = batch.column(self.key_index)
+        values = _not_null(column, first_row, f"the routing key column {self.key_column!r} is null")
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            return values
+        return [bytes(v).decode("utf-8", "surrogateescape") for v in values]
 
-    def entry_keys(self, row: Sequence[Any], n: int) -> dict[str, Any] | None:
+    def entry_keys(self, batch: pa.RecordBatch, first_row: int) -> list[dict[str, Any]] | None:
+        """Each row's entry keys (a queue's HASH keys); None when no group hashes."""
         if not self.hash_keys:
             return None
-        keys = {}
-        for name, index in self.hash_keys:
-            value = row[index]
-            if value is None:
-                raise InvalidArgumentError(f"row {n} of a task: column {name!r}, the key of a HASH group, is null")
-            keys[name] = bytes(value) if isinstance(value, bytearray) else value
-        return keys
+        columns = [_not_null(batch.column(index), first_row, f"column {name!r}, the key of a HASH group, is null")
+                   for name, index in self.hash_keys]
+        names = [name for name, _ in self.hash_keys]
+        return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def _not_null(column: pa.Array, first_row: int, what: str) -> list[Any]:
+    """The column's values as Python objects (binary as bytes); a null fails the task, naming its row."""
+    values: list[Any] = column.to_pylist()
+    if column.null_count:
+        raise InvalidArgumentError(f"row {first_row + values.index(None)} of a task: {what}")
+    return values
+
+
+def _rows(batch: pa.RecordBatch, schema: StructType) -> list[Any]:
+    """The batch's rows as Spark's row writers get them (dates, times, nested rows converted alike)."""
+    from pyspark.sql.conversion import ArrowTableToRowsConversion  # noqa: PLC0415 - only for this case
+
+    return list(ArrowTableToRowsConversion.convert(pa.Table.from_batches([batch]), schema))
 
 
 def _jsonable(value: Any) -> Any:
@@ -194,7 +219,7 @@ def _plan(options: Options, schema: StructType, sw: Any) -> _Plan:
                 hash_keys.append((info.key, index))
     else:
         raise InvalidArgumentError("Spark writes to a stream or a queue, not to a log")
-    return _Plan(tuple(schema.names), payload_index, key_index, key_column, tuple(hash_keys))
+    return _Plan(tuple(schema.names), payload_index, key_index, key_column, tuple(hash_keys), schema)
 
 
 def _staged_key(scope: str, txn_id: int) -> bytes:
@@ -242,9 +267,9 @@ class _Sink:
 
     # --- on executors -----------------------------------------------------------------------------
 
-    def write(self, iterator: Iterator[Any]) -> SeawayCommitMessage:
-        rows = iter(iterator)
-        first = next(rows, None)
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SeawayCommitMessage:
+        batches = (batch for batch in iterator if batch.num_rows)
+        first = next(batches, None)
         if first is None:
             return SeawayCommitMessage(None, 0, 0)
         with self._options.connect() as sw:
@@ -253,7 +278,7 @@ class _Sink:
                 # Noted before anything is staged: a commit finds it even if this task's result is lost.
                 # The note holds the batch, so that a commit knows which lost attempts are dead.
                 sw.meta.put(NAMESPACE, _staged_key(self._scope, tx.id), (_task_batch_id() or "").encode())
-                every = itertools.chain([first], rows)
+                every = itertools.chain([first], batches)
                 count, nbytes = (self._stage_stream(sw, tx, every) if self._options.target_kind == "stream"
                                  else self._stage_queue(sw, tx, every))
             except BaseException:
@@ -263,7 +288,7 @@ class _Sink:
                 raise
         return SeawayCommitMessage(tx.id, count, nbytes)
 
-    def _stage_stream(self, sw: Any, tx: Any, rows: Iterable[Any]) -> tuple[int, int]:
+    def _stage_stream(self, sw: Any, tx: Any, batches: Iterable[pa.RecordBatch]) -> tuple[int, int]:
         """Write the rows as events in ``tx``: those of one routing key joined into batches (one
         append each, in the rows' order), since a call per row costs more than the append."""
         failures: list[BaseException] = []
@@ -283,25 +308,26 @@ class _Sink:
             future.add_done_callback(lambda f: failures.append(e) if (e := f.exception()) else None)
 
         with sw.streams.get(self._options.target).writer() as writer:
-            for row in rows:
-                payload = self._plan.payload(row, count)
-                key = self._plan.routing_key(row, count)
-                events = pending.setdefault(key, [])
-                if not events:
-                    first_row[key] = count
-                events.append(payload)
-                count += 1
-                nbytes += len(payload)
-                pending_rows += 1
-                pending_bytes += len(payload)
-                if len(events) >= STAGE_BATCH_EVENTS:
-                    pending_bytes -= sum(map(len, events))
-                    pending_rows -= len(events)
-                    send(key)
-                elif pending_bytes >= STAGE_BATCH_BYTES or pending_rows >= STAGE_PENDING_EVENTS_MAX:
-                    for waiting in list(pending):  # many keys with few rows each, or large rows
-                        send(waiting)
-                    pending_rows = pending_bytes = 0
+            for batch in batches:
+                payloads = self._plan.payloads(batch, count)
+                keys: list[Any] = self._plan.routing_keys(batch, count) or [None] * len(payloads)
+                for payload, key in zip(payloads, keys, strict=True):
+                    events = pending.setdefault(key, [])
+                    if not events:
+                        first_row[key] = count
+                    events.append(payload)
+                    count += 1
+                    nbytes += len(payload)
+                    pending_rows += 1
+                    pending_bytes += len(payload)
+                    if len(events) >= STAGE_BATCH_EVENTS:
+                        pending_bytes -= sum(map(len, events))
+                        pending_rows -= len(events)
+                        send(key)
+                    elif pending_bytes >= STAGE_BATCH_BYTES or pending_rows >= STAGE_PENDING_EVENTS_MAX:
+                        for waiting in list(pending):  # many keys with few rows each, or large rows
+                            send(waiting)
+                        pending_rows = pending_bytes = 0
             for waiting in list(pending):
                 send(waiting)
             writer.flush()
@@ -309,7 +335,7 @@ class _Sink:
             raise failures[0]
         return count, nbytes
 
-    def _stage_queue(self, sw: Any, tx: Any, rows: Iterable[Any]) -> tuple[int, int]:
+    def _stage_queue(self, sw: Any, tx: Any, batches: Iterable[pa.RecordBatch]) -> tuple[int, int]:
         producer = sw.queues.producer(self._options.target)
         count = nbytes = 0
         payloads: list[bytes] = []
@@ -326,14 +352,15 @@ class _Sink:
             payloads.clear()
             keys.clear()
 
-        for row in rows:
-            payload = self._plan.payload(row, count)
-            keys.append(self._plan.entry_keys(row, count))
-            payloads.append(payload)
-            count += 1
-            nbytes += len(payload)
-            if len(payloads) >= QUEUE_BATCH_ROWS:
-                send()
+        for batch in batches:
+            batch_keys = self._plan.entry_keys(batch, count)
+            for i, payload in enumerate(self._plan.payloads(batch, count)):
+                keys.append(None if batch_keys is None else batch_keys[i])
+                payloads.append(payload)
+                count += 1
+                nbytes += len(payload)
+                if len(payloads) >= QUEUE_BATCH_ROWS:
+                    send()
         if payloads:
             send()
         producer.flush(tx)  # in the queue's logs now: the driver commits by id, with no hook to run
@@ -465,7 +492,7 @@ def _task_batch_id() -> str | None:
     return None if context is None else context.getLocalProperty("streaming.sql.batchId")
 
 
-class SeawayBatchWriter(_Sink, DataSourceWriter):
+class SeawayBatchWriter(_Sink, DataSourceArrowWriter):
     """``df.write.format("seaway")``: all the tasks' rows become visible together, or none."""
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
@@ -475,7 +502,7 @@ class SeawayBatchWriter(_Sink, DataSourceWriter):
         self.discard(messages)
 
 
-class SeawayStreamWriter(_Sink, DataSourceStreamWriter):
+class SeawayStreamWriter(_Sink, DataSourceStreamArrowWriter):
     """``df.writeStream.format("seaway")``: each micro-batch is published once, whatever Spark
     replays after a crash (see the module's docstring)."""
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from seaway.spark import SeawayDataSource
@@ -48,7 +48,7 @@ def _kill(group: int) -> None:
     os.kill(os.getpid(), signal.SIGKILL)  # a worker may run in a process group of its own
 
 
-class _FaultyStreamWriter(DataSourceStreamWriter):
+class _FaultyStreamWriter(DataSourceStreamArrowWriter):
     """The seaway stream writer, with the faults around its calls."""
 
     def __init__(self, inner: Any) -> None:
