@@ -1,10 +1,23 @@
 """What queues store: consumer groups' records, consumers' positions, and chunks of entries.
 
 A *chunk* is one record of a partition's log: the entries one transaction enqueued for one
-consumer of one group (or part of them, when large), stored once per group as in the source
-design. Layout (big-endian)::
+consumer of one group (or part of them, when large). Two versions share their head (big-endian)::
 
-    version u8 | write pointer u64 | count u32 | counters u32 * count | lengths u32 * count | payloads
+    version u8 | write pointer u64 | count u32 | counters u32 * count | ...
+
+- version 1, the entries' payloads themselves (what versions before the queue's data log wrote,
+  once per group as in the source design; still read)::
+
+    ... | lengths u32 * count | payloads
+
+- version 2, a *pointer chunk*: the payloads are in a *data chunk* of the queue's data log, written
+  once whatever the number of groups; the pointer names that record and each entry's index in it::
+
+    ... | data log u64 | data LSN u64 | indexes u32 * count
+
+A data chunk is a version 1 chunk of the queue's data log: all the entries of one send (or part
+of them, when large), in counter order. Readers judge a pointer chunk by its write pointer, as
+any chunk, and read its data chunk only to deliver it (:mod:`seaway.queues._data`).
 
 An entry's id is ``(write pointer, counter)``: the counter numbers the transaction's entries.
 
@@ -128,6 +141,8 @@ def skipped_key(queue: str, group: str, consumer: int) -> bytes:
 
 _CHUNK = struct.Struct(">BQI")
 _CHUNK_VERSION = 1
+_POINTER_VERSION = 2
+_REF = struct.Struct(">QQ")
 _POSITION = struct.Struct(">QI")
 _CLAIM = struct.Struct(">QQI")
 _LSN = struct.Struct(">Q")
@@ -331,8 +346,61 @@ def chunk_count(raw: bytes) -> int:
         raise CorruptionError("a queue chunk does not decode: too short") from None
 
 
+class DataRef(NamedTuple):
+    """Where a pointer chunk's payloads are: a data chunk (``data_log``, ``lsn``), and each entry's
+    index among that chunk's entries."""
+
+    data_log: int
+    lsn: int
+    indexes: list[int]
+
+
+def encode_pointer(write_pointer: int, counters: list[int], data_log: int, data_lsn: int,
+                   indexes: list[int]) -> bytes:
+    """A version 2 chunk: entries ``counters`` of a transaction, whose payloads are entries
+    ``indexes`` of the data chunk at ``data_lsn`` of ``data_log``."""
+    count = len(counters)
+    return b"".join((_CHUNK.pack(_POINTER_VERSION, write_pointer, count), struct.pack(f">{count}I", *counters),
+                     _REF.pack(data_log, data_lsn), struct.pack(f">{count}I", *indexes)))
+
+
+def pointer_overhead(count: int) -> int:
+    return _CHUNK.size + _REF.size + 8 * count
+
+
+def pointer_data_lsn(raw: bytes) -> int | None:
+    """The LSN of the data chunk a pointer chunk names (None for a chunk of version 1), read from
+    its head without decoding the rest."""
+    if raw[:1] != b"\x02":
+        return None
+    try:
+        count = int(_CHUNK.unpack_from(raw)[2])
+        return int(_REF.unpack_from(raw, _CHUNK.size + 4 * count)[1])
+    except struct.error:
+        raise CorruptionError("a queue pointer chunk does not decode: too short") from None
+
+
+def decode_record(raw: bytes) -> tuple[int, list[int], list[bytes] | None, DataRef | None]:
+    """A partition log's chunk of either version: its write pointer, counters, and its payloads
+    (version 1) or where they are (version 2); :class:`CorruptionError` if it is neither."""
+    if raw[:1] != b"\x02":
+        return (*decode_chunk(raw), None)
+    try:
+        _, write_pointer, count = _CHUNK.unpack_from(raw)
+        counters = list(struct.unpack_from(f">{count}I", raw, _CHUNK.size))
+        at = _CHUNK.size + 4 * count
+        data_log, data_lsn = _REF.unpack_from(raw, at)
+        indexes = list(struct.unpack_from(f">{count}I", raw, at + _REF.size))
+        if at + _REF.size + 4 * count != len(raw):
+            raise ValueError(f"{len(raw)} bytes, entries end at {at + _REF.size + 4 * count}")
+    except (struct.error, ValueError) as exc:
+        raise CorruptionError(f"a queue pointer chunk does not decode: {exc}") from None
+    return write_pointer, counters, None, DataRef(data_log, data_lsn, indexes)
+
+
 def decode_chunk(raw: bytes) -> tuple[int, list[int], list[bytes]]:
-    """A chunk's write pointer, counters and payloads; :class:`CorruptionError` if it is not one."""
+    """A version 1 chunk's write pointer, counters and payloads; :class:`CorruptionError` if it is
+    not one."""
     try:
         version, write_pointer, count = _CHUNK.unpack_from(raw)
         if version != _CHUNK_VERSION:

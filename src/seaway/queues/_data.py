@@ -1,0 +1,213 @@
+"""A queue's data log: each payload stored once, whatever the number of consumer groups.
+
+A producer's send appends the entries' payloads once, as data chunks of the queue's *data log*,
+and then, per group, one small *pointer chunk* per queue partition that names the data chunk (its
+LSN) and the entries of it that the partition owns (see :mod:`seaway.queues._records`). Readers
+walk the partition logs as before (a pointer chunk has a chunk's head: the write pointer that
+judges it, and the counters) and read a data chunk only to deliver it, keeping it a while for the
+other partitions and groups that point at it (:class:`DataChunks`).
+
+Eviction stays by ranges: the data log is trimmed below the lowest data chunk anyone may still
+read (:func:`evict`), which is the lowest of
+
+- the data chunks pointed at by every pointer chunk still kept in any partition log of the queue
+  (every group, every layout a resize drains, FIFO logs kept below their claims): a partition's
+  log is trimmed only below what its group acknowledged, so these are all the chunks a consumer,
+  a claim, ``read_committed`` or a reset to the head may still deliver;
+- the data chunks of transactions still in progress, which may not have appended their pointer
+  chunks yet: everything written since (a margin before) the oldest of them began, found by the
+  data log's time index;
+- everything written after the data log's tail was read, first.
+
+The order of those reads makes it safe: a transaction that committed before the transactions in
+progress were listed appended its pointer chunks before its commit, so they are in the partition
+logs read after; one that began after the list appends its data after the tail was read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from seaway.errors import UnknownLogError
+from seaway.log import Gap, Record
+from seaway.queues._records import DataRef, decode_chunk, pointer_data_lsn
+from seaway.txn import TxnStatus
+
+if TYPE_CHECKING:
+    from seaway.log import LogsApi
+    from seaway.queues._queues import Queues
+
+CACHE_BYTES_MAX = 64 << 20
+"""Payload bytes of data chunks a store handle keeps read (for the other partitions and groups
+that point at them: each consumer reads the data chunks its share is in)."""
+CLOCK_MARGIN_MS = 10_000
+"""How long before the oldest transaction in progress began the data log is kept from, beside the
+pointed-at chunks: a margin for the clocks of the transaction manager and of the log's records."""
+EVICT_INTERVAL_S = 2.0
+"""How often a store handle evicts a queue's data log at most (after the trims of its partitions)."""
+POINTERS_SCANNED_MAX = 100_000
+"""Pointer chunks one eviction reads at most: past that it keeps everything (and tries later)."""
+LIST_PAGE = 1_000
+HANDLES_MAX = 1024
+RANGE_GAP_MAX = 4
+"""Data chunks not wanted that one read of the wanted ones may step over (see :func:`_ranges`)."""
+
+
+def _ranges(lsns: list[int]) -> list[tuple[int, int]]:
+    """Sorted LSNs as the ranges that read them: one range while the next is at most
+    ``RANGE_GAP_MAX`` records on (a ROUND_ROBIN consumer of small transactions wants one data
+    chunk in a few: reading the others beside costs less than a call each), else a new one."""
+    out: list[tuple[int, int]] = []
+    for lsn in lsns:
+        if out and lsn - out[-1][1] <= RANGE_GAP_MAX:  # within an epoch, LSNs number the records
+            out[-1] = (out[-1][0], lsn)
+        else:
+            out.append((lsn, lsn))
+    return out
+
+
+class DataChunks:
+    """The data chunks this store handle read, kept by recency up to ``CACHE_BYTES_MAX``. Thread-safe."""
+
+    def __init__(self, logs: LogsApi, bytes_max: int = CACHE_BYTES_MAX) -> None:
+        self._logs = logs
+        self._bytes_max = bytes_max
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[int, int], list[bytes]] = OrderedDict()
+        self._handles: dict[int, Any] = {}
+        self._bytes = 0
+
+    def _handle(self, log_id: int) -> Any:
+        """The data log's handle, looked up once (a remote lookup is a round trip)."""
+        with self._lock:
+            handle = self._handles.get(log_id)
+        if handle is None:
+            handle = self._logs.get(log_id)
+            with self._lock:
+                if len(self._handles) >= HANDLES_MAX:
+                    self._handles.clear()
+                self._handles[log_id] = handle
+        return handle
+
+    def _keep(self, key: tuple[int, int], payloads: list[bytes]) -> None:
+        if key in self._kept:
+            return
+        self._kept[key] = payloads
+        self._bytes += sum(map(len, payloads))
+        while self._bytes > self._bytes_max and len(self._kept) > 1:
+            _, dropped = self._kept.popitem(last=False)
+            self._bytes -= sum(map(len, dropped))
+
+    def chunks(self, wanted: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[bytes] | None]:
+        """The payloads of each wanted data chunk ``(data log, LSN)``; None for one that is gone
+        (trimmed, or its log deleted). Those not kept are read in one range per data log."""
+        found: dict[tuple[int, int], list[bytes] | None] = {}
+        missing: dict[int, list[int]] = {}
+        with self._lock:
+            for key in set(wanted):
+                kept = self._kept.get(key)
+                if kept is None:
+                    missing.setdefault(key[0], []).append(key[1])
+                else:
+                    self._kept.move_to_end(key)
+                    found[key] = kept
+        for log_id, lsns in missing.items():
+            read: dict[int, list[bytes]] = {}
+            try:
+                handle = self._handle(log_id)
+                for first, last in _ranges(sorted(lsns)):
+                    with contextlib.closing(handle.read(first, last)) as items:
+                        for item in items:
+                            if isinstance(item, Record):
+                                read[item.lsn] = decode_chunk(item.payload)[2]
+                            elif isinstance(item, Gap):
+                                continue
+            except UnknownLogError:
+                pass
+            with self._lock:
+                for lsn, payloads in read.items():
+                    self._keep((log_id, lsn), payloads)
+            for lsn in lsns:
+                found[(log_id, lsn)] = read.get(lsn)
+        return found
+
+    def resolve(self, refs: list[DataRef | None]) -> list[list[bytes] | None]:
+        """Each pointer chunk's payloads (None for a chunk of version 1, or whose data is gone)."""
+        got = self.chunks((ref.data_log, ref.lsn) for ref in refs if ref is not None)
+        out: list[list[bytes] | None] = []
+        for ref in refs:
+            data = None if ref is None else got.get((ref.data_log, ref.lsn))
+            if ref is None or data is None:
+                out.append(None)
+                continue
+            try:
+                out.append([data[i] for i in ref.indexes])
+            except IndexError:
+                out.append(None)
+        return out
+
+
+class Evictions:
+    """When each queue's data log was last evicted by this store handle (at most every
+    ``EVICT_INTERVAL_S``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+
+    def due(self, queue: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last.get(queue, -EVICT_INTERVAL_S) < EVICT_INTERVAL_S:
+                return False
+            if len(self._last) > 4096:
+                self._last.clear()
+            self._last[queue] = now
+            return True
+
+
+def evict(queues: Queues, queue: str, data_log: int) -> int:
+    """Trim ``queue``'s data log below the lowest data chunk anyone may still read (see the module's
+    docstring); returns its trim point after (0: nothing done)."""
+    handle = queues.logs.get(data_log)
+    low = handle.tail_lsn() + 1  # first: what is appended from now on is kept
+    oldest_ms: int | None = None
+    after = None
+    while True:  # the transactions in progress come first in the listing
+        page = queues.txn.list(after, LIST_PAGE)
+        for info in page:
+            if info.status is TxnStatus.IN_PROGRESS and info.began_ms is not None:
+                oldest_ms = info.began_ms if oldest_ms is None else min(oldest_ms, info.began_ms)
+        if len(page) < LIST_PAGE or page[-1].status is not TxnStatus.IN_PROGRESS:
+            break
+        after = page[-1]
+    if oldest_ms is not None:
+        low = min(low, handle.find_time(max(0, oldest_ms - CLOCK_MARGIN_MS)))
+    scanned = 0
+    for record, _ in queues._records(queue):
+        for layout in (record.current, record.previous):
+            for log_id in () if layout is None else layout.logs:
+                try:
+                    partition = queues.logs.get(log_id)
+                    start = partition.trim_point() + 1
+                    with contextlib.closing(partition.read(start)) as items:
+                        for item in items:
+                            if isinstance(item, Record):
+                                scanned += 1
+                                lsn = pointer_data_lsn(item.payload)
+                                if lsn is not None and lsn < low:
+                                    low = lsn
+                except UnknownLogError:
+                    continue  # deleted (with its group, or at a resize's barrier): nothing to read there
+                if scanned > POINTERS_SCANNED_MAX:
+                    return 0
+    trim_point = handle.trim_point()
+    if low - 1 > trim_point:
+        handle.trim(low - 1)
+        return low - 1
+    return trim_point
