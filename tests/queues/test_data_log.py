@@ -17,7 +17,7 @@ from seaway import TxnConfig
 from seaway.log import Record
 from seaway.queues import Consumer, Entry, Position
 from seaway.queues import _producer as producer_module
-from seaway.queues._records import NAMESPACE, Chunk, queue_key
+from seaway.queues._records import NAMESPACE, Chunk, decode_chunk, hash_key, queue_key
 
 ENTRY = 1024
 WAIT_S = 10.0
@@ -134,14 +134,14 @@ def test_eviction_keeps_the_data_of_a_producer_whose_pointers_are_not_written_ye
     assert data_log is not None
     assert sw.queues.evict_data("q") == sw.logs.get(data_log).tail_lsn()  # every group acknowledged "first"
     appended, release = threading.Event(), threading.Event()
-    runs = producer_module._runs
+    pointers = producer_module._pointer_chunks
 
     def paused(*args: Any) -> Any:  # the data chunk is appended, the pointers not yet
         appended.set()
         assert release.wait(WAIT_S)
-        return runs(*args)
+        return pointers(*args)
 
-    monkeypatch.setattr(producer_module, "_runs", paused)
+    monkeypatch.setattr(producer_module, "_pointer_chunks", paused)
     failed: list[BaseException] = []
 
     def send() -> None:
@@ -160,7 +160,7 @@ def test_eviction_keeps_the_data_of_a_producer_whose_pointers_are_not_written_ye
     release.set()
     thread.join(WAIT_S)
     assert not failed
-    monkeypatch.setattr(producer_module, "_runs", runs)
+    monkeypatch.setattr(producer_module, "_pointer_chunks", pointers)
     for group, members in consumers(sw, "q").items():
         assert [e.payload for c in members for e in drain(sw, c)] == [b"late"], group
 
@@ -214,3 +214,22 @@ def test_a_chunk_whose_data_is_gone_raises_rather_than_being_stepped_over(sw: se
         for _ in range(2):  # and again at the next dequeue: never a silent skip
             with sw.transaction() as tx, pytest.raises(seaway.LsnOutOfRangeError):
                 consumer.dequeue(tx, 10)
+
+
+def test_data_chunks_hold_one_share_each_so_a_consumer_reads_its_own_payloads(sw: seaway.Seaway) -> None:
+    """A send's data chunks are split by where the groups placed the entries: every data chunk holds
+    entries of one partition of each group, so no consumer reads another's payloads."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "two", 2, "HASH", key="a")
+    sw.queues.create_group("q", "three", 3, "HASH", key="b")
+    producer = sw.queues.producer("q")
+    with sw.transaction() as tx:
+        producer.enqueue_batch(tx, [b"%d" % i for i in range(120)], [{"a": i, "b": i * 7} for i in range(120)])
+    data_log = sw.queues.data_log("q")
+    assert data_log is not None
+    chunks = [decode_chunk(item.payload) for item in sw.logs.get(data_log).read() if isinstance(item, Record)]
+    assert len(chunks) == 6  # 2 x 3 combinations, each met by some of the 120 entries
+    for _, _, chunk_payloads in chunks:
+        places = {(hash_key(int(p)) % 2, hash_key(int(p) * 7) % 3) for p in chunk_payloads}
+        assert len(places) == 1, places
+    assert sorted(int(p) for _, _, c in chunks for p in c) == list(range(120))

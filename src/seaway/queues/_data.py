@@ -1,11 +1,12 @@
 """A queue's data log: each payload stored once, whatever the number of consumer groups.
 
-A producer's send appends the entries' payloads once, as data chunks of the queue's *data log*,
-and then, per group, one small *pointer chunk* per queue partition that names the data chunk (its
-LSN) and the entries of it that the partition owns (see :mod:`seaway.queues._records`). Readers
-walk the partition logs as before (a pointer chunk has a chunk's head: the write pointer that
-judges it, and the counters) and read a data chunk only to deliver it, keeping it a while for the
-other partitions and groups that point at it (:class:`DataChunks`).
+A producer's send appends the entries' payloads once, as data chunks of the queue's *data log*
+(split by the partitions the groups place them in, so that a consumer's share is in data chunks
+of its own), and then, per group, one small *pointer chunk* per queue partition that names the
+data chunks (their LSNs) and where each of its entries is in them (see
+:mod:`seaway.queues._records`). Readers walk the partition logs as before (a pointer chunk has a
+chunk's head: the write pointer that judges it, and the counters) and read the data chunks only to
+deliver it, keeping them a while for the other groups that point at them (:class:`DataChunks`).
 
 Eviction stays by ranges: the data log is trimmed below the lowest data chunk anyone may still
 read (:func:`evict`), which is the lowest of
@@ -54,17 +55,17 @@ POINTERS_SCANNED_MAX = 100_000
 """Pointer chunks one eviction reads at most: past that it keeps everything (and tries later)."""
 LIST_PAGE = 1_000
 HANDLES_MAX = 1024
-RANGE_GAP_MAX = 4
+RANGE_GAP_MAX = 0
 """Data chunks not wanted that one read of the wanted ones may step over (see :func:`_ranges`)."""
 
 
 def _ranges(lsns: list[int]) -> list[tuple[int, int]]:
     """Sorted LSNs as the ranges that read them: one range while the next is at most
-    ``RANGE_GAP_MAX`` records on (a ROUND_ROBIN consumer of small transactions wants one data
-    chunk in a few: reading the others beside costs less than a call each), else a new one."""
+    ``RANGE_GAP_MAX`` records on, else a new one (a consumer wants the data chunks of its share,
+    not those beside: reading them would cost the bytes the split into data chunks saves)."""
     out: list[tuple[int, int]] = []
     for lsn in lsns:
-        if out and lsn - out[-1][1] <= RANGE_GAP_MAX:  # within an epoch, LSNs number the records
+        if out and lsn - out[-1][1] <= 1 + RANGE_GAP_MAX:  # within an epoch, LSNs number the records
             out[-1] = (out[-1][0], lsn)
         else:
             out.append((lsn, lsn))
@@ -138,16 +139,16 @@ class DataChunks:
 
     def resolve(self, refs: list[DataRef | None]) -> list[list[bytes] | None]:
         """Each pointer chunk's payloads (None for a chunk of version 1, or whose data is gone)."""
-        got = self.chunks((ref.data_log, ref.lsn) for ref in refs if ref is not None)
+        got = self.chunks((ref.data_log, lsn) for ref in refs if ref is not None for lsn in ref.lsns)
         out: list[list[bytes] | None] = []
         for ref in refs:
-            data = None if ref is None else got.get((ref.data_log, ref.lsn))
-            if ref is None or data is None:
+            if ref is None:
                 out.append(None)
                 continue
+            chunks = [got.get((ref.data_log, lsn)) for lsn in ref.lsns]
             try:
-                out.append([data[i] for i in ref.indexes])
-            except IndexError:
+                out.append([chunks[r][i] for r, i in zip(ref.refs, ref.indexes, strict=True)])  # type: ignore[index]
+            except (IndexError, TypeError):  # a data chunk gone (None), or not the one written
                 out.append(None)
         return out
 

@@ -35,7 +35,9 @@ from seaway.queues._records import (
     CHUNK_BYTES_MAX,
     ENTRY_BYTES_MAX,
     NAMESPACE,
+    POINTER_ENTRIES_MAX,
     Chunk,
+    DataRef,
     Layout,
     Strategy,
     chunk_overhead,
@@ -57,6 +59,9 @@ begins after ``create_group`` returned reaches the new group."""
 COUNTED_LOGS_MAX = 500
 """Partition logs per transaction whose entry counts a producer stages for lag (one metadata write
 each, of the transaction's 1,000): entries a transaction writes to more are sent, not counted."""
+DATA_PARTS_MAX = 64
+"""Data chunks a send splits its entries into at most by where the groups placed them (see
+:func:`_data_parts`; more past CHUNK_BYTES_MAX)."""
 TURNS_MAX = 1024
 """Groups whose ROUND_ROBIN turn a producer remembers (forgetting one only moves where that
 group's next send starts)."""
@@ -93,16 +98,43 @@ def _split(write_pointer: int, share: list[tuple[int, bytes, Mapping[str, Any] |
     return parts
 
 
-def _runs(share: list[tuple[int, bytes, Mapping[str, Any] | None]], data: dict[int, tuple[int, int, int]],
-          ) -> list[tuple[tuple[int, int], list[tuple[int, bytes, Mapping[str, Any] | None]]]]:
-    """A partition's entries as runs of consecutive entries in one data chunk: one pointer chunk each."""
-    runs: list[tuple[tuple[int, int], list[tuple[int, bytes, Mapping[str, Any] | None]]]] = []
-    for entry in share:
-        data_log, lsn, _ = data[entry[0]]
-        if not runs or runs[-1][0] != (data_log, lsn):
-            runs.append(((data_log, lsn), []))
-        runs[-1][1].append(entry)
-    return runs
+def _data_parts(write_pointer: int, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
+                placed: list[tuple[int, list[int]]]) -> list[Chunk]:
+    """A send's entries as data chunks: one (or more past CHUNK_BYTES_MAX) per combination of the
+    partitions the groups placed an entry in, so that each consumer reads the data chunks of its
+    share and no others' payloads. The largest groups first, and the smallest left out of the
+    combination while it makes more than DATA_PARTS_MAX chunks (their consumers then read the
+    chunks their entries are in, with others' entries beside)."""
+    order = sorted(placed, key=lambda group: -group[0])
+    while True:
+        keys = list(zip(*(partitions for _, partitions in order), strict=True)) if order else [()] * len(entries)
+        if len(order) <= 1 or len(set(keys)) <= DATA_PARTS_MAX:
+            break
+        order = order[:-1]
+    buckets: dict[tuple[int, ...], list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
+    for key, entry in zip(keys, entries, strict=True):
+        buckets.setdefault(key, []).append(entry)
+    return [part for key in sorted(buckets) for part in _split(write_pointer, buckets[key])]
+
+
+def _pointer_chunks(write_pointer: int, share: list[tuple[int, bytes, Mapping[str, Any] | None]],
+                    data: dict[int, tuple[int, int, int]]) -> list[tuple[list[int], int, bytes]]:
+    """A partition's entries as pointer chunks (at most POINTER_ENTRIES_MAX entries each): their
+    counters, payload bytes and encoded chunk."""
+    out = []
+    for start in range(0, len(share), POINTER_ENTRIES_MAX):
+        run = share[start:start + POINTER_ENTRIES_MAX]
+        counters = [counter for counter, _, _ in run]
+        lsns: dict[int, int] = {}
+        refs, indexes = [], []
+        data_log = 0
+        for counter in counters:
+            data_log, lsn, index = data[counter]
+            refs.append(lsns.setdefault(lsn, len(lsns)))
+            indexes.append(index)
+        ref = DataRef(data_log, list(lsns), refs, indexes)
+        out.append((counters, sum(len(payload) for _, payload, _ in run), encode_pointer(write_pointer, counters, ref)))
+    return out
 
 
 def _copied(keys: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -256,18 +288,20 @@ class Producer:
         send placed again after a resize already are, counter -> (data log, LSN, index))."""
         shares: dict[tuple[str, int], list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
         logs: dict[tuple[str, int], int] = {}
+        placed: list[tuple[int, list[int]]] = []
         # ROUND_ROBIN groups last: placing takes their turns, and a HASH group's placement may
         # still fail (a missing key), which would leave a turn taken by entries never sent.
         for group, layout in sorted(targets, key=lambda target: target[1].strategy is Strategy.ROUND_ROBIN):
-            for entry, partition in zip(entries, self._place(group, layout, entries, tx.id), strict=True):
+            partitions = self._place(group, layout, entries, tx.id)
+            placed.append((layout.size, partitions))
+            for entry, partition in zip(entries, partitions, strict=True):
                 shares.setdefault((group, partition), []).append(entry)
-            for group_, partition in shares:
-                if group_ == group:
-                    logs[(group, partition)] = layout.logs[partition]
+            for partition in set(partitions):
+                logs[(group, partition)] = layout.logs[partition]
         if not shares:
             return  # no group: nobody is to get them, and nothing is kept
         if data is None:
-            data = self._send_data(tx, entries, logs.values())
+            data = self._send_data(tx, entries, placed, logs.values())
             if data is None:  # the queue's data log is gone: deleted (and maybe created again)
                 if relayouts >= RELAYOUTS_MAX:
                     raise LogSealedError(f"queue {self.queue!r}: its data log kept changing while entries were sent")
@@ -285,11 +319,8 @@ class Producer:
             except UnknownLogError:  # the group was deleted, or resized twice
                 moved.setdefault(where[0], []).extend(share)
                 continue
-            for (data_log, data_lsn), run in _runs(share, data):
-                counters = [counter for counter, _, _ in run]
-                pointer = encode_pointer(tx.id, counters, data_log, data_lsn, [data[c][2] for c in counters])
-                sent.append((where, counters, sum(len(payload) for _, payload, _ in run),
-                             handle.append_async(pointer)))
+            for counters, nbytes, pointer in _pointer_chunks(tx.id, share, data):
+                sent.append((where, counters, nbytes, handle.append_async(pointer)))
         for (group, partition), counters, nbytes, future in sent:
             try:
                 lsn = future.result()
@@ -315,15 +346,17 @@ class Producer:
                 self._send(tx, again, [(group, current[group])], relayouts + 1, counted, data)
 
     def _send_data(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
-                   logs: Iterable[int]) -> dict[int, tuple[int, int, int]] | None:
+                   placed: list[tuple[int, list[int]]], logs: Iterable[int]) -> dict[int, tuple[int, int, int]] | None:
         """Append the payloads of ``entries`` to the queue's data log (while the transaction
-        registers the partition logs ``logs`` its pointers go to); where each one is, counter ->
-        (data log, LSN, index); None if the data log is gone."""
+        registers the partition logs ``logs`` its pointers go to), split by where the groups
+        placed them (``placed``: each group's size and each entry's partition in it, see
+        :func:`_data_parts`); where each one is, counter -> (data log, LSN, index); None if the
+        data log is gone."""
         data_log = self._data_log()
         if data_log is None:
             tx.register_logs(logs)
             return None
-        parts = _split(tx.id, entries)
+        parts = _data_parts(tx.id, entries, placed)
         try:
             handle = self._handle(data_log)
             futures = [handle.append_async(part.encode()) for part in parts]

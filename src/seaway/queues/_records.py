@@ -10,13 +10,16 @@ consumer of one group (or part of them, when large). Two versions share their he
 
     ... | lengths u32 * count | payloads
 
-- version 2, a *pointer chunk*: the payloads are in a *data chunk* of the queue's data log, written
-  once whatever the number of groups; the pointer names that record and each entry's index in it::
+- version 2, a *pointer chunk*: the payloads are in *data chunks* of the queue's data log, written
+  once whatever the number of groups; the pointer names those records (their LSNs) and, per
+  entry, which of them holds it and its index there::
 
-    ... | data log u64 | data LSN u64 | indexes u32 * count
+    ... | data log u64 | refs u32 | LSNs u64 * refs | ref u32 * count | index u32 * count
 
-A data chunk is a version 1 chunk of the queue's data log: all the entries of one send (or part
-of them, when large), in counter order. Readers judge a pointer chunk by its write pointer, as
+A data chunk is a version 1 chunk of the queue's data log: entries of one send, in counter order.
+A send splits its entries into data chunks by where the groups place them (the partition in each
+group, the largest groups first), so that a consumer reads the data chunks of its own share and
+little else (see :mod:`seaway.queues._data`). Readers judge a pointer chunk by its write pointer, as
 any chunk, and read its data chunk only to deliver it (:mod:`seaway.queues._data`).
 
 An entry's id is ``(write pointer, counter)``: the counter numbers the transaction's entries.
@@ -142,7 +145,9 @@ def skipped_key(queue: str, group: str, consumer: int) -> bytes:
 _CHUNK = struct.Struct(">BQI")
 _CHUNK_VERSION = 1
 _POINTER_VERSION = 2
-_REF = struct.Struct(">QQ")
+_REFS = struct.Struct(">QI")
+POINTER_ENTRIES_MAX = 65_536
+"""Entries of one pointer chunk (12 bytes each, and 8 per data chunk named: well within a record)."""
 _POSITION = struct.Struct(">QI")
 _CLAIM = struct.Struct(">QQI")
 _LSN = struct.Struct(">Q")
@@ -347,37 +352,36 @@ def chunk_count(raw: bytes) -> int:
 
 
 class DataRef(NamedTuple):
-    """Where a pointer chunk's payloads are: a data chunk (``data_log``, ``lsn``), and each entry's
-    index among that chunk's entries."""
+    """Where a pointer chunk's payloads are: data chunks ``lsns`` of ``data_log``, and for each
+    entry the one holding it (``refs``, an index into ``lsns``) and its index among its entries."""
 
     data_log: int
-    lsn: int
+    lsns: list[int]
+    refs: list[int]
     indexes: list[int]
 
 
-def encode_pointer(write_pointer: int, counters: list[int], data_log: int, data_lsn: int,
-                   indexes: list[int]) -> bytes:
-    """A version 2 chunk: entries ``counters`` of a transaction, whose payloads are entries
-    ``indexes`` of the data chunk at ``data_lsn`` of ``data_log``."""
+def encode_pointer(write_pointer: int, counters: list[int], ref: DataRef) -> bytes:
+    """A version 2 chunk: entries ``counters`` of a transaction, whose payloads are where ``ref`` says."""
     count = len(counters)
     return b"".join((_CHUNK.pack(_POINTER_VERSION, write_pointer, count), struct.pack(f">{count}I", *counters),
-                     _REF.pack(data_log, data_lsn), struct.pack(f">{count}I", *indexes)))
-
-
-def pointer_overhead(count: int) -> int:
-    return _CHUNK.size + _REF.size + 8 * count
+                     _REFS.pack(ref.data_log, len(ref.lsns)), struct.pack(f">{len(ref.lsns)}Q", *ref.lsns),
+                     struct.pack(f">{count}I", *ref.refs), struct.pack(f">{count}I", *ref.indexes)))
 
 
 def pointer_data_lsn(raw: bytes) -> int | None:
-    """The LSN of the data chunk a pointer chunk names (None for a chunk of version 1), read from
-    its head without decoding the rest."""
+    """The lowest LSN of the data chunks a pointer chunk names (None for a chunk of version 1),
+    read without decoding its entries."""
     if raw[:1] != b"\x02":
         return None
     try:
         count = int(_CHUNK.unpack_from(raw)[2])
-        return int(_REF.unpack_from(raw, _CHUNK.size + 4 * count)[1])
+        at = _CHUNK.size + 4 * count
+        refs = int(_REFS.unpack_from(raw, at)[1])
+        lsns = struct.unpack_from(f">{refs}Q", raw, at + _REFS.size)
     except struct.error:
         raise CorruptionError("a queue pointer chunk does not decode: too short") from None
+    return min(lsns) if lsns else None
 
 
 def decode_record(raw: bytes) -> tuple[int, list[int], list[bytes] | None, DataRef | None]:
@@ -389,13 +393,19 @@ def decode_record(raw: bytes) -> tuple[int, list[int], list[bytes] | None, DataR
         _, write_pointer, count = _CHUNK.unpack_from(raw)
         counters = list(struct.unpack_from(f">{count}I", raw, _CHUNK.size))
         at = _CHUNK.size + 4 * count
-        data_log, data_lsn = _REF.unpack_from(raw, at)
-        indexes = list(struct.unpack_from(f">{count}I", raw, at + _REF.size))
-        if at + _REF.size + 4 * count != len(raw):
-            raise ValueError(f"{len(raw)} bytes, entries end at {at + _REF.size + 4 * count}")
+        data_log, nrefs = _REFS.unpack_from(raw, at)
+        at += _REFS.size
+        lsns = list(struct.unpack_from(f">{nrefs}Q", raw, at))
+        at += 8 * nrefs
+        values = struct.unpack_from(f">{2 * count}I", raw, at)
+        refs, indexes = list(values[:count]), list(values[count:])
+        if at + 8 * count != len(raw):
+            raise ValueError(f"{len(raw)} bytes, entries end at {at + 8 * count}")
+        if count and max(refs) >= nrefs:
+            raise ValueError(f"an entry names data chunk {max(refs)} of {nrefs}")
     except (struct.error, ValueError) as exc:
         raise CorruptionError(f"a queue pointer chunk does not decode: {exc}") from None
-    return write_pointer, counters, None, DataRef(data_log, data_lsn, indexes)
+    return write_pointer, counters, None, DataRef(data_log, lsns, refs, indexes)
 
 
 def decode_chunk(raw: bytes) -> tuple[int, list[int], list[bytes]]:
