@@ -88,6 +88,7 @@ class Cursor:
         self.pending = committed
         self.ended = False
         self._ahead: deque[Chunk | Gap] = deque()
+        self._unresolved: list[Any] = []
         self._reader: Any = None
         self._trimmed = 0
         self._trimmed_s = 0.0
@@ -101,6 +102,7 @@ class Cursor:
         return self._reader
 
     def close(self) -> None:
+        self._unresolved = []
         if self._reader is not None:
             self._reader.close()
             self._reader = None
@@ -109,7 +111,9 @@ class Cursor:
         if self.ended:
             return
         try:
-            items = self._open().read(READ_AHEAD_ITEMS, timeout_s)
+            # Items read before whose data chunks could not be read (a stalled connection) first:
+            # the reader is past them, and they must not be lost.
+            items = self._unresolved or self._open().read(READ_AHEAD_ITEMS, timeout_s)
         except (LogDeletedError, UnknownLogError):
             # Deleted after the consumer chose to read it: at a resize's barrier, which deletes
             # only drained logs (nothing left to deliver), or with its group (whose next read of
@@ -117,7 +121,9 @@ class Cursor:
             self.ended = True
             self.close()
             return
+        self._unresolved = items
         self._ahead.extend(resolved(self.queues, items))
+        self._unresolved = []
 
     def take(self, judge: Judge, budget: Budget, timeout_s: float) -> list[Entry]:
         """The entries from ``pending`` on that ``judge`` lets through, within ``budget``, waiting

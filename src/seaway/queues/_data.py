@@ -34,8 +34,8 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from seaway.errors import UnknownLogError
-from seaway.log import Gap, Record
+from seaway.errors import LogDeletedError, SeawayError, TimedOutError, UnknownLogError
+from seaway.log import Gap, GapType, Record, lsn_str
 from seaway.queues._records import DataRef, decode_chunk, pointer_data_lsn
 from seaway.txn import TxnStatus
 
@@ -49,20 +49,25 @@ that point at them: each consumer reads the data chunks its share is in)."""
 CLOCK_MARGIN_MS = 10_000
 """How long before the oldest transaction in progress began the data log is kept from, beside the
 pointed-at chunks: a margin for the clocks of the transaction manager and of the log's records."""
-EVICT_INTERVAL_S = 2.0
-"""How often a store handle evicts a queue's data log at most (after the trims of its partitions)."""
+EVICT_INTERVAL_S = 10.0
+"""How often a store handle evicts a queue's data log at most (after the trims of its partitions):
+an eviction reads every partition log's kept pointer chunks, and every consumer process runs it."""
 POINTERS_SCANNED_MAX = 100_000
 """Pointer chunks one eviction reads at most: past that it keeps everything (and tries later)."""
 LIST_PAGE = 1_000
+READ_ITEMS = 64
 HANDLES_MAX = 1024
-RANGE_GAP_MAX = 0
+READ_WAIT_S = 30.0
+"""How long a read waits for data chunks that exist (a bound for a stalled connection)."""
+RANGE_GAP_MAX = 2
 """Data chunks not wanted that one read of the wanted ones may step over (see :func:`_ranges`)."""
 
 
 def _ranges(lsns: list[int]) -> list[tuple[int, int]]:
     """Sorted LSNs as the ranges that read them: one range while the next is at most
-    ``RANGE_GAP_MAX`` records on, else a new one (a consumer wants the data chunks of its share,
-    not those beside: reading them would cost the bytes the split into data chunks saves)."""
+    ``RANGE_GAP_MAX`` records on, else a new one. A consumer wants the data chunks of its share:
+    those of a group placed first in the split are consecutive, those of the next are every few
+    records, and a call costs more than reading a few small chunks beside."""
     out: list[tuple[int, int]] = []
     for lsn in lsns:
         if out and lsn - out[-1][1] <= 1 + RANGE_GAP_MAX:  # within an epoch, LSNs number the records
@@ -80,20 +85,50 @@ class DataChunks:
         self._bytes_max = bytes_max
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[int, int], list[bytes]] = OrderedDict()
+        self._read_lock = threading.Lock()
+        self._reader: Any = None
         self._handles: dict[int, Any] = {}
+        """Data logs' handles (used with ``_read_lock`` held)."""
         self._bytes = 0
 
     def _handle(self, log_id: int) -> Any:
         """The data log's handle, looked up once (a remote lookup is a round trip)."""
-        with self._lock:
-            handle = self._handles.get(log_id)
+        handle = self._handles.get(log_id)
         if handle is None:
-            handle = self._logs.get(log_id)
-            with self._lock:
-                if len(self._handles) >= HANDLES_MAX:
-                    self._handles.clear()
-                self._handles[log_id] = handle
+            if len(self._handles) >= HANDLES_MAX:
+                self._handles.clear()
+            handle = self._handles[log_id] = self._logs.get(log_id)
         return handle
+
+    def _read(self, log_id: int, first: int, last: int, into: dict[int, list[bytes]]) -> None:
+        """Read data chunks ``first`` to ``last`` of ``log_id`` into ``into`` (LSN -> payloads), over
+        one reader kept for all the reads of this store handle (a remote read of its own would
+        open a stream per call)."""
+        with self._read_lock:
+            if self._reader is None:
+                self._reader = self._logs.reader(READ_ITEMS)
+            reader = self._reader
+            try:
+                reader.start_reading(self._handle(log_id), first, last)  # a handle: no lookup per read
+                deadline = time.monotonic() + READ_WAIT_S
+                done = False
+                while not done:
+                    items = reader.read(READ_ITEMS, max(0.0, deadline - time.monotonic()))
+                    for item in items:
+                        if isinstance(item, Record):
+                            if first <= item.lsn <= last:
+                                into[item.lsn] = decode_chunk(item.payload)[2]
+                            done = done or item.lsn >= last
+                        elif isinstance(item, Gap):
+                            done = done or item.lsn_hi >= last or item.type is GapType.SEALED
+                    if not done and not items and time.monotonic() >= deadline:
+                        raise TimedOutError(f"queue data log {log_id}: data chunks {lsn_str(first)}-{lsn_str(last)} "
+                                            f"did not come within {READ_WAIT_S} s")
+            except BaseException:
+                self._reader = None  # its state is unknown: a later read opens another
+                with contextlib.suppress(SeawayError):
+                    reader.close()
+                raise
 
     def _keep(self, key: tuple[int, int], payloads: list[bytes]) -> None:
         if key in self._kept:
@@ -120,15 +155,9 @@ class DataChunks:
         for log_id, lsns in missing.items():
             read: dict[int, list[bytes]] = {}
             try:
-                handle = self._handle(log_id)
                 for first, last in _ranges(sorted(lsns)):
-                    with contextlib.closing(handle.read(first, last)) as items:
-                        for item in items:
-                            if isinstance(item, Record):
-                                read[item.lsn] = decode_chunk(item.payload)[2]
-                            elif isinstance(item, Gap):
-                                continue
-            except UnknownLogError:
+                    self._read(log_id, first, last, read)
+            except (UnknownLogError, LogDeletedError):
                 pass
             with self._lock:
                 for lsn, payloads in read.items():

@@ -59,6 +59,8 @@ begins after ``create_group`` returned reaches the new group."""
 COUNTED_LOGS_MAX = 500
 """Partition logs per transaction whose entry counts a producer stages for lag (one metadata write
 each, of the transaction's 1,000): entries a transaction writes to more are sent, not counted."""
+DATA_BATCH_BYTES = 4 << 20
+"""Data chunks a send appends together, in one batch of consecutive records, at most (bytes)."""
 DATA_PARTS_MAX = 64
 """Data chunks a send splits its entries into at most by where the groups placed them (see
 :func:`_data_parts`; more past CHUNK_BYTES_MAX)."""
@@ -357,19 +359,29 @@ class Producer:
             tx.register_logs(logs)
             return None
         parts = _data_parts(tx.id, entries, placed)
+        # A few appends of consecutive records, not one per data chunk (a call each).
+        batches: list[list[Chunk]] = [[]]
+        size = 0
+        for part in parts:
+            if batches[-1] and size + part.nbytes > DATA_BATCH_BYTES:
+                batches.append([])
+                size = 0
+            batches[-1].append(part)
+            size += part.nbytes
         try:
             handle = self._handle(data_log)
-            futures = [handle.append_async(part.encode()) for part in parts]
+            futures = [handle.append_batch_async([part.encode() for part in batch]) for batch in batches]
         except UnknownLogError:
             tx.register_logs(logs)
             return None
         tx.register_logs(logs)
         where: dict[int, tuple[int, int, int]] = {}
-        for part, future in zip(parts, futures, strict=True):
+        for batch, future in zip(batches, futures, strict=True):
             try:
-                lsn = future.result()
+                lsns = future.result()
             except UnknownLogError:
                 return None
-            for index, counter in enumerate(part.counters):
-                where[counter] = (data_log, lsn, index)
+            for part, lsn in zip(batch, lsns, strict=True):
+                for index, counter in enumerate(part.counters):
+                    where[counter] = (data_log, lsn, index)
         return where
