@@ -67,7 +67,10 @@ def _ranges(lsns: list[int]) -> list[tuple[int, int]]:
     """Sorted LSNs as the ranges that read them: one range while the next is at most
     ``RANGE_GAP_MAX`` records on, else a new one. A consumer wants the data chunks of its share:
     those of a group placed first in the split are consecutive, those of the next are every few
-    records, and a call costs more than reading a few small chunks beside."""
+    records, and the next send's a few records on. Reading the chunks beside costs their bytes on
+    the wire, a call costs a call: measured through a server, a gap of 2 cost as little as reading
+    only the chunks wanted, a gap of 16 (a read per fill) half as much again in the client. The
+    chunks beside are not decoded."""
     out: list[tuple[int, int]] = []
     for lsn in lsns:
         if out and lsn - out[-1][1] <= 1 + RANGE_GAP_MAX:  # within an epoch, LSNs number the records
@@ -100,7 +103,7 @@ class DataChunks:
             handle = self._handles[log_id] = self._logs.get(log_id)
         return handle
 
-    def _read(self, log_id: int, first: int, last: int, into: dict[int, list[bytes]]) -> None:
+    def _read(self, log_id: int, first: int, last: int, into: dict[int, list[bytes]], wanted: set[int]) -> None:
         """Read data chunks ``first`` to ``last`` of ``log_id`` into ``into`` (LSN -> payloads), over
         one reader kept for all the reads of this store handle (a remote read of its own would
         open a stream per call)."""
@@ -116,7 +119,7 @@ class DataChunks:
                     items = reader.read(READ_ITEMS, max(0.0, deadline - time.monotonic()))
                     for item in items:
                         if isinstance(item, Record):
-                            if first <= item.lsn <= last:
+                            if item.lsn in wanted:
                                 into[item.lsn] = decode_chunk(item.payload)[2]
                             done = done or item.lsn >= last
                         elif isinstance(item, Gap):
@@ -155,8 +158,9 @@ class DataChunks:
         for log_id, lsns in missing.items():
             read: dict[int, list[bytes]] = {}
             try:
-                for first, last in _ranges(sorted(lsns)):
-                    self._read(log_id, first, last, read)
+                asked = set(lsns)
+                for first, last in _ranges(sorted(asked)):
+                    self._read(log_id, first, last, read, asked)
             except (UnknownLogError, LogDeletedError):
                 pass
             with self._lock:
