@@ -233,3 +233,50 @@ def test_data_chunks_hold_one_share_each_so_a_consumer_reads_its_own_payloads(sw
         places = {(hash_key(int(p)) % 2, hash_key(int(p) * 7) % 3) for p in chunk_payloads}
         assert len(places) == 1, places
     assert sorted(int(p) for _, _, c in chunks for p in c) == list(range(120))
+
+
+def test_eviction_keeps_data_that_a_later_pointer_names_below_an_earlier_one(
+        sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Producer A stores its data, then producer B sends whole, then A writes its pointers: A's
+    pointer comes after B's in the partition but names a lower data chunk. Evictions before and
+    after (the second goes on from what the first read) keep A's data until it is consumed."""
+    sw.queues.create("q")
+    sw.queues.create_group("q", "g", 1, "ROUND_ROBIN")
+    data_log = sw.queues.data_log("q")
+    assert data_log is not None
+    appended, release = threading.Event(), threading.Event()
+    pointers = producer_module._pointer_chunks
+    calls: list[int] = []
+
+    def paused(*args: Any) -> Any:  # only the first send (A's) waits between its data and pointers
+        calls.append(1)
+        if len(calls) == 1:
+            appended.set()
+            assert release.wait(WAIT_S)
+        return pointers(*args)
+
+    monkeypatch.setattr(producer_module, "_pointer_chunks", paused)
+    failed: list[BaseException] = []
+
+    def send_a() -> None:
+        try:
+            with sw.transaction() as tx:
+                sw.queues.producer("q").enqueue(tx, b"A")
+        except BaseException as exc:  # reported below
+            failed.append(exc)
+
+    thread = threading.Thread(target=send_a)
+    thread.start()
+    assert appended.wait(WAIT_S)
+    a_data = sw.logs.get(data_log).tail_lsn()
+    with sw.transaction() as tx:
+        sw.queues.producer("q").enqueue(tx, b"B")
+    assert sw.logs.get(data_log).tail_lsn() > a_data
+    sw.queues.evict_data("q")  # A in progress: its data kept by its begin time
+    release.set()
+    thread.join(WAIT_S)
+    assert not failed
+    assert sw.queues.evict_data("q") < a_data  # now by A's pointer, after B's
+    assert sw.logs.get(data_log).trim_point() < a_data
+    with sw.queues.consumer("q", "g", 0) as consumer:
+        assert [e.payload for e in drain(sw, consumer)] == [b"B", b"A"]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,8 @@ POINTERS_SCANNED_MAX = 100_000
 LIST_PAGE = 1_000
 READ_ITEMS = 64
 HANDLES_MAX = 1024
+LOWS_KEPT_MAX = 4096
+"""Partition logs whose pointer chunks an eviction remembers, beyond those of the queue it evicts."""
 READ_WAIT_S = 30.0
 """How long a read waits for data chunks that exist (a bound for a stalled connection)."""
 RANGE_GAP_MAX = 2
@@ -186,13 +188,50 @@ class DataChunks:
         return out
 
 
+class _Lows:
+    """What an eviction knows of one partition log: the pointer chunks read from its trim point up
+    to ``next_lsn``, as a sliding-window minimum of the data LSNs they name (each kept entry
+    ``(chunk LSN, data LSN)`` names less than every later one), so that each eviction reads only
+    the chunks appended since the previous one."""
+
+    def __init__(self, next_lsn: int) -> None:
+        self.next_lsn = next_lsn
+        self.window: deque[tuple[int, int]] = deque()
+
+    def low(self, partition: Any) -> int | None:
+        """The lowest data LSN the partition's kept pointer chunks name (None: none), or -1 when
+        more than ``POINTERS_SCANNED_MAX`` are kept (then nothing is known of the others)."""
+        trim = partition.trim_point()
+        while self.window and self.window[0][0] <= trim:
+            self.window.popleft()
+        start = max(trim + 1, self.next_lsn)
+        if start <= partition.tail_lsn():
+            with contextlib.closing(partition.read(start)) as items:
+                for item in items:
+                    if len(self.window) >= POINTERS_SCANNED_MAX:
+                        return -1
+                    if isinstance(item, Record):
+                        data_lsn = pointer_data_lsn(item.payload)
+                        if data_lsn is not None:
+                            while self.window and self.window[-1][1] >= data_lsn:
+                                self.window.pop()
+                            self.window.append((item.lsn, data_lsn))
+                        self.next_lsn = item.lsn + 1
+                    elif isinstance(item, Gap):
+                        self.next_lsn = max(self.next_lsn, item.lsn_hi + 1)
+        return self.window[0][1] if self.window else None
+
+
 class Evictions:
     """When each queue's data log was last evicted by this store handle (at most every
-    ``EVICT_INTERVAL_S``)."""
+    ``EVICT_INTERVAL_S``), and what its evictions know of the partition logs."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last: dict[str, float] = {}
+        self.running = threading.Lock()
+        """Held by an eviction (one at a time per store handle): it reads and updates ``lows``."""
+        self.lows: dict[int, _Lows] = {}
 
     def due(self, queue: str) -> bool:
         now = time.monotonic()
@@ -205,9 +244,14 @@ class Evictions:
             return True
 
 
-def evict(queues: Queues, queue: str, data_log: int) -> int:
+def evict(queues: Queues, queue: str, data_log: int, evictions: Evictions) -> int:
     """Trim ``queue``'s data log below the lowest data chunk anyone may still read (see the module's
     docstring); returns its trim point after (0: nothing done)."""
+    with evictions.running:
+        return _evict(queues, queue, data_log, evictions)
+
+
+def _evict(queues: Queues, queue: str, data_log: int, evictions: Evictions) -> int:
     handle = queues.logs.get(data_log)
     low = handle.tail_lsn() + 1  # first: what is appended from now on is kept
     oldest_ms: int | None = None
@@ -222,24 +266,31 @@ def evict(queues: Queues, queue: str, data_log: int) -> int:
         after = page[-1]
     if oldest_ms is not None:
         low = min(low, handle.find_time(max(0, oldest_ms - CLOCK_MARGIN_MS)))
-    scanned = 0
+    seen: set[int] = set()
     for record, _ in queues._records(queue):
         for layout in (record.current, record.previous):
             for log_id in () if layout is None else layout.logs:
+                seen.add(log_id)
+                lows = evictions.lows.get(log_id)
                 try:
                     partition = queues.logs.get(log_id)
-                    start = partition.trim_point() + 1
-                    with contextlib.closing(partition.read(start)) as items:
-                        for item in items:
-                            if isinstance(item, Record):
-                                scanned += 1
-                                lsn = pointer_data_lsn(item.payload)
-                                if lsn is not None and lsn < low:
-                                    low = lsn
+                    if lows is None:
+                        lows = evictions.lows[log_id] = _Lows(partition.trim_point() + 1)
+                    found = lows.low(partition)
                 except UnknownLogError:
-                    continue  # deleted (with its group, or at a resize's barrier): nothing to read there
-                if scanned > POINTERS_SCANNED_MAX:
-                    return 0
+                    # Deleted (with its group, or at a resize's barrier): nothing to read there.
+                    evictions.lows.pop(log_id, None)
+                    continue
+                except BaseException:
+                    evictions.lows.pop(log_id, None)  # read partly: start again next time
+                    raise
+                if found == -1:
+                    return 0  # too many to know their lowest: keep everything this time
+                if found is not None and found < low:
+                    low = found
+    if len(evictions.lows) > LOWS_KEPT_MAX:  # logs of queues deleted meanwhile: read again when needed
+        for log_id in [log_id for log_id in evictions.lows if log_id not in seen]:
+            del evictions.lows[log_id]
     trim_point = handle.trim_point()
     if low - 1 > trim_point:
         handle.trim(low - 1)

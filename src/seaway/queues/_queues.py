@@ -247,7 +247,7 @@ class Queues:
         if data_log is None:
             return 0
         try:
-            return evict(self, queue, int(data_log))
+            return evict(self, queue, int(data_log), self._evictions)
         except UnknownLogError:  # the queue was deleted meanwhile
             return 0
 
