@@ -51,7 +51,8 @@ CLOCK_MARGIN_MS = 10_000
 pointed-at chunks: a margin for the clocks of the transaction manager and of the log's records."""
 EVICT_INTERVAL_S = 10.0
 """How often a store handle evicts a queue's data log at most (after the trims of its partitions):
-an eviction reads every partition log's kept pointer chunks, and every consumer process runs it."""
+an eviction lists the transactions in progress and reads the pointer chunks appended to every
+partition log since the previous one, and every consumer process runs it."""
 POINTERS_SCANNED_MAX = 100_000
 """Pointer chunks one eviction reads at most: past that it keeps everything (and tries later)."""
 LIST_PAGE = 1_000
