@@ -231,3 +231,29 @@ def test_reads_are_bounded_by_bytes(api: Api, strategy: str) -> None:
     assert got_sizes == [ENTRY_BYTES_MAX] * 10 + [5] * 4
     with pytest.raises(InvalidArgumentError), api.sw.transaction() as tx:
         consumer.dequeue(tx, 10, bytes_max=0)
+
+
+def test_each_payload_is_stored_once_with_three_groups(api: Api) -> None:
+    """The payloads go once into the queue's data log; each group's partitions get pointers of a
+    few bytes per entry (the earlier format stored every payload once per group)."""
+    queue = api.name("q")
+    api.sw.queues.create(queue)
+    api.sw.queues.create_group(queue, "hash", 2, "HASH", key="k")
+    api.sw.queues.create_group(queue, "fifo", 1, "FIFO")
+    api.sw.queues.create_group(queue, "rr", 2, "ROUND_ROBIN")
+    sent = [b"%04d" % i + b"x" * 1020 for i in range(200)]
+    producer = api.sw.queues.producer(queue)
+    with api.sw.transaction() as tx:
+        producer.enqueue_batch(tx, sent, [{"k": i % 5} for i in range(len(sent))])
+    data_log = api.sw.queues.data_log(queue)
+    logs = [data_log, *(p.log_id for g in ("hash", "fifo", "rr")
+                        for p in api.sw.queues.describe_group(queue, g).partitions)]
+    written = sum(len(item.payload) for log_id in logs for item in api.sw.logs.get(log_id).read()
+                  if isinstance(item, seaway.log.Record))
+    assert 200 * 1024 <= written < 1.1 * 200 * 1024, written
+    for group, size in (("hash", 2), ("fifo", 1), ("rr", 2)):
+        members = [api.sw.queues.consumer(queue, group, c) for c in range(size)]
+        got = drain_all(api, members, len(sent))
+        assert sorted(e.payload for share in got for e in share) == sent, group
+        for c in members:
+            c.close()

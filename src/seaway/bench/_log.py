@@ -52,6 +52,18 @@ def cpu_jiffies() -> tuple[int, int] | None:
     return (fields[7] if len(fields) > 7 else 0), sum(fields)
 
 
+def process_cpu_s(pid: int) -> float | None:
+    """The CPU time (user + system) process ``pid`` used so far, in seconds, from
+    ``/proc/<pid>/stat``; None where there is none (another system, or the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            raw = f.read()
+        fields = raw[raw.rindex(")") + 2:].split()  # after the command's name, which may hold spaces
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def steal_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
     """The share of the machine's CPU time stolen between two :func:`cpu_jiffies` samples, in %."""
     if before is None or after is None or after[1] <= before[1]:

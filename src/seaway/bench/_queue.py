@@ -31,7 +31,7 @@ import seaway
 from seaway._alloc import keep_large_buffers_in_heap
 from seaway._progress import Progress
 from seaway.bench import _workers as workers
-from seaway.bench._log import machine
+from seaway.bench._log import machine, process_cpu_s
 from seaway.bench._remote import RemoteBenchConfig, _percentile, pack_latencies, unpack_latencies
 from seaway.bench._remote import _remote_round as _log_round
 from seaway.server import ServerProcess
@@ -42,6 +42,9 @@ GROUPS = (("users", 2, "user"), ("pages", 3, "page"))
 _KEY_OF: dict[str, Callable[[int], int]] = {"users": lambda seq: seq % 1000, "pages": lambda seq: (seq * 7) % 501}
 """Each entry's key in each group, from its sequence number (as the producer sets them)."""
 _MASK = (1 << 64) - 1
+CPU_US_PER_ENTRY_TARGET = 20
+"""Two cores give 2,000,000 us of CPU a second: 100,000 entries a second leave 20 us an entry for
+producers, consumers and server together."""
 DEQUEUE_ENTRIES = 2000
 """Entries a consumer takes (and acknowledges) per transaction at most: what it has, up to this."""
 
@@ -79,7 +82,7 @@ def produce(sw: Any, queue: str, producer: int, transactions: int, batch: int, e
         sw, out, producer * in_flight + k, counts[k], batch, entry_bytes, rate, (phase + k) / in_flight, started)))
         for k in range(in_flight)]
     ready()
-    started = time.time()
+    started, cpu_started = time.time(), time.process_time()
     for t in threads:
         t.start()
     for t in threads:
@@ -90,7 +93,8 @@ def produce(sw: Any, queue: str, producer: int, transactions: int, batch: int, e
     for r in results:
         xor ^= r["xor"]
     return {"started": started, "ended": time.time(), "entries": sum(r["entries"] for r in results),
-            "sum": sum(r["sum"] for r in results) & _MASK, "xor": xor}
+            "sum": sum(r["sum"] for r in results) & _MASK, "xor": xor,
+            "cpu_s": time.process_time() - cpu_started}
 
 
 def _produce_one(sw: Any, out: Any, producer: int, transactions: int, batch: int, entry_bytes: int,
@@ -126,6 +130,7 @@ def consume(sw: Any, queue: str, group: str, consumer_id: int, done: Any, ready:
     first = last = 0.0
     with sw.queues.consumer(queue, group, consumer_id) as consumer:
         ready()
+        cpu_started = time.process_time()
         finished = False
         while True:
             tx = sw.transaction()
@@ -153,7 +158,8 @@ def consume(sw: Any, queue: str, group: str, consumer_id: int, done: Any, ready:
                 latencies.append((now_ns - stamp) / 1e6)
     return {"group": group, "entries": len(latencies), "unique": len(seen), "duplicates": duplicates,
             "out_of_order": out_of_order,
-            "sum": total, "xor": xor, "first": first, "last": last, "latencies_ms": latencies}
+            "sum": total, "xor": xor, "first": first, "last": last, "latencies_ms": latencies,
+            "cpu_s": time.process_time() - cpu_started}
 
 
 def _setup(sw: Any, queue: str) -> None:
@@ -197,7 +203,11 @@ def _summary(produced: list[dict[str, Any]], consumed: list[dict[str, Any]]) -> 
             "latency_p99_ms": round(_percentile(latencies, 0.99), 2)}
 
 
-def _remote_round(url: str, config: QueueBenchConfig, transactions: int, rate: float) -> dict[str, Any]:
+def _remote_round(url: str, config: QueueBenchConfig, transactions: int, rate: float,
+                  server_pid: int | None = None) -> dict[str, Any]:
+    """One round through the server at ``url``; with the server's ``server_pid``, its figures hold
+    ``cpu_us_per_entry``: the CPU time (user + system) of every process of the round (the server,
+    the producers and consumers from their start signal on, this one) over the entries produced."""
     queue = f"bench-{os.getpid()}-{time.time_ns()}"
     with seaway.connect(url) as sw:
         _setup(sw, queue)
@@ -209,16 +219,24 @@ def _remote_round(url: str, config: QueueBenchConfig, transactions: int, rate: f
                  for p in range(config.producers)]
     with workers.killed_at_exit(consumers + producers):
         workers.await_ready(consumers + producers)
+        server_cpu = None if server_pid is None else process_cpu_s(server_pid)
+        own_cpu = time.process_time()
         workers.go(producers)
         produced = [workers.result(proc) for proc in producers]
         with seaway.connect(url) as sw:
             sw.meta.put("bench", _done_key(queue), b"1")
         consumed = [workers.result(proc) for proc in consumers]
+        server_after = None if server_pid is None else process_cpu_s(server_pid)
+        own_cpu = time.process_time() - own_cpu
         for figures in consumed:
             figures["latencies_ms"] = unpack_latencies(figures["latencies_ms"])
     with seaway.connect(url) as sw:
         sw.queues.delete(queue)
-    return _summary(produced, consumed)
+    summary = _summary(produced, consumed)
+    if server_cpu is not None and server_after is not None and summary["produced"]:
+        cpu_s = (server_after - server_cpu) + own_cpu + sum(w["cpu_s"] for w in produced + consumed)
+        summary["cpu_us_per_entry"] = round(cpu_s * 1e6 / summary["produced"], 1)
+    return summary
 
 
 def _embedded_round(config: QueueBenchConfig) -> dict[str, Any]:
@@ -251,7 +269,7 @@ def run_queue_bench(config: QueueBenchConfig) -> dict[str, Any]:
     rate = config.paced_events_per_s / config.producers
     with Progress(4, "remote, full speed") as progress, \
             tempfile.TemporaryDirectory(prefix="seaway-bench-") as tmp, ServerProcess(Path(tmp) / "data") as server:
-        full = _remote_round(server.url, config, config.transactions, 0)
+        full = _remote_round(server.url, config, config.transactions, 0, server.pid)
         progress.advance(label=f"remote, paced at {config.paced_events_per_s} events/s")
         paced = _remote_round(server.url, config, paced_txns, rate)
         progress.advance(label="reference: bench log --remote")
@@ -279,7 +297,8 @@ def run_queue_bench(config: QueueBenchConfig) -> dict[str, Any]:
         "embedded_consumed_per_s_min_group": embedded["consumed_per_s_min_group"],
         "embedded_exactly_once": embedded["exactly_once"],
         "embedded_latency_p50_ms": embedded["latency_p50_ms"],
-        "targets": {"produced_per_s": 100_000, "consumed_per_s_min_group": 100_000, "paced_latency_p50_ms": 20},
+        "targets": {"produced_per_s": 100_000, "consumed_per_s_min_group": 100_000, "paced_latency_p50_ms": 20,
+                    "cpu_us_per_entry": CPU_US_PER_ENTRY_TARGET},
         "machine": machine(),
     }
 

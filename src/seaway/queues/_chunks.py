@@ -89,12 +89,14 @@ def take_chunk(lsn: int, write_pointer: int, counters: list[int], payloads: list
 
 
 class Chunk(NamedTuple):
-    """A decoded chunk: one producer transaction's entries, in one record of the log."""
+    """A decoded chunk: one producer transaction's entries, in one record of the log. A pointer
+    chunk's ``payloads`` are read from its data chunk (see :mod:`seaway.queues._data`): None when
+    that chunk is gone, which is an error only if the chunk is to be delivered."""
 
     lsn: int
     write_pointer: int
     counters: list[int]
-    payloads: list[bytes]
+    payloads: list[bytes] | None
 
 
 class Outcome(enum.Enum):
@@ -127,6 +129,11 @@ def read_item(item: Gap | Chunk, position: Position, visibility: Callable[[int],
         return [], position, Outcome.WAIT
     if judged is Visibility.SKIP:
         return [], Position(item.lsn + 1, 0), Outcome.NEXT
+    if item.payloads is None:  # its entries acknowledged and evicted (by another instance of the reader), or lost
+        raise LsnOutOfRangeError(
+            f"queue partition log {log_id}: the chunk at LSN {item.lsn} points at a data chunk of its queue's data "
+            "log that is gone: its entries were acknowledged and evicted (by another instance of the consumer), or "
+            "the data log was trimmed by hand")
     entries, position, done = take_chunk(item.lsn, item.write_pointer, item.counters, item.payloads, position,
                                          budget, stop_max)
     return entries, position, Outcome.TAKEN if done else Outcome.PARTIAL

@@ -94,6 +94,8 @@ class Consumer(FifoClaims):
             with contextlib.suppress(SeawayError):
                 cursor.trim()
         self._cursors.clear()
+        with contextlib.suppress(SeawayError):
+            self._queues.evict_data_soon(self.queue)
 
     def _drop_cursors(self) -> None:
         for where in list(self._cursors):
@@ -259,3 +261,5 @@ class Consumer(FifoClaims):
             # Best-effort, after the commit (which must not fail for it): the next one tries again.
             with contextlib.suppress(SeawayError):
                 self._queues.evict_claimed(self.queue, self.group, *evict)
+        if committed:  # the data log below what every group acknowledged (at most every few seconds)
+            self._queues.evict_data_soon(self.queue)

@@ -12,7 +12,7 @@ import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -20,7 +20,7 @@ from seaway.errors import LogDeletedError, SeawayError, UnknownLogError
 from seaway.log import Gap, Record, RecordRun
 from seaway.queues._chunks import Budget, Chunk, Entry, Outcome, read_item
 from seaway.queues._lag import prune
-from seaway.queues._records import Layout, Position, decode_chunk
+from seaway.queues._records import DataRef, Layout, Position, decode_record
 from seaway.txn import AbortedJudges, Snapshot, Visibility
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ class Cursor:
         self.pending = committed
         self.ended = False
         self._ahead: deque[Chunk | Gap] = deque()
+        self._unresolved: list[Any] = []
         self._reader: Any = None
         self._trimmed = 0
         self._trimmed_s = 0.0
@@ -101,6 +102,7 @@ class Cursor:
         return self._reader
 
     def close(self) -> None:
+        self._unresolved = []
         if self._reader is not None:
             self._reader.close()
             self._reader = None
@@ -109,7 +111,9 @@ class Cursor:
         if self.ended:
             return
         try:
-            items = self._open().read(READ_AHEAD_ITEMS, timeout_s)
+            # Items read before whose data chunks could not be read (a stalled connection) first:
+            # the reader is past them, and they must not be lost.
+            items = self._unresolved or self._open().read(READ_AHEAD_ITEMS, timeout_s)
         except (LogDeletedError, UnknownLogError):
             # Deleted after the consumer chose to read it: at a resize's barrier, which deletes
             # only drained logs (nothing left to deliver), or with its group (whose next read of
@@ -117,17 +121,9 @@ class Cursor:
             self.ended = True
             self.close()
             return
-        for item in items:
-            if isinstance(item, RecordRun):
-                for i, payload in enumerate(item.payloads):
-                    self._push(item.first_lsn + i, payload)
-            elif isinstance(item, Record):
-                self._push(item.lsn, item.payload)
-            elif isinstance(item, Gap):
-                self._ahead.append(item)
-
-    def _push(self, lsn: int, payload: bytes) -> None:
-        self._ahead.append(Chunk(lsn, *decode_chunk(payload)))
+        self._unresolved = items
+        self._ahead.extend(resolved(self.queues, items))
+        self._unresolved = []
 
     def take(self, judge: Judge, budget: Budget, timeout_s: float) -> list[Entry]:
         """The entries from ``pending`` on that ``judge`` lets through, within ``budget``, waiting
@@ -184,6 +180,37 @@ class Cursor:
                          extra={"log_id": self.log_id, "error": str(exc)})
                 return
             self._trimmed, self._trimmed_s = trim_to, time.monotonic()
+
+
+def resolved(queues: Queues, items: Iterable[object]) -> list[Chunk | Gap]:
+    """The records (and runs of them) and gaps a reader read, as chunks with their payloads: those
+    of pointer chunks read from their data chunks, in one read per data log (see
+    :mod:`seaway.queues._data`)."""
+    out: list[Chunk | Gap] = []
+    pointed: list[int] = []
+    refs: list[DataRef | None] = []
+
+    def push(lsn: int, raw: bytes) -> None:
+        write_pointer, counters, payloads, ref = decode_record(raw)
+        if ref is not None:
+            pointed.append(len(out))
+            refs.append(ref)
+        out.append(Chunk(lsn, write_pointer, counters, payloads))
+
+    for item in items:
+        if isinstance(item, RecordRun):
+            for i, payload in enumerate(item.payloads):
+                push(item.first_lsn + i, payload)
+        elif isinstance(item, Record):
+            push(item.lsn, item.payload)
+        elif isinstance(item, Gap):
+            out.append(item)
+    if refs:
+        for at, payloads in zip(pointed, queues.data.resolve(refs), strict=True):
+            chunk = out[at]
+            assert isinstance(chunk, Chunk)
+            out[at] = chunk._replace(payloads=payloads)
+    return out
 
 
 class SlotKind(enum.Enum):

@@ -1,11 +1,13 @@
-"""Producers: entries enqueued inside a transaction, written once per consumer group at commit.
+"""Producers: entries enqueued inside a transaction, their payloads written once per queue at commit.
 
 A producer buffers a transaction's entries and sends them when the transaction commits (or when
 they reach ``flush_bytes``): it reads the queue's groups, places each entry in the partition of
-the consumer that owns it in each group, registers those logs with the transaction, and appends
-one chunk per partition, all at once. The entries become visible when the transaction commits;
-if an append finds its log sealed (the group was resized), the entries of that chunk are placed
-again under the group's new layout. A send that fails (an entry without its HASH group's key, an
+the consumer that owns it in each group, appends the payloads once to the queue's data log while
+it registers the partitions' logs with the transaction, and then appends one pointer chunk per
+partition (and data chunk), all at once (see :mod:`seaway.queues._data`). The entries become
+visible when the transaction commits; if an append finds its log sealed (the group was resized),
+the entries of that chunk are placed again under the group's new layout (pointing at the data
+chunks already written). A send that fails (an entry without its HASH group's key, an
 append whose outcome is unknown) fails the transaction: whatever the caller does next, its commit
 raises that error and aborts it, so its data, wherever it landed, is never visible.
 
@@ -33,10 +35,13 @@ from seaway.queues._records import (
     CHUNK_BYTES_MAX,
     ENTRY_BYTES_MAX,
     NAMESPACE,
+    POINTER_ENTRIES_MAX,
     Chunk,
+    DataRef,
     Layout,
     Strategy,
     chunk_overhead,
+    encode_pointer,
 )
 
 if TYPE_CHECKING:
@@ -54,6 +59,11 @@ begins after ``create_group`` returned reaches the new group."""
 COUNTED_LOGS_MAX = 500
 """Partition logs per transaction whose entry counts a producer stages for lag (one metadata write
 each, of the transaction's 1,000): entries a transaction writes to more are sent, not counted."""
+DATA_BATCH_BYTES = 4 << 20
+"""Data chunks a send appends together, in one batch of consecutive records, at most (bytes)."""
+DATA_PARTS_MAX = 64
+"""Data chunks a send splits its entries into at most by where the groups placed them (see
+:func:`_data_parts`; more past CHUNK_BYTES_MAX)."""
 TURNS_MAX = 1024
 """Groups whose ROUND_ROBIN turn a producer remembers (forgetting one only moves where that
 group's next send starts)."""
@@ -90,6 +100,45 @@ def _split(write_pointer: int, share: list[tuple[int, bytes, Mapping[str, Any] |
     return parts
 
 
+def _data_parts(write_pointer: int, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
+                placed: list[tuple[int, list[int]]]) -> list[Chunk]:
+    """A send's entries as data chunks: one (or more past CHUNK_BYTES_MAX) per combination of the
+    partitions the groups placed an entry in, so that each consumer reads the data chunks of its
+    share and no others' payloads. The largest groups first, and the smallest left out of the
+    combination while it makes more than DATA_PARTS_MAX chunks (their consumers then read the
+    chunks their entries are in, with others' entries beside)."""
+    order = sorted(placed, key=lambda group: -group[0])
+    while True:
+        keys = list(zip(*(partitions for _, partitions in order), strict=True)) if order else [()] * len(entries)
+        if len(order) <= 1 or len(set(keys)) <= DATA_PARTS_MAX:
+            break
+        order = order[:-1]
+    buckets: dict[tuple[int, ...], list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
+    for key, entry in zip(keys, entries, strict=True):
+        buckets.setdefault(key, []).append(entry)
+    return [part for key in sorted(buckets) for part in _split(write_pointer, buckets[key])]
+
+
+def _pointer_chunks(write_pointer: int, share: list[tuple[int, bytes, Mapping[str, Any] | None]],
+                    data: dict[int, tuple[int, int, int]]) -> list[tuple[list[int], int, bytes]]:
+    """A partition's entries as pointer chunks (at most POINTER_ENTRIES_MAX entries each): their
+    counters, payload bytes and encoded chunk."""
+    out = []
+    for start in range(0, len(share), POINTER_ENTRIES_MAX):
+        run = share[start:start + POINTER_ENTRIES_MAX]
+        counters = [counter for counter, _, _ in run]
+        lsns: dict[int, int] = {}
+        refs, indexes = [], []
+        data_log = 0
+        for counter in counters:
+            data_log, lsn, index = data[counter]
+            refs.append(lsns.setdefault(lsn, len(lsns)))
+            indexes.append(index)
+        ref = DataRef(data_log, list(lsns), refs, indexes)
+        out.append((counters, sum(len(payload) for _, payload, _ in run), encode_pointer(write_pointer, counters, ref)))
+    return out
+
+
 def _copied(keys: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     if keys is None:
         return None
@@ -109,6 +158,7 @@ class Producer:
         self._pending: dict[int, _Pending] = {}
         self._handles: dict[int, Any] = {}
         self._groups: tuple[list[tuple[str, Layout]] | None, float] = (None, 0.0)
+        self._data_log_id: int | None = None
         self._turns: dict[str, int] = {}
         """Per ROUND_ROBIN group, the turn (consumer, modulo its size) the next send starts at."""
 
@@ -221,46 +271,117 @@ class Producer:
             self._turns[group] = (turn + len(entries)) % layout.size
         return layout.place(entries, turn)
 
+    def _data_log(self, refresh: bool = False) -> int | None:
+        """The queue's data log (None: the queue is gone), read once (and again when ``refresh``)."""
+        with self._lock:
+            cached = self._data_log_id
+        if cached is None or refresh:
+            cached = self._queues.data_log(self.queue)
+            with self._lock:
+                self._data_log_id = cached
+        return cached
+
     def _send(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
               targets: list[tuple[str, Layout]], relayouts: int,
-              counted: dict[int, list[tuple[int, int, int]]]) -> None:
-        chunks: dict[tuple[str, int], list[Chunk]] = {}
+              counted: dict[int, list[tuple[int, int, int]]], data: dict[int, tuple[int, int, int]] | None = None,
+              ) -> None:
+        """Send ``entries``: their payloads once, as data chunks of the queue's data log, then per
+        group one pointer chunk per partition and data chunk (``data``: where the payloads of a
+        send placed again after a resize already are, counter -> (data log, LSN, index))."""
+        shares: dict[tuple[str, int], list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
         logs: dict[tuple[str, int], int] = {}
+        placed: list[tuple[int, list[int]]] = []
         # ROUND_ROBIN groups last: placing takes their turns, and a HASH group's placement may
         # still fail (a missing key), which would leave a turn taken by entries never sent.
         for group, layout in sorted(targets, key=lambda target: target[1].strategy is Strategy.ROUND_ROBIN):
-            shares: dict[int, list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
-            for entry, partition in zip(entries, self._place(group, layout, entries, tx.id), strict=True):
-                shares.setdefault(partition, []).append(entry)
-            for partition, share in shares.items():
+            partitions = self._place(group, layout, entries, tx.id)
+            placed.append((layout.size, partitions))
+            for entry, partition in zip(entries, partitions, strict=True):
+                shares.setdefault((group, partition), []).append(entry)
+            for partition in set(partitions):
                 logs[(group, partition)] = layout.logs[partition]
-                chunks[(group, partition)] = _split(tx.id, share)
-        tx.register_logs(logs.values())
-        sent: list[tuple[tuple[str, int], Chunk, Future[int]]] = []
+        if not shares:
+            return  # no group: nobody is to get them, and nothing is kept
+        if data is None:
+            data = self._send_data(tx, entries, placed, logs.values())
+            if data is None:  # the queue's data log is gone: deleted (and maybe created again)
+                if relayouts >= RELAYOUTS_MAX:
+                    raise LogSealedError(f"queue {self.queue!r}: its data log kept changing while entries were sent")
+                self._data_log(refresh=True)
+                self._send(tx, entries, self._targets(refresh=True), relayouts + 1, counted)
+                return
+        else:
+            tx.register_logs(logs.values())
+        sent: list[tuple[tuple[str, int], list[int], int, Future[int]]] = []
         moved: dict[str, list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
         by_counter = {counter: (counter, payload, keys) for counter, payload, keys in entries}
-        for where, parts in chunks.items():
+        for where, share in shares.items():
             try:
                 handle = self._handle(logs[where])
             except UnknownLogError:  # the group was deleted, or resized twice
-                moved.setdefault(where[0], []).extend(by_counter[c] for chunk in parts for c in chunk.counters)
+                moved.setdefault(where[0], []).extend(share)
                 continue
-            for chunk in parts:
-                sent.append((where, chunk, handle.append_async(chunk.encode())))
-        for (group, partition), chunk, future in sent:
+            for counters, nbytes, pointer in _pointer_chunks(tx.id, share, data):
+                sent.append((where, counters, nbytes, handle.append_async(pointer)))
+        for (group, partition), counters, nbytes, future in sent:
             try:
                 lsn = future.result()
             except (LogSealedError, UnknownLogError):  # the group was resized or deleted
-                moved.setdefault(group, []).extend(by_counter[c] for c in chunk.counters)
+                moved.setdefault(group, []).extend(by_counter[c] for c in counters)
                 continue
-            counted.setdefault(logs[(group, partition)], []).append(
-                (lsn, len(chunk.counters), sum(map(len, chunk.payloads))))
-        if not moved:
-            return
+            counted.setdefault(logs[(group, partition)], []).append((lsn, len(counters), nbytes))
+        if moved:
+            self._again(tx, moved, relayouts, counted, data)
+
+    def _again(self, tx: Transaction, moved: dict[str, list[tuple[int, bytes, Mapping[str, Any] | None]]],
+               relayouts: int, counted: dict[int, list[tuple[int, int, int]]],
+               data: dict[int, tuple[int, int, int]]) -> None:
+        """Send again, under the groups' layouts as they are now, what found its logs sealed or
+        gone: per group, the entries ``moved`` (a group deleted meanwhile gets none), pointing at
+        the data chunks already written (``data``)."""
         if relayouts >= RELAYOUTS_MAX:
             raise LogSealedError(f"queue {self.queue!r}: the groups kept changing while entries were sent")
         current = dict(self._targets(refresh=True))
         for group, again in moved.items():
             if group in current:  # else deleted meanwhile: nobody is to get them
                 again.sort(key=lambda entry: entry[0])  # in the order enqueued: per-key order
-                self._send(tx, again, [(group, current[group])], relayouts + 1, counted)
+                self._send(tx, again, [(group, current[group])], relayouts + 1, counted, data)
+
+    def _send_data(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
+                   placed: list[tuple[int, list[int]]], logs: Iterable[int]) -> dict[int, tuple[int, int, int]] | None:
+        """Append the payloads of ``entries`` to the queue's data log (while the transaction
+        registers the partition logs ``logs`` its pointers go to), split by where the groups
+        placed them (``placed``: each group's size and each entry's partition in it, see
+        :func:`_data_parts`); where each one is, counter -> (data log, LSN, index); None if the
+        data log is gone."""
+        data_log = self._data_log()
+        if data_log is None:
+            tx.register_logs(logs)
+            return None
+        parts = _data_parts(tx.id, entries, placed)
+        # A few appends of consecutive records, not one per data chunk (a call each).
+        batches: list[list[Chunk]] = [[]]
+        size = 0
+        for part in parts:
+            if batches[-1] and size + part.nbytes > DATA_BATCH_BYTES:
+                batches.append([])
+                size = 0
+            batches[-1].append(part)
+            size += part.nbytes
+        try:
+            handle = self._handle(data_log)
+            futures = [handle.append_batch_async([part.encode() for part in batch]) for batch in batches]
+        except UnknownLogError:
+            tx.register_logs(logs)
+            return None
+        tx.register_logs(logs)
+        where: dict[int, tuple[int, int, int]] = {}
+        for batch, future in zip(batches, futures, strict=True):
+            try:
+                lsns = future.result()
+            except UnknownLogError:
+                return None
+            for part, lsn in zip(batch, lsns, strict=True):
+                for index, counter in enumerate(part.counters):
+                    where[counter] = (data_log, lsn, index)
+        return where

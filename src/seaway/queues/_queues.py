@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import logging
 import secrets
 import time
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from seaway.log import MetaApi, MetaBatch, lsn_str
 from seaway.queues._chunks import drained
 from seaway.queues._consumer import Consumer
 from seaway.queues._count import CommittedCount, count_committed
+from seaway.queues._data import DataChunks, Evictions, evict
 from seaway.queues._lag import entries_between, forget, prune
 from seaway.queues._producer import PRODUCER_GROUPS_REFRESH_S, Producer
 from seaway.queues._ranges import CommittedRead, acknowledge, read_committed
@@ -80,6 +82,8 @@ if TYPE_CHECKING:
 
     from seaway.log import LogsApi
     from seaway.txn import Snapshot, Transaction, Transactions
+
+log = logging.getLogger("seaway.queues")
 
 RESET_ATTEMPTS_MAX = 5
 """Times a reset is tried again after losing a conflict to a consumer's commit."""
@@ -178,6 +182,9 @@ class Queues:
         calls visible: whether the log lists its transaction as aborted."""
         self.clock = clock or SystemClock()
         self._group_ready = False
+        self.data = DataChunks(logs)
+        """The data chunks this instance's readers read, kept for the other partitions pointing at them."""
+        self._evictions = Evictions()
 
     @property
     def txn(self) -> Transactions:
@@ -189,13 +196,71 @@ class Queues:
 
     def create(self, queue: str, *, exist_ok: bool = False) -> None:
         check_name(queue, "queue")
+        for _ in range(LOG_ATTEMPTS_MAX):
+            batch = self.meta.batch().expect_absent(NAMESPACE, queue_key(queue))
+            data_log = self._data_log_created(batch, queue)
+            try:
+                batch.put(NAMESPACE, queue_key(queue), json.dumps(
+                    {"created_ms": self.clock.now_ms(), "data_log": data_log}).encode()).record(
+                    QueueCreated(queue)).commit()
+                return
+            except ConditionFailedError:
+                if not exist_ok:
+                    raise QueueExistsError(f"queue {queue!r} exists") from None
+                return
+            except LogExistsError:
+                continue  # an id was taken by chance: pick again
+        raise InvalidArgumentError(f"queue {queue!r}: its data log could not be created in {LOG_ATTEMPTS_MAX} "
+                                   "attempts; try again")
+
+    def _data_log_created(self, batch: MetaBatch, queue: str) -> int:
+        """A queue's data log (its payloads, once: see :mod:`seaway.queues._data`), created by
+        ``batch``, the one that records it, with a random id of the partitions' group and a tag of
+        this call's own in its name (never the log of a namesake being deleted)."""
+        self._partition_group()
+        lo, hi = PARTITION_LOG_IDS
+        log_id = lo + secrets.randbelow((hi - lo + 1) // 2)
+        batch.create_log(f"queue/{queue}/data.{secrets.token_hex(6)}", log_id, group=PARTITIONS_GROUP)
+        return log_id
+
+    def data_log(self, queue: str) -> int | None:
+        """The queue's data log; a queue created by a version without one gets one now (its
+        entries sent before stay where they are, in its partitions' logs). None if the queue does
+        not exist."""
+        for _ in range(LOG_ATTEMPTS_MAX):
+            found = self.meta.get(NAMESPACE, queue_key(queue))
+            if found is None:
+                return None
+            record = json.loads(found.value)
+            if record.get("data_log") is not None:
+                return int(record["data_log"])
+            batch = self.meta.batch().expect_version(NAMESPACE, queue_key(queue), found.version)
+            record["data_log"] = self._data_log_created(batch, queue)
+            with contextlib.suppress(ConditionFailedError, LogExistsError):  # another did: read it again
+                batch.put(NAMESPACE, queue_key(queue), json.dumps(record).encode()).commit()
+        raise InvalidArgumentError(f"queue {queue!r}: its data log could not be created; try again")
+
+    def evict_data(self, queue: str) -> int:
+        """Trim the queue's data log below what every group acknowledged (see
+        :mod:`seaway.queues._data`); returns its trim point (0: nothing done)."""
+        found = self.meta.get(NAMESPACE, queue_key(queue))
+        data_log = None if found is None else json.loads(found.value).get("data_log")
+        if data_log is None:
+            return 0
         try:
-            self.meta.batch().expect_absent(NAMESPACE, queue_key(queue)).put(
-                NAMESPACE, queue_key(queue), json.dumps({"created_ms": self.clock.now_ms()}).encode()).record(
-                QueueCreated(queue)).commit()
-        except ConditionFailedError:
-            if not exist_ok:
-                raise QueueExistsError(f"queue {queue!r} exists") from None
+            return evict(self, queue, int(data_log), self._evictions)
+        except UnknownLogError:  # the queue was deleted meanwhile
+            return 0
+
+    def evict_data_soon(self, queue: str) -> None:
+        """:meth:`evict_data`, at most every few seconds per queue and best-effort: it runs after
+        commits and trims, which must not fail for it."""
+        if self._evictions.due(queue):
+            try:
+                self.evict_data(queue)
+            except SeawayError as exc:
+                log.info("queue data log eviction failed; tried again later",
+                         extra={"queue": queue, "error": str(exc)})
 
     def check_queue(self, queue: str) -> None:
         if self.meta.get(NAMESPACE, queue_key(check_name(queue, "queue"))) is None:
@@ -216,6 +281,10 @@ class Queues:
                 NAMESPACE, queue_key(queue)).record(QueueDeleted(queue)).commit()
         except ConditionFailedError:
             raise UnknownQueueError(f"queue {queue!r} was deleted meanwhile") from None
+        data_log = json.loads(found.value).get("data_log")
+        if data_log is not None:
+            with contextlib.suppress(UnknownLogError):
+                self.logs.delete(int(data_log))
 
     # --- groups -----------------------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from seaway.errors import (
@@ -28,6 +29,7 @@ from seaway.errors import (
 )
 from seaway.log import Gap, Record
 from seaway.queues._chunks import Budget, Chunk, Entry, Outcome, read_item
+from seaway.queues._cursor import resolved
 from seaway.queues._records import (
     NAMESPACE,
     READ_BYTES_DEFAULT,
@@ -36,7 +38,6 @@ from seaway.queues._records import (
     Strategy,
     check_bytes_max,
     chunk_write_pointer,
-    decode_chunk,
     position_key,
 )
 from seaway.txn import Snapshot, Visibility
@@ -44,6 +45,8 @@ from seaway.txn import Snapshot, Visibility
 if TYPE_CHECKING:
     from seaway.queues._queues import Queues
 
+RESOLVE_PAGE = 64
+"""Records of a range read whose pointer chunks are resolved together."""
 READ_ENTRIES_MAX = 10_000
 """Entries one :meth:`Queues.read_committed` returns at most (read a long range in pieces)."""
 ACKNOWLEDGE_ATTEMPTS_MAX = 8
@@ -117,14 +120,7 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
     log_judge = queues.aborted.of(handle.id)
     judge = functools.partial(log_judge.judge, snapshot)
     with contextlib.closing(handle.read(start.lsn, until)) as items:
-        for item in items:
-            step: Chunk | Gap
-            if isinstance(item, Record):
-                step = Chunk(item.lsn, *decode_chunk(item.payload))
-            elif isinstance(item, Gap):
-                step = item
-            else:
-                continue
+        for step in _resolved_items(queues, items):
             stop_max = None if end is None or isinstance(step, Gap) or step.lsn < end.lsn else end.entry
             entries, position, outcome = read_item(step, position, judge, budget, handle.id, stop_max)
             out.extend(entries)
@@ -140,6 +136,18 @@ def read_committed(queues: Queues, queue: str, group: str, generation: int, part
             if end is None or end.entry == 0:
                 position = max(position, Position(until + 1, 0))
     return CommittedRead(out, position, False)
+
+
+def _resolved_items(queues: Queues, items: Iterator[object]) -> Iterator[Chunk | Gap]:
+    """The items of a range read as chunks with their payloads, resolved a page at a time (one
+    read of the data log per page, see :func:`resolved`)."""
+    size = 4  # growing: a short read resolves little more than it delivers
+    while True:
+        page = list(itertools.islice(items, size))
+        if not page:
+            return
+        yield from resolved(queues, page)
+        size = min(2 * size, RESOLVE_PAGE)
 
 
 def _check_decided(handle: Any, committed: Position, position: Position, snapshot: Snapshot,
@@ -207,6 +215,8 @@ def acknowledge(queues: Queues, queue: str, group: str, generation: int, positio
                 handle = queues.logs.get(layout.logs[partition])
                 if position.lsn - 1 > handle.trim_point():
                     handle.trim(position.lsn - 1)
+    if moved:
+        queues.evict_data_soon(queue)
     record, _ = queues.group_record(queue, group)
     if record.previous is not None and record.previous.generation == generation:
         queues.finish_resize(queue, group)

@@ -1,10 +1,26 @@
 """What queues store: consumer groups' records, consumers' positions, and chunks of entries.
 
 A *chunk* is one record of a partition's log: the entries one transaction enqueued for one
-consumer of one group (or part of them, when large), stored once per group as in the source
-design. Layout (big-endian)::
+consumer of one group (or part of them, when large). Two versions share their head (big-endian)::
 
-    version u8 | write pointer u64 | count u32 | counters u32 * count | lengths u32 * count | payloads
+    version u8 | write pointer u64 | count u32 | counters u32 * count | ...
+
+- version 1, the entries' payloads themselves (what versions before the queue's data log wrote,
+  once per group as in the source design; still read)::
+
+    ... | lengths u32 * count | payloads
+
+- version 2, a *pointer chunk*: the payloads are in *data chunks* of the queue's data log, written
+  once whatever the number of groups; the pointer names those records (their LSNs) and, per
+  entry, which of them holds it and its index there::
+
+    ... | data log u64 | refs u32 | LSNs u64 * refs | ref u32 * count | index u32 * count
+
+A data chunk is a version 1 chunk of the queue's data log: entries of one send, in counter order.
+A send splits its entries into data chunks by where the groups place them (the partition in each
+group, the largest groups first), so that a consumer reads the data chunks of its own share and
+little else (see :mod:`seaway.queues._data`). Readers judge a pointer chunk by its write pointer, as
+any chunk, and read its data chunk only to deliver it (:mod:`seaway.queues._data`).
 
 An entry's id is ``(write pointer, counter)``: the counter numbers the transaction's entries.
 
@@ -128,6 +144,10 @@ def skipped_key(queue: str, group: str, consumer: int) -> bytes:
 
 _CHUNK = struct.Struct(">BQI")
 _CHUNK_VERSION = 1
+_POINTER_VERSION = 2
+_REFS = struct.Struct(">QI")
+POINTER_ENTRIES_MAX = 65_536
+"""Entries of one pointer chunk (12 bytes each, and 8 per data chunk named: well within a record)."""
 _POSITION = struct.Struct(">QI")
 _CLAIM = struct.Struct(">QQI")
 _LSN = struct.Struct(">Q")
@@ -331,8 +351,66 @@ def chunk_count(raw: bytes) -> int:
         raise CorruptionError("a queue chunk does not decode: too short") from None
 
 
+class DataRef(NamedTuple):
+    """Where a pointer chunk's payloads are: data chunks ``lsns`` of ``data_log``, and for each
+    entry the one holding it (``refs``, an index into ``lsns``) and its index among its entries."""
+
+    data_log: int
+    lsns: list[int]
+    refs: list[int]
+    indexes: list[int]
+
+
+def encode_pointer(write_pointer: int, counters: list[int], ref: DataRef) -> bytes:
+    """A version 2 chunk: entries ``counters`` of a transaction, whose payloads are where ``ref`` says."""
+    count = len(counters)
+    return b"".join((_CHUNK.pack(_POINTER_VERSION, write_pointer, count), struct.pack(f">{count}I", *counters),
+                     _REFS.pack(ref.data_log, len(ref.lsns)), struct.pack(f">{len(ref.lsns)}Q", *ref.lsns),
+                     struct.pack(f">{count}I", *ref.refs), struct.pack(f">{count}I", *ref.indexes)))
+
+
+def pointer_data_lsn(raw: bytes) -> int | None:
+    """The lowest LSN of the data chunks a pointer chunk names (None for a chunk of version 1),
+    read without decoding its entries."""
+    if raw[:1] != b"\x02":
+        return None
+    try:
+        count = int(_CHUNK.unpack_from(raw)[2])
+        at = _CHUNK.size + 4 * count
+        refs = int(_REFS.unpack_from(raw, at)[1])
+        lsns = struct.unpack_from(f">{refs}Q", raw, at + _REFS.size)
+    except struct.error:
+        raise CorruptionError("a queue pointer chunk does not decode: too short") from None
+    return min(lsns) if lsns else None
+
+
+def decode_record(raw: bytes) -> tuple[int, list[int], list[bytes] | None, DataRef | None]:
+    """A partition log's chunk of either version: its write pointer, counters, and its payloads
+    (version 1) or where they are (version 2); :class:`CorruptionError` if it is neither."""
+    if raw[:1] != b"\x02":
+        return (*decode_chunk(raw), None)
+    try:
+        _, write_pointer, count = _CHUNK.unpack_from(raw)
+        counters = list(struct.unpack_from(f">{count}I", raw, _CHUNK.size))
+        at = _CHUNK.size + 4 * count
+        data_log, nrefs = _REFS.unpack_from(raw, at)
+        at += _REFS.size
+        lsns = list(struct.unpack_from(f">{nrefs}Q", raw, at))
+        at += 8 * nrefs
+        values = struct.unpack_from(f">{2 * count}I", raw, at)
+        refs, indexes = list(values[:count]), list(values[count:])
+        if at + 8 * count != len(raw):
+            raise ValueError(f"{len(raw)} bytes, entries end at {at + 8 * count}")
+        if count and max(refs) >= nrefs:
+            raise ValueError(f"an entry names data chunk {max(refs)} of {nrefs}")
+    except (struct.error, ValueError) as exc:
+        raise CorruptionError(f"a queue pointer chunk does not decode: {exc}") from None
+    return write_pointer, counters, None, DataRef(data_log, lsns, refs, indexes)
+
+
 def decode_chunk(raw: bytes) -> tuple[int, list[int], list[bytes]]:
-    """A chunk's write pointer, counters and payloads; :class:`CorruptionError` if it is not one."""
+    """A version 1 chunk's write pointer, counters and payloads; :class:`CorruptionError` if it is
+    not one."""
     try:
         version, write_pointer, count = _CHUNK.unpack_from(raw)
         if version != _CHUNK_VERSION:
