@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import grpc
@@ -14,7 +15,7 @@ import pytest
 import seaway
 from seaway import ConditionFailedError, PayloadTooLargeError, TransactionConflictError, TxnStatus
 from seaway.log import COMMIT_MANY_MAX
-from seaway.server import ServerProcess
+from seaway.server import Server, ServerConfig, ServerProcess, ServiceLimits
 from tests.api.conftest import Api
 
 WAIT_S = 10.0
@@ -192,3 +193,29 @@ class _Refused(grpc.RpcError):
 
     def trailing_metadata(self) -> tuple[()]:
         return ()
+
+
+def test_commits_each_under_the_servers_message_bound_are_not_refused_joined(tmp_path: Any) -> None:
+    """Commits of 400 KiB each fit the server's request bound (here 1 MiB) alone; three joined do
+    not, and the call was refused as a whole (PayloadTooLargeError for each). A joined call refused
+    for its size never reached the server: its items are sent again in smaller calls."""
+    server = Server(ServerConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0",
+                                 limits=ServiceLimits(request_bytes_max=1 << 20)))
+    server.start()
+    try:
+        with seaway.connect(f"seaway://{server.address}") as sw:
+            calls: list[str] = []
+            hold = threading.Event()
+            _counting(sw, calls, hold)
+            txns = [sw.transaction() for _ in range(4)]
+            for i, tx in enumerate(txns):
+                tx.stage_put("big", b"k%d" % i, b"x" * (400 << 10 if i else 10))
+            outcomes = _commit_together(sw, txns, hold)
+            assert "TxnCommitMany" in calls, calls  # the large ones were joined
+            assert outcomes == [None] * 4, outcomes
+            assert all(sw.txn.status(tx.id) is TxnStatus.COMMITTED for tx in txns)
+            with ThreadPoolExecutor(2) as pool:  # the same for metadata batches
+                results = list(pool.map(lambda i: sw.meta.put("big", b"m%d" % i, b"y" * (600 << 10)), range(4)))
+            assert all(isinstance(r, int) for r in results)
+    finally:
+        server.stop()
