@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from seaway import UnavailableError, epoch_of
-from seaway.errors import InvalidArgumentError
+from seaway.errors import CorruptionError, InvalidArgumentError
 from seaway.log import EmbeddedLogStore, RocksDBEpochStore, ZooKeeperEpochStore, bump_epoch
 from seaway.testing import ZooKeeperProcess
 
@@ -126,3 +126,29 @@ def test_bad_input_and_an_unreachable_zookeeper_get_typed_errors(zookeeper: ZooK
         store.close()
     with pytest.raises(UnavailableError):
         ZooKeeperEpochStore("127.0.0.1:1", "/x", timeout_s=1.0)
+
+
+def test_a_second_server_on_a_taken_port_does_not_pass_for_started(zookeeper: ZooKeeperProcess,
+                                                                     tmp_path: Path) -> None:
+    """A port picked free can be taken by another server before ours binds it (another test run on
+    the machine): the other one answering ``ruok`` passed for ours, and the tests then ran against
+    another server's data. Ours must be the one answering, or the start fails."""
+    with pytest.raises(UnavailableError):
+        other = ZooKeeperProcess(tmp_path / "other", port=zookeeper.port)
+        other.stop()
+
+
+def test_an_epoch_znode_that_is_not_an_epoch_is_a_typed_error(zookeeper: ZooKeeperProcess) -> None:
+    """A znode under the epochs' path holding something else (written by hand or by another
+    program) is reported as corruption, not a ValueError from deep inside the store."""
+    store = ZooKeeperEpochStore(zookeeper.hosts, "/garbage")
+    try:
+        store._zk.create("/garbage/epochs/7", b"\xffnot a number")
+        store._zk.create("/garbage/epochs/8", b"-3")
+        for log_id in (7, 8):
+            with pytest.raises(CorruptionError):
+                store.get(log_id)
+            with pytest.raises(CorruptionError):
+                store.compare_and_set(log_id, 0, 1)
+    finally:
+        store.close()

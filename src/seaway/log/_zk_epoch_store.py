@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from seaway.errors import ClosedError, InvalidArgumentError, StorageError, UnavailableError
+from seaway.errors import ClosedError, CorruptionError, InvalidArgumentError, StorageError, UnavailableError
 
 
 def _kazoo() -> tuple[Any, Any]:
@@ -72,7 +72,9 @@ class ZooKeeperEpochStore:
             raw, stat = self._zk.get(self._path(log_id))
         except self._errors.NoNodeError:
             return 0, None
-        return int(raw.decode()), int(stat.version)
+        if not (isinstance(raw, bytes) and raw.isascii() and raw.isdigit()):  # written by someone else
+            raise CorruptionError(f"the epoch znode {self._path(log_id)} holds {raw[:40]!r}, not an epoch")
+        return int(raw), int(stat.version)
 
     def get(self, log_id: int) -> int:
         with self._calling():
