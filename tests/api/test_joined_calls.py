@@ -16,6 +16,9 @@ import seaway
 from seaway import ConditionFailedError, PayloadTooLargeError, TransactionConflictError, TxnStatus
 from seaway.log import COMMIT_MANY_MAX
 from seaway.server import Server, ServerConfig, ServerProcess, ServiceLimits
+from seaway.txn import Snapshot
+from seaway.wire import invalid_version_to_msg
+from seaway.wire import seaway_pb2 as pb
 from tests.api.conftest import Api
 
 WAIT_S = 10.0
@@ -217,5 +220,42 @@ def test_commits_each_under_the_servers_message_bound_are_not_refused_joined(tmp
             with ThreadPoolExecutor(2) as pool:  # the same for metadata batches
                 results = list(pool.map(lambda i: sw.meta.put("big", b"m%d" % i, b"y" * (600 << 10)), range(4)))
             assert all(isinstance(r, int) for r in results)
+    finally:
+        server.stop()
+
+
+def test_each_begin_of_a_joined_call_gets_an_invalid_list_as_new_as_its_snapshot(tmp_path: Any) -> None:
+    """``TxnBeginMany`` computed the invalid list's changes once per version known, after the first
+    begin of that version, and gave them to the later begins of the call too: a transaction aborted
+    between two begins of one call was missing from the second's list while its snapshot already
+    counted it as finished, so the second transaction saw the aborted transaction's writes."""
+    server = Server(ServerConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0"))
+    server.start()
+    try:
+        store = server.store
+        log_id = store.logs.create("aborted-writes").id
+        aborted = store.txn.begin()
+        aborted.register_logs([log_id])  # aborted, it goes to the invalid list
+        manager = store.txn_manager
+        real_begin = manager.begin
+        begun: list[int] = []
+
+        def begin(timeout_s: float | None = None) -> Any:
+            begun.append(1)
+            if len(begun) == 2:  # between the first and the second begin of the joined call
+                aborted.abort()
+            return real_begin(timeout_s)
+
+        with seaway.connect(f"seaway://{server.address}") as sw:
+            remote: Any = sw.txn.api
+            request = pb.TxnBeginRequest()
+            request.invalid_known.CopyFrom(invalid_version_to_msg(remote._invalid.known))
+            manager.begin = begin  # type: ignore[method-assign]
+            replies = sw._many("TxnBegin", [request, request], idempotent=True)
+            manager.begin = real_begin  # type: ignore[method-assign]
+            assert len(begun) == 2 and all(not isinstance(r, Exception) for r in replies), replies
+            second = remote._with_invalid(Snapshot.decode(replies[1].snapshot), replies[1])
+            assert aborted.id <= second.read_pointer
+            assert not second.visible(aborted.id), "the second begin's snapshot sees an aborted transaction"
     finally:
         server.stop()
