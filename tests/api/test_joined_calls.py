@@ -4,6 +4,7 @@ caught, a joined call cut off in transport settled item by item, syncs shared.""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -259,3 +260,43 @@ def test_each_begin_of_a_joined_call_gets_an_invalid_list_as_new_as_its_snapshot
             assert not second.visible(aborted.id), "the second begin's snapshot sees an aborted transaction"
     finally:
         server.stop()
+
+
+def test_commit_many_does_not_deadlock_with_a_save(tmp_path: Any) -> None:
+    """A save of the manager's state waits for the commits being logged; a commit waited for the
+    save to end before it started. ``commit_many`` starts its commits one after the other before
+    finishing any: a save that began after its first one waited for it, and its second one waited
+    for the save, for ever (and every later commit of the store with it)."""
+    with seaway.open(tmp_path / "d") as sw:
+        manager = sw.txn_manager
+        txns = [sw.txn.begin() for _ in range(2)]
+        real_start = manager._start_commit
+        saver: list[threading.Thread] = []
+
+        def start(*args: Any, **kwargs: Any) -> Any:
+            started = real_start(*args, **kwargs)
+            if not saver:  # a save begins between the first and the second commit's start
+                saver.append(threading.Thread(target=manager.save, daemon=True))
+                saver[0].start()
+                deadline = time.monotonic() + WAIT_S
+                while not manager._saving and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                assert manager._saving
+            return started
+
+        manager._start_commit = start  # type: ignore[method-assign]
+        outcomes: list[Any] = []
+        committer = threading.Thread(target=lambda: outcomes.extend(manager.commit_many(
+            [(tx.id, [], [("ns", b"k%d" % i, b"v")]) for i, tx in enumerate(txns)])), daemon=True)
+        committer.start()
+        committer.join(WAIT_S)
+        stuck = committer.is_alive()
+        if stuck:  # free the waiters, so that the store can close
+            with contextlib.suppress(seaway.SeawayError):
+                manager._stop("the test found commit_many and a save waiting for each other",
+                              seaway.StorageError("deadlock"))
+            committer.join(WAIT_S)
+        saver[0].join(WAIT_S)
+        assert not stuck, "commit_many and the save wait for each other"
+        assert outcomes == [None, None]
+        assert all(sw.txn.status(tx.id) is TxnStatus.COMMITTED for tx in txns)

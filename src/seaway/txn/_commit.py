@@ -74,7 +74,10 @@ class CommittingManager(ExpiringManager):
         for write_pointer, conflicts, writes in commits:
             try:
                 keys, checked = check_commit(conflicts, writes)
-                started.append(self._start_commit((check_write_pointer(write_pointer),), keys, checked))
+                # Once one of them is started, a save that begins waits for it: the next ones do
+                # not wait for the save (they would wait for each other for ever).
+                started.append(self._start_commit((check_write_pointer(write_pointer),), keys, checked,
+                                                  after_save=not any(isinstance(s, _Started) for s in started)))
             except SeawayError as exc:
                 started.append(exc)
         out: list[SeawayError | None] = []
@@ -90,13 +93,17 @@ class CommittingManager(ExpiringManager):
         return out
 
     def _start_commit(self, pointers: tuple[int, ...], keys: frozenset[bytes],
-                      checked: tuple[tuple[str, bytes, bytes | None], ...]) -> _Started:
-        """Check and append a commit (not waited for); raises the refusal (the transactions ended)."""
+                      checked: tuple[tuple[str, bytes, bytes | None], ...], *, after_save: bool = True) -> _Started:
+        """Check and append a commit (not waited for); raises the refusal (the transactions ended).
+        ``after_save``: wait for a save in progress first (so that commits do not keep a save
+        waiting for ever); False for a caller that has started commits of its own, which the save
+        waits for (the save still finds no commit being logged when it takes the state: it holds
+        the lock from that moment until its mark is appended)."""
         # A commit record of a transaction whose begin is not in the log commits nothing after a
         # restart: one that writes no log (no register waited for its begin) must wait here.
         unlogged = self._unlogged_begin(pointers)
         with self._cond:
-            while self._saving:
+            while self._saving and after_save:
                 self._cond.wait()
             self._check_running()
             failure, ends = self._refusal(pointers, keys, unlogged)
