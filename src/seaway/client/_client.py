@@ -119,6 +119,12 @@ INVALID_READS_MAX = 5
 before a call gives up (only a list that changes faster than it can be read needs a second)."""
 
 
+def _request_too_large(exc: PayloadTooLargeError) -> bool:
+    """Whether gRPC refused a request for its size (sent by no one: the server never read it)."""
+    text = str(exc)
+    return "SERVER: Received message larger than max" in text or "CLIENT: Sent message larger than max" in text
+
+
 class RemoteSeaway:
     """A connection to a Seaway server. Use as a context manager, or call :meth:`close`."""
 
@@ -212,10 +218,14 @@ class RemoteSeaway:
             request = pb.MetaCommitManyRequest(batches=items)
         try:
             reply = self._call(f"{method}Many", request, idempotent=idempotent)
-        except PayloadTooLargeError:
-            # Items that each fit the message bound may not fit it together. A call refused for
+        except PayloadTooLargeError as exc:
+            # Items that each fit the message bound may not fit it together. A request refused for
             # its size was applied in nothing (refused by gRPC before the server reads it; the
-            # ...Many methods answer a batch's own size item by item): sent again in halves.
+            # ...Many methods answer a batch's own size item by item): sent again in halves. A
+            # reply over the bound (begins' invalid lists) came after the items were applied:
+            # only begins, which may be sent again, are then split.
+            if not (idempotent or _request_too_large(exc)):
+                raise
             half = len(items) // 2
             return self._each(method, items[:half], idempotent) + self._each(method, items[half:], idempotent)
         answered = "begun" if method == "TxnBegin" else "committed" if method == "TxnCommit" else "reply"
