@@ -208,3 +208,32 @@ def test_a_claim_made_while_a_reset_to_tail_is_staged_does_not_deliver_twice(
         committed = []
     delivered = committed + _all(sw, second, first)
     assert delivered.count(b"new") == 1, delivered
+
+
+@pytest.mark.xfail(strict=True, reason="review23: an eviction that read the claim pointer before a reset to the head "
+                   "committed trims below the pointer the reset set; every dequeue then raises LsnOutOfRangeError "
+                   "until the group is reset again")
+def test_an_eviction_racing_a_reset_to_head_does_not_wedge_the_group(
+        sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fifo(sw, 6, size=1)
+    consumer = sw.queues.consumer("q", "g", 0)
+    with sw.transaction() as tx:
+        assert [e.payload for e in consumer.dequeue(tx, 4)] == [b"0", b"1", b"2", b"3"]
+    record = sw.queues.group_record("q", "g")[0]
+    pointer = sw.queues.claim_pointer
+    fired: list[object] = []
+
+    def read_then_reset(*args: Any) -> tuple[int, int]:
+        found = pointer(*args)
+        if not fired:  # the eviction has read the pointer: a reset to the head commits now
+            fired.append(True)
+            sw.queues.reset_group("q", "g", "head")
+        return found
+
+    monkeypatch.setattr(sw.queues, "claim_pointer", read_then_reset)
+    sw.queues.evict_claimed("q", "g", record.current.generation, record.current.logs[0])
+    monkeypatch.undo()
+    assert fired
+    with sw.transaction() as tx:  # from what is left after the eviction
+        got = [e.payload for e in consumer.dequeue(tx, 10)]
+    assert got and got[-1] == b"5", got
