@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from seaway import UnavailableError, epoch_of
-from seaway.errors import CorruptionError, InvalidArgumentError
+from seaway.errors import CorruptionError, InvalidArgumentError, StorageError
 from seaway.log import EmbeddedLogStore, RocksDBEpochStore, ZooKeeperEpochStore, bump_epoch
 from seaway.testing import ZooKeeperProcess
 
@@ -152,3 +152,20 @@ def test_an_epoch_znode_that_is_not_an_epoch_is_a_typed_error(zookeeper: ZooKeep
                 store.compare_and_set(log_id, 0, 1)
     finally:
         store.close()
+
+
+def test_a_store_whose_root_cannot_be_made_fails_typed_and_leaves_no_client_running(
+        zookeeper: ZooKeeperProcess) -> None:
+    """The root's path refused (here: its parent read-only): the store's client was closed
+    without being stopped, which kazoo refuses (a bare Exception raised instead of the store's
+    error) and which left its connection threads running, reconnecting for ever."""
+    read_only = pytest.importorskip("kazoo.security").READ_ACL_UNSAFE
+    admin = ZooKeeperEpochStore(zookeeper.hosts, "/admin")
+    try:
+        admin._zk.create("/locked", b"", acl=read_only)
+        before = threading.active_count()
+        with pytest.raises(StorageError):
+            ZooKeeperEpochStore(zookeeper.hosts, "/locked/cluster", timeout_s=5.0)
+        assert threading.active_count() == before, [t.name for t in threading.enumerate()]
+    finally:
+        admin.close()

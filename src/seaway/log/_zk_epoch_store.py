@@ -11,6 +11,7 @@ never used is harmless, since epochs only have to grow.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 from collections.abc import Iterator, Mapping
@@ -42,10 +43,23 @@ class ZooKeeperEpochStore:
         self._closed = False
         try:
             self._zk.start(timeout=timeout_s)
-            self._zk.ensure_path(self._base)
         except Exception as exc:
-            self._zk.close()
+            self._discard()
             raise UnavailableError(f"cannot reach ZooKeeper at {hosts}: {exc}") from exc
+        try:
+            with self._calling():  # refused (the path's ACL): StorageError; cut off: UnavailableError
+                self._zk.ensure_path(self._base)
+        except BaseException:
+            self._discard()  # stopped before closed: kazoo closes only a stopped client
+            raise
+
+    def _discard(self) -> None:
+        """Stop and close the client of a store that failed to open (its threads end)."""
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self._zk.stop()
+        with contextlib.suppress(Exception):
+            self._zk.close()
 
     def _path(self, log_id: int) -> str:
         if not isinstance(log_id, int) or isinstance(log_id, bool) or log_id < 0:
