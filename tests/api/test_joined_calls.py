@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import grpc
@@ -18,6 +18,7 @@ from seaway import ConditionFailedError, PayloadTooLargeError, TransactionConfli
 from seaway.log import COMMIT_MANY_MAX
 from seaway.server import Server, ServerConfig, ServerProcess, ServiceLimits
 from seaway.txn import Snapshot
+from seaway.txn._state import Commit
 from seaway.wire import invalid_version_to_msg
 from seaway.wire import seaway_pb2 as pb
 from tests.api.conftest import Api
@@ -300,3 +301,40 @@ def test_commit_many_does_not_deadlock_with_a_save(tmp_path: Any) -> None:
         assert not stuck, "commit_many and the save wait for each other"
         assert outcomes == [None, None]
         assert all(sw.txn.status(tx.id) is TxnStatus.COMMITTED for tx in txns)
+
+
+def test_commit_many_finishes_every_started_commit_when_one_fails_unexpectedly(tmp_path: Any) -> None:
+    """An error that is not a SeawayError while one commit of ``commit_many`` is waited for (an
+    append that failed with a bug's RuntimeError) ended the call at once: the commits started
+    after it stayed "being committed" for ever, and the next save waited for them for ever."""
+    with seaway.open(tmp_path / "d") as sw:
+        manager = sw.txn_manager
+        txns = [sw.txn.begin() for _ in range(2)]
+        real_append = manager._append
+        failed: list[int] = []
+
+        def append(edit: Any) -> Any:
+            if isinstance(edit, Commit) and not failed:
+                failed.append(edit.write_pointer)
+                future: Future[int] = Future()
+                future.set_exception(RuntimeError("a bug in the append path"))
+                return future
+            return real_append(edit)
+
+        manager._append = append  # type: ignore[method-assign]
+        try:
+            outcomes = manager.commit_many([(tx.id, [], [("ns", b"k%d" % i, b"v")]) for i, tx in enumerate(txns)])
+        except RuntimeError:
+            outcomes = None
+        manager._append = real_append  # type: ignore[method-assign]
+        saver = threading.Thread(target=manager.save, daemon=True)
+        saver.start()
+        saver.join(WAIT_S)
+        stuck = saver.is_alive()
+        if stuck:  # free the save, so that the store can close
+            with contextlib.suppress(seaway.SeawayError):
+                manager._stop("the test found a save waiting for ever", seaway.StorageError("stuck"))
+            saver.join(WAIT_S)
+        assert not stuck, "the save waits for a commit that is never finished"
+        assert outcomes is not None and outcomes[1] is None, outcomes
+        assert sw.txn.status(txns[1].id) is TxnStatus.COMMITTED

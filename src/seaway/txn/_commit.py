@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from seaway.errors import (
+    InternalError,
     SeawayError,
     TransactionConflictError,
     TransactionNotInProgressError,
@@ -37,6 +38,11 @@ class _Started:
     edit: Commit
     committed: TxnCommitted
     durable: Future[int]
+
+
+def _answer(exc: Exception) -> SeawayError:
+    """A commit's error as :meth:`CommittingManager.commit_many` answers it: typed."""
+    return exc if isinstance(exc, SeawayError) else InternalError(f"the commit failed: {exc!r}")
 
 
 class CommittingManager(ExpiringManager):
@@ -78,8 +84,8 @@ class CommittingManager(ExpiringManager):
                 # not wait for the save (they would wait for each other for ever).
                 started.append(self._start_commit((check_write_pointer(write_pointer),), keys, checked,
                                                   after_save=not any(isinstance(s, _Started) for s in started)))
-            except SeawayError as exc:
-                started.append(exc)
+            except Exception as exc:  # this commit's answer; the others, started, are finished
+                started.append(_answer(exc))
         out: list[SeawayError | None] = []
         for item in started:
             if isinstance(item, SeawayError):
@@ -88,8 +94,8 @@ class CommittingManager(ExpiringManager):
             try:
                 self._finish_commit(item)
                 out.append(None)
-            except SeawayError as exc:
-                out.append(exc)
+            except Exception as exc:  # the ones after it are still finished (a save waits for them)
+                out.append(_answer(exc))
         return out
 
     def _start_commit(self, pointers: tuple[int, ...], keys: frozenset[bytes],
