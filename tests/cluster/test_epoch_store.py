@@ -116,6 +116,9 @@ def test_a_log_store_over_zookeeper_takes_a_new_epoch_at_every_opening(tmp_path:
 def test_bad_input_and_an_unreachable_zookeeper_get_typed_errors(zookeeper: ZooKeeperProcess) -> None:
     with pytest.raises(InvalidArgumentError):
         ZooKeeperEpochStore(zookeeper.hosts, "no-slash")
+    for root in ("/a/../b", "/a/.", "/a\x00b"):  # ZooKeeper's path rules (kazoo raised ValueError)
+        with pytest.raises(InvalidArgumentError):
+            ZooKeeperEpochStore(zookeeper.hosts, root)
     store = ZooKeeperEpochStore(zookeeper.hosts, "/bad")
     try:
         with pytest.raises(InvalidArgumentError):

@@ -34,8 +34,10 @@ class ZooKeeperEpochStore:
     cluster)."""
 
     def __init__(self, hosts: str, root: str = "/seaway", *, timeout_s: float = 10.0) -> None:
-        if not root.startswith("/") or root.endswith("/") or "//" in root:
-            raise InvalidArgumentError(f"a ZooKeeper root is an absolute path without a trailing /, got {root!r}")
+        if (not isinstance(root, str) or not root.startswith("/") or root.endswith("/") or "//" in root
+                or any(part in (".", "..") for part in root.split("/")) or "\x00" in root):
+            raise InvalidArgumentError(f"a ZooKeeper root is an absolute path without a trailing /, '.', '..' or"
+                                       f" NUL, got {root!r:.200}")
         client, self._errors = _kazoo()
         self._base = f"{root}/epochs"
         self._zk = client.KazooClient(hosts=hosts, timeout=timeout_s)
