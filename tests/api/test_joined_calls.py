@@ -4,8 +4,10 @@ caught, a joined call cut off in transport settled item by item, syncs shared.""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import grpc
@@ -14,7 +16,11 @@ import pytest
 import seaway
 from seaway import ConditionFailedError, PayloadTooLargeError, TransactionConflictError, TxnStatus
 from seaway.log import COMMIT_MANY_MAX
-from seaway.server import ServerProcess
+from seaway.server import Server, ServerConfig, ServerProcess, ServiceLimits
+from seaway.txn import Snapshot
+from seaway.txn._state import Commit
+from seaway.wire import invalid_version_to_msg
+from seaway.wire import seaway_pb2 as pb
 from tests.api.conftest import Api
 
 WAIT_S = 10.0
@@ -192,3 +198,143 @@ class _Refused(grpc.RpcError):
 
     def trailing_metadata(self) -> tuple[()]:
         return ()
+
+
+def test_commits_each_under_the_servers_message_bound_are_not_refused_joined(tmp_path: Any) -> None:
+    """Commits of 400 KiB each fit the server's request bound (here 1 MiB) alone; three joined do
+    not, and the call was refused as a whole (PayloadTooLargeError for each). A joined call refused
+    for its size never reached the server: its items are sent again in smaller calls."""
+    server = Server(ServerConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0",
+                                 limits=ServiceLimits(request_bytes_max=1 << 20)))
+    server.start()
+    try:
+        with seaway.connect(f"seaway://{server.address}") as sw:
+            calls: list[str] = []
+            hold = threading.Event()
+            _counting(sw, calls, hold)
+            txns = [sw.transaction() for _ in range(4)]
+            for i, tx in enumerate(txns):
+                tx.stage_put("big", b"k%d" % i, b"x" * (400 << 10 if i else 10))
+            outcomes = _commit_together(sw, txns, hold)
+            assert "TxnCommitMany" in calls, calls  # the large ones were joined
+            assert outcomes == [None] * 4, outcomes
+            assert all(sw.txn.status(tx.id) is TxnStatus.COMMITTED for tx in txns)
+            with ThreadPoolExecutor(2) as pool:  # the same for metadata batches
+                results = list(pool.map(lambda i: sw.meta.put("big", b"m%d" % i, b"y" * (600 << 10)), range(4)))
+            assert all(isinstance(r, int) for r in results)
+    finally:
+        server.stop()
+
+
+def test_each_begin_of_a_joined_call_gets_an_invalid_list_as_new_as_its_snapshot(tmp_path: Any) -> None:
+    """``TxnBeginMany`` computed the invalid list's changes once per version known, after the first
+    begin of that version, and gave them to the later begins of the call too: a transaction aborted
+    between two begins of one call was missing from the second's list while its snapshot already
+    counted it as finished, so the second transaction saw the aborted transaction's writes."""
+    server = Server(ServerConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0"))
+    server.start()
+    try:
+        store = server.store
+        log_id = store.logs.create("aborted-writes").id
+        aborted = store.txn.begin()
+        aborted.register_logs([log_id])  # aborted, it goes to the invalid list
+        manager = store.txn_manager
+        real_begin = manager.begin
+        begun: list[int] = []
+
+        def begin(timeout_s: float | None = None) -> Any:
+            begun.append(1)
+            if len(begun) == 2:  # between the first and the second begin of the joined call
+                aborted.abort()
+            return real_begin(timeout_s)
+
+        with seaway.connect(f"seaway://{server.address}") as sw:
+            remote: Any = sw.txn.api
+            request = pb.TxnBeginRequest()
+            request.invalid_known.CopyFrom(invalid_version_to_msg(remote._invalid.known))
+            manager.begin = begin  # type: ignore[method-assign]
+            replies = sw._many("TxnBegin", [request, request], idempotent=True)
+            manager.begin = real_begin  # type: ignore[method-assign]
+            assert len(begun) == 2 and all(not isinstance(r, Exception) for r in replies), replies
+            second = remote._with_invalid(Snapshot.decode(replies[1].snapshot), replies[1])
+            assert aborted.id <= second.read_pointer
+            assert not second.visible(aborted.id), "the second begin's snapshot sees an aborted transaction"
+    finally:
+        server.stop()
+
+
+def test_commit_many_does_not_deadlock_with_a_save(tmp_path: Any) -> None:
+    """A save of the manager's state waits for the commits being logged; a commit waited for the
+    save to end before it started. ``commit_many`` starts its commits one after the other before
+    finishing any: a save that began after its first one waited for it, and its second one waited
+    for the save, for ever (and every later commit of the store with it)."""
+    with seaway.open(tmp_path / "d") as sw:
+        manager = sw.txn_manager
+        txns = [sw.txn.begin() for _ in range(2)]
+        real_start = manager._start_commit
+        saver: list[threading.Thread] = []
+
+        def start(*args: Any, **kwargs: Any) -> Any:
+            started = real_start(*args, **kwargs)
+            if not saver:  # a save begins between the first and the second commit's start
+                saver.append(threading.Thread(target=manager.save, daemon=True))
+                saver[0].start()
+                deadline = time.monotonic() + WAIT_S
+                while not manager._saving and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                assert manager._saving
+            return started
+
+        manager._start_commit = start  # type: ignore[method-assign]
+        outcomes: list[Any] = []
+        committer = threading.Thread(target=lambda: outcomes.extend(manager.commit_many(
+            [(tx.id, [], [("ns", b"k%d" % i, b"v")]) for i, tx in enumerate(txns)])), daemon=True)
+        committer.start()
+        committer.join(WAIT_S)
+        stuck = committer.is_alive()
+        if stuck:  # free the waiters, so that the store can close
+            with contextlib.suppress(seaway.SeawayError):
+                manager._stop("the test found commit_many and a save waiting for each other",
+                              seaway.StorageError("deadlock"))
+            committer.join(WAIT_S)
+        saver[0].join(WAIT_S)
+        assert not stuck, "commit_many and the save wait for each other"
+        assert outcomes == [None, None]
+        assert all(sw.txn.status(tx.id) is TxnStatus.COMMITTED for tx in txns)
+
+
+def test_commit_many_finishes_every_started_commit_when_one_fails_unexpectedly(tmp_path: Any) -> None:
+    """An error that is not a SeawayError while one commit of ``commit_many`` is waited for (an
+    append that failed with a bug's RuntimeError) ended the call at once: the commits started
+    after it stayed "being committed" for ever, and the next save waited for them for ever."""
+    with seaway.open(tmp_path / "d") as sw:
+        manager = sw.txn_manager
+        txns = [sw.txn.begin() for _ in range(2)]
+        real_append = manager._append
+        failed: list[int] = []
+
+        def append(edit: Any) -> Any:
+            if isinstance(edit, Commit) and not failed:
+                failed.append(edit.write_pointer)
+                future: Future[int] = Future()
+                future.set_exception(RuntimeError("a bug in the append path"))
+                return future
+            return real_append(edit)
+
+        manager._append = append  # type: ignore[method-assign]
+        try:
+            outcomes = manager.commit_many([(tx.id, [], [("ns", b"k%d" % i, b"v")]) for i, tx in enumerate(txns)])
+        except RuntimeError:
+            outcomes = None
+        manager._append = real_append  # type: ignore[method-assign]
+        saver = threading.Thread(target=manager.save, daemon=True)
+        saver.start()
+        saver.join(WAIT_S)
+        stuck = saver.is_alive()
+        if stuck:  # free the save, so that the store can close
+            with contextlib.suppress(seaway.SeawayError):
+                manager._stop("the test found a save waiting for ever", seaway.StorageError("stuck"))
+            saver.join(WAIT_S)
+        assert not stuck, "the save waits for a commit that is never finished"
+        assert outcomes is not None and outcomes[1] is None, outcomes
+        assert sw.txn.status(txns[1].id) is TxnStatus.COMMITTED

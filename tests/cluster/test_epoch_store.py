@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from seaway import UnavailableError, epoch_of
-from seaway.errors import InvalidArgumentError
+from seaway.errors import CorruptionError, InvalidArgumentError, StorageError
 from seaway.log import EmbeddedLogStore, RocksDBEpochStore, ZooKeeperEpochStore, bump_epoch
 from seaway.testing import ZooKeeperProcess
 
@@ -116,6 +116,9 @@ def test_a_log_store_over_zookeeper_takes_a_new_epoch_at_every_opening(tmp_path:
 def test_bad_input_and_an_unreachable_zookeeper_get_typed_errors(zookeeper: ZooKeeperProcess) -> None:
     with pytest.raises(InvalidArgumentError):
         ZooKeeperEpochStore(zookeeper.hosts, "no-slash")
+    for root in ("/a/../b", "/a/.", "/a\x00b"):  # ZooKeeper's path rules (kazoo raised ValueError)
+        with pytest.raises(InvalidArgumentError):
+            ZooKeeperEpochStore(zookeeper.hosts, root)
     store = ZooKeeperEpochStore(zookeeper.hosts, "/bad")
     try:
         with pytest.raises(InvalidArgumentError):
@@ -126,3 +129,46 @@ def test_bad_input_and_an_unreachable_zookeeper_get_typed_errors(zookeeper: ZooK
         store.close()
     with pytest.raises(UnavailableError):
         ZooKeeperEpochStore("127.0.0.1:1", "/x", timeout_s=1.0)
+
+
+def test_a_second_server_on_a_taken_port_does_not_pass_for_started(zookeeper: ZooKeeperProcess,
+                                                                     tmp_path: Path) -> None:
+    """A port picked free can be taken by another server before ours binds it (another test run on
+    the machine): the other one answering ``ruok`` passed for ours, and the tests then ran against
+    another server's data. Ours must be the one answering, or the start fails."""
+    with pytest.raises(UnavailableError):
+        other = ZooKeeperProcess(tmp_path / "other", port=zookeeper.port)
+        other.stop()
+
+
+def test_an_epoch_znode_that_is_not_an_epoch_is_a_typed_error(zookeeper: ZooKeeperProcess) -> None:
+    """A znode under the epochs' path holding something else (written by hand or by another
+    program) is reported as corruption, not a ValueError from deep inside the store."""
+    store = ZooKeeperEpochStore(zookeeper.hosts, "/garbage")
+    try:
+        store._zk.create("/garbage/epochs/7", b"\xffnot a number")
+        store._zk.create("/garbage/epochs/8", b"-3")
+        for log_id in (7, 8):
+            with pytest.raises(CorruptionError):
+                store.get(log_id)
+            with pytest.raises(CorruptionError):
+                store.compare_and_set(log_id, 0, 1)
+    finally:
+        store.close()
+
+
+def test_a_store_whose_root_cannot_be_made_fails_typed_and_leaves_no_client_running(
+        zookeeper: ZooKeeperProcess) -> None:
+    """The root's path refused (here: its parent read-only): the store's client was closed
+    without being stopped, which kazoo refuses (a bare Exception raised instead of the store's
+    error) and which left its connection threads running, reconnecting for ever."""
+    read_only = pytest.importorskip("kazoo.security").READ_ACL_UNSAFE
+    admin = ZooKeeperEpochStore(zookeeper.hosts, "/admin")
+    try:
+        admin._zk.create("/locked", b"", acl=read_only)
+        before = threading.active_count()
+        with pytest.raises(StorageError):
+            ZooKeeperEpochStore(zookeeper.hosts, "/locked/cluster", timeout_s=5.0)
+        assert threading.active_count() == before, [t.name for t in threading.enumerate()]
+    finally:
+        admin.close()

@@ -10,6 +10,7 @@ batch with its producer id and a sequence number, so the server stores a batch s
 from __future__ import annotations
 
 import builtins
+import copy
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -118,6 +119,12 @@ INVALID_READS_MAX = 5
 before a call gives up (only a list that changes faster than it can be read needs a second)."""
 
 
+def _request_too_large(exc: PayloadTooLargeError) -> bool:
+    """Whether gRPC refused a request for its size (sent by no one: the server never read it)."""
+    text = str(exc)
+    return "SERVER: Received message larger than max" in text or "CLIENT: Sent message larger than max" in text
+
+
 class RemoteSeaway:
     """A connection to a Seaway server. Use as a context manager, or call :meth:`close`."""
 
@@ -209,10 +216,28 @@ class RemoteSeaway:
             request = pb.TxnCommitManyRequest(commits=items)
         else:
             request = pb.MetaCommitManyRequest(batches=items)
-        reply = self._call(f"{method}Many", request, idempotent=idempotent)
+        try:
+            reply = self._call(f"{method}Many", request, idempotent=idempotent)
+        except PayloadTooLargeError as exc:
+            # Items that each fit the message bound may not fit it together. A request refused for
+            # its size was applied in nothing (refused by gRPC before the server reads it; the
+            # ...Many methods answer a batch's own size item by item): sent again in halves. A
+            # reply over the bound (begins' invalid lists) came after the items were applied:
+            # only begins, which may be sent again, are then split.
+            if not (idempotent or _request_too_large(exc)):
+                raise
+            half = len(items) // 2
+            return self._each(method, items[:half], idempotent) + self._each(method, items[half:], idempotent)
         answered = "begun" if method == "TxnBegin" else "committed" if method == "TxnCommit" else "reply"
         return [getattr(result, answered) if result.WhichOneof("result") == answered else error_from_msg(result.error)
                 for result in reply.results]
+
+    def _each(self, method: str, items: Sequence[Any], idempotent: bool) -> list[Any]:
+        """:meth:`_many`, an error of the call as a whole given to each item."""
+        try:
+            return self._many(method, items, idempotent=idempotent)
+        except SeawayError as exc:
+            return [copy.copy(exc) for _ in items]
 
     def _pages(self, method: str, after: bytes | None = None) -> Iterator[Any]:
         """The replies of a list call answered in pages (``PageRequest``), each asked for after the

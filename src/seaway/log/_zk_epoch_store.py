@@ -11,13 +11,14 @@ never used is harmless, since epochs only have to grow.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from seaway.errors import ClosedError, InvalidArgumentError, StorageError, UnavailableError
+from seaway.errors import ClosedError, CorruptionError, InvalidArgumentError, StorageError, UnavailableError
 
 
 def _kazoo() -> tuple[Any, Any]:
@@ -33,8 +34,10 @@ class ZooKeeperEpochStore:
     cluster)."""
 
     def __init__(self, hosts: str, root: str = "/seaway", *, timeout_s: float = 10.0) -> None:
-        if not root.startswith("/") or root.endswith("/") or "//" in root:
-            raise InvalidArgumentError(f"a ZooKeeper root is an absolute path without a trailing /, got {root!r}")
+        if (not isinstance(root, str) or not root.startswith("/") or root.endswith("/") or "//" in root
+                or any(part in (".", "..") for part in root.split("/")) or "\x00" in root):
+            raise InvalidArgumentError(f"a ZooKeeper root is an absolute path without a trailing /, '.', '..' or"
+                                       f" NUL, got {root!r:.200}")
         client, self._errors = _kazoo()
         self._base = f"{root}/epochs"
         self._zk = client.KazooClient(hosts=hosts, timeout=timeout_s)
@@ -42,10 +45,23 @@ class ZooKeeperEpochStore:
         self._closed = False
         try:
             self._zk.start(timeout=timeout_s)
-            self._zk.ensure_path(self._base)
         except Exception as exc:
-            self._zk.close()
+            self._discard()
             raise UnavailableError(f"cannot reach ZooKeeper at {hosts}: {exc}") from exc
+        try:
+            with self._calling():  # refused (the path's ACL): StorageError; cut off: UnavailableError
+                self._zk.ensure_path(self._base)
+        except BaseException:
+            self._discard()  # stopped before closed: kazoo closes only a stopped client
+            raise
+
+    def _discard(self) -> None:
+        """Stop and close the client of a store that failed to open (its threads end)."""
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self._zk.stop()
+        with contextlib.suppress(Exception):
+            self._zk.close()
 
     def _path(self, log_id: int) -> str:
         if not isinstance(log_id, int) or isinstance(log_id, bool) or log_id < 0:
@@ -72,7 +88,9 @@ class ZooKeeperEpochStore:
             raw, stat = self._zk.get(self._path(log_id))
         except self._errors.NoNodeError:
             return 0, None
-        return int(raw.decode()), int(stat.version)
+        if not (isinstance(raw, bytes) and raw.isascii() and raw.isdigit()):  # written by someone else
+            raise CorruptionError(f"the epoch znode {self._path(log_id)} holds {raw[:40]!r}, not an epoch")
+        return int(raw), int(stat.version)
 
     def get(self, log_id: int) -> int:
         with self._calling():

@@ -553,7 +553,10 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             self._many_bounded(len(request.begins))
             txn = self._store.txn_manager
             reply = pb.TxnBeginManyReply()
-            changes: dict[tuple[int, int], pb.InvalidChanges] = {}  # one computation per version known
+            # One message per (version known, version now): the changes are taken after each begin,
+            # as TxnBegin does (changes taken before a begin can miss a transaction its snapshot
+            # already counts as ended: its writes would be visible to the new transaction).
+            changes: dict[tuple[int, int, int, int], pb.InvalidChanges] = {}
             for begin in request.begins:
                 try:
                     snapshot = txn.begin(begin.timeout_s if begin.HasField("timeout_s") else None)
@@ -562,10 +565,11 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                                                                  default_timeout_s=txn.default_timeout_s))
                         continue
                     known = invalid_version_from_msg(begin.invalid_known)
-                    found = changes.get((known.epoch, known.version))
-                    if found is None:  # taken after the begin, as TxnBegin does
-                        found = changes[(known.epoch, known.version)] = invalid_changes_to_msg(
-                            txn.invalid_changes(known))
+                    now = txn.invalid_changes(known)
+                    key = (known.epoch, known.version, now.epoch, now.version)
+                    found = changes.get(key)
+                    if found is None:
+                        found = changes[key] = invalid_changes_to_msg(now)
                     reply.results.add(begun=pb.TxnBeginReply(snapshot=replace(snapshot, invalid=()).encode(),
                                                              default_timeout_s=txn.default_timeout_s, invalid=found))
                 except Exception as exc:  # this begin's answer, not the call's

@@ -68,7 +68,7 @@ class ZooKeeperProcess:
         # Loopback only; no admin web server; a short tick keeps session timeouts short in tests.
         config.write_text(f"tickTime={self.tick_ms}\ndataDir={self.data_dir / 'data'}\n"
                           f"clientPort={self.port}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=200\n"
-                          "admin.enableServer=false\n4lw.commands.whitelist=ruok\n")
+                          "admin.enableServer=false\n4lw.commands.whitelist=ruok,conf\n")
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 ["java", "-Xmx256m", "-cp", str(JAR), "-Dzookeeper.admin.enableServer=false",
@@ -84,12 +84,19 @@ class ZooKeeperProcess:
             time.sleep(0.1)
 
     def _answers(self) -> bool:
+        """Whether this server answers on the port: another one there (the port taken between
+        picking it free and binding it) answers too, so the data directory it reports is checked."""
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
-                conn.sendall(b"ruok")
-                return conn.recv(4) == b"imok"
+                conn.sendall(b"conf")
+                reply = b""
+                while chunk := conn.recv(65536):
+                    reply += chunk
         except OSError:
             return False
+        data_dir = str(self.data_dir / "data").encode()
+        return any(line.startswith(b"dataDir=") and line[len(b"dataDir="):].startswith(data_dir)
+                   for line in reply.splitlines())
 
     def stop(self, *, kill: bool = False) -> None:
         """Stop the server (``kill``: SIGKILL, as a crash)."""

@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from seaway.errors import (
+    InternalError,
     SeawayError,
     TransactionConflictError,
     TransactionNotInProgressError,
@@ -37,6 +38,11 @@ class _Started:
     edit: Commit
     committed: TxnCommitted
     durable: Future[int]
+
+
+def _answer(exc: Exception) -> SeawayError:
+    """A commit's error as :meth:`CommittingManager.commit_many` answers it: typed."""
+    return exc if isinstance(exc, SeawayError) else InternalError(f"the commit failed: {exc!r}")
 
 
 class CommittingManager(ExpiringManager):
@@ -74,9 +80,12 @@ class CommittingManager(ExpiringManager):
         for write_pointer, conflicts, writes in commits:
             try:
                 keys, checked = check_commit(conflicts, writes)
-                started.append(self._start_commit((check_write_pointer(write_pointer),), keys, checked))
-            except SeawayError as exc:
-                started.append(exc)
+                # Once one of them is started, a save that begins waits for it: the next ones do
+                # not wait for the save (they would wait for each other for ever).
+                started.append(self._start_commit((check_write_pointer(write_pointer),), keys, checked,
+                                                  after_save=not any(isinstance(s, _Started) for s in started)))
+            except Exception as exc:  # this commit's answer; the others, started, are finished
+                started.append(_answer(exc))
         out: list[SeawayError | None] = []
         for item in started:
             if isinstance(item, SeawayError):
@@ -85,18 +94,22 @@ class CommittingManager(ExpiringManager):
             try:
                 self._finish_commit(item)
                 out.append(None)
-            except SeawayError as exc:
-                out.append(exc)
+            except Exception as exc:  # the ones after it are still finished (a save waits for them)
+                out.append(_answer(exc))
         return out
 
     def _start_commit(self, pointers: tuple[int, ...], keys: frozenset[bytes],
-                      checked: tuple[tuple[str, bytes, bytes | None], ...]) -> _Started:
-        """Check and append a commit (not waited for); raises the refusal (the transactions ended)."""
+                      checked: tuple[tuple[str, bytes, bytes | None], ...], *, after_save: bool = True) -> _Started:
+        """Check and append a commit (not waited for); raises the refusal (the transactions ended).
+        ``after_save``: wait for a save in progress first (so that commits do not keep a save
+        waiting for ever); False for a caller that has started commits of its own, which the save
+        waits for (the save still finds no commit being logged when it takes the state: it holds
+        the lock from that moment until its mark is appended)."""
         # A commit record of a transaction whose begin is not in the log commits nothing after a
         # restart: one that writes no log (no register waited for its begin) must wait here.
         unlogged = self._unlogged_begin(pointers)
         with self._cond:
-            while self._saving:
+            while self._saving and after_save:
                 self._cond.wait()
             self._check_running()
             failure, ends = self._refusal(pointers, keys, unlogged)
