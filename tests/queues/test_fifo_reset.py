@@ -47,7 +47,7 @@ def _all(sw: seaway.Seaway, *consumers: Consumer) -> list[bytes]:
     return got
 
 
-def test_a_claim_made_while_the_reset_is_staged_is_dropped_with_the_old_claims(
+def test_no_claim_is_made_while_a_reset_is_staged(
         sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch) -> None:
     _fifo(sw, 6)
     first, second = sw.queues.consumer("q", "g", 0), sw.queues.consumer("q", "g", 1)
@@ -57,15 +57,15 @@ def test_a_claim_made_while_the_reset_is_staged_is_dropped_with_the_old_claims(
     staged = sw.queues._stage_reset
 
     def stage_then_claim(*args: Any, **kwargs: Any) -> None:
-        staged(*args, **kwargs)  # the reset has read the claims: now a consumer claims
-        assert [e.payload for e in second.dequeue(late, 2)] == [b"2", b"3"]
+        staged(*args, **kwargs)  # the reset has read the claims: a consumer tries to claim
+        assert second.dequeue(late, 2) == []  # fenced until the reset's transaction ends
+        assert second.blocked_by is None
 
     monkeypatch.setattr(sw.queues, "_stage_reset", stage_then_claim)
     info = sw.queues.reset_group("q", "g", "head")
     monkeypatch.undo()
-    # The claim made meanwhile belongs to the round before the reset: not counted, not held.
     assert info.lag == 6 == sw.queues.describe_group("q", "g").lag
-    late.abort()  # given back to a claim no one reads any more
+    late.abort()
     assert sorted(_all(sw, second, first)) == [b"%d" % i for i in range(6)]
     assert sw.queues.describe_group("q", "g").lag == 0
 
@@ -175,9 +175,6 @@ def test_resets_to_the_tail_racing_consumers_and_a_producer_never_deliver_twice(
     assert all(key.startswith(claims_prefix("q", "g", 1, 11)) for key in left), left
 
 
-@pytest.mark.xfail(strict=True, reason="review23: a claim made between the reset's scan of the claims and its commit "
-                   "is not among the keys the reset declares; its transaction commits, and the new round delivers "
-                   "what it delivered again (needs a fence the claim is conditional on, set before the scan)")
 def test_a_claim_made_while_a_reset_to_tail_is_staged_does_not_deliver_twice(
         sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch) -> None:
     """The claim made while the reset is staged is of the round the reset ends, but the consumer
@@ -200,7 +197,7 @@ def test_a_claim_made_while_a_reset_to_tail_is_staged_does_not_deliver_twice(
     monkeypatch.setattr(sw.queues, "_stage_reset", stage_then_claim)
     sw.queues.reset_group("q", "g", "tail")
     monkeypatch.undo()
-    assert b"new" in late_got
+    assert late_got == []  # the reset fenced the claims while it was staged
     try:
         late[0].commit()
         committed = late_got
@@ -237,3 +234,22 @@ def test_an_eviction_racing_a_reset_to_head_does_not_wedge_the_group(
     with sw.transaction() as tx:  # from what is left after the eviction
         got = [e.payload for e in consumer.dequeue(tx, 10)]
     assert got and got[-1] == b"5", got
+
+
+def test_a_reset_that_failed_leaves_a_fence_the_consumers_clear(sw: seaway.Seaway,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reset whose transaction did not commit (here: its commit refused) leaves its mark on the
+    reset count; once its transaction ended, a consumer finds the mark void, clears it and claims."""
+    _fifo(sw, 3)
+    consumer = sw.queues.consumer("q", "g", 0)
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise seaway.StorageError("injected: the reset's commit failed")
+
+    monkeypatch.setattr(seaway.Transaction, "commit", refused)
+    with pytest.raises(seaway.StorageError):
+        sw.queues.reset_group("q", "g", "tail")
+    monkeypatch.undo()
+    assert sw.queues.reset_state("q", "g")[2] is not None  # the fence is left
+    assert _all(sw, consumer) == [b"0", b"1", b"2"]  # the reset aborted: its fence is void
+    assert sw.queues.reset_state("q", "g")[2] is None

@@ -49,6 +49,7 @@ class FifoClaims:
     _cursors: dict[Slot, Cursor]
     _resets: int | None
     _resets_version: int
+    _claims_fenced: bool
 
     @property
     def _round(self) -> int:
@@ -107,6 +108,8 @@ class FifoClaims:
         """Claim the next resolved entries of a FIFO log (at most about ``entries_max``): a
         conditional batch moves the shared pointer and records the claim, at once (not with the
         transaction: an abort leaves the claim to this consumer, which delivers it again)."""
+        if self._claims_fenced:
+            return None  # a reset is reading the claims: none may be added until it ends
         generation = source.layout.generation
         handle = self._queues.logs.get(source.log_id)
         for _ in range(CLAIM_ATTEMPTS_MAX):

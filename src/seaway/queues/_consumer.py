@@ -24,6 +24,7 @@ import time
 from typing import TYPE_CHECKING
 
 from seaway.errors import (
+    ConditionFailedError,
     ConsumerOutsideGroupError,
     CorruptionError,
     InvalidArgumentError,
@@ -41,8 +42,10 @@ from seaway.queues._records import (
     Strategy,
     check_bytes_max,
     position_key,
+    resets_key,
     skipped_key,
 )
+from seaway.txn import TxnStatus
 
 if TYPE_CHECKING:
     from seaway.queues._queues import Queues
@@ -79,6 +82,8 @@ class Consumer(FifoClaims):
         """The group's reset count when this consumer's cursors were made (see ``reset_group``)."""
         self._resets_version = 0
         """The version of the group's reset count as read with it."""
+        self._claims_fenced = False
+        """A FIFO reset is in progress (as read with the count): claim nothing in this transaction."""
         self.blocked_by: int | None = None
         """After a :meth:`dequeue` that returned nothing because the consumer's next entry is in a
         transaction still in progress: that transaction's id (else None). The consumer waits for it
@@ -189,10 +194,28 @@ class Consumer(FifoClaims):
         """At a transaction's first dequeue (after it began): if the group was reset since the
         cursors were made, drop them, so that they start again from the positions as stored. A
         reset that commits after this read conflicts with this transaction's positions instead."""
-        resets, self._resets_version = self._queues.reset_state(self.queue, self.group)
+        resets, self._resets_version, self._claims_fenced = self._reset_state()
         if self._resets is not None and resets != self._resets:
             self._drop_cursors()
         self._resets = resets
+
+    def _reset_state(self) -> tuple[int, int, bool]:
+        """The group's reset count, its version, and whether a FIFO reset in progress fenced the
+        claims (see ``Queues._fence_claims``); a fence whose reset ended without committing is
+        cleared (a reset that committed replaced it)."""
+        for _ in range(3):
+            count, version, pending = self._queues.reset_state(self.queue, self.group)
+            if pending is None:
+                return count, version, False
+            status = self._queues.txn.status(pending)
+            if status is TxnStatus.IN_PROGRESS:
+                return count, version, True
+            if status is not TxnStatus.COMMITTED:  # the reset failed: its fence is void
+                with contextlib.suppress(ConditionFailedError):
+                    self._queues.meta.batch().expect_version(
+                        NAMESPACE, resets_key(self.queue, self.group), version).put(
+                        NAMESPACE, resets_key(self.queue, self.group), str(count).encode()).commit()
+        return count, version, True  # changing under us: claim next time
 
     def _dequeue_once(self, tx: Transaction, judge: Judge, timeout_s: float, budget: Budget) -> list[Entry]:
         out: list[Entry] = []

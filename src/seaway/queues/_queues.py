@@ -23,6 +23,7 @@ from seaway._clock import Clock, SystemClock
 from seaway.errors import (
     ConditionFailedError,
     ConsumerGroupExistsError,
+    CorruptionError,
     InvalidArgumentError,
     LogExistsError,
     LogSealedError,
@@ -591,9 +592,11 @@ class Queues:
         for attempt in range(RESET_ATTEMPTS_MAX):
             tx = self.txn.begin()
             try:
+                if layout.strategy is Strategy.FIFO:
+                    self._fence_claims(queue, group, tx.id)
                 self._stage_reset(tx, queue, group, layout, to, time_ms)
                 tx.commit()
-            except TransactionConflictError:
+            except (TransactionConflictError, ConditionFailedError):
                 if attempt + 1 == RESET_ATTEMPTS_MAX:
                     raise
                 continue
@@ -636,17 +639,34 @@ class Queues:
                 stage(key, None)
         stage(resets_key(queue, group), str(1 + resets).encode())
 
+    def _fence_claims(self, queue: str, group: str, txn_id: int) -> None:
+        """Before a FIFO reset reads the claims: mark the reset count with the reset's transaction,
+        which changes its version. A claim is conditional on the version its consumer read, so none
+        made from now on lands, and a consumer that finds the mark while that transaction is in
+        progress claims nothing; once the transaction ended, the mark is gone (committed: the new
+        count replaced it) or void (aborted, timed out: consumers clear it). ConditionFailedError
+        if another reset marked it meanwhile."""
+        count, version, _ = self.reset_state(queue, group)
+        self.meta.batch().expect_version(NAMESPACE, resets_key(queue, group), version).put(
+            NAMESPACE, resets_key(queue, group), f"{count}:{txn_id}".encode()).commit()
+
     def resets(self, queue: str, group: str) -> int:
         """How many times the group's positions were reset (what consumers check for a reset; a
         FIFO group's claims are of the round this count names)."""
         return self.reset_state(queue, group)[0]
 
-    def reset_state(self, queue: str, group: str) -> tuple[int, int]:
-        """The group's reset count and the version of the key that holds it (0: never reset): a
-        FIFO consumer's claim is conditional on that version, so that no claim is made of a round
-        a reset ended."""
+    def reset_state(self, queue: str, group: str) -> tuple[int, int, int | None]:
+        """The group's reset count, the version of the key that holds it (0: never reset), and the
+        transaction of a FIFO reset that marked it (None: none). A FIFO consumer's claim is
+        conditional on that version, so that no claim is made of a round a reset ended."""
         found = self.meta.get(NAMESPACE, resets_key(queue, group))
-        return (0, 0) if found is None else (int(found.value), found.version)
+        if found is None:
+            return 0, 0, None
+        count, _, pending = found.value.decode().partition(":")
+        try:
+            return int(count), found.version, int(pending) if pending else None
+        except ValueError:
+            raise CorruptionError(f"group {group!r}'s reset count does not decode: {found.value!r:.40}") from None
 
     def _forget_counts(self, log_ids: Iterable[int]) -> None:
         """Drop the entry counts of deleted partition logs (best-effort: only space is at stake)."""
