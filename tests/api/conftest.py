@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 import seaway
@@ -61,3 +62,16 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
             except BaseException:
                 print(server.log_text()[-4000:])
                 raise
+
+
+class Refused(grpc.RpcError):
+    """What gRPC raises when a call never reached the server (no channel could connect in time)."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return "failed to connect to all addresses; connection attempt timed out"
+
+    def trailing_metadata(self) -> tuple[()]:
+        return ()

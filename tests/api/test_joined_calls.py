@@ -10,7 +10,6 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-import grpc
 import pytest
 
 import seaway
@@ -21,7 +20,7 @@ from seaway.txn import Snapshot
 from seaway.txn._state import Commit
 from seaway.wire import invalid_version_to_msg
 from seaway.wire import seaway_pb2 as pb
-from tests.api.conftest import Api
+from tests.api.conftest import Api, Refused
 
 WAIT_S = 10.0
 
@@ -92,7 +91,7 @@ def _counting(sw: Any, calls: list[str], hold: threading.Event | None = None,
                     assert hold.wait(WAIT_S)
                 if method == refuse and not refused:
                     refused.append(method)
-                    raise _Refused()
+                    raise Refused()
                 return real(request, **kwargs)
             return call
 
@@ -185,19 +184,6 @@ def test_begins_of_many_threads_are_joined(server: ServerProcess) -> None:
         assert len(set(began)) == 160
         begin_calls = calls.count("TxnBegin") + calls.count("TxnBeginMany")
         assert "TxnBeginMany" in calls and begin_calls < 160, calls
-
-
-class _Refused(grpc.RpcError):
-    """What gRPC raises when a call never reached the server."""
-
-    def code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.UNAVAILABLE
-
-    def details(self) -> str:
-        return "failed to connect to all addresses; connection attempt timed out"
-
-    def trailing_metadata(self) -> tuple[()]:
-        return ()
 
 
 def test_commits_each_under_the_servers_message_bound_are_not_refused_joined(tmp_path: Any) -> None:

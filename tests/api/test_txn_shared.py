@@ -10,7 +10,6 @@ from functools import partial
 from typing import Any
 from unittest.mock import ANY
 
-import grpc
 import pytest
 
 import seaway
@@ -29,7 +28,7 @@ from seaway import (
 from seaway.client import RemoteTxn
 from seaway.server import ServerProcess
 from seaway.txn import Transactions, Visibility
-from tests.api.conftest import Api
+from tests.api.conftest import Api, Refused
 
 WAIT_S = 10.0
 """How long a test waits for the manager's timeout pass (it runs every 0.1 s)."""
@@ -472,19 +471,6 @@ def test_the_list_comes_in_pages_of_at_most_limit_after_the_last_of_the_page_bef
         tx.abort()
 
 
-class _Refused(grpc.RpcError):
-    """What gRPC raises when a call never reached the server (no channel could connect in time)."""
-
-    def code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.UNAVAILABLE
-
-    def details(self) -> str:
-        return "failed to connect to all addresses; connection attempt timed out"
-
-    def trailing_metadata(self) -> tuple[()]:
-        return ()
-
-
 def test_a_begin_whose_connection_failed_once_is_tried_again(server: ServerProcess) -> None:
     """A begin refused in transport (a Spark task's begin met this under load and failed its query)
     is tried again: a begin that did reach the server only leaves a transaction that wrote nothing,
@@ -501,7 +487,7 @@ def test_a_begin_whose_connection_failed_once_is_tried_again(server: ServerProce
                 def call(request: Any, **kwargs: Any) -> Any:
                     tried.append(method)
                     if len(tried) == 1:
-                        raise _Refused()
+                        raise Refused()
                     return real(request, **kwargs)
                 return call
 
