@@ -9,6 +9,7 @@ kills itself with SIGKILL there."""
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import signal
 import subprocess
@@ -23,7 +24,7 @@ import seaway
 from seaway._errors import StorageError, UnknownStreamError
 from seaway.log import EmbeddedLogStore, Logs
 from seaway.queues._records import NAMESPACE as QUEUES
-from seaway.queues._records import GroupRecord, groups_prefix
+from seaway.queues._records import GroupRecord, groups_prefix, queue_key
 from seaway.streams import RetentionByTime
 from seaway.streams._metadata import StreamMetadata
 from seaway.testing import CrashingMeta, CrashPoint, FakeClock
@@ -165,6 +166,9 @@ def _queue_logs_as_left(path: Path) -> tuple[set[int], set[int]]:
         for _, found in logs.metadata_store().scan(QUEUES, prefix=groups_prefix("q")):
             record = GroupRecord.decode(found.value)
             named |= set(record.current.logs) | (set(record.previous.logs) if record.previous else set())
+        queue = logs.metadata_store().get(QUEUES, queue_key("q"))  # its data log (payloads stored once)
+        if queue is not None and json.loads(queue.value).get("data_log") is not None:
+            named.add(int(json.loads(queue.value)["data_log"]))
         return made, named
     finally:
         store.close()

@@ -27,6 +27,7 @@ from seaway.errors import (
     InvalidArgumentError,
     LogExistsError,
     LogSealedError,
+    LsnOutOfRangeError,
     QueueExistsError,
     SeawayError,
     TimedOutError,
@@ -509,6 +510,10 @@ class Queues:
                                   READ_BYTES_DEFAULT)
         except UnknownLogError:  # deleted at the barrier meanwhile
             return True
+        except LsnOutOfRangeError:
+            # The consumer committed past the position read above and trimmed below its new one
+            # meanwhile (eviction): not known drained yet; the next check reads the new position.
+            return False
         return not left.entries and not left.blocked and drained(final, left.next)
 
     def finish_resize(self, queue: str, group: str) -> bool:
