@@ -54,10 +54,10 @@ def test_a_reader_group_resets_to_the_head_the_tail_a_time_and_a_cut(api: Api) -
         group.reset("oldest")
 
 
-def _queue(api: Api, count: int) -> str:
+def _queue(api: Api, count: int, size: int = 1, strategy: str = "ROUND_ROBIN") -> str:
     queue = api.name("q")
     api.sw.queues.create(queue)
-    api.sw.queues.create_group(queue, "g", 1, "ROUND_ROBIN")
+    api.sw.queues.create_group(queue, "g", size, strategy)
     with api.sw.transaction() as tx:
         api.sw.queues.producer(queue).enqueue_batch(tx, [b"%d" % i for i in range(count)])
     return queue
@@ -130,12 +130,7 @@ def test_a_time_before_a_truncated_streams_head_resets_to_the_head(api: Api) -> 
 
 
 def _fifo_queue(api: Api, count: int) -> str:
-    queue = api.name("q")
-    api.sw.queues.create(queue)
-    api.sw.queues.create_group(queue, "g", 2, "FIFO")
-    with api.sw.transaction() as tx:
-        api.sw.queues.producer(queue).enqueue_batch(tx, [b"%d" % i for i in range(count)])
-    return queue
+    return _queue(api, count, 2, "FIFO")
 
 
 def test_a_fifo_group_resets_to_the_head_the_tail_and_a_time(api: Api) -> None:

@@ -47,6 +47,18 @@ def _all(sw: seaway.Seaway, *consumers: Consumer) -> list[bytes]:
     return got
 
 
+def _reset_whose_commit_fails(sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reset to the tail whose transaction's commit is refused (StorageError, then undone)."""
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise seaway.StorageError("injected: the reset's commit failed")
+
+    monkeypatch.setattr(seaway.Transaction, "commit", refused)
+    with pytest.raises(seaway.StorageError):
+        sw.queues.reset_group("q", "g", "tail")
+    monkeypatch.undo()
+
+
 def test_no_claim_is_made_while_a_reset_is_staged(
         sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch) -> None:
     _fifo(sw, 6)
@@ -100,13 +112,7 @@ def test_a_reset_whose_commit_failed_changes_nothing(sw: seaway.Seaway, monkeypa
     held = sw.transaction()
     assert [e.payload for e in consumer.dequeue(held, 2)] == [b"0", b"1"]
 
-    def refused(*args: Any, **kwargs: Any) -> None:
-        raise seaway.StorageError("injected: the reset's commit failed")
-
-    monkeypatch.setattr(seaway.Transaction, "commit", refused)
-    with pytest.raises(seaway.StorageError):
-        sw.queues.reset_group("q", "g", "tail")
-    monkeypatch.undo()
+    _reset_whose_commit_fails(sw, monkeypatch)
     held.commit()  # the claim was not touched
     assert sw.queues.describe_group("q", "g").lag == 2
     assert _all(sw, consumer) == [b"2", b"3"]
@@ -207,9 +213,9 @@ def test_a_claim_made_while_a_reset_to_tail_is_staged_does_not_deliver_twice(
     assert delivered.count(b"new") == 1, delivered
 
 
-@pytest.mark.xfail(strict=True, reason="review23: an eviction that read the claim pointer before a reset to the head "
-                   "committed trims below the pointer the reset set; every dequeue then raises LsnOutOfRangeError "
-                   "until the group is reset again")
+@pytest.mark.xfail(strict=True, reason="known gap (docs/queues.md): an eviction that read the claim "
+                   "pointer before a reset to the head committed trims below the pointer the reset set; every "
+                   "dequeue then raises LsnOutOfRangeError until the group is reset again")
 def test_an_eviction_racing_a_reset_to_head_does_not_wedge_the_group(
         sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch) -> None:
     _fifo(sw, 6, size=1)
@@ -243,13 +249,7 @@ def test_a_reset_that_failed_leaves_a_fence_the_consumers_clear(sw: seaway.Seawa
     _fifo(sw, 3)
     consumer = sw.queues.consumer("q", "g", 0)
 
-    def refused(*args: Any, **kwargs: Any) -> None:
-        raise seaway.StorageError("injected: the reset's commit failed")
-
-    monkeypatch.setattr(seaway.Transaction, "commit", refused)
-    with pytest.raises(seaway.StorageError):
-        sw.queues.reset_group("q", "g", "tail")
-    monkeypatch.undo()
+    _reset_whose_commit_fails(sw, monkeypatch)
     assert sw.queues.reset_state("q", "g")[2] is not None  # the fence is left
     assert _all(sw, consumer) == [b"0", b"1", b"2"]  # the reset aborted: its fence is void
     assert sw.queues.reset_state("q", "g")[2] is None
