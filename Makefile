@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench proto clean
+.PHONY: demo test lint typecheck unit bench sim proto clean
 
 $(STAMP): pyproject.toml
 	@# The power-loss tests mount a FUSE filesystem: fusermount3 and libfuse 3 (Debian's fuse3).
@@ -74,6 +74,12 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/seaway bench log
+
+# The replicated log's seeded simulation: SEEDS seeds from FIRST; prints the first failing seed.
+SEEDS ?= 1000
+FIRST ?= 1
+sim: $(STAMP)
+	$(BIN)/python -m seaway.testing.cluster_sim --seeds $(SEEDS) --first $(FIRST)
 
 proto: $(STAMP)
 	$(BIN)/python -m grpc_tools.protoc -I src --python_out=src --grpc_python_out=src --pyi_out=src \

@@ -1,0 +1,230 @@
+"""A storage node of a replicated log cluster, as a state machine (see :mod:`_replication`).
+
+What a node keeps durably, per log: its copies, its seal (the highest sealing sequencer's epoch), the
+last known good ESN each epoch's sequencer told it, the last epoch it knows clean (set by a recovery
+it took part in, or by purging), and its trim point. What it keeps in memory only: how far readers
+may read (the release point), which sequencers send again after a restart.
+
+Every change to the durable state is a disk write: :meth:`Replica.handle` queues it and asks the
+driver to write (:class:`DiskWrite`); :meth:`Replica.written` applies it, in the order queued, when
+the write is synced, and only then answers. A crash loses the queue, never a change answered. The
+checks (the seal above all) run when a write applies, so a store queued before a seal and applied
+after it is refused.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from dataclasses import dataclass, field
+
+from seaway.log._lsn import epoch_of, esn_of
+from seaway.log._replication import (
+    Clean,
+    Cleaned,
+    Copy,
+    EpochRecord,
+    EpochRecordRead,
+    Kind,
+    ReadEpochRecord,
+    ReadFrom,
+    ReadReply,
+    Release,
+    Seal,
+    Sealed,
+    Send,
+    Store,
+    Stored,
+    Trim,
+)
+
+READ_COPIES_MAX = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class DiskWrite:
+    """Sync the node's next queued change; call :meth:`Replica.written` when done."""
+
+    node: int
+
+
+@dataclass
+class LogCopies:
+    """One log's durable state on one node."""
+
+    copies: dict[int, Copy] = field(default_factory=dict)
+    lsns: list[int] = field(default_factory=list)
+    seal: int = 0
+    lngs: dict[int, int] = field(default_factory=dict)
+    lce: int = 0
+    trim: int = 0
+    released: int = 0
+    """The release point as of the last write (kept lazily: a crash may take it back, never forward)."""
+
+    def put(self, copy: Copy) -> None:
+        if copy.lsn not in self.copies:
+            bisect.insort(self.lsns, copy.lsn)
+        self.copies[copy.lsn] = copy
+
+    def drop(self, lsns: list[int]) -> None:
+        for lsn in lsns:
+            del self.copies[lsn]
+        gone = set(lsns)
+        self.lsns = [lsn for lsn in self.lsns if lsn not in gone]
+
+    def in_epochs(self, after: int, before: int) -> list[Copy]:
+        """The copies of epochs ``after < epoch < before``, in LSN order."""
+        lo = bisect.bisect_left(self.lsns, (after + 1) << 32)
+        hi = bisect.bisect_left(self.lsns, before << 32)
+        return [self.copies[lsn] for lsn in self.lsns[lo:hi]]
+
+
+@dataclass
+class NodeDisk:
+    """Everything a node keeps across a crash."""
+
+    logs: dict[int, LogCopies] = field(default_factory=dict)
+
+    def log(self, log_id: int) -> LogCopies:
+        state = self.logs.get(log_id)
+        if state is None:
+            state = self.logs[log_id] = LogCopies()
+        return state
+
+
+@dataclass(frozen=True, slots=True)
+class _Purge:
+    """Drop what recoveries this node missed did not keep, then release up to ``release``."""
+
+    log_id: int
+    record: EpochRecord
+    release: int
+
+
+class Replica:
+    def __init__(self, node: int, disk: NodeDisk) -> None:
+        self.node = node
+        self.disk = disk
+        self._queue: deque[tuple[int, object]] = deque()
+        self._released: dict[int, int] = {log_id: state.released for log_id, state in disk.logs.items()}
+        self._release_waiting: dict[int, int] = {}
+        """Releases that wait for a purge (the epoch record is being read), per log."""
+
+    def released(self, log_id: int) -> int:
+        return self._released.get(log_id, 0)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._queue)
+
+    def handle(self, sender: int, message: object) -> list[object]:
+        """A message from ``sender`` (a node or client id)."""
+        if isinstance(message, (Store, Seal, Clean, Trim)):
+            self._queue.append((sender, message))
+            return [DiskWrite(self.node)]
+        if isinstance(message, Release):
+            return self._on_release(message)
+        if isinstance(message, EpochRecordRead):
+            release = self._release_waiting.pop(message.log_id, None)
+            if release is None:
+                return []
+            self._queue.append((-1, _Purge(message.log_id, message.record, release)))
+            return [DiskWrite(self.node)]
+        if isinstance(message, ReadFrom):
+            return [Send(sender, self._read(message))]
+        return []
+
+    def written(self) -> list[object]:
+        """The oldest queued change is synced: apply it and answer."""
+        sender, message = self._queue.popleft()
+        for log_id, released in self._released.items():  # the release points ride along with the write
+            self.disk.log(log_id).released = released
+        if isinstance(message, Store):
+            return [Send(sender, self._store(message))]
+        if isinstance(message, Seal):
+            return [Send(sender, self._seal(message))]
+        if isinstance(message, Clean):
+            state = self.disk.log(message.log_id)
+            if message.by != state.seal:  # a newer recovery sealed this node: this one's outcome may not stand
+                return []
+            state.lce = max(state.lce, message.by - 1)
+            return [Send(sender, Cleaned(message.log_id, message.by, self.node))]
+        if isinstance(message, Trim):
+            state = self.disk.log(message.log_id)
+            if message.lsn > state.trim:
+                state.trim = message.lsn
+                state.drop(state.lsns[:bisect.bisect_right(state.lsns, message.lsn)])
+            return []
+        assert isinstance(message, _Purge)
+        return self._purge(message)
+
+    def _store(self, msg: Store) -> Stored:
+        state = self.disk.log(msg.log_id)
+        copy = msg.copy
+        ballot = copy.recovery_epoch or epoch_of(copy.lsn)
+        if ballot < state.seal:
+            return Stored(msg.log_id, copy.lsn, copy.wave, copy.recovery_epoch, self.node, preempted_by=state.seal)
+        if copy.lsn > state.trim:
+            old = state.copies.get(copy.lsn)
+            if old is None or copy.precedence() >= old.precedence():
+                state.put(copy)
+        if copy.recovery_epoch == 0:
+            epoch = epoch_of(copy.lsn)
+            state.lngs[epoch] = max(state.lngs.get(epoch, 0), msg.lng)
+        return Stored(msg.log_id, copy.lsn, copy.wave, copy.recovery_epoch, self.node)
+
+    def _seal(self, msg: Seal) -> Sealed:
+        state = self.disk.log(msg.log_id)
+        if msg.by < state.seal:
+            return Sealed(msg.log_id, msg.by, self.node, preempted_by=state.seal)
+        state.seal = msg.by
+        digest = [c for c in state.in_epochs(msg.lce, msg.by) if esn_of(c.lsn) > state.lngs.get(epoch_of(c.lsn), 0)]
+        lngs = tuple(sorted((e, lng) for e, lng in state.lngs.items() if msg.lce < e < msg.by))
+        return Sealed(msg.log_id, msg.by, self.node, lngs=lngs, digest=tuple(digest))
+
+    def _on_release(self, msg: Release) -> list[object]:
+        state = self.disk.log(msg.log_id)
+        if msg.lsn <= self.released(msg.log_id):
+            return []
+        if epoch_of(msg.lsn) - 1 <= state.lce:
+            self._released[msg.log_id] = msg.lsn
+            return []
+        # Every epoch below the released one is clean, but this node took no part in (some of)
+        # their recoveries: it may hold copies those did not keep. Read what they kept, purge, then
+        # release.
+        waiting = self._release_waiting.get(msg.log_id)
+        self._release_waiting[msg.log_id] = max(msg.lsn, waiting or 0)
+        return [] if waiting is not None else [ReadEpochRecord(msg.log_id)]
+
+    def _purge(self, purge: _Purge) -> list[object]:
+        state = self.disk.log(purge.log_id)
+        upto = min(epoch_of(purge.release) - 1, purge.record.lce)
+        dropped: list[int] = []
+        for copy in state.in_epochs(state.lce, upto + 1):
+            outcome = purge.record.recovery_of(epoch_of(copy.lsn))
+            if outcome is None:  # its outcome is no longer kept: keep only what some recovery wrote
+                if copy.recovery_epoch == 0:
+                    dropped.append(copy.lsn)
+            elif esn_of(copy.lsn) > outcome.lng and copy.recovery_epoch != outcome.by:
+                dropped.append(copy.lsn)
+        state.drop(dropped)
+        state.lce = max(state.lce, upto)
+        if epoch_of(purge.release) - 1 <= state.lce:
+            self._released[purge.log_id] = max(self.released(purge.log_id), purge.release)
+        return []
+
+    def _read(self, msg: ReadFrom) -> ReadReply:
+        state = self.disk.log(msg.log_id)
+        released = self.released(msg.log_id)
+        start = max(msg.lsn, state.trim + 1)
+        limit = max(1, min(msg.max_copies, READ_COPIES_MAX))
+        lo = bisect.bisect_left(state.lsns, start)
+        hi = bisect.bisect_right(state.lsns, released)
+        chosen = state.lsns[lo:min(hi, lo + limit)]
+        copies = tuple(state.copies[lsn] for lsn in chosen)
+        next_lsn = chosen[-1] + 1 if lo + limit < hi else max(msg.lsn, released + 1)
+        return ReadReply(msg.log_id, self.node, copies, next_lsn, state.trim, msg.reader_id)
+
+
+def is_record(copy: Copy) -> bool:
+    return copy.kind is Kind.RECORD

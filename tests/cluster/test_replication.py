@@ -1,0 +1,332 @@
+"""The replicated log's roles driven by hand, one scenario each (LogDevice's tests of the same name in
+parentheses); the seeded simulation (test_cluster_sim.py) runs them under random faults."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import pytest
+
+from seaway.errors import CorruptionError, InvalidArgumentError, PreemptedError
+from seaway.log import Gap, GapType, Record
+from seaway.log.replication import (
+    Acked,
+    Activate,
+    Append,
+    ClusterSequencer,
+    ClusterSequencerConfig,
+    ClusterSequencerState,
+    Copy,
+    DiskWrite,
+    EpochRecord,
+    EpochRecordRead,
+    EpochRecordSet,
+    Kind,
+    MergeReader,
+    NodeDisk,
+    NodeSet,
+    ReadEpochRecord,
+    Recovered,
+    Refused,
+    Release,
+    Replica,
+    Seal,
+    Send,
+    SetEpochRecord,
+    Store,
+)
+
+LOG = 7
+
+
+@dataclass
+class Mini:
+    """Nodes 1..n, delivered at once and in order; nodes can be down or cut off from a sender."""
+
+    n: int = 5
+    r: int = 3
+    now: int = 0
+    disks: dict[int, NodeDisk] = field(default_factory=dict)
+    replicas: dict[int, Replica] = field(default_factory=dict)
+    down: set[int] = field(default_factory=set)
+    drop: set[tuple[int, int]] = field(default_factory=set)
+    """(from, to) links that lose every message."""
+    record: EpochRecord = field(default_factory=EpochRecord)
+    version: int = 0
+    results: dict[int, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.record = EpochRecord(history=(NodeSet(1, tuple(range(1, self.n + 1)), self.r),))
+        for i in range(1, self.n + 1):
+            self.disks[i] = NodeDisk()
+            self.replicas[i] = Replica(i, self.disks[i])
+
+    def sequencer(self, node: int) -> ClusterSequencer:
+        return ClusterSequencer(LOG, node, ClusterSequencerConfig(store_timeout_ms=100, seal_grace_ms=10))
+
+    def restart(self, node: int) -> None:
+        self.down.discard(node)
+        self.replicas[node] = Replica(node, self.disks[node])
+
+    def run(self, seq: ClusterSequencer | None, effects: list[object], src: int | None = None) -> None:
+        """Carry out effects of ``seq`` (or, with ``seq`` None, of node ``src``'s replica) to the end."""
+        first = seq.node if seq is not None else src
+        queue: deque[tuple[int, object]] = deque((first or 0, e) for e in effects)
+        while queue:
+            src, effect = queue.popleft()
+            if isinstance(effect, Send):
+                to, msg = effect.to, effect.message
+                if to in self.down or (src, to) in self.drop:
+                    continue
+                if type(msg).__name__ in ("Stored", "Sealed", "Cleaned"):
+                    if seq is not None and to == seq.node and (to, seq.node) not in self.drop:
+                        queue.extend((seq.node, e) for e in seq.handle(src, msg, self.now))
+                    continue
+                for out in self.replicas[to].handle(src, msg):
+                    queue.append((to, out))
+            elif isinstance(effect, DiskWrite):
+                queue.extend((effect.node, e) for e in self.replicas[effect.node].written())
+            elif isinstance(effect, ReadEpochRecord):
+                reply = EpochRecordRead(effect.log_id, self.record, self.version)
+                if seq is not None:  # the sequencer reads the record; a replica reads it to purge
+                    queue.extend((src, e) for e in seq.handle(-1, reply, self.now))
+                else:
+                    queue.extend((src, e) for e in self.replicas[src].handle(-1, reply))
+            elif isinstance(effect, SetEpochRecord):
+                ok = effect.version == self.version
+                if ok:
+                    self.record, self.version = effect.record, self.version + 1
+                assert seq is not None
+                queue.extend((seq.node, e) for e in seq.handle(-1, EpochRecordSet(LOG, ok, self.version), self.now))
+            elif isinstance(effect, (Acked, Refused)):
+                self.results[effect.request_id] = effect
+            else:
+                raise AssertionError(effect)
+
+    def activate(self, node: int, node_set: tuple[int, ...] | None = None) -> ClusterSequencer:
+        seq = self.sequencer(node)
+        self.run(seq, seq.handle(-1, Activate(LOG, node_set, self.r if node_set else None), self.now))
+        self.settle(seq)
+        return seq
+
+    def settle(self, seq: ClusterSequencer) -> None:
+        """Let timers run until the sequencer stops changing state."""
+        for _ in range(50):
+            if seq.state in (ClusterSequencerState.ACTIVE, ClusterSequencerState.PREEMPTED):
+                return
+            self.now += 20
+            self.run(seq, seq.tick(self.now))
+
+    def append(self, seq: ClusterSequencer, payloads: list[bytes], first_id: int = 1) -> None:
+        for i, payload in enumerate(payloads):
+            self.run(seq, seq.handle(-1, Append(LOG, first_id + i, payload), self.now))
+
+    def release_to(self, node: int, lsn: int) -> None:
+        """A release reaching ``node`` (its purge reads the epoch record first)."""
+        self.run(None, self.replicas[node].handle(0, Release(LOG, lsn)), src=node)
+
+    def read(self, nodes: list[int] | None = None, until: int | None = None) -> list[object]:
+        """Read everything released, asking ``nodes`` in that order (each reply taken as it comes)."""
+        reader = MergeReader(LOG, self.record, 1, until if until is not None else 2**64 - 1, grace_ms=0)
+        out: list[object] = []
+        for _ in range(200):
+            asked = reader.requests()
+            if not asked:
+                break
+            order = sorted(asked, key=lambda a: (nodes or []).index(a[0]) if nodes and a[0] in nodes else 99)
+            for node, request in order:
+                if node in self.down:
+                    continue
+                for effect in self.replicas[node].handle(100, request):
+                    assert isinstance(effect, Send)
+                    reader.on_reply(effect.message)  # type: ignore[arg-type]
+                    out.extend(reader.take(self.now))
+            if reader.done:
+                break
+            if all(node in self.down for node, _ in asked):
+                break
+        return out
+
+
+def records(items: list[object]) -> list[tuple[int, bytes]]:
+    return [(i.lsn, i.payload) for i in items if isinstance(i, Record)]
+
+
+def gaps(items: list[object]) -> list[GapType]:
+    return [i.type for i in items if isinstance(i, Gap)]
+
+
+def acked(mini: Mini) -> dict[int, bytes]:
+    return {r.lsn: p for rid, r in mini.results.items() if isinstance(r, Acked) for p in [f"p{rid}".encode()]}
+
+
+def test_appends_on_five_nodes_at_r3_are_read_back_exactly_in_order() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    assert seq.state is ClusterSequencerState.ACTIVE and seq.epoch == 1
+    mini.append(seq, [f"p{i}".encode() for i in range(1, 101)])
+    got = acked(mini)
+    assert len(got) == 100
+    items = mini.read(until=max(got))
+    assert records(items) == sorted((lsn, f"p{lsn & 0xFFFFFFFF}".encode()) for lsn in got)
+    assert gaps(items) == [GapType.BRIDGE]  # from LSN 1 to the first record of epoch 1
+    for disk in mini.disks.values():  # each record on exactly R nodes
+        assert all(len(disk.log(LOG).copies) < 100 for _ in [0])
+    assert sum(len(d.log(LOG).copies) for d in mini.disks.values()) == 300
+
+
+def test_killing_the_sequencer_loses_no_acked_record_and_leaves_one_bridge() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.append(seq, [b"p1", b"p2", b"p3"])
+    mini.down.add(1)  # the sequencer's node dies (its copies too, for now)
+    seq2 = mini.activate(2)
+    assert seq2.epoch == 2 and seq2.state is ClusterSequencerState.ACTIVE
+    mini.append(seq2, [b"p4", b"p5"], first_id=4)
+    got = acked(mini)
+    items = mini.read(until=max(got))
+    assert [p for _, p in records(items)] == [b"p1", b"p2", b"p3", b"p4", b"p5"]
+    assert gaps(items) == [GapType.BRIDGE, GapType.BRIDGE]  # before epoch 1; the end of epoch 1
+    assert mini.record.lce == 1 and mini.record.recovered[-1].by == 2
+    bridges = [n for n in (2, 3, 4, 5) if mini.disks[n].log(LOG).copies.get(1 << 32 | 4, Copy(0, Kind.HOLE)).kind
+               is Kind.BRIDGE]
+    assert bridges == [2, 3, 4, 5]  # written by the recovery on every node that answered its seal
+
+
+def test_an_old_sequencer_cut_off_by_a_seal_acknowledges_nothing_after_it() -> None:
+    mini = Mini()
+    old = mini.activate(1)
+    mini.append(old, [b"p1"])
+    new = mini.activate(2)  # seals an f-majority (here every node) at epoch 1
+    assert new.epoch == 2
+    mini.append(old, [b"late"], first_id=50)
+    assert isinstance(mini.results[50], Refused) and isinstance(mini.results[50].error, PreemptedError)
+    assert old.state is ClusterSequencerState.PREEMPTED
+
+
+def test_a_record_on_fewer_than_r_nodes_at_the_crash_is_a_record_or_a_hole_for_every_reader_alike() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.append(seq, [b"p1"])
+    for to in (3, 4, 5):  # the next store reaches node 2 at most: never acknowledged
+        mini.drop.add((1, to))
+    mini.append(seq, [b"partial"], first_id=2)
+    assert 2 not in mini.results
+    mini.down.add(1)
+    mini.drop.clear()
+    mini.activate(3)
+    outcomes = {tuple(map(repr, mini.read(order))) for order in ([2, 3, 4, 5], [5, 4, 3, 2], [3, 2, 5, 4])}
+    assert len(outcomes) == 1
+    assert GapType.DATALOSS not in gaps(mini.read())
+
+
+def test_a_node_that_missed_recovery_purges_what_recovery_did_not_keep() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.append(seq, [b"p1"])
+    for to in (2, 3, 4, 5):  # three records reach node 1 only (the sequencer's own)
+        mini.drop.add((1, to))
+    mini.append(seq, [b"x2", b"x3", b"x4"], first_id=2)
+    mini.down.add(1)
+    mini.drop.clear()
+    seq2 = mini.activate(2)  # recovers epoch 1 without node 1: the three slots are not kept
+    mini.append(seq2, [b"p5"], first_id=5)
+    mini.restart(1)  # node 1 returns with its copies and learns the release of epoch 2
+    mini.release_to(1, seq2.last_known_good)
+    assert not [c for c in mini.disks[1].log(LOG).copies.values() if c.payload.startswith(b"x")]
+    first = mini.read([1, 2, 3, 4, 5])  # node 1 answers first
+    assert [p for _, p in records(first)] == [b"p1", b"p5"]
+    assert first == mini.read([5, 4, 3, 2, 1])
+
+
+def test_a_reader_below_an_f_majority_waits_and_reports_no_false_dataloss() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.append(seq, [b"p1", b"p2", b"p3", b"p4"])
+    mini.down.update({2, 3, 4})  # two of five answer: below the f-majority of 3
+    items = mini.read()
+    assert GapType.DATALOSS not in gaps(items)
+    # it may deliver what it has but must stop where a missing node might hold the next record
+    assert len(records(items)) < 4
+
+
+def test_dataloss_only_when_every_copy_of_an_acked_record_is_gone() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.append(seq, [b"p1", b"p2"])
+    lsn = max(acked(mini))
+    for disk in mini.disks.values():  # every copy of the last record lost
+        state = disk.log(LOG)
+        if lsn in state.copies:
+            state.drop([lsn])
+    mini.append(seq, [b"p3"], first_id=3)
+    assert gaps(mini.read(until=max(acked(mini)))).count(GapType.DATALOSS) == 1
+
+
+def test_racing_sequencers_give_readers_one_sequence() -> None:
+    mini = Mini()
+    a = mini.activate(1)
+    mini.append(a, [b"a1", b"a2"])
+    b = mini.activate(2)
+    mini.append(a, [b"a3"], first_id=3)  # refused: sealed
+    mini.append(b, [b"b1"], first_id=4)
+    c = mini.activate(1)  # node 1 again, a newer epoch: preempts b
+    mini.append(b, [b"b2"], first_id=5)
+    mini.append(c, [b"c1"], first_id=6)
+    assert [a.epoch, b.epoch, c.epoch] == [1, 2, 3]
+    assert isinstance(mini.results[3], Refused) and isinstance(mini.results[5], Refused)
+    got = acked(mini)
+    reads = [mini.read(order, until=max(got)) for order in ([1, 2, 3, 4, 5], [5, 3, 1, 4, 2])]
+    assert reads[0] == reads[1]
+    assert [p for _, p in records(reads[0])] == [b"a1", b"a2", b"b1", b"c1"]
+
+
+def test_a_reader_crosses_a_node_set_change() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.append(seq, [b"p1", b"p2"])
+    seq2 = mini.activate(3, node_set=(3, 4, 5))
+    assert mini.record.node_set(seq2.epoch).nodes == (3, 4, 5)
+    mini.append(seq2, [b"p3", b"p4"], first_id=3)
+    assert all(c.lsn >> 32 == 1 for c in mini.disks[1].log(LOG).copies.values())  # node 1 only in epoch 1
+    mini.down.add(2)  # epoch 2's node set does not need it; epoch 1's f-majority is still there
+    got = acked(mini)
+    assert [p for _, p in records(mini.read(until=max(got)))] == [b"p1", b"p2", b"p3", b"p4"]
+
+
+def test_a_tailing_reader_sees_nothing_unreleased() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.append(seq, [b"p1"])
+    for to in (2, 3, 4, 5):
+        mini.drop.add((1, to))
+    mini.append(seq, [b"pending"], first_id=2)  # stored on node 1 only, so not released
+    assert [p for _, p in records(mini.read())] == [b"p1"]
+
+
+def test_a_store_from_a_sealed_epoch_is_refused_even_if_queued_before_the_seal() -> None:
+    disk = NodeDisk()
+    replica = Replica(1, disk)
+    assert replica.handle(9, Store(LOG, Copy(1 << 32 | 1, Kind.RECORD, b"x"))) == [DiskWrite(1)]
+    assert replica.handle(9, Seal(LOG, by=2, lce=0)) == [DiskWrite(1)]
+    # the seal is applied second, so the store lands; a store queued after the seal is refused
+    replica.written()
+    replica.written()
+    replica.handle(9, Store(LOG, Copy(1 << 32 | 2, Kind.RECORD, b"y")))
+    (reply,) = replica.written()
+    assert reply.message.preempted_by == 2  # type: ignore[attr-defined]
+
+
+def test_a_node_set_that_cannot_hold_r_copies_is_a_typed_error() -> None:
+    with pytest.raises(InvalidArgumentError):
+        NodeSet(1, (1, 2), 3)
+    with pytest.raises(InvalidArgumentError):
+        NodeSet(1, (1, 1, 2), 2)
+
+
+def test_an_epoch_record_round_trips_and_a_corrupt_one_is_a_typed_error() -> None:
+    record = EpochRecord(3, 2, (NodeSet(1, (1, 2, 3), 2), NodeSet(3, (2, 3, 4), 3)), (Recovered(2, 5, 3),))
+    assert EpochRecord.decode(record.encode()) == record
+    with pytest.raises(CorruptionError):
+        EpochRecord.decode(b'{"epoch": 1}')
