@@ -147,7 +147,8 @@ class Replica:
             state = self.disk.log(message.log_id)
             if message.by != state.seal:  # a newer recovery sealed this node: this one's outcome may not stand
                 return []
-            state.lce = max(state.lce, message.by - 1)
+            if state.lce >= message.lce:  # else it missed an earlier recovery: it purges by the record later
+                state.lce = max(state.lce, message.by - 1)
             return [Send(sender, Cleaned(message.log_id, message.by, self.node))]
         if isinstance(message, Trim):
             state = self.disk.log(message.log_id)

@@ -176,10 +176,13 @@ class Seal:
 
 @dataclass(frozen=True, slots=True)
 class Clean:
-    """The recovery by ``by`` is done on this node: every epoch below ``by`` is clean here."""
+    """The recovery by ``by`` of the epochs after ``lce`` is done on this node: a node that knew every
+    epoch up to ``lce`` clean now knows every epoch below ``by`` clean (one that did not still has
+    earlier recoveries to purge by)."""
 
     log_id: int
     by: int
+    lce: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -323,7 +323,7 @@ class ClusterSequencer:
         self.state = ClusterSequencerState.CLEANING
         rec.step_deadline_ms = now_ms + self.config.recovery_timeout_ms
         for node in sorted(rec.participants):
-            out.append(Send(node, Clean(self.log_id, self.epoch)))
+            out.append(Send(node, Clean(self.log_id, self.epoch, self._record.lce)))
         if not rec.participants:
             self._mark_clean(out)
 
