@@ -83,7 +83,7 @@ sim: $(STAMP)
 
 proto: $(STAMP)
 	$(BIN)/python -m grpc_tools.protoc -I src --python_out=src --grpc_python_out=src --pyi_out=src \
-		src/seaway/wire/seaway.proto
+		src/seaway/wire/seaway.proto src/seaway/wire/cluster.proto
 
 clean:
 	rm -rf $(VENV) .seaway-demo .pytest_cache .mypy_cache .ruff_cache

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from seaway.log._lsn import epoch_of, esn_of
 from seaway.log._replication import (
@@ -48,9 +49,40 @@ class DiskWrite:
     node: int
 
 
+class LogState(Protocol):
+    """One log's durable state on one node, as a replica uses it (:class:`LogCopies` in memory; a
+    node's RocksDB behind the same methods)."""
+
+    seal: int
+    lngs: dict[int, int]
+    lce: int
+    trim: int
+    released: int
+
+    def get(self, lsn: int) -> Copy | None: ...
+
+    def put(self, copy: Copy) -> None: ...
+
+    def drop(self, lsns: list[int]) -> None: ...
+
+    def drop_upto(self, lsn: int) -> None: ...
+
+    def scan(self, lo: int, hi: int, limit: int) -> list[Copy]:
+        """The copies at ``lo <= lsn <= hi``, in LSN order, at most ``limit``."""
+        ...
+
+
+class Disk(Protocol):
+    def log(self, log_id: int) -> LogState:
+        """The log's state (an empty one for a log this node never had)."""
+        ...
+
+    def released_points(self) -> dict[int, int]: ...
+
+
 @dataclass
 class LogCopies:
-    """One log's durable state on one node."""
+    """One log's state in memory (the simulator's disk)."""
 
     copies: dict[int, Copy] = field(default_factory=dict)
     lsns: list[int] = field(default_factory=list)
@@ -60,6 +92,9 @@ class LogCopies:
     trim: int = 0
     released: int = 0
     """The release point as of the last write (kept lazily: a crash may take it back, never forward)."""
+
+    def get(self, lsn: int) -> Copy | None:
+        return self.copies.get(lsn)
 
     def put(self, copy: Copy) -> None:
         if copy.lsn not in self.copies:
@@ -72,16 +107,18 @@ class LogCopies:
         gone = set(lsns)
         self.lsns = [lsn for lsn in self.lsns if lsn not in gone]
 
-    def in_epochs(self, after: int, before: int) -> list[Copy]:
-        """The copies of epochs ``after < epoch < before``, in LSN order."""
-        lo = bisect.bisect_left(self.lsns, (after + 1) << 32)
-        hi = bisect.bisect_left(self.lsns, before << 32)
-        return [self.copies[lsn] for lsn in self.lsns[lo:hi]]
+    def drop_upto(self, lsn: int) -> None:
+        self.drop(self.lsns[:bisect.bisect_right(self.lsns, lsn)])
+
+    def scan(self, lo: int, hi: int, limit: int) -> list[Copy]:
+        first = bisect.bisect_left(self.lsns, lo)
+        last = bisect.bisect_right(self.lsns, hi)
+        return [self.copies[lsn] for lsn in self.lsns[first:min(last, first + limit)]]
 
 
 @dataclass
 class NodeDisk:
-    """Everything a node keeps across a crash."""
+    """Everything a node keeps across a crash, in memory (the simulator's disk)."""
 
     logs: dict[int, LogCopies] = field(default_factory=dict)
 
@@ -90,6 +127,16 @@ class NodeDisk:
         if state is None:
             state = self.logs[log_id] = LogCopies()
         return state
+
+    def released_points(self) -> dict[int, int]:
+        return {log_id: state.released for log_id, state in self.logs.items()}
+
+
+def in_epochs(state: LogState, after: int, before: int) -> list[Copy]:
+    """The copies of epochs ``after < epoch < before``, in LSN order."""
+    if before <= after + 1:
+        return []
+    return state.scan((after + 1) << 32, (before << 32) - 1, 1 << 62)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +149,12 @@ class _Purge:
 
 
 class Replica:
-    def __init__(self, node: int, disk: NodeDisk) -> None:
+    def __init__(self, node: int, disk: Disk) -> None:
         self.node = node
         self.disk = disk
         self._queue: deque[tuple[int, object]] = deque()
-        self._released: dict[int, int] = {log_id: state.released for log_id, state in disk.logs.items()}
+        self._released: dict[int, int] = disk.released_points()
+        self._released_dirty: set[int] = set()
         self._release_waiting: dict[int, int] = {}
         """Releases that wait for a purge (the epoch record is being read), per log."""
 
@@ -137,8 +185,9 @@ class Replica:
     def written(self) -> list[object]:
         """The oldest queued change is synced: apply it and answer."""
         sender, message = self._queue.popleft()
-        for log_id, released in self._released.items():  # the release points ride along with the write
-            self.disk.log(log_id).released = released
+        for log_id in self._released_dirty:  # the release points ride along with the write
+            self.disk.log(log_id).released = self._released[log_id]
+        self._released_dirty.clear()
         if isinstance(message, Store):
             return [Send(sender, self._store(message))]
         if isinstance(message, Seal):
@@ -154,7 +203,7 @@ class Replica:
             state = self.disk.log(message.log_id)
             if message.lsn > state.trim:
                 state.trim = message.lsn
-                state.drop(state.lsns[:bisect.bisect_right(state.lsns, message.lsn)])
+                state.drop_upto(message.lsn)
             return []
         assert isinstance(message, _Purge)
         return self._purge(message)
@@ -166,7 +215,7 @@ class Replica:
         if ballot < state.seal:
             return Stored(msg.log_id, copy.lsn, copy.wave, copy.recovery_epoch, self.node, preempted_by=state.seal)
         if copy.lsn > state.trim:
-            old = state.copies.get(copy.lsn)
+            old = state.get(copy.lsn)
             if old is None or copy.precedence() >= old.precedence():
                 state.put(copy)
         if copy.recovery_epoch == 0:
@@ -179,7 +228,7 @@ class Replica:
         if msg.by < state.seal:
             return Sealed(msg.log_id, msg.by, self.node, preempted_by=state.seal)
         state.seal = msg.by
-        digest = [c for c in state.in_epochs(msg.lce, msg.by) if esn_of(c.lsn) > state.lngs.get(epoch_of(c.lsn), 0)]
+        digest = [c for c in in_epochs(state, msg.lce, msg.by) if esn_of(c.lsn) > state.lngs.get(epoch_of(c.lsn), 0)]
         lngs = tuple(sorted((e, lng) for e, lng in state.lngs.items() if msg.lce < e < msg.by))
         return Sealed(msg.log_id, msg.by, self.node, lngs=lngs, digest=tuple(digest))
 
@@ -189,6 +238,7 @@ class Replica:
             return []
         if epoch_of(msg.lsn) - 1 <= state.lce:
             self._released[msg.log_id] = msg.lsn
+            self._released_dirty.add(msg.log_id)
             return []
         # Every epoch below the released one is clean, but this node took no part in (some of)
         # their recoveries: it may hold copies those did not keep. Read what they kept, purge, then
@@ -201,7 +251,7 @@ class Replica:
         state = self.disk.log(purge.log_id)
         upto = min(epoch_of(purge.release) - 1, purge.record.lce)
         dropped: list[int] = []
-        for copy in state.in_epochs(state.lce, upto + 1):
+        for copy in in_epochs(state, state.lce, upto + 1):
             outcome = purge.record.recovery_of(epoch_of(copy.lsn))
             if outcome is None:  # its outcome is no longer kept: keep only what some recovery wrote
                 if copy.recovery_epoch == 0:
@@ -212,6 +262,7 @@ class Replica:
         state.lce = max(state.lce, upto)
         if epoch_of(purge.release) - 1 <= state.lce:
             self._released[purge.log_id] = max(self.released(purge.log_id), purge.release)
+            self._released_dirty.add(purge.log_id)
         return []
 
     def _read(self, msg: ReadFrom) -> ReadReply:
@@ -219,12 +270,13 @@ class Replica:
         released = self.released(msg.log_id)
         start = max(msg.lsn, state.trim + 1)
         limit = max(1, min(msg.max_copies, READ_COPIES_MAX))
-        lo = bisect.bisect_left(state.lsns, start)
-        hi = bisect.bisect_right(state.lsns, released)
-        chosen = state.lsns[lo:min(hi, lo + limit)]
-        copies = tuple(state.copies[lsn] for lsn in chosen)
-        next_lsn = chosen[-1] + 1 if lo + limit < hi else max(msg.lsn, released + 1)
-        return ReadReply(msg.log_id, self.node, copies, next_lsn, state.trim, msg.reader_id)
+        copies = state.scan(start, released, limit + 1) if start <= released else []
+        if len(copies) > limit:
+            del copies[limit:]
+            next_lsn = copies[-1].lsn + 1
+        else:
+            next_lsn = max(msg.lsn, released + 1)
+        return ReadReply(msg.log_id, self.node, tuple(copies), next_lsn, state.trim, msg.reader_id)
 
 
 def is_record(copy: Copy) -> bool:

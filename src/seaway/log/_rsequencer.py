@@ -440,6 +440,12 @@ class ClusterSequencer:
         for node in sorted(nodes):
             out.append(Send(node, Release(self.log_id, lsn)))
 
+    def fail(self, error: SeawayError) -> list[object]:
+        """Give up (the driver could not reach the epoch store): every append waiting is refused."""
+        out: list[object] = []
+        self._fail(error, out)
+        return out
+
     def _fail(self, error: SeawayError, out: list[object]) -> None:
         self.state = ClusterSequencerState.PREEMPTED
         self.error = error

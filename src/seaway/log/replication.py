@@ -6,7 +6,7 @@ The sequencer (:class:`ClusterSequencer`), the storage node (:class:`Replica`) a
 """
 
 from seaway.log._merge_reader import GRACE_MS, MergeReader
-from seaway.log._replica import DiskWrite, LogCopies, NodeDisk, Replica
+from seaway.log._replica import Disk, DiskWrite, LogCopies, LogState, NodeDisk, Replica
 from seaway.log._replication import (
     HISTORY_MAX,
     NODES_MAX,
@@ -41,10 +41,44 @@ from seaway.log._replication import (
 from seaway.log._rsequencer import ClusterSequencer, ClusterSequencerConfig, ClusterSequencerState
 
 __all__ = [
-    "GRACE_MS", "HISTORY_MAX", "NODES_MAX", "RECOVERIES_KEPT", "REPLICATION_MAX",
-    "Acked", "Activate", "Append", "Clean", "Cleaned", "ClusterSequencer", "ClusterSequencerConfig",
-    "ClusterSequencerState", "Copy", "DiskWrite", "EpochRecord", "EpochRecordRead", "EpochRecordSet", "Kind",
-    "LogCopies", "MergeReader", "NodeDisk", "NodeSet", "ReadEpochRecord", "ReadFrom", "ReadReply", "Recovered",
-    "Refused", "Release", "Replica", "Seal", "Sealed", "Send", "SetEpochRecord", "Store", "Stored", "Trim",
+    "GRACE_MS",
+    "HISTORY_MAX",
+    "NODES_MAX",
+    "RECOVERIES_KEPT",
+    "REPLICATION_MAX",
+    "Acked",
+    "Activate",
+    "Append",
+    "Clean",
+    "Cleaned",
+    "ClusterSequencer",
+    "ClusterSequencerConfig",
+    "ClusterSequencerState",
+    "Copy",
+    "Disk",
+    "DiskWrite",
+    "EpochRecord",
+    "EpochRecordRead",
+    "EpochRecordSet",
+    "Kind",
+    "LogCopies",
+    "LogState",
+    "MergeReader",
+    "NodeDisk",
+    "NodeSet",
+    "ReadEpochRecord",
+    "ReadFrom",
+    "ReadReply",
+    "Recovered",
+    "Refused",
+    "Release",
+    "Replica",
+    "Seal",
+    "Sealed",
+    "Send",
+    "SetEpochRecord",
+    "Store",
+    "Stored",
+    "Trim",
     "epoch_end",
 ]

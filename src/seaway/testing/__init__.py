@@ -1,5 +1,6 @@
 """Fakes, a clock, a seeded simulator, crash helpers and a power-loss filesystem shared by Seaway's tests."""
 
+from seaway.cluster import ZooKeeperProcess, zookeeper_unavailable
 from seaway.testing._append_faults import AppendFaults, InjectedFault
 from seaway.testing._clock import FakeClock
 from seaway.testing._crash_points import CrashingMeta, CrashPoint
@@ -14,7 +15,6 @@ from seaway.testing._powerloss import (
     powerloss_unavailable,
 )
 from seaway.testing._sim import SimConfig, SimReport, Simulation, simulate
-from seaway.testing._zookeeper import ZooKeeperProcess, zookeeper_unavailable
 
 __all__ = [
     "PAGE_BYTES",

@@ -1,5 +1,5 @@
-"""A real ZooKeeper server for tests and for trying a cluster on one machine: Debian's package's
-server (``/usr/share/java/zookeeper.jar``, the ``zookeeper`` package, which the project's set-up
+"""A real ZooKeeper server, for tests and for ``seaway cluster up`` (a cluster on one machine): Debian's
+package's server (``/usr/share/java/zookeeper.jar``, the ``zookeeper`` package, which the project's set-up
 installs), started as a child process on a loopback port of its own with a data directory of its
 own. Never the system service.
 """

@@ -1,0 +1,202 @@
+"""A client of a replicated cluster: ``ClusterClient("seaway://h1:p1,h2:p2")``.
+
+It learns the live nodes from any node it can reach (their ZooKeeper membership), appends through
+each log's sequencer node (rendezvous hashing over the live nodes, the same order on every client)
+and reads by merging what every node of the log's node set holds (:class:`MergeReader`). When the
+sequencer's node cannot be reached it moves on to the next node of the log's order at once, which
+takes a new epoch and recovers: an append stalls for the recovery, not for ZooKeeper's session
+timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from seaway.cluster._codec import read_reply_from_msg
+from seaway.errors import InvalidArgumentError, SeawayError, TimedOutError, TransportError, UnavailableError
+from seaway.log import LSN_MAX, ReadItem
+from seaway.log.replication import EpochRecord, MergeReader
+from seaway.wire import CODE_KEY, error_from_status
+from seaway.wire import cluster_pb2 as pb
+from seaway.wire import cluster_pb2_grpc as pb_grpc
+
+MESSAGE_MAX = 64 << 20
+
+
+def parse_seeds(url: str) -> list[str]:
+    """``seaway://host:port,host:port`` as its addresses."""
+    if not isinstance(url, str) or not url.startswith("seaway://"):
+        raise InvalidArgumentError(f"a cluster address is seaway://HOST:PORT[,HOST:PORT...], got {url!r:.200}")
+    seeds = [s.strip() for s in url[len("seaway://"):].split(",") if s.strip()]
+    if not seeds or any(":" not in s for s in seeds):
+        raise InvalidArgumentError(f"a cluster address is seaway://HOST:PORT[,HOST:PORT...], got {url!r:.200}")
+    return seeds
+
+
+def placement(log_id: int, nodes: list[int]) -> list[int]:
+    """The log's nodes in sequencer order (rendezvous hashing: each client computes the same)."""
+    def weight(node: int) -> bytes:
+        return hashlib.blake2b(f"{log_id}:{node}".encode(), digest_size=8).digest()
+    return sorted(nodes, key=weight, reverse=True)
+
+
+def _error(exc: grpc.RpcError) -> SeawayError:
+    return error_from_status(exc.code(), exc.details(), exc.trailing_metadata())
+
+
+class ClusterClient:
+    def __init__(self, url: str, *, timeout_s: float = 30.0) -> None:
+        self._seeds = parse_seeds(url)
+        self.timeout_s = timeout_s
+        self._channels: dict[str, tuple[grpc.Channel, pb_grpc.SeawayClusterStub]] = {}
+        self._lock = threading.Lock()
+        self._members: dict[int, str] = {}
+        self.refresh_members()
+
+    def _stub(self, address: str) -> pb_grpc.SeawayClusterStub:
+        with self._lock:
+            entry = self._channels.get(address)
+            if entry is None:
+                channel = grpc.insecure_channel(address, options=[("grpc.max_send_message_length", MESSAGE_MAX),
+                                                                  ("grpc.max_receive_message_length", MESSAGE_MAX)])
+                entry = self._channels[address] = (channel, pb_grpc.SeawayClusterStub(channel))  # type: ignore[no-untyped-call]
+            return entry[1]
+
+    def _addresses(self) -> list[str]:
+        return list(dict.fromkeys([*self._members.values(), *self._seeds]))
+
+    def _any(self, method: str, request: Any, timeout_s: float = 5.0) -> Any:
+        """Call ``method`` on the first node that answers; a node's own error is raised."""
+        last: SeawayError = UnavailableError("no node of the cluster answered")
+        for address in self._addresses():
+            try:
+                return getattr(self._stub(address), method)(request, timeout=timeout_s)
+            except grpc.RpcError as exc:
+                error = _error(exc)
+                if not isinstance(error, TransportError | UnavailableError):
+                    raise error from None
+                last = error
+        raise last
+
+    def refresh_members(self) -> dict[int, str]:
+        reply = self._any("Status", pb.StatusRequest())
+        self._members = {m.node: m.address for m in reply.members}
+        return dict(self._members)
+
+    @property
+    def members(self) -> dict[int, str]:
+        return dict(self._members)
+
+    def status(self) -> list[pb.StatusReply]:
+        """Every live node's own account (nodes that do not answer are left out)."""
+        out = []
+        for node_id, address in sorted(self.refresh_members().items()):
+            with contextlib.suppress(grpc.RpcError):
+                out.append(self._stub(address).Status(pb.StatusRequest(), timeout=5.0))
+            del node_id
+        return out
+
+    def create_log(self, log_id: int, replication: int = 2, nodes: tuple[int, ...] = ()) -> EpochRecord:
+        reply = self._any("CreateLog", pb.CreateLogRequest(log_id=log_id, replication=replication, nodes=nodes))
+        return EpochRecord.decode(reply.record)
+
+    def epoch_record(self, log_id: int) -> EpochRecord:
+        return EpochRecord.decode(self._any("GetEpochRecord", pb.LogRef(log_id=log_id)).record)
+
+    def trim(self, log_id: int, lsn: int) -> None:
+        self._any("Trim", pb.TrimRequest(log_id=log_id, lsn=lsn))
+
+    def append(self, log_id: int, payload: bytes) -> int:
+        """Append one record; its LSN once it is on R nodes. After a failure whose outcome is
+        unknown (a node died with the append in flight) it is sent again, so a record may be stored
+        twice, as with any retried append without an idempotence key."""
+        deadline = time.monotonic() + self.timeout_s
+        unreachable: set[int] = set()
+        request = pb.AppendRequest(log_id=log_id, payload=payload)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimedOutError(f"log {log_id}: no sequencer acknowledged the append in {self.timeout_s} s")
+            live = [n for n in self._members if n not in unreachable]
+            if not live:
+                unreachable.clear()
+                with contextlib.suppress(SeawayError):
+                    self.refresh_members()
+                time.sleep(0.05)
+                continue
+            target = placement(log_id, live)[0]
+            try:
+                return int(self._stub(self._members[target]).Append(request, timeout=min(remaining, 10.0)).lsn)
+            except grpc.RpcError as exc:
+                error = _error(exc)
+                if not any(key == CODE_KEY for key, _ in exc.trailing_metadata() or ()):
+                    unreachable.add(target)  # down, cut off or stalled: the next node of the order takes over
+                    continue
+                if not error.retriable:
+                    raise error from None
+                time.sleep(0.01)  # preempted or busy: the same node starts a new sequencer
+
+    def read(self, log_id: int, start: int = 1, until: int = LSN_MAX, *, idle_s: float | None = None,
+             poll_s: float = 0.02) -> Iterator[ReadItem]:
+        """The log's records and gaps from ``start`` to ``until``; with ``until`` at LSN_MAX it
+        follows the tail, ending after ``idle_s`` without anything new (None: never)."""
+        reader = MergeReader(log_id, self.epoch_record(log_id), start, until)
+        replies: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
+        in_flight = 0
+        last_progress = time.monotonic()
+        while not reader.done:
+            for node, request in reader.requests():
+                address = self._members.get(node)
+                if address is None:  # not a live member: asked again at the next turn
+                    reader.lost(node)
+                    continue
+                msg = pb.ReadFrom(log_id=log_id, lsn=request.lsn, max_copies=request.max_copies)
+                call = self._stub(address).Read.future(msg, timeout=5.0)
+                call.add_done_callback(lambda done, node=node: replies.put((node, done)))
+                in_flight += 1
+            try:
+                answered = [replies.get(timeout=poll_s)]
+                while True:
+                    answered.append(replies.get_nowait())
+            except queue.Empty:
+                pass
+            failed = False
+            for node, done in answered:
+                in_flight -= 1
+                try:
+                    reader.on_reply(read_reply_from_msg(done.result()))
+                except grpc.RpcError:
+                    reader.lost(node)
+                    failed = True
+            if failed:
+                time.sleep(poll_s)
+            items = reader.take(int(time.monotonic() * 1000))
+            if items:
+                last_progress = time.monotonic()
+                yield from items
+            elif idle_s is not None and time.monotonic() - last_progress > idle_s:
+                return
+            if reader.needs_record:
+                reader.update_record(self.epoch_record(log_id))
+                with contextlib.suppress(SeawayError):
+                    self.refresh_members()
+
+    def close(self) -> None:
+        with self._lock:
+            for channel, _ in self._channels.values():
+                channel.close()
+            self._channels.clear()
+
+    def __enter__(self) -> ClusterClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

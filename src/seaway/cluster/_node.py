@@ -1,0 +1,481 @@
+"""A cluster node: the replica and the sequencers of :mod:`seaway.log.replication` over gRPC, with
+its copies in RocksDB and the epoch records and membership in ZooKeeper.
+
+One thread (the loop) runs every role of the node: it takes events from one queue (messages from
+peers, clients' appends and reads, epoch-store answers, ticks), hands them to the roles, and carries
+out their effects. Disk writes of one turn of the loop go into one synced RocksDB batch, and the
+answers they earned leave only after it (group commit). Messages to a peer go through a sender
+thread per peer, in batches (``Deliver``); a message to a peer that is down is lost, which the
+sequencer's timers make up for. Calls to ZooKeeper run in a small pool, never in the loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from seaway.cluster._codec import from_msg, read_reply_to_msg, to_msg
+from seaway.cluster._disk import RocksDisk
+from seaway.cluster._zk import ZooKeeperCluster
+from seaway.errors import (
+    InvalidArgumentError,
+    PayloadTooLargeError,
+    SeawayError,
+    TimedOutError,
+    UnavailableError,
+)
+from seaway.log.replication import (
+    NODES_MAX,
+    REPLICATION_MAX,
+    Acked,
+    Append,
+    Cleaned,
+    ClusterSequencer,
+    ClusterSequencerConfig,
+    DiskWrite,
+    EpochRecord,
+    EpochRecordRead,
+    EpochRecordSet,
+    NodeSet,
+    ReadEpochRecord,
+    ReadFrom,
+    ReadReply,
+    Refused,
+    Replica,
+    Sealed,
+    Send,
+    SetEpochRecord,
+    Stored,
+    Trim,
+)
+from seaway.wire import cluster_pb2 as pb
+from seaway.wire import cluster_pb2_grpc as pb_grpc
+from seaway.wire import error_metadata, status_of
+
+_log = logging.getLogger("seaway.cluster")
+
+PAYLOAD_MAX = 1 << 20
+MESSAGE_MAX = 64 << 20
+BATCH_MAX = 4096
+EVENTS_PER_TURN = 2048
+PEER_QUEUE_MAX = 100_000
+"""Messages waiting for one peer; past that they are dropped (the peer is too slow or gone)."""
+PENDING_APPENDS_MAX = 100_000
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    node_id: int
+    data_dir: Path
+    cluster: str
+    """``zk://HOST:PORT/PATH``: the ZooKeeper ensemble and the cluster's root in it."""
+    listen: str = "127.0.0.1:0"
+    tick_ms: int = 10
+    sequencer: ClusterSequencerConfig = field(default_factory=ClusterSequencerConfig)
+    append_timeout_s: float = 10.0
+    zk_timeout_s: float = 6.0
+    """ZooKeeper's session timeout: how long a dead node stays in the membership (appends do not
+    wait for it: a client that cannot reach a sequencer moves it at once)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.node_id <= NODES_MAX:
+            raise InvalidArgumentError(f"a node id is in [1, {NODES_MAX}], got {self.node_id}")
+
+
+class _Peer:
+    """Batches of messages to one peer, from a thread of its own."""
+
+    def __init__(self, node: ClusterNode, peer_id: int, address: str) -> None:
+        self._node = node
+        self.peer_id = peer_id
+        self.address = address
+        self._queue: queue.Queue[pb.Message | None] = queue.Queue(PEER_QUEUE_MAX)
+        self._channel = grpc.insecure_channel(address, options=[("grpc.max_send_message_length", MESSAGE_MAX),
+                                                                ("grpc.max_receive_message_length", MESSAGE_MAX)])
+        self._stub = pb_grpc.SeawayClusterStub(self._channel)  # type: ignore[no-untyped-call]
+        self._thread = threading.Thread(target=self._run, name=f"seaway-peer-{peer_id}", daemon=True)
+        self._thread.start()
+
+    def send(self, message: pb.Message) -> None:
+        with contextlib.suppress(queue.Full):  # lost, as if the network had lost it
+            self._queue.put_nowait(message)
+
+    def close(self) -> None:
+        with contextlib.suppress(queue.Full):
+            self._queue.put_nowait(None)
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                break
+            batch = [first]
+            size = first.ByteSize()
+            while len(batch) < BATCH_MAX and size < MESSAGE_MAX // 2:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._channel.close()
+                    return
+                batch.append(more)
+                size += more.ByteSize()
+            envelope = pb.Envelope(sender=self._node.config.node_id, cluster=self._node.root, messages=batch)
+            try:
+                self._stub.Deliver(envelope, timeout=5.0)
+            except grpc.RpcError:  # the peer is down or slow: the messages are lost
+                time.sleep(0.01)
+        self._channel.close()
+
+
+class ClusterNode:
+    def __init__(self, config: NodeConfig) -> None:
+        self.config = config
+        self._inbox: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._running = False
+        self._zk: ZooKeeperCluster | None = None
+        self._disk: RocksDisk | None = None
+        self._replica: Replica | None = None
+        self._sequencers: dict[int, ClusterSequencer] = {}
+        self._pending: dict[int, Future[int]] = {}
+        self._next_request = 1
+        self._members: dict[int, str] = {}
+        self._peers: dict[int, _Peer] = {}
+        self._peers_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(4, thread_name_prefix="seaway-zk")
+        self._server: grpc.Server | None = None
+        self._threads: list[threading.Thread] = []
+        self.address = ""
+        self.root = ""
+
+    # --- start and stop ---------------------------------------------------------------------------
+
+    def start(self) -> ClusterNode:
+        cfg = self.config
+        self._disk = RocksDisk(Path(cfg.data_dir) / "replica")
+        self._replica = Replica(cfg.node_id, self._disk)
+        self._zk = ZooKeeperCluster(cfg.cluster, timeout_s=cfg.zk_timeout_s)
+        self.root = self._zk.root
+        server = grpc.server(ThreadPoolExecutor(16, thread_name_prefix="seaway-cluster-rpc"),
+                             options=[("grpc.max_send_message_length", MESSAGE_MAX),
+                                      ("grpc.max_receive_message_length", MESSAGE_MAX),
+                                      ("grpc.so_reuseport", 0)])
+        pb_grpc.add_SeawayClusterServicer_to_server(_Service(self), server)  # type: ignore[no-untyped-call]
+        port = server.add_insecure_port(cfg.listen)
+        if port == 0:
+            raise UnavailableError(f"cannot listen on {cfg.listen}")
+        host = cfg.listen.rsplit(":", 1)[0]
+        self.address = f"{host}:{port}"
+        self._server = server
+        self._running = True
+        for target, name in ((self._loop, "seaway-node-loop"), (self._ticker, "seaway-node-tick")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        server.start()
+        self._zk.register(cfg.node_id, self.address)
+        self._zk.watch_members(self._on_members)
+        _log.info("node %d of %s serving on %s", cfg.node_id, cfg.cluster, self.address)
+        return self
+
+    def stop(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        if self._zk is not None:
+            self._zk.close()
+        if self._server is not None:
+            self._server.stop(1.0).wait()
+        self._inbox.put(("stop",))
+        for thread in self._threads:
+            thread.join(5.0)
+        with self._peers_lock:
+            for peer in self._peers.values():
+                peer.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(UnavailableError("the node stopped"))
+        if self._disk is not None:
+            self._disk.close()
+
+    def __enter__(self) -> ClusterNode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _on_members(self, members: dict[int, str]) -> None:
+        with self._peers_lock:
+            self._members = dict(members)
+            for node_id, address in members.items():
+                peer = self._peers.get(node_id)
+                if node_id != self.config.node_id and (peer is None or peer.address != address):
+                    if peer is not None:
+                        peer.close()
+                    self._peers[node_id] = _Peer(self, node_id, address)
+
+    def members(self) -> dict[int, str]:
+        with self._peers_lock:
+            return dict(self._members)
+
+    # --- the loop ---------------------------------------------------------------------------------
+
+    def _ticker(self) -> None:
+        interval = self.config.tick_ms / 1000
+        while self._running:
+            time.sleep(interval)
+            self._inbox.put(("tick",))
+
+    def _loop(self) -> None:
+        while True:
+            events = [self._inbox.get()]
+            with contextlib.suppress(queue.Empty):
+                while len(events) < EVENTS_PER_TURN:
+                    events.append(self._inbox.get_nowait())
+            writes = 0
+            later: list[tuple[Any, list[object]]] = []
+            for event in events:
+                if event[0] == "stop":
+                    return
+                try:
+                    writes += self._handle(event, later)
+                except Exception:  # a bug in a role must not stop the node's loop
+                    _log.exception("node %d: event %s failed", self.config.node_id, event[0])
+            if writes:
+                assert self._replica is not None and self._disk is not None
+                answers: list[object] = []
+                for _ in range(writes):
+                    answers.extend(self._replica.written())
+                try:
+                    self._disk.flush()
+                except SeawayError:
+                    _log.exception("node %d: a disk write failed; its answers are not sent", self.config.node_id)
+                    continue
+                later.append((None, answers))
+            for source, effects in later:
+                self._effects(source, effects)
+
+    def _handle(self, event: tuple[Any, ...], later: list[tuple[Any, list[object]]]) -> int:
+        """One event; the disk writes it queued. Effects other than disk writes go to ``later``."""
+        kind = event[0]
+        now = int(time.monotonic() * 1000)
+        assert self._replica is not None
+        if kind == "deliver":
+            _, sender, messages = event
+            writes = 0
+            for message in messages:
+                if isinstance(message, (Stored, Sealed, Cleaned)):
+                    seq = self._sequencers.get(message.log_id)
+                    if seq is not None:
+                        later.append((seq, seq.handle(sender, message, now)))
+                else:
+                    effects = self._replica.handle(sender, message)
+                    writes += sum(1 for e in effects if isinstance(e, DiskWrite))
+                    later.append((None, [e for e in effects if not isinstance(e, DiskWrite)]))
+            return writes
+        if kind == "append":
+            _, log_id, payload, future = event
+            if len(self._pending) >= PENDING_APPENDS_MAX:
+                future.set_exception(UnavailableError("the node has too many appends in progress"))
+                return 0
+            request_id = self._next_request
+            self._next_request += 1
+            self._pending[request_id] = future
+            seq = self._sequencers.get(log_id)
+            if seq is None or seq.error is not None:
+                seq = self._sequencers[log_id] = ClusterSequencer(log_id, self.config.node_id, self.config.sequencer)
+            later.append((seq, seq.handle(0, Append(log_id, request_id, payload), now)))
+            return 0
+        if kind == "read":
+            _, request, future = event
+            (reply,) = self._replica.handle(0, request)
+            assert isinstance(reply, Send)
+            future.set_result(reply.message)
+            return 0
+        if kind == "record":  # an epoch store's answer, for a sequencer or the replica
+            _, target, message = event
+            if target is None:
+                effects = self._replica.handle(0, message)
+                later.append((None, [e for e in effects if not isinstance(e, DiskWrite)]))
+                return sum(1 for e in effects if isinstance(e, DiskWrite))
+            owner: ClusterSequencer = target
+            if self._sequencers.get(owner.log_id) is owner:
+                later.append((owner, owner.handle(0, message, now)))
+            return 0
+        if kind == "record-failed":
+            failed: ClusterSequencer = event[1]
+            error = event[2]
+            if self._sequencers.get(failed.log_id) is failed:
+                later.append((failed, failed.fail(error)))
+            return 0
+        if kind == "tick":
+            for seq in list(self._sequencers.values()):
+                later.append((seq, seq.tick(now)))
+            return 0
+        if kind == "status":
+            _, future = event
+            future.set_result([(log_id, seq.state.value, seq.epoch, seq.last_known_good)
+                               for log_id, seq in sorted(self._sequencers.items())])
+            return 0
+        raise AssertionError(f"unknown event {kind}")
+
+    def _effects(self, source: ClusterSequencer | None, effects: list[object]) -> None:
+        for effect in effects:
+            if isinstance(effect, Send):
+                self.send(effect.to, effect.message)
+            elif isinstance(effect, Acked):
+                future = self._pending.pop(effect.request_id, None)
+                if future is not None and not future.done():
+                    future.set_result(effect.lsn)
+            elif isinstance(effect, Refused):
+                future = self._pending.pop(effect.request_id, None)
+                if future is not None and not future.done():
+                    future.set_exception(effect.error)
+            elif isinstance(effect, ReadEpochRecord):
+                self._pool.submit(self._read_record, source, effect.log_id)
+            elif isinstance(effect, SetEpochRecord):
+                self._pool.submit(self._set_record, source, effect)
+            else:
+                raise AssertionError(f"unknown effect {effect!r}")
+
+    def send(self, to: int, message: object) -> None:
+        if to == self.config.node_id:
+            self._inbox.put(("deliver", to, [message]))
+            return
+        with self._peers_lock:
+            peer = self._peers.get(to)
+        if peer is not None:
+            peer.send(to_msg(message))
+
+    def _read_record(self, target: ClusterSequencer | None, log_id: int) -> None:
+        assert self._zk is not None
+        try:
+            record, version = self._zk.get_record(log_id)
+        except SeawayError as exc:
+            if target is None:  # the replica tries again at the next release
+                _log.warning("node %d: cannot read log %d's epoch record: %s", self.config.node_id, log_id, exc)
+            else:
+                self._inbox.put(("record-failed", target, exc))
+            return
+        self._inbox.put(("record", target, EpochRecordRead(log_id, record, version)))
+
+    def _set_record(self, target: ClusterSequencer | None, effect: SetEpochRecord) -> None:
+        assert self._zk is not None and target is not None
+        try:
+            version = self._zk.set_record(effect.log_id, effect.record, effect.version)
+        except SeawayError as exc:  # its outcome unknown: this sequencer gives up, the next reads again
+            self._inbox.put(("record-failed", target, exc))
+            return
+        answer = EpochRecordSet(effect.log_id, version is not None, -1 if version is None else version)
+        self._inbox.put(("record", target, answer))
+
+    # --- what the service calls -------------------------------------------------------------------
+
+    def append(self, log_id: int, payload: bytes, timeout_s: float | None = None) -> int:
+        if len(payload) > PAYLOAD_MAX:
+            raise PayloadTooLargeError(f"a record is at most {PAYLOAD_MAX} bytes, got {len(payload)}")
+        future: Future[int] = Future()
+        self._inbox.put(("append", log_id, payload, future))
+        try:
+            return future.result(timeout_s or self.config.append_timeout_s)
+        except TimeoutError:
+            raise TimedOutError(f"log {log_id}: the append was not acknowledged in time; it may still land") \
+                from None
+
+    def read(self, request: ReadFrom) -> ReadReply:
+        future: Future[ReadReply] = Future()
+        self._inbox.put(("read", request, future))
+        return future.result(10.0)
+
+    def status(self) -> list[tuple[int, str, int, int]]:
+        future: Future[list[tuple[int, str, int, int]]] = Future()
+        self._inbox.put(("status", future))
+        return future.result(10.0)
+
+    def create_log(self, log_id: int, replication: int, nodes: tuple[int, ...]) -> tuple[EpochRecord, int]:
+        assert self._zk is not None
+        if not 1 <= replication <= REPLICATION_MAX:
+            raise InvalidArgumentError(f"replication must be in [1, {REPLICATION_MAX}], got {replication}")
+        chosen = tuple(sorted(nodes)) if nodes else tuple(sorted(self.members()))
+        record = EpochRecord(history=(NodeSet(1, chosen, replication),))
+        return record, self._zk.create_log(log_id, record)
+
+    def epoch_record(self, log_id: int) -> tuple[EpochRecord, int]:
+        assert self._zk is not None
+        return self._zk.get_record(log_id)
+
+    def trim(self, log_id: int, lsn: int) -> None:
+        record, _ = self.epoch_record(log_id)
+        for node in sorted({n for entry in record.history for n in entry.nodes}):
+            self.send(node, Trim(log_id, lsn))
+
+    def deliver(self, sender: int, messages: list[object]) -> None:
+        self._inbox.put(("deliver", sender, messages))
+
+
+class _Service(pb_grpc.SeawayClusterServicer):
+    def __init__(self, node: ClusterNode) -> None:
+        self._node = node
+
+    def _call(self, context: grpc.ServicerContext, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except SeawayError as exc:
+            context.set_trailing_metadata(error_metadata(exc))
+            context.abort(status_of(exc), str(exc))
+        except ValueError as exc:  # a field out of range
+            error = InvalidArgumentError(str(exc))
+            context.set_trailing_metadata(error_metadata(error))
+            context.abort(status_of(error), str(error))
+
+    def Deliver(self, request: pb.Envelope, context: grpc.ServicerContext) -> pb.Ack:
+        def deliver() -> pb.Ack:
+            if request.cluster != self._node.root:
+                raise InvalidArgumentError(f"a message for cluster {request.cluster!r:.100}, not this one")
+            if len(request.messages) > BATCH_MAX:
+                raise InvalidArgumentError(f"a batch of at most {BATCH_MAX} messages")
+            self._node.deliver(request.sender, [from_msg(m) for m in request.messages])
+            return pb.Ack()
+        return self._call(context, deliver)  # type: ignore[no-any-return]
+
+    def Append(self, request: pb.AppendRequest, context: grpc.ServicerContext) -> pb.AppendReply:
+        remaining = context.time_remaining()
+        timeout = None if remaining is None else max(0.01, remaining - 0.05)
+        return pb.AppendReply(lsn=self._call(context, self._node.append, request.log_id, request.payload, timeout))
+
+    def Read(self, request: pb.ReadFrom, context: grpc.ServicerContext) -> pb.ReadReply:
+        reply = self._call(context, self._node.read, ReadFrom(request.log_id, request.lsn, request.max_copies or 256))
+        return read_reply_to_msg(reply)
+
+    def CreateLog(self, request: pb.CreateLogRequest, context: grpc.ServicerContext) -> pb.EpochRecordReply:
+        record, version = self._call(context, self._node.create_log, request.log_id, request.replication or 1,
+                                     tuple(request.nodes))
+        return pb.EpochRecordReply(record=record.encode(), version=version)
+
+    def GetEpochRecord(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.EpochRecordReply:
+        record, version = self._call(context, self._node.epoch_record, request.log_id)
+        return pb.EpochRecordReply(record=record.encode(), version=version)
+
+    def Trim(self, request: pb.TrimRequest, context: grpc.ServicerContext) -> pb.Ack:
+        self._call(context, self._node.trim, request.log_id, request.lsn)
+        return pb.Ack()
+
+    def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext) -> pb.StatusReply:
+        sequencers = self._call(context, self._node.status)
+        reply = pb.StatusReply(node=self._node.config.node_id, address=self._node.address)
+        for node_id, address in sorted(self._node.members().items()):
+            reply.members.add(node=node_id, address=address)
+        for log_id, state, epoch, lng in sequencers:
+            reply.sequencers.add(log_id=log_id, state=state, epoch=epoch, last_known_good=lng)
+        return reply

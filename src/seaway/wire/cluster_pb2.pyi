@@ -1,0 +1,259 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Ack(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Copy(_message.Message):
+    __slots__ = ("lsn", "kind", "payload", "wave", "recovery_epoch", "timestamp_ms")
+    LSN_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    WAVE_FIELD_NUMBER: _ClassVar[int]
+    RECOVERY_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    lsn: int
+    kind: int
+    payload: bytes
+    wave: int
+    recovery_epoch: int
+    timestamp_ms: int
+    def __init__(self, lsn: _Optional[int] = ..., kind: _Optional[int] = ..., payload: _Optional[bytes] = ..., wave: _Optional[int] = ..., recovery_epoch: _Optional[int] = ..., timestamp_ms: _Optional[int] = ...) -> None: ...
+
+class Store(_message.Message):
+    __slots__ = ("log_id", "copy", "lng")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    COPY_FIELD_NUMBER: _ClassVar[int]
+    LNG_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    copy: Copy
+    lng: int
+    def __init__(self, log_id: _Optional[int] = ..., copy: _Optional[_Union[Copy, _Mapping]] = ..., lng: _Optional[int] = ...) -> None: ...
+
+class Stored(_message.Message):
+    __slots__ = ("log_id", "lsn", "wave", "recovery_epoch", "node", "preempted_by")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    LSN_FIELD_NUMBER: _ClassVar[int]
+    WAVE_FIELD_NUMBER: _ClassVar[int]
+    RECOVERY_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTED_BY_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    lsn: int
+    wave: int
+    recovery_epoch: int
+    node: int
+    preempted_by: int
+    def __init__(self, log_id: _Optional[int] = ..., lsn: _Optional[int] = ..., wave: _Optional[int] = ..., recovery_epoch: _Optional[int] = ..., node: _Optional[int] = ..., preempted_by: _Optional[int] = ...) -> None: ...
+
+class Seal(_message.Message):
+    __slots__ = ("log_id", "by", "lce")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    LCE_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    by: int
+    lce: int
+    def __init__(self, log_id: _Optional[int] = ..., by: _Optional[int] = ..., lce: _Optional[int] = ...) -> None: ...
+
+class EpochLng(_message.Message):
+    __slots__ = ("epoch", "lng")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LNG_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    lng: int
+    def __init__(self, epoch: _Optional[int] = ..., lng: _Optional[int] = ...) -> None: ...
+
+class Sealed(_message.Message):
+    __slots__ = ("log_id", "by", "node", "lngs", "digest", "preempted_by")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    LNGS_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTED_BY_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    by: int
+    node: int
+    lngs: _containers.RepeatedCompositeFieldContainer[EpochLng]
+    digest: _containers.RepeatedCompositeFieldContainer[Copy]
+    preempted_by: int
+    def __init__(self, log_id: _Optional[int] = ..., by: _Optional[int] = ..., node: _Optional[int] = ..., lngs: _Optional[_Iterable[_Union[EpochLng, _Mapping]]] = ..., digest: _Optional[_Iterable[_Union[Copy, _Mapping]]] = ..., preempted_by: _Optional[int] = ...) -> None: ...
+
+class Clean(_message.Message):
+    __slots__ = ("log_id", "by", "lce")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    LCE_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    by: int
+    lce: int
+    def __init__(self, log_id: _Optional[int] = ..., by: _Optional[int] = ..., lce: _Optional[int] = ...) -> None: ...
+
+class Cleaned(_message.Message):
+    __slots__ = ("log_id", "by", "node")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    by: int
+    node: int
+    def __init__(self, log_id: _Optional[int] = ..., by: _Optional[int] = ..., node: _Optional[int] = ...) -> None: ...
+
+class Release(_message.Message):
+    __slots__ = ("log_id", "lsn")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    LSN_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    lsn: int
+    def __init__(self, log_id: _Optional[int] = ..., lsn: _Optional[int] = ...) -> None: ...
+
+class Trim(_message.Message):
+    __slots__ = ("log_id", "lsn")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    LSN_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    lsn: int
+    def __init__(self, log_id: _Optional[int] = ..., lsn: _Optional[int] = ...) -> None: ...
+
+class Message(_message.Message):
+    __slots__ = ("store", "stored", "seal", "sealed", "clean", "cleaned", "release", "trim")
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    STORED_FIELD_NUMBER: _ClassVar[int]
+    SEAL_FIELD_NUMBER: _ClassVar[int]
+    SEALED_FIELD_NUMBER: _ClassVar[int]
+    CLEAN_FIELD_NUMBER: _ClassVar[int]
+    CLEANED_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    TRIM_FIELD_NUMBER: _ClassVar[int]
+    store: Store
+    stored: Stored
+    seal: Seal
+    sealed: Sealed
+    clean: Clean
+    cleaned: Cleaned
+    release: Release
+    trim: Trim
+    def __init__(self, store: _Optional[_Union[Store, _Mapping]] = ..., stored: _Optional[_Union[Stored, _Mapping]] = ..., seal: _Optional[_Union[Seal, _Mapping]] = ..., sealed: _Optional[_Union[Sealed, _Mapping]] = ..., clean: _Optional[_Union[Clean, _Mapping]] = ..., cleaned: _Optional[_Union[Cleaned, _Mapping]] = ..., release: _Optional[_Union[Release, _Mapping]] = ..., trim: _Optional[_Union[Trim, _Mapping]] = ...) -> None: ...
+
+class Envelope(_message.Message):
+    __slots__ = ("sender", "cluster", "messages")
+    SENDER_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    sender: int
+    cluster: str
+    messages: _containers.RepeatedCompositeFieldContainer[Message]
+    def __init__(self, sender: _Optional[int] = ..., cluster: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ...) -> None: ...
+
+class AppendRequest(_message.Message):
+    __slots__ = ("log_id", "payload")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    payload: bytes
+    def __init__(self, log_id: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class AppendReply(_message.Message):
+    __slots__ = ("lsn",)
+    LSN_FIELD_NUMBER: _ClassVar[int]
+    lsn: int
+    def __init__(self, lsn: _Optional[int] = ...) -> None: ...
+
+class ReadFrom(_message.Message):
+    __slots__ = ("log_id", "lsn", "max_copies")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    LSN_FIELD_NUMBER: _ClassVar[int]
+    MAX_COPIES_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    lsn: int
+    max_copies: int
+    def __init__(self, log_id: _Optional[int] = ..., lsn: _Optional[int] = ..., max_copies: _Optional[int] = ...) -> None: ...
+
+class ReadReply(_message.Message):
+    __slots__ = ("log_id", "node", "copies", "next_lsn", "trim_point")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    COPIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_LSN_FIELD_NUMBER: _ClassVar[int]
+    TRIM_POINT_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    node: int
+    copies: _containers.RepeatedCompositeFieldContainer[Copy]
+    next_lsn: int
+    trim_point: int
+    def __init__(self, log_id: _Optional[int] = ..., node: _Optional[int] = ..., copies: _Optional[_Iterable[_Union[Copy, _Mapping]]] = ..., next_lsn: _Optional[int] = ..., trim_point: _Optional[int] = ...) -> None: ...
+
+class LogRef(_message.Message):
+    __slots__ = ("log_id",)
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    def __init__(self, log_id: _Optional[int] = ...) -> None: ...
+
+class CreateLogRequest(_message.Message):
+    __slots__ = ("log_id", "replication", "nodes")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    REPLICATION_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    replication: int
+    nodes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, log_id: _Optional[int] = ..., replication: _Optional[int] = ..., nodes: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class EpochRecordReply(_message.Message):
+    __slots__ = ("record", "version")
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    record: bytes
+    version: int
+    def __init__(self, record: _Optional[bytes] = ..., version: _Optional[int] = ...) -> None: ...
+
+class TrimRequest(_message.Message):
+    __slots__ = ("log_id", "lsn")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    LSN_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    lsn: int
+    def __init__(self, log_id: _Optional[int] = ..., lsn: _Optional[int] = ...) -> None: ...
+
+class StatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SequencerStatus(_message.Message):
+    __slots__ = ("log_id", "state", "epoch", "last_known_good")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LAST_KNOWN_GOOD_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    state: str
+    epoch: int
+    last_known_good: int
+    def __init__(self, log_id: _Optional[int] = ..., state: _Optional[str] = ..., epoch: _Optional[int] = ..., last_known_good: _Optional[int] = ...) -> None: ...
+
+class Member(_message.Message):
+    __slots__ = ("node", "address")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    node: int
+    address: str
+    def __init__(self, node: _Optional[int] = ..., address: _Optional[str] = ...) -> None: ...
+
+class StatusReply(_message.Message):
+    __slots__ = ("node", "address", "members", "sequencers")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCERS_FIELD_NUMBER: _ClassVar[int]
+    node: int
+    address: str
+    members: _containers.RepeatedCompositeFieldContainer[Member]
+    sequencers: _containers.RepeatedCompositeFieldContainer[SequencerStatus]
+    def __init__(self, node: _Optional[int] = ..., address: _Optional[str] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., sequencers: _Optional[_Iterable[_Union[SequencerStatus, _Mapping]]] = ...) -> None: ...
