@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from seaway.cli._cluster import add_cluster_parser, add_serve_cluster_options, run_cluster, serve_cluster
 from seaway.cli._console import add_console_parser, run_console
 from seaway.cli._demo import add_demo_parser, run_demo_command
 from seaway.cli._lsn import LSN_HELP
@@ -106,7 +107,9 @@ def _parser(*, with_benchmarks: bool) -> argparse.ArgumentParser:
     srv.add_argument("--notify-private-addresses", action="store_true",
                      help="let webhooks reach loopback, private and link-local addresses (default: refused)")
     srv.add_argument("--console-listen", metavar="HOST:PORT", help="serve the web console there (default: off)")
+    add_serve_cluster_options(srv)
     add_console_parser(commands)
+    add_cluster_parser(commands)
 
     bench = commands.add_parser("bench", help="measure throughput against a reference in the same run")
     if with_benchmarks:  # their modules load only for `seaway bench`: every other command starts without them
@@ -196,6 +199,9 @@ def check_port_free(listen: str) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    if args.cluster:
+        serve_cluster(args)
+        return
     from seaway import SeawayConfig  # noqa: PLC0415 - gRPC and the store load only to serve
     from seaway.notify import NotifyServiceConfig, TargetPolicy  # noqa: PLC0415
     from seaway.server import ServerConfig, serve  # noqa: PLC0415
@@ -356,6 +362,8 @@ def _run(args: argparse.Namespace) -> int:
         _serve(args)
     elif args.command == "console":
         run_console(args)
+    elif args.command == "cluster":
+        run_cluster(args)
     elif args.command == "bench":
         from seaway.bench import run_bench  # noqa: PLC0415 - loaded only for `seaway bench`
 

@@ -6,6 +6,7 @@ Needs the ``cluster`` extra (kazoo) and a ZooKeeper (``seaway cluster up`` start
 """
 
 from seaway.cluster._client import ClusterClient, parse_seeds, placement
+from seaway.cluster._local import LocalCluster
 from seaway.cluster._node import ClusterNode, NodeConfig
 from seaway.cluster._zk import ZooKeeperCluster, parse_zk_url
 from seaway.cluster._zookeeper import ZooKeeperProcess, zookeeper_unavailable
@@ -13,6 +14,7 @@ from seaway.cluster._zookeeper import ZooKeeperProcess, zookeeper_unavailable
 __all__ = [
     "ClusterClient",
     "ClusterNode",
+    "LocalCluster",
     "NodeConfig",
     "ZooKeeperCluster",
     "ZooKeeperProcess",

@@ -104,7 +104,9 @@ class ClusterClient:
             del node_id
         return out
 
-    def create_log(self, log_id: int, replication: int = 2, nodes: tuple[int, ...] = ()) -> EpochRecord:
+    def create_log(self, log_id: int, replication: int = 0, nodes: tuple[int, ...] = ()) -> EpochRecord:
+        """Create a log stored on ``nodes`` (default: every live node) with ``replication`` copies
+        of each record (0: the cluster's default)."""
         reply = self._any("CreateLog", pb.CreateLogRequest(log_id=log_id, replication=replication, nodes=nodes))
         return EpochRecord.decode(reply.record)
 

@@ -405,11 +405,17 @@ class ClusterNode:
 
     def create_log(self, log_id: int, replication: int, nodes: tuple[int, ...]) -> tuple[EpochRecord, int]:
         assert self._zk is not None
+        if replication == 0:
+            replication = self._zk.default_replication()
         if not 1 <= replication <= REPLICATION_MAX:
             raise InvalidArgumentError(f"replication must be in [1, {REPLICATION_MAX}], got {replication}")
         chosen = tuple(sorted(nodes)) if nodes else tuple(sorted(self.members()))
         record = EpochRecord(history=(NodeSet(1, chosen, replication),))
         return record, self._zk.create_log(log_id, record)
+
+    def cluster_logs(self) -> tuple[list[int], int]:
+        assert self._zk is not None
+        return self._zk.logs(), self._zk.default_replication()
 
     def epoch_record(self, log_id: int) -> tuple[EpochRecord, int]:
         assert self._zk is not None
@@ -459,7 +465,7 @@ class _Service(pb_grpc.SeawayClusterServicer):
         return read_reply_to_msg(reply)
 
     def CreateLog(self, request: pb.CreateLogRequest, context: grpc.ServicerContext) -> pb.EpochRecordReply:
-        record, version = self._call(context, self._node.create_log, request.log_id, request.replication or 1,
+        record, version = self._call(context, self._node.create_log, request.log_id, request.replication,
                                      tuple(request.nodes))
         return pb.EpochRecordReply(record=record.encode(), version=version)
 
@@ -478,4 +484,7 @@ class _Service(pb_grpc.SeawayClusterServicer):
             reply.members.add(node=node_id, address=address)
         for log_id, state, epoch, lng in sequencers:
             reply.sequencers.add(log_id=log_id, state=state, epoch=epoch, last_known_good=lng)
+        logs, replication = self._call(context, self._node.cluster_logs)
+        reply.logs.extend(logs)
+        reply.default_replication = replication
         return reply

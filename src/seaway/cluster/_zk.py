@@ -113,10 +113,30 @@ class ZooKeeperCluster:
                 raise UnknownLogError(f"log {log_id} does not exist in this cluster") from None
         return int(stat.version)
 
-    def logs(self) -> list[int]:
+    def logs(self, limit: int = 10_000) -> list[int]:
         with self._calling():
             names = self._zk.get_children(f"{self.root}/logs")
-        return sorted(int(n) for n in names if n.isdigit())
+        return sorted(int(n) for n in names if n.isdigit())[:limit]
+
+    def default_replication(self) -> int:
+        """The replication of logs created without one (set by ``seaway cluster up``; else 2)."""
+        with self._calling():
+            try:
+                raw, _ = self._zk.get(f"{self.root}/config")
+            except self._errors.NoNodeError:
+                return 2
+        try:
+            return int(json.loads(raw)["replication"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptionError(f"the cluster's config znode holds {raw[:60]!r}") from exc
+
+    def set_default_replication(self, replication: int) -> None:
+        raw = json.dumps({"replication": replication}).encode()
+        with self._calling():
+            try:
+                self._zk.create(f"{self.root}/config", raw)
+            except self._errors.NodeExistsError:
+                self._zk.set(f"{self.root}/config", raw)
 
     def register(self, node_id: int, address: str) -> None:
         """Join the membership as ``node_id`` (until this client's session ends)."""

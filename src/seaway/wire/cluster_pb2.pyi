@@ -247,13 +247,17 @@ class Member(_message.Message):
     def __init__(self, node: _Optional[int] = ..., address: _Optional[str] = ...) -> None: ...
 
 class StatusReply(_message.Message):
-    __slots__ = ("node", "address", "members", "sequencers")
+    __slots__ = ("node", "address", "members", "sequencers", "logs", "default_replication")
     NODE_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     SEQUENCERS_FIELD_NUMBER: _ClassVar[int]
+    LOGS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_REPLICATION_FIELD_NUMBER: _ClassVar[int]
     node: int
     address: str
     members: _containers.RepeatedCompositeFieldContainer[Member]
     sequencers: _containers.RepeatedCompositeFieldContainer[SequencerStatus]
-    def __init__(self, node: _Optional[int] = ..., address: _Optional[str] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., sequencers: _Optional[_Iterable[_Union[SequencerStatus, _Mapping]]] = ...) -> None: ...
+    logs: _containers.RepeatedScalarFieldContainer[int]
+    default_replication: int
+    def __init__(self, node: _Optional[int] = ..., address: _Optional[str] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., sequencers: _Optional[_Iterable[_Union[SequencerStatus, _Mapping]]] = ..., logs: _Optional[_Iterable[int]] = ..., default_replication: _Optional[int] = ...) -> None: ...
