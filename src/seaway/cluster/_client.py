@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 
 from seaway.cluster._codec import read_reply_from_msg
-from seaway.errors import InvalidArgumentError, SeawayError, TimedOutError, TransportError, UnavailableError
+from seaway.errors import InvalidArgumentError, SeawayError, TimedOutError, UnavailableError
 from seaway.log import LSN_MAX, ReadItem
 from seaway.log.replication import EpochRecord, MergeReader
 from seaway.wire import CODE_KEY, error_from_status
@@ -29,6 +29,11 @@ from seaway.wire import cluster_pb2 as pb
 from seaway.wire import cluster_pb2_grpc as pb_grpc
 
 MESSAGE_MAX = 64 << 20
+RECONNECT = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
+             ("grpc.max_reconnect_backoff_ms", 1000)]
+"""A restarted node is reached again within a second (gRPC's default backoff grows to two minutes)."""
+CHANNEL_OPTIONS = [*RECONNECT, ("grpc.max_send_message_length", MESSAGE_MAX),
+                   ("grpc.max_receive_message_length", MESSAGE_MAX)]
 
 
 def parse_seeds(url: str) -> list[str]:
@@ -52,38 +57,49 @@ def _error(exc: grpc.RpcError) -> SeawayError:
     return error_from_status(exc.code(), exc.details(), exc.trailing_metadata())
 
 
+def _from_node(exc: grpc.RpcError) -> bool:
+    """Whether a failed call is the node's own answer (with a Seaway code), not a transport failure."""
+    return any(key == CODE_KEY for key, _ in exc.trailing_metadata() or ())
+
+
 class ClusterClient:
-    def __init__(self, url: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, *, timeout_s: float = 30.0, attempt_timeout_s: float = 2.0) -> None:
         self._seeds = parse_seeds(url)
         self.timeout_s = timeout_s
+        self.attempt_timeout_s = attempt_timeout_s
+        """How long one node may take to acknowledge an append before the client moves the sequencer
+        to the next node (a node that is paused or cut off answers nothing at all)."""
         self._channels: dict[str, tuple[grpc.Channel, pb_grpc.SeawayClusterStub]] = {}
         self._lock = threading.Lock()
         self._members: dict[int, str] = {}
+        self._good: str | None = None
         self.refresh_members()
 
     def _stub(self, address: str) -> pb_grpc.SeawayClusterStub:
         with self._lock:
             entry = self._channels.get(address)
             if entry is None:
-                channel = grpc.insecure_channel(address, options=[("grpc.max_send_message_length", MESSAGE_MAX),
-                                                                  ("grpc.max_receive_message_length", MESSAGE_MAX)])
+                channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
                 entry = self._channels[address] = (channel, pb_grpc.SeawayClusterStub(channel))  # type: ignore[no-untyped-call]
             return entry[1]
 
     def _addresses(self) -> list[str]:
-        return list(dict.fromkeys([*self._members.values(), *self._seeds]))
+        """Where to send a call any node answers: the node that answered last first."""
+        return list(dict.fromkeys([*([self._good] if self._good else []), *self._members.values(), *self._seeds]))
 
-    def _any(self, method: str, request: Any, timeout_s: float = 5.0) -> Any:
+    def _any(self, method: str, request: Any, timeout_s: float = 2.0) -> Any:
         """Call ``method`` on the first node that answers; a node's own error is raised."""
         last: SeawayError = UnavailableError("no node of the cluster answered")
         for address in self._addresses():
             try:
-                return getattr(self._stub(address), method)(request, timeout=timeout_s)
+                reply = getattr(self._stub(address), method)(request, timeout=timeout_s)
+                self._good = address
+                return reply
             except grpc.RpcError as exc:
                 error = _error(exc)
-                if not isinstance(error, TransportError | UnavailableError):
+                if _from_node(exc) and not isinstance(error, UnavailableError):
                     raise error from None
-                last = error
+                last = error  # that node is down, cut off or stalled: the next one
         raise last
 
     def refresh_members(self) -> dict[int, str]:
@@ -136,10 +152,11 @@ class ClusterClient:
                 continue
             target = placement(log_id, live)[0]
             try:
-                return int(self._stub(self._members[target]).Append(request, timeout=min(remaining, 10.0)).lsn)
+                return int(self._stub(self._members[target]).Append(
+                    request, timeout=min(remaining, self.attempt_timeout_s)).lsn)
             except grpc.RpcError as exc:
                 error = _error(exc)
-                if not any(key == CODE_KEY for key, _ in exc.trailing_metadata() or ()):
+                if not _from_node(exc):
                     unreachable.add(target)  # down, cut off or stalled: the next node of the order takes over
                     continue
                 if not error.retriable:

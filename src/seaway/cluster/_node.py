@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import queue
 import threading
 import time
+import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +67,11 @@ _log = logging.getLogger("seaway.cluster")
 
 PAYLOAD_MAX = 1 << 20
 MESSAGE_MAX = 64 << 20
+RECONNECT = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
+             ("grpc.max_reconnect_backoff_ms", 1000)]
+"""A restarted node is reached again within a second (gRPC's default backoff grows to two minutes)."""
+CHANNEL_OPTIONS = [*RECONNECT, ("grpc.max_send_message_length", MESSAGE_MAX),
+                   ("grpc.max_receive_message_length", MESSAGE_MAX)]
 BATCH_MAX = 4096
 EVENTS_PER_TURN = 2048
 PEER_QUEUE_MAX = 100_000
@@ -99,8 +106,7 @@ class _Peer:
         self.peer_id = peer_id
         self.address = address
         self._queue: queue.Queue[pb.Message | None] = queue.Queue(PEER_QUEUE_MAX)
-        self._channel = grpc.insecure_channel(address, options=[("grpc.max_send_message_length", MESSAGE_MAX),
-                                                                ("grpc.max_receive_message_length", MESSAGE_MAX)])
+        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.SeawayClusterStub(self._channel)  # type: ignore[no-untyped-call]
         self._thread = threading.Thread(target=self._run, name=f"seaway-peer-{peer_id}", daemon=True)
         self._thread.start()
@@ -167,9 +173,7 @@ class ClusterNode:
         self._zk = ZooKeeperCluster(cfg.cluster, timeout_s=cfg.zk_timeout_s)
         self.root = self._zk.root
         server = grpc.server(ThreadPoolExecutor(16, thread_name_prefix="seaway-cluster-rpc"),
-                             options=[("grpc.max_send_message_length", MESSAGE_MAX),
-                                      ("grpc.max_receive_message_length", MESSAGE_MAX),
-                                      ("grpc.so_reuseport", 0)])
+                             options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)])
         pb_grpc.add_SeawayClusterServicer_to_server(_Service(self), server)  # type: ignore[no-untyped-call]
         port = server.add_insecure_port(cfg.listen)
         if port == 0:
@@ -183,10 +187,21 @@ class ClusterNode:
             thread.start()
             self._threads.append(thread)
         server.start()
-        self._zk.register(cfg.node_id, self.address)
+        self._zk.stay_registered(cfg.node_id, self.address, self._instance(Path(cfg.data_dir)))
         self._zk.watch_members(self._on_members)
         _log.info("node %d of %s serving on %s", cfg.node_id, cfg.cluster, self.address)
         return self
+
+    @staticmethod
+    def _instance(data_dir: Path) -> str:
+        """This data directory's own id, made once (it tells this node's previous process apart from
+        another node given the same id)."""
+        path = data_dir / "instance"
+        if not path.exists():
+            tmp = data_dir / "instance.tmp"
+            tmp.write_text(uuid.uuid4().hex)
+            os.replace(tmp, path)
+        return path.read_text().strip()
 
     def stop(self) -> None:
         if not self._running:

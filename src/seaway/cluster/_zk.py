@@ -138,14 +138,54 @@ class ZooKeeperCluster:
             except self._errors.NodeExistsError:
                 self._zk.set(f"{self.root}/config", raw)
 
-    def register(self, node_id: int, address: str) -> None:
-        """Join the membership as ``node_id`` (until this client's session ends)."""
+    def stay_registered(self, node_id: int, address: str, instance: str) -> None:
+        """Register, and again whenever the session was lost and a new one made (a node paused or cut
+        off past the session timeout comes back into the membership)."""
+        self.register(node_id, address, instance)
+        states = importlib.import_module("kazoo.protocol.states")
+        lost = threading.Event()
+
+        def listener(state: Any) -> None:
+            if state == states.KazooState.LOST:
+                lost.set()
+            elif state == states.KazooState.CONNECTED and lost.is_set() and not self._closed:
+                lost.clear()  # not from kazoo's own thread: a call here would wait on it
+                threading.Thread(target=self._register_again, args=(node_id, address, instance), daemon=True).start()
+
+        self._zk.add_listener(listener)
+
+    def _register_again(self, node_id: int, address: str, instance: str) -> None:
+        with contextlib.suppress(Exception):
+            self.register(node_id, address, instance)
+
+    def register(self, node_id: int, address: str, instance: str) -> None:
+        """Join the membership as ``node_id`` (until this client's session ends). ``instance`` names
+        the node's data directory: a member of the same id and instance is this node's previous
+        process, whose session has not expired yet (it was killed), and is replaced; one of another
+        instance is another node given the same id, and refused."""
+        path = f"{self.root}/nodes/{node_id}"
+        raw = json.dumps({"address": address, "instance": instance}).encode()
         with self._calling():
-            try:
-                self._zk.create(f"{self.root}/nodes/{node_id}", json.dumps({"address": address}).encode(),
-                                ephemeral=True)
-            except self._errors.NodeExistsError:
-                raise InvalidArgumentError(f"node {node_id} is already a live member of the cluster") from None
+            for _ in range(3):
+                try:
+                    self._zk.create(path, raw, ephemeral=True)
+                    return
+                except self._errors.NodeExistsError:
+                    pass
+                try:
+                    old, stat = self._zk.get(path)
+                except self._errors.NoNodeError:
+                    continue
+                try:
+                    theirs = json.loads(old).get("instance")
+                except (ValueError, AttributeError):
+                    theirs = None
+                if theirs != instance:
+                    raise InvalidArgumentError(f"node {node_id} is already a live member of the cluster, with "
+                                               f"another data directory")
+                with contextlib.suppress(self._errors.NoNodeError, self._errors.BadVersionError):
+                    self._zk.delete(path, version=stat.version)
+        raise UnavailableError(f"node {node_id}: could not take its place in the membership")
 
     def members(self) -> dict[int, str]:
         """Live nodes and their addresses."""
