@@ -274,3 +274,25 @@ def test_the_cluster_command_answers(cluster: LocalCluster, tmp_path: Path) -> N
     assert len(status["nodes"]) == 5 and all(n["healthy"] for n in status["nodes"])
     log = next(entry for entry in status["logs"] if entry["log_id"] == 9001)
     assert log["node_sets"][0]["replication"] == 3
+
+
+def test_a_hostile_client_gets_errors_and_the_node_keeps_serving(cluster: LocalCluster, client: ClusterClient) -> None:
+    address = cluster.addresses[1]
+    with grpc.insecure_channel(address) as channel:
+        for method in ("Deliver", "Append", "Read", "CreateLog", "Trim"):
+            call = channel.unary_unary(f"/seaway.cluster.v1.SeawayCluster/{method}")
+            for garbage in (b"\xff\xff\xff", b"\x0a\x05junk", bytes(range(40))):
+                with pytest.raises(grpc.RpcError):
+                    call(garbage, timeout=5)
+        stub = pb_grpc.SeawayClusterStub(channel)  # type: ignore[no-untyped-call]
+        with pytest.raises(grpc.RpcError) as refused:  # a message for another cluster
+            stub.Deliver(pb.Envelope(sender=2, cluster="/elsewhere", messages=[pb.Message()]), timeout=5)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        with pytest.raises(grpc.RpcError) as empty:  # a message of this cluster without a body
+            stub.Deliver(pb.Envelope(sender=2, cluster="/seaway", messages=[pb.Message()]), timeout=5)
+        assert empty.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        with pytest.raises(grpc.RpcError) as big:
+            stub.Append(pb.AppendRequest(log_id=1, payload=b"x" * (2 << 20)), timeout=5)
+        assert ("seaway-code", "PAYLOAD_TOO_LARGE") in big.value.trailing_metadata()
+    log_id = _new_log(client)
+    assert client.append(log_id, b"still here") >> 32 >= 1
