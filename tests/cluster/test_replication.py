@@ -72,33 +72,36 @@ class Mini:
     def run(self, seq: ClusterSequencer | None, effects: list[object], src: int | None = None) -> None:
         """Carry out effects of ``seq`` (or, with ``seq`` None, of node ``src``'s replica) to the end."""
         first = seq.node if seq is not None else src
-        queue: deque[tuple[int, object]] = deque((first or 0, e) for e in effects)
+        # (node, effect, whether the sequencer made it rather than the node's replica)
+        queue: deque[tuple[int, object, bool]] = deque((first or 0, e, seq is not None) for e in effects)
         while queue:
-            src, effect = queue.popleft()
+            src, effect, by_seq = queue.popleft()
             if isinstance(effect, Send):
                 to, msg = effect.to, effect.message
                 if to in self.down or (src, to) in self.drop:
                     continue
                 if type(msg).__name__ in ("Stored", "Sealed", "Cleaned"):
-                    if seq is not None and to == seq.node and (to, seq.node) not in self.drop:
-                        queue.extend((seq.node, e) for e in seq.handle(src, msg, self.now))
+                    if seq is not None and to == seq.node:
+                        queue.extend((seq.node, e, True) for e in seq.handle(src, msg, self.now))
                     continue
                 for out in self.replicas[to].handle(src, msg):
-                    queue.append((to, out))
+                    queue.append((to, out, False))
             elif isinstance(effect, DiskWrite):
-                queue.extend((effect.node, e) for e in self.replicas[effect.node].written())
+                queue.extend((effect.node, e, False) for e in self.replicas[effect.node].written())
             elif isinstance(effect, ReadEpochRecord):
                 reply = EpochRecordRead(effect.log_id, self.record, self.version)
-                if seq is not None:  # the sequencer reads the record; a replica reads it to purge
-                    queue.extend((src, e) for e in seq.handle(-1, reply, self.now))
+                if by_seq:  # the sequencer reads the record; a replica reads it to purge
+                    assert seq is not None
+                    queue.extend((src, e, True) for e in seq.handle(-1, reply, self.now))
                 else:
-                    queue.extend((src, e) for e in self.replicas[src].handle(-1, reply))
+                    queue.extend((src, e, False) for e in self.replicas[src].handle(-1, reply))
             elif isinstance(effect, SetEpochRecord):
                 ok = effect.version == self.version
                 if ok:
                     self.record, self.version = effect.record, self.version + 1
                 assert seq is not None
-                queue.extend((seq.node, e) for e in seq.handle(-1, EpochRecordSet(LOG, ok, self.version), self.now))
+                queue.extend((seq.node, e, True) for e in seq.handle(-1, EpochRecordSet(LOG, ok, self.version),
+                                                                   self.now))
             elif isinstance(effect, (Acked, Refused)):
                 self.results[effect.request_id] = effect
             else:
@@ -354,3 +357,22 @@ def test_a_node_that_missed_one_recovery_and_joined_the_next_still_purges_the_fi
     assert items == mini.read([5, 4, 2, 1, 3])
     after_p1 = mini.read([3, 1, 2, 4, 5], start=1 << 32 | 2)  # a reader already past p1 hears node 3 first
     assert [p for _, p in records(after_p1)] == [b"p3"]
+
+
+def test_a_node_that_purged_refuses_later_stores_of_the_old_epoch() -> None:
+    """Found by the simulation (seed 6183): a node that missed a recovery purged the old epoch on the
+    release, then took a late store from the old sequencer, which it had never been sealed against,
+    and served it."""
+    mini = Mini()
+    seq1 = mini.activate(1)
+    mini.append(seq1, [b"p1"])
+    mini.down.add(3)
+    seq2 = mini.activate(2)  # recovers epoch 1 without node 3
+    mini.restart(3)
+    mini.append(seq2, [b"p2"], first_id=2)  # its release reaches node 3, which purges epoch 1
+    assert mini.disks[3].log(LOG).lce == 1
+    mini.drop.update({(1, 2), (1, 4), (1, 5)})
+    mini.append(seq1, [b"stale"], first_id=3)  # the old sequencer still runs and reaches node 3
+    assert not any(c.payload == b"stale" for c in mini.disks[3].log(LOG).copies.values())
+    mini.drop.clear()
+    assert [p for _, p in records(mini.read([3, 1, 2, 4, 5], start=1 << 32 | 2))] == [b"p2"]

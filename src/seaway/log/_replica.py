@@ -260,6 +260,7 @@ class Replica:
                 dropped.append(copy.lsn)
         state.drop(dropped)
         state.lce = max(state.lce, upto)
+        state.seal = max(state.seal, upto + 1)  # it seals itself: a clean epoch takes no more stores
         if epoch_of(purge.release) - 1 <= state.lce:
             self._released[purge.log_id] = max(self.released(purge.log_id), purge.release)
             self._released_dirty.add(purge.log_id)
