@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from seaway.bench._cli import run_cli_bench
+from seaway.bench._cluster import ClusterBenchConfig, run_cluster_bench
 from seaway.bench._log import LogBenchConfig, run_log_bench
 from seaway.bench._logs import LogsBenchConfig, run_logs_bench
 from seaway.bench._notify import add_notify_bench_parser, run_notify_bench_command
@@ -57,6 +58,12 @@ def add_bench_parsers(bench: argparse.ArgumentParser) -> None:
     txn.add_argument("--rounds", type=int, default=2, help="runs of each kind; the best counts (default 2)")
     txn.add_argument("--address", help="use this server (seaway://host:port) instead of starting one")
     txn.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    cluster = kinds.add_parser("cluster", help="a replicated log through 3 nodes at R=2 against one server; "
+                                               "write disruption when the sequencer's node is killed")
+    cluster.add_argument("--clients", type=int, default=8, help="appending threads (default 8)")
+    cluster.add_argument("--seconds", type=float, default=5.0, help="how long each side appends (default 5)")
+    cluster.add_argument("--kills", type=int, default=10, help="SIGKILLs of the sequencer's node (default 10)")
+    cluster.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     cli = kinds.add_parser("cli", help="the command's start: seaway --help and a one-record log append, against "
                                        "an empty interpreter")
     cli.add_argument("--runs", type=int, default=9, help="runs of each; the median wall time counts (default 9)")
@@ -91,6 +98,10 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
             raise InvalidArgumentError("--ops, --clients, --processes and --rounds must be at least 1")
         return run_txn_bench(TxnBenchConfig(clients=args.clients, processes=args.processes, ops=args.ops,
                                             rounds=args.rounds, address=args.address))
+    if args.bench == "cluster":
+        if args.clients < 1 or args.kills < 1 or not args.seconds > 0:
+            raise InvalidArgumentError("--clients and --kills must be at least 1, --seconds positive")
+        return run_cluster_bench(ClusterBenchConfig(clients=args.clients, seconds=args.seconds, kills=args.kills))
     if args.bench == "cli":
         if args.runs < 1:
             raise InvalidArgumentError("--runs must be at least 1")
