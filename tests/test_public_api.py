@@ -48,7 +48,7 @@ def test_every_exported_name_exists_and_modules_are_private() -> None:
         public_modules = [n for n in dir(module)
                           if not n.startswith("_") and isinstance(getattr(module, n), types.ModuleType)]
         allowed = {"log", "logsdb", "cli", "client", "demo", "ledger", "notify", "queues", "server", "spark", "streams",
-                   "testing", "txn", "wire", "bench", "errors", "console",
+                   "testing", "txn", "wire", "bench", "errors", "console", "cluster",
                    "replication"}  # seaway.log.replication: the cluster's roles and messages, for their drivers
         assert set(public_modules) <= allowed, public_modules
 
