@@ -296,3 +296,38 @@ def test_a_hostile_client_gets_errors_and_the_node_keeps_serving(cluster: LocalC
         assert ("seaway-code", "PAYLOAD_TOO_LARGE") in big.value.trailing_metadata()
     log_id = _new_log(client)
     assert client.append(log_id, b"still here") >> 32 >= 1
+
+
+def test_a_reader_crosses_a_node_set_change(cluster: LocalCluster, client: ClusterClient) -> None:
+    for round_ in range(ROUNDS):
+        _wait_members(client, 5)  # nodes paused last round may have been out of the membership a while
+        log_id = _new_log(client)
+        assert client.epoch_record(log_id).history[0].nodes == (1, 2, 3, 4, 5)
+        acked = {client.append(log_id, f"a{i}".encode()): f"a{i}".encode() for i in range(5)}
+        client.reconfigure(log_id, (3, 4, 5), replication=3)
+        acked.update({client.append(log_id, f"b{i}".encode()): f"b{i}".encode() for i in range(5)})
+        record = client.epoch_record(log_id)
+        assert record.node_set(record.epoch).nodes == (3, 4, 5) and len(record.history) == 2
+        paused = (1, 2) if round_ % 2 else ()  # the old set's f-majority (3 of 5) is still there
+        for node in paused:
+            cluster.kill(node, signal.SIGSTOP)
+        try:
+            items = _read_all(client, log_id, max(acked))
+        finally:
+            for node in paused:
+                cluster.kill(node, signal.SIGCONT)
+        _check(items, acked)
+        assert [i.payload for i in items if isinstance(i, Record)] == [*acked.values()]
+
+
+def test_a_trimmed_log_reads_as_on_one_node(cluster: LocalCluster, client: ClusterClient) -> None:
+    log_id = _new_log(client)
+    lsns = [client.append(log_id, f"p{i}".encode()) for i in range(20)]
+    client.trim(log_id, lsns[9])
+    victim = 1
+    cluster.restart(victim)  # the trim point is kept across a restart
+    _wait_members(client, 5)
+    for _ in range(ROUNDS):
+        items = _read_all(client, log_id, lsns[-1])
+        assert isinstance(items[0], Gap) and items[0].type is GapType.TRIM and items[0].lsn_hi >= lsns[9]
+        assert [i.payload for i in items if isinstance(i, Record)] == [f"p{i}".encode() for i in range(10, 20)]

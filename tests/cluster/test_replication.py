@@ -35,6 +35,7 @@ from seaway.log.replication import (
     Send,
     SetEpochRecord,
     Store,
+    Trim,
 )
 
 LOG = 7
@@ -376,3 +377,20 @@ def test_a_node_that_purged_refuses_later_stores_of_the_old_epoch() -> None:
     assert not any(c.payload == b"stale" for c in mini.disks[3].log(LOG).copies.values())
     mini.drop.clear()
     assert [p for _, p in records(mini.read([3, 1, 2, 4, 5], start=1 << 32 | 2))] == [b"p2"]
+
+
+def test_a_reader_given_the_trim_point_skips_copies_a_node_has_not_trimmed_yet() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.append(seq, [f"p{i}".encode() for i in range(1, 9)])
+    point = 1 << 32 | 4
+    for node in (2, 3, 4, 5):  # node 1 has not heard of the trim yet
+        mini.run(None, mini.replicas[node].handle(0, Trim(LOG, point)), src=node)
+    reader = MergeReader(LOG, mini.record, 1, trim_point=point, grace_ms=0)
+    out: list[object] = []
+    for node, request in reader.requests():
+        (reply,) = mini.replicas[node].handle(0, request)
+        reader.on_reply(reply.message)  # type: ignore[attr-defined]
+        out.extend(reader.take(0))
+    assert isinstance(out[0], Gap) and out[0].type is GapType.TRIM and out[0].lsn_hi == point
+    assert [p for _, p in records(out)] == [f"p{i}".encode() for i in range(5, 9)]

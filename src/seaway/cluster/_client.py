@@ -126,8 +126,26 @@ class ClusterClient:
         reply = self._any("CreateLog", pb.CreateLogRequest(log_id=log_id, replication=replication, nodes=nodes))
         return EpochRecord.decode(reply.record)
 
+    def reconfigure(self, log_id: int, nodes: tuple[int, ...], replication: int = 0) -> None:
+        """Store the log on ``nodes`` with ``replication`` copies (0: as now) from its next epoch on.
+        Records written before stay where they are; readers cross the change."""
+        live = sorted(self.refresh_members())
+        target = placement(log_id, live)[0]
+        request = pb.CreateLogRequest(log_id=log_id, replication=replication, nodes=nodes)
+        try:
+            self._stub(self._members[target]).Reconfigure(request, timeout=10.0)
+        except grpc.RpcError as exc:
+            raise _error(exc) from None
+
     def epoch_record(self, log_id: int) -> EpochRecord:
-        return EpochRecord.decode(self._any("GetEpochRecord", pb.LogRef(log_id=log_id)).record)
+        return self._record_and_trim(log_id)[0]
+
+    def trim_point(self, log_id: int) -> int:
+        return self._record_and_trim(log_id)[1]
+
+    def _record_and_trim(self, log_id: int) -> tuple[EpochRecord, int]:
+        reply = self._any("GetEpochRecord", pb.LogRef(log_id=log_id))
+        return EpochRecord.decode(reply.record), int(reply.trim_point)
 
     def trim(self, log_id: int, lsn: int) -> None:
         self._any("Trim", pb.TrimRequest(log_id=log_id, lsn=lsn))
@@ -167,7 +185,8 @@ class ClusterClient:
              poll_s: float = 0.02) -> Iterator[ReadItem]:
         """The log's records and gaps from ``start`` to ``until``; with ``until`` at LSN_MAX it
         follows the tail, ending after ``idle_s`` without anything new (None: never)."""
-        reader = MergeReader(log_id, self.epoch_record(log_id), start, until)
+        record, trim = self._record_and_trim(log_id)
+        reader = MergeReader(log_id, record, start, until, trim_point=trim)
         replies: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
         in_flight = 0
         last_progress = time.monotonic()
@@ -181,12 +200,11 @@ class ClusterClient:
                 call = self._stub(address).Read.future(msg, timeout=5.0)
                 call.add_done_callback(lambda done, node=node: replies.put((node, done)))
                 in_flight += 1
-            try:
-                answered = [replies.get(timeout=poll_s)]
+            answered: list[tuple[int, Any]] = []
+            with contextlib.suppress(queue.Empty):
+                answered.append(replies.get(timeout=poll_s))
                 while True:
                     answered.append(replies.get_nowait())
-            except queue.Empty:
-                pass
             failed = False
             for node, done in answered:
                 in_flight -= 1

@@ -31,14 +31,17 @@ from seaway.cluster._zk import ZooKeeperCluster
 from seaway.errors import (
     InvalidArgumentError,
     PayloadTooLargeError,
+    PreemptedError,
     SeawayError,
     TimedOutError,
+    TrimPastTailError,
     UnavailableError,
 )
 from seaway.log.replication import (
     NODES_MAX,
     REPLICATION_MAX,
     Acked,
+    Activate,
     Append,
     Cleaned,
     ClusterSequencer,
@@ -312,6 +315,15 @@ class ClusterNode:
                 seq = self._sequencers[log_id] = ClusterSequencer(log_id, self.config.node_id, self.config.sequencer)
             later.append((seq, seq.handle(0, Append(log_id, request_id, payload), now)))
             return 0
+        if kind == "activate":  # a new sequencer here, with a new node set from its epoch on
+            _, log_id, nodes, replication, future = event
+            old = self._sequencers.get(log_id)
+            if old is not None and old.error is None:
+                later.append((old, old.fail(PreemptedError(f"log {log_id}: its node set is being changed"))))
+            seq = self._sequencers[log_id] = ClusterSequencer(log_id, self.config.node_id, self.config.sequencer)
+            later.append((seq, seq.handle(0, Activate(log_id, nodes, replication), now)))
+            future.set_result(None)
+            return 0
         if kind == "read":
             _, request, future = event
             (reply,) = self._replica.handle(0, request)
@@ -408,6 +420,14 @@ class ClusterNode:
             raise TimedOutError(f"log {log_id}: the append was not acknowledged in time; it may still land") \
                 from None
 
+    def reconfigure(self, log_id: int, replication: int, nodes: tuple[int, ...]) -> None:
+        """Give the log a new node set (and R) from a new epoch on, with this node its sequencer."""
+        record, _ = self.epoch_record(log_id)
+        NodeSet(record.epoch + 1, tuple(sorted(nodes)), replication or record.history[-1].replication)  # checks
+        future: Future[None] = Future()
+        self._inbox.put(("activate", log_id, tuple(sorted(nodes)), replication or None, future))
+        future.result(10.0)
+
     def read(self, request: ReadFrom) -> ReadReply:
         future: Future[ReadReply] = Future()
         self._inbox.put(("read", request, future))
@@ -436,8 +456,18 @@ class ClusterNode:
         assert self._zk is not None
         return self._zk.get_record(log_id)
 
+    def trim_point(self, log_id: int) -> int:
+        assert self._zk is not None
+        return self._zk.trim_point(log_id)
+
     def trim(self, log_id: int, lsn: int) -> None:
+        """Trim the log up to ``lsn``: first in ZooKeeper (every reader starts past it from then on),
+        then on each node, which drops its copies up to it."""
+        assert self._zk is not None
         record, _ = self.epoch_record(log_id)
+        if lsn >> 32 > record.epoch:
+            raise TrimPastTailError(f"log {log_id}: LSN {lsn:#x} is past its current epoch {record.epoch}")
+        lsn = self._zk.raise_trim_point(log_id, lsn)
         for node in sorted({n for entry in record.history for n in entry.nodes}):
             self.send(node, Trim(log_id, lsn))
 
@@ -486,10 +516,15 @@ class _Service(pb_grpc.SeawayClusterServicer):
 
     def GetEpochRecord(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.EpochRecordReply:
         record, version = self._call(context, self._node.epoch_record, request.log_id)
-        return pb.EpochRecordReply(record=record.encode(), version=version)
+        trim = self._call(context, self._node.trim_point, request.log_id)
+        return pb.EpochRecordReply(record=record.encode(), version=version, trim_point=trim)
 
     def Trim(self, request: pb.TrimRequest, context: grpc.ServicerContext) -> pb.Ack:
         self._call(context, self._node.trim, request.log_id, request.lsn)
+        return pb.Ack()
+
+    def Reconfigure(self, request: pb.CreateLogRequest, context: grpc.ServicerContext) -> pb.Ack:
+        self._call(context, self._node.reconfigure, request.log_id, request.replication, tuple(request.nodes))
         return pb.Ack()
 
     def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext) -> pb.StatusReply:

@@ -113,6 +113,43 @@ class ZooKeeperCluster:
                 raise UnknownLogError(f"log {log_id} does not exist in this cluster") from None
         return int(stat.version)
 
+    def trim_point(self, log_id: int) -> int:
+        """The log's trim point (0: never trimmed): every reader starts past it."""
+        path = f"{self.root}/trims/{log_id}"
+        with self._calling():
+            try:
+                raw, _ = self._zk.get(path)
+            except self._errors.NoNodeError:
+                return 0
+        if not (raw.isascii() and raw.isdigit()):
+            raise CorruptionError(f"the trim znode of log {log_id} holds {raw[:40]!r}")
+        return int(raw)
+
+    def raise_trim_point(self, log_id: int, lsn: int) -> int:
+        """Move the log's trim point up to ``lsn`` (never down); the trim point now."""
+        path = f"{self.root}/trims/{log_id}"
+        self._log_path(log_id)  # checks the id
+        with self._calling():
+            self._zk.ensure_path(f"{self.root}/trims")
+            for _ in range(32):
+                try:
+                    raw, stat = self._zk.get(path)
+                except self._errors.NoNodeError:
+                    try:
+                        self._zk.create(path, str(lsn).encode())
+                        return lsn
+                    except self._errors.NodeExistsError:
+                        continue
+                current = int(raw) if raw.isdigit() else 0
+                if lsn <= current:
+                    return current
+                try:
+                    self._zk.set(path, str(lsn).encode(), version=stat.version)
+                    return lsn
+                except self._errors.BadVersionError:
+                    continue
+        raise UnavailableError(f"log {log_id}: its trim point is contended")
+
     def logs(self, limit: int = 10_000) -> list[int]:
         with self._calling():
             names = self._zk.get_children(f"{self.root}/logs")
@@ -205,13 +242,22 @@ class ZooKeeperCluster:
         return out
 
     def watch_members(self, callback: Callable[[dict[int, str]], None]) -> None:
-        """Call ``callback`` with the members now and at every change."""
+        """Call ``callback`` with the members now and after every change, from a thread of its own
+        (kazoo's watch callbacks must not call ZooKeeper themselves)."""
+        changed = threading.Event()
 
-        def changed(_children: list[str]) -> None:
-            with contextlib.suppress(Exception):
-                callback(self.members())
+        def refresh() -> None:
+            while not self._closed:
+                if not changed.wait(1.0):
+                    continue
+                changed.clear()
+                try:
+                    callback(self.members())
+                except Exception:  # ZooKeeper unreachable for now: read again at the next change or second
+                    changed.set()
 
-        self._zk.ChildrenWatch(f"{self.root}/nodes", changed)
+        threading.Thread(target=refresh, name="seaway-members", daemon=True).start()
+        self._zk.ChildrenWatch(f"{self.root}/nodes", lambda _children: changed.set())
 
     def close(self) -> None:
         with self._lock:

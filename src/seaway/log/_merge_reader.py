@@ -40,7 +40,7 @@ class _Node:
 
 class MergeReader:
     def __init__(self, log_id: int, record: EpochRecord, start_lsn: int, until_lsn: int = LSN_MAX, *,
-                 grace_ms: int = GRACE_MS, reader_id: int = 0) -> None:
+                 grace_ms: int = GRACE_MS, reader_id: int = 0, trim_point: int = 0) -> None:
         self.log_id = log_id
         self.record = record
         self.next_lsn = start_lsn
@@ -49,6 +49,9 @@ class MergeReader:
         self.reader_id = reader_id
         self._nodes: dict[int, _Node] = {}
         self._grace_from: int | None = None
+        self.trim_point = trim_point
+        """The log's trim point as far as the reader knows (the durable one it was given, or a
+        node's): nothing at or below it is delivered, whichever node still holds a copy."""
         self.needs_record = False
         """Set when N is in an epoch the record does not know yet: the driver reads it again."""
 
@@ -99,8 +102,13 @@ class MergeReader:
         state = self._node(reply.node)
         state.asked = False
         state.trim = max(state.trim, reply.trim_point)
+        if reply.trim_point > self.trim_point:
+            self.trim_point = reply.trim_point
+            for other in self._nodes.values():
+                for trimmed in [k for k in other.copies if k <= self.trim_point]:
+                    del other.copies[trimmed]
         for copy in reply.copies:
-            if copy.lsn >= self.next_lsn:
+            if copy.lsn >= self.next_lsn and copy.lsn > self.trim_point:
                 old = state.copies.get(copy.lsn)
                 if old is None or copy.precedence() > old.precedence():
                     state.copies[copy.lsn] = copy
@@ -111,6 +119,11 @@ class MergeReader:
         out: list[ReadItem] = []
         while not self.done:
             n = self.next_lsn
+            if n <= self.trim_point:
+                hi = min(self.trim_point, self.until_lsn)
+                self._advance(hi + 1)
+                out.append(Gap(self.log_id, GapType.TRIM, n, hi))
+                continue
             epoch = epoch_of(n)
             if epoch > self.record.epoch:
                 self.needs_record = True
@@ -134,8 +147,7 @@ class MergeReader:
                     break
             end = min(min((lsn for lsn in s.copies if lsn > n), default=s.next_lsn) for s in passed)
             hi = min(end - 1, self.until_lsn)
-            trim = max(s.trim for s in states)
-            if hi <= trim:
+            if hi <= max(self.trim_point, *(s.trim for s in states)):
                 kind = GapType.TRIM
             elif epoch_of(end) == epoch:
                 kind = GapType.DATALOSS

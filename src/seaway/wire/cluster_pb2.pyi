@@ -207,12 +207,14 @@ class CreateLogRequest(_message.Message):
     def __init__(self, log_id: _Optional[int] = ..., replication: _Optional[int] = ..., nodes: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class EpochRecordReply(_message.Message):
-    __slots__ = ("record", "version")
+    __slots__ = ("record", "version", "trim_point")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    TRIM_POINT_FIELD_NUMBER: _ClassVar[int]
     record: bytes
     version: int
-    def __init__(self, record: _Optional[bytes] = ..., version: _Optional[int] = ...) -> None: ...
+    trim_point: int
+    def __init__(self, record: _Optional[bytes] = ..., version: _Optional[int] = ..., trim_point: _Optional[int] = ...) -> None: ...
 
 class TrimRequest(_message.Message):
     __slots__ = ("log_id", "lsn")

@@ -64,6 +64,11 @@ class SeawayClusterStub:
                 request_serializer=seaway_dot_wire_dot_cluster__pb2.TrimRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_cluster__pb2.Ack.FromString,
                 _registered_method=True)
+        self.Reconfigure = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/Reconfigure',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.CreateLogRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.Ack.FromString,
+                _registered_method=True)
         self.Status = channel.unary_unary(
                 '/seaway.cluster.v1.SeawayCluster/Status',
                 request_serializer=seaway_dot_wire_dot_cluster__pb2.StatusRequest.SerializeToString,
@@ -110,6 +115,13 @@ class SeawayClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Reconfigure(self, request, context):
+        """A new node set (or R) for a log from its next epoch on: this node becomes its sequencer.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Status(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -147,6 +159,11 @@ def add_SeawayClusterServicer_to_server(servicer, server):
             'Trim': grpc.unary_unary_rpc_method_handler(
                     servicer.Trim,
                     request_deserializer=seaway_dot_wire_dot_cluster__pb2.TrimRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.Ack.SerializeToString,
+            ),
+            'Reconfigure': grpc.unary_unary_rpc_method_handler(
+                    servicer.Reconfigure,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.CreateLogRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_cluster__pb2.Ack.SerializeToString,
             ),
             'Status': grpc.unary_unary_rpc_method_handler(
@@ -316,6 +333,33 @@ class SeawayCluster:
             target,
             '/seaway.cluster.v1.SeawayCluster/Trim',
             seaway_dot_wire_dot_cluster__pb2.TrimRequest.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Reconfigure(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/Reconfigure',
+            seaway_dot_wire_dot_cluster__pb2.CreateLogRequest.SerializeToString,
             seaway_dot_wire_dot_cluster__pb2.Ack.FromString,
             options,
             channel_credentials,
