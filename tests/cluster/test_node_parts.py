@@ -65,7 +65,7 @@ def test_an_unflushed_batch_is_gone_after_a_reopen(tmp_path: Path) -> None:
     again.close()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["put", "drop", "drop_upto", "flush"]), st.integers(1, 40)), max_size=60),
        st.integers(1, 40), st.integers(1, 40), st.integers(1, 10))
 def test_the_disk_scans_like_the_in_memory_state(tmp_path_factory: pytest.TempPathFactory,

@@ -87,15 +87,17 @@ class RocksLog:
         self._disk.batch.delete_range(_copy_key(self.log_id, 0), _copy_key(self.log_id, lsn + 1))
 
     def scan(self, lo: int, hi: int, limit: int) -> list[Copy]:
-        lo = max(lo, self._dropped_upto + 1)
         if lo > hi or limit <= 0:
             return []
         pending = {k: v for k, v in self._overlay.items() if lo <= k <= hi}
+        lo_stored = max(lo, self._dropped_upto + 1)  # stored copies up to a pending range drop are gone
+        if lo_stored > hi:
+            return sorted((c for c in pending.values() if c is not None), key=lambda c: c.lsn)[:limit]
         opts = ReadOptions()
         upper = _copy_key(self.log_id, hi + 1) if hi < 2**64 - 1 else _META.pack(b"c", self.log_id + 1)
         opts.set_iterate_upper_bound(upper)
         it = self._disk.db.iter(opts)
-        it.seek(_copy_key(self.log_id, lo))
+        it.seek(_copy_key(self.log_id, lo_stored))
         out: list[Copy] = []
         wanted = limit + len(pending)
         while it.valid() and len(out) < wanted:
