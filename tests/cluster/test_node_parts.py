@@ -134,3 +134,10 @@ def test_hostile_bytes_decode_to_a_message_or_a_typed_error(raw: bytes) -> None:
         except InvalidArgumentError:
             continue
         assert type(decoded).__name__ in {"Store", "Stored", "Seal", "Sealed", "Clean", "Cleaned", "Release", "Trim"}
+
+
+def test_connecting_to_several_nodes_says_what_serves_a_cluster_today() -> None:
+    import seaway  # noqa: PLC0415
+
+    with pytest.raises(InvalidArgumentError, match="ClusterClient"):
+        seaway.connect("seaway://127.0.0.1:7071,127.0.0.1:7072")

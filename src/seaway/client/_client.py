@@ -918,6 +918,10 @@ def connect(url: str, *, token: str | None = None, tls_root_cert: bytes | None =
     :class:`UnavailableError`.
     """
     parsed = urlparse(url)
+    if "," in parsed.netloc:
+        raise InvalidArgumentError(f"{url!r} names several nodes, a replicated cluster: its logs are served by "
+                                   f"seaway.cluster.ClusterClient and `seaway cluster`; the whole API (streams, "
+                                   f"queues, transactions) over a cluster is not built yet (see docs/cluster.md)")
     if parsed.scheme not in ("seaway", "seaways") or not parsed.hostname:
         raise InvalidArgumentError(f"a server address is seaway://host:port, got {url!r}")
     try:
