@@ -355,3 +355,39 @@ def test_a_trimmed_log_reads_as_on_one_node(cluster: LocalCluster, client: Clust
         items = _read_all(client, log_id, lsns[-1])
         assert isinstance(items[0], Gap) and items[0].type is GapType.TRIM and items[0].lsn_hi >= lsns[9]
         assert [i.payload for i in items if isinstance(i, Record)] == [f"p{i}".encode() for i in range(10, 20)]
+
+
+def test_a_record_left_on_fewer_than_r_nodes_is_purged_by_the_nodes_that_missed_the_recovery(
+        cluster: LocalCluster, client: ClusterClient) -> None:
+    """A record stored on 2 nodes at most (three of five paused: never acknowledged), then its
+    sequencer killed and the other holder paused while the rest recover: the recovery ends the epoch
+    before it; the holders come back and purge it; no reader ever sees it, none sees DATALOSS."""
+    client.attempt_timeout_s = 1.0
+    restarts = _Restarts(cluster)
+    for round_ in range(ROUNDS):
+        _wait_members(client, 5)
+        log_id = _new_log(client)
+        kept = client.append(log_id, b"kept")
+        seq = _sequencer_node(client, log_id)
+        holder = next(n for n in range(1, 6) if n != seq)
+        others = [n for n in range(1, 6) if n not in (seq, holder)]
+        for node in others:
+            cluster.kill(node, signal.SIGSTOP)
+        with grpc.insecure_channel(cluster.addresses[seq]) as channel:
+            stub = pb_grpc.SeawayClusterStub(channel)  # type: ignore[no-untyped-call]
+            with pytest.raises(grpc.RpcError):  # stored on the sequencer's node and the holder at most
+                stub.Append(pb.AppendRequest(log_id=log_id, payload=f"orphan{round_}".encode()), timeout=0.5)
+        cluster.kill(seq)
+        cluster.kill(holder, signal.SIGSTOP)
+        for node in others:
+            cluster.kill(node, signal.SIGCONT)
+        after = client.append(log_id, b"after")  # a node of the three recovers without either holder
+        cluster.kill(holder, signal.SIGCONT)  # it purges on the next release
+        restarts.later(seq)  # so does the killed sequencer's node, with its copy
+        reads = [_read_all(client, log_id, after) for _ in range(2)]
+        assert reads[0] == reads[1]
+        payloads = [i.payload for i in reads[0] if isinstance(i, Record)]
+        assert payloads == [b"kept", b"after"], payloads
+        assert kept >> 32 < after >> 32
+        assert not [i for i in reads[0] if isinstance(i, Gap) and i.type is GapType.DATALOSS]
+    restarts.finish()
