@@ -141,3 +141,22 @@ def test_connecting_to_several_nodes_says_what_serves_a_cluster_today() -> None:
 
     with pytest.raises(InvalidArgumentError, match="ClusterClient"):
         seaway.connect("seaway://127.0.0.1:7071,127.0.0.1:7072")
+
+
+@pytest.mark.slow
+def test_an_append_that_cannot_be_stored_times_out_and_is_forgotten(tmp_path: Path) -> None:
+    """A node keeps no append past its timeout (else stuck appends would fill its bound and then
+    refuse every append for good)."""
+    from seaway.cluster import ClusterNode, NodeConfig, ZooKeeperProcess  # noqa: PLC0415
+    from seaway.errors import TimedOutError  # noqa: PLC0415
+
+    with ZooKeeperProcess(tmp_path / "zk") as zk:
+        url = f"zk://127.0.0.1:{zk.port}/t"
+        node = ClusterNode(NodeConfig(1, tmp_path / "n1", url, append_timeout_s=0.3)).start()
+        try:
+            node.create_log(1, 2, (1, 2))  # node 2 never runs: no record can get its 2 copies
+            with pytest.raises(TimedOutError):
+                node.append(1, b"x", timeout_s=5.0)
+            assert node._pending == {}
+        finally:
+            node.stop()

@@ -18,6 +18,7 @@ import queue
 import threading
 import time
 import uuid
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,6 +158,8 @@ class ClusterNode:
         self._replica: Replica | None = None
         self._sequencers: dict[int, ClusterSequencer] = {}
         self._pending: dict[int, Future[int]] = {}
+        self._deadlines: deque[tuple[int, int]] = deque()
+        """(deadline in ms, request id) of the appends in ``_pending``, in the order they came."""
         self._next_request = 1
         self._members: dict[int, str] = {}
         self._peers: dict[int, _Peer] = {}
@@ -310,6 +313,7 @@ class ClusterNode:
             request_id = self._next_request
             self._next_request += 1
             self._pending[request_id] = future
+            self._deadlines.append((now + int(self.config.append_timeout_s * 1000), request_id))
             seq = self._sequencers.get(log_id)
             if seq is None or seq.error is not None:
                 seq = self._sequencers[log_id] = ClusterSequencer(log_id, self.config.node_id, self.config.sequencer)
@@ -347,6 +351,11 @@ class ClusterNode:
                 later.append((failed, failed.fail(error)))
             return 0
         if kind == "tick":
+            while self._deadlines and self._deadlines[0][0] <= now:  # its caller has given up: forget it
+                _, request_id = self._deadlines.popleft()
+                expired = self._pending.pop(request_id, None)
+                if expired is not None and not expired.done():
+                    expired.set_exception(TimedOutError("the append was not acknowledged in time; it may still land"))
             for seq in list(self._sequencers.values()):
                 later.append((seq, seq.tick(now)))
             return 0
