@@ -160,3 +160,11 @@ def test_an_append_that_cannot_be_stored_times_out_and_is_forgotten(tmp_path: Pa
             assert node._pending == {}
         finally:
             node.stop()
+
+
+def test_a_node_refuses_to_listen_beyond_loopback() -> None:
+    from seaway.cluster import NodeConfig  # noqa: PLC0415
+
+    with pytest.raises(InvalidArgumentError, match="loopback"):
+        NodeConfig(1, Path("/nonexistent"), "zk://127.0.0.1:2181/x", listen="0.0.0.0:7071")
+    assert NodeConfig(1, Path("/nonexistent"), "zk://127.0.0.1:2181/x", listen="[::1]:7071").listen == "[::1]:7071"

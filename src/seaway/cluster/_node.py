@@ -12,6 +12,7 @@ sequencer's timers make up for. Calls to ZooKeeper run in a small pool, never in
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import os
 import queue
@@ -100,6 +101,20 @@ class NodeConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.node_id <= NODES_MAX:
             raise InvalidArgumentError(f"a node id is in [1, {NODES_MAX}], got {self.node_id}")
+        host = self.listen.rsplit(":", 1)[0].strip("[]")
+        if not _is_loopback(host):
+            raise InvalidArgumentError(
+                f"a cluster node listens on loopback only (got {self.listen}): its calls carry no token and "
+                f"no TLS yet, so anyone who reached it could write and read every log (docs/cluster.md)")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class _Peer:
