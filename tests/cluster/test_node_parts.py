@@ -162,9 +162,44 @@ def test_an_append_that_cannot_be_stored_times_out_and_is_forgotten(tmp_path: Pa
             node.stop()
 
 
-def test_a_node_refuses_to_listen_beyond_loopback() -> None:
+def test_a_node_beyond_loopback_needs_a_token_and_tls() -> None:
     from seaway.cluster import NodeConfig  # noqa: PLC0415
 
+    zk, nowhere = "zk://127.0.0.1:2181/x", Path("/nonexistent")
     with pytest.raises(InvalidArgumentError, match="loopback"):
-        NodeConfig(1, Path("/nonexistent"), "zk://127.0.0.1:2181/x", listen="0.0.0.0:7071")
+        NodeConfig(1, nowhere, zk, listen="0.0.0.0:7071")
+    with pytest.raises(InvalidArgumentError, match="loopback"):
+        NodeConfig(1, nowhere, zk, listen="0.0.0.0:7071", token="t")
+    with pytest.raises(InvalidArgumentError, match="certificate and a key"):
+        NodeConfig(1, nowhere, zk, listen="0.0.0.0:7071", token="t", tls_cert=nowhere)
+    assert NodeConfig(1, nowhere, zk, listen="0.0.0.0:7071", token="t", tls_cert=nowhere, tls_key=nowhere).token
     assert NodeConfig(1, Path("/nonexistent"), "zk://127.0.0.1:2181/x", listen="[::1]:7071").listen == "[::1]:7071"
+
+
+@pytest.mark.slow
+def test_nodes_with_a_token_and_tls_serve_only_clients_that_have_both(tmp_path: Path) -> None:
+    from seaway.cluster import ClusterClient, ClusterNode, NodeConfig, ZooKeeperProcess  # noqa: PLC0415
+    from seaway.errors import AuthenticationError, UnavailableError  # noqa: PLC0415
+    from seaway.log import Record  # noqa: PLC0415
+    from tests.server.test_tls import _self_signed  # noqa: PLC0415
+
+    cert, key, cert_pem = _self_signed(tmp_path)
+    with ZooKeeperProcess(tmp_path / "zk") as zk:
+        url = f"zk://127.0.0.1:{zk.port}/secure"
+        nodes = [ClusterNode(NodeConfig(i, tmp_path / f"n{i}", url, token="s3cret", tls_cert=cert,
+                                        tls_key=key)).start() for i in (1, 2)]
+        try:
+            address = "seaways://" + ",".join(n.address for n in nodes)
+            with ClusterClient(address, token="s3cret", tls_root_cert=cert_pem) as client:
+                client.create_log(1, replication=2)  # each record needs the other node: node-to-node calls
+                lsn = client.append(1, b"secret")    # carry the token over TLS too
+                assert [i.payload for i in client.read(1, 1, lsn) if isinstance(i, Record)] == [b"secret"]
+            with pytest.raises(AuthenticationError):
+                ClusterClient(address, token="wrong", tls_root_cert=cert_pem)
+            with pytest.raises(AuthenticationError):
+                ClusterClient(address, tls_root_cert=cert_pem)
+            with pytest.raises(UnavailableError):  # plain text to a TLS port
+                ClusterClient(address.replace("seaways://", "seaway://"), token="s3cret")
+        finally:
+            for node in nodes:
+                node.stop()

@@ -22,6 +22,8 @@ def add_serve_cluster_options(srv: argparse.ArgumentParser) -> None:
     srv.add_argument("--node-id", type=int, help="this node's id in the cluster (1-256)")
     srv.add_argument("--zk-session-s", type=float, default=6.0,
                      help="ZooKeeper session timeout: how long a dead node stays listed (default 6)")
+    srv.add_argument("--tls-root-cert", type=Path,
+                     help="with --cluster: what the nodes trust in each other's certificates (default: --tls-cert)")
 
 
 def add_cluster_parser(commands: Any) -> None:
@@ -33,6 +35,8 @@ def add_cluster_parser(commands: Any) -> None:
     up.add_argument("--data-dir", type=Path, required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--connect", default=os.environ.get("SEAWAY_CLUSTER"), help=CLUSTER_HELP)
+    common.add_argument("--token-file", type=Path, help="file holding the cluster's token (or set SEAWAY_TOKEN)")
+    common.add_argument("--tls-root-cert", type=Path, help="the certificate to trust for seaways:// (PEM)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
     ops.add_parser("status", parents=[common], help="nodes, their health, sequencers, epochs and node sets")
     create = ops.add_parser("create-log", parents=[common], help="create a replicated log")
@@ -49,6 +53,12 @@ def add_cluster_parser(commands: Any) -> None:
     read.add_argument("--idle-s", type=float, default=1.0)
 
 
+def _token(args: argparse.Namespace) -> str | None:
+    if args.token_file is not None:
+        return args.token_file.read_text().strip() or None
+    return os.environ.get("SEAWAY_TOKEN") or None
+
+
 def serve_cluster(args: argparse.Namespace) -> None:
     from seaway.cluster import ClusterNode, NodeConfig  # noqa: PLC0415 - gRPC and kazoo load only to serve
     from seaway.errors import InvalidArgumentError  # noqa: PLC0415
@@ -56,7 +66,8 @@ def serve_cluster(args: argparse.Namespace) -> None:
     if args.node_id is None:
         raise InvalidArgumentError("a cluster node needs --node-id")
     node = ClusterNode(NodeConfig(args.node_id, args.data_dir, args.cluster, listen=args.listen,
-                                  zk_timeout_s=args.zk_session_s)).start()
+                                  zk_timeout_s=args.zk_session_s, token=_token(args), tls_cert=args.tls_cert,
+                                  tls_key=args.tls_key, tls_root_cert=args.tls_root_cert)).start()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -76,7 +87,8 @@ def run_cluster(args: argparse.Namespace) -> None:
 
     if not args.connect:
         raise InvalidArgumentError("say which cluster: --connect seaway://HOST:PORT,... or $SEAWAY_CLUSTER")
-    with ClusterClient(args.connect) as client:
+    root = args.tls_root_cert.read_bytes() if args.tls_root_cert else None
+    with ClusterClient(args.connect, token=_token(args), tls_root_cert=root) as client:
         if args.op == "status":
             _status(client, args.json)
         elif args.op == "create-log":

@@ -20,6 +20,7 @@ from typing import Any
 
 import grpc
 
+from seaway.cluster._channels import open_channel
 from seaway.cluster._codec import read_reply_from_msg
 from seaway.errors import InvalidArgumentError, SeawayError, TimedOutError, UnavailableError
 from seaway.log import LSN_MAX, ReadItem
@@ -28,19 +29,12 @@ from seaway.wire import CODE_KEY, error_from_status
 from seaway.wire import cluster_pb2 as pb
 from seaway.wire import cluster_pb2_grpc as pb_grpc
 
-MESSAGE_MAX = 64 << 20
-RECONNECT = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
-             ("grpc.max_reconnect_backoff_ms", 1000)]
-"""A restarted node is reached again within a second (gRPC's default backoff grows to two minutes)."""
-CHANNEL_OPTIONS = [*RECONNECT, ("grpc.max_send_message_length", MESSAGE_MAX),
-                   ("grpc.max_receive_message_length", MESSAGE_MAX)]
-
 
 def parse_seeds(url: str) -> list[str]:
-    """``seaway://host:port,host:port`` as its addresses."""
-    if not isinstance(url, str) or not url.startswith("seaway://"):
+    """``seaway://host:port,host:port`` (``seaways://`` for TLS) as its addresses."""
+    if not isinstance(url, str) or not url.startswith(("seaway://", "seaways://")):
         raise InvalidArgumentError(f"a cluster address is seaway://HOST:PORT[,HOST:PORT...], got {url!r:.200}")
-    seeds = [s.strip() for s in url[len("seaway://"):].split(",") if s.strip()]
+    seeds = [s.strip() for s in url.split("://", 1)[1].split(",") if s.strip()]
     if not seeds or any(":" not in s for s in seeds):
         raise InvalidArgumentError(f"a cluster address is seaway://HOST:PORT[,HOST:PORT...], got {url!r:.200}")
     return seeds
@@ -63,8 +57,14 @@ def _from_node(exc: grpc.RpcError) -> bool:
 
 
 class ClusterClient:
-    def __init__(self, url: str, *, timeout_s: float = 30.0, attempt_timeout_s: float = 2.0) -> None:
+    def __init__(self, url: str, *, token: str | None = None, tls_root_cert: bytes | None = None,
+                 timeout_s: float = 30.0, attempt_timeout_s: float = 2.0) -> None:
+        """``url``: ``seaway://`` or, for nodes that speak TLS, ``seaways://`` (trusting
+        ``tls_root_cert``, or the system's roots); ``token``: the cluster's, if it has one."""
         self._seeds = parse_seeds(url)
+        self._token = token
+        self._tls = url.startswith("seaways://")
+        self._root_cert = tls_root_cert
         self.timeout_s = timeout_s
         self.attempt_timeout_s = attempt_timeout_s
         """How long one node may take to acknowledge an append before the client moves the sequencer
@@ -79,7 +79,7 @@ class ClusterClient:
         with self._lock:
             entry = self._channels.get(address)
             if entry is None:
-                channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+                channel = open_channel(address, token=self._token, root_cert=self._root_cert, tls=self._tls)
                 entry = self._channels[address] = (channel, pb_grpc.SeawayClusterStub(channel))  # type: ignore[no-untyped-call]
             return entry[1]
 

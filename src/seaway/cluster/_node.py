@@ -27,6 +27,7 @@ from typing import Any
 
 import grpc
 
+from seaway.cluster._channels import CHANNEL_OPTIONS, MESSAGE_MAX, TokenCheck, open_channel
 from seaway.cluster._codec import from_msg, read_reply_to_msg, to_msg
 from seaway.cluster._disk import RocksDisk
 from seaway.cluster._zk import ZooKeeperCluster
@@ -71,12 +72,6 @@ from seaway.wire import error_metadata, status_of
 _log = logging.getLogger("seaway.cluster")
 
 PAYLOAD_MAX = 1 << 20
-MESSAGE_MAX = 64 << 20
-RECONNECT = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
-             ("grpc.max_reconnect_backoff_ms", 1000)]
-"""A restarted node is reached again within a second (gRPC's default backoff grows to two minutes)."""
-CHANNEL_OPTIONS = [*RECONNECT, ("grpc.max_send_message_length", MESSAGE_MAX),
-                   ("grpc.max_receive_message_length", MESSAGE_MAX)]
 BATCH_MAX = 4096
 EVENTS_PER_TURN = 2048
 PEER_QUEUE_MAX = 100_000
@@ -97,15 +92,26 @@ class NodeConfig:
     zk_timeout_s: float = 6.0
     """ZooKeeper's session timeout: how long a dead node stays in the membership (appends do not
     wait for it: a client that cannot reach a sequencer moves it at once)."""
+    token: str | None = None
+    """The cluster's shared secret: every call to a node, from a client or another node, carries it.
+    Required beyond loopback."""
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    """The node's certificate and key (PEM): its port speaks TLS. Required beyond loopback."""
+    tls_root_cert: Path | None = None
+    """What a node trusts in the other nodes' certificates (PEM); default: its own certificate (one
+    certificate for the whole cluster, or one CA that signed each node's)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.node_id <= NODES_MAX:
             raise InvalidArgumentError(f"a node id is in [1, {NODES_MAX}], got {self.node_id}")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise InvalidArgumentError("TLS needs both a certificate and a key")
         host = self.listen.rsplit(":", 1)[0].strip("[]")
-        if not _is_loopback(host):
+        if not _is_loopback(host) and (not self.token or self.tls_cert is None):
             raise InvalidArgumentError(
-                f"a cluster node listens on loopback only (got {self.listen}): its calls carry no token and "
-                f"no TLS yet, so anyone who reached it could write and read every log (docs/cluster.md)")
+                f"a cluster node listening beyond loopback ({self.listen}) needs a token and TLS: without them "
+                f"anyone who reached it could write and read every log (docs/cluster.md)")
 
 
 def _is_loopback(host: str) -> bool:
@@ -125,7 +131,7 @@ class _Peer:
         self.peer_id = peer_id
         self.address = address
         self._queue: queue.Queue[pb.Message | None] = queue.Queue(PEER_QUEUE_MAX)
-        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self._channel = node.channel(address)
         self._stub = pb_grpc.SeawayClusterStub(self._channel)  # type: ignore[no-untyped-call]
         self._thread = threading.Thread(target=self._run, name=f"seaway-peer-{peer_id}", daemon=True)
         self._thread.start()
@@ -194,9 +200,14 @@ class ClusterNode:
         self._zk = ZooKeeperCluster(cfg.cluster, timeout_s=cfg.zk_timeout_s)
         self.root = self._zk.root
         server = grpc.server(ThreadPoolExecutor(16, thread_name_prefix="seaway-cluster-rpc"),
-                             options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)])
+                             options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)],
+                             interceptors=[TokenCheck(cfg.token)])
         pb_grpc.add_SeawayClusterServicer_to_server(_Service(self), server)  # type: ignore[no-untyped-call]
-        port = server.add_insecure_port(cfg.listen)
+        if cfg.tls_cert is not None and cfg.tls_key is not None:
+            credentials = grpc.ssl_server_credentials([(cfg.tls_key.read_bytes(), cfg.tls_cert.read_bytes())])
+            port = server.add_secure_port(cfg.listen, credentials)
+        else:
+            port = server.add_insecure_port(cfg.listen)
         if port == 0:
             raise UnavailableError(f"cannot listen on {cfg.listen}")
         host = cfg.listen.rsplit(":", 1)[0]
@@ -212,6 +223,13 @@ class ClusterNode:
         self._zk.watch_members(self._on_members)
         _log.info("node %d of %s serving on %s", cfg.node_id, cfg.cluster, self.address)
         return self
+
+    def channel(self, address: str) -> grpc.Channel:
+        """A channel to another node, with the cluster's token and TLS."""
+        cfg = self.config
+        root = cfg.tls_root_cert or cfg.tls_cert
+        return open_channel(address, token=cfg.token, root_cert=root.read_bytes() if root else None,
+                            tls=cfg.tls_cert is not None)
 
     @staticmethod
     def _instance(data_dir: Path) -> str:
