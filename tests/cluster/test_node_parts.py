@@ -203,3 +203,24 @@ def test_nodes_with_a_token_and_tls_serve_only_clients_that_have_both(tmp_path: 
         finally:
             for node in nodes:
                 node.stop()
+
+
+def test_a_node_refuses_peer_batches_past_its_inbox_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A peer (or a hostile client with the token) cannot grow a node's memory without bound: past
+    its bound the loop's inbox refuses batches with OVERLOADED, and takes them again once drained."""
+    from seaway.cluster import (  # noqa: PLC0415
+        ClusterNode,
+        NodeConfig,
+        _node,
+    )
+    from seaway.errors import OverloadedError  # noqa: PLC0415
+
+    monkeypatch.setattr(_node, "INBOX_MESSAGES_MAX", 10)
+    node = ClusterNode(NodeConfig(1, tmp_path, "zk://127.0.0.1:1/x"))  # not started: nothing drains
+    node.deliver(2, [Release(LOG, 1)] * 10)
+    with pytest.raises(OverloadedError):
+        node.deliver(2, [Release(LOG, 2)])
+    _, _, messages = node._inbox.get_nowait()
+    with node._inbox_lock:  # what the loop does when it takes the batch
+        node._inbox_messages -= len(messages)
+    node.deliver(2, [Release(LOG, 3)])

@@ -33,6 +33,7 @@ from seaway.cluster._disk import RocksDisk
 from seaway.cluster._zk import ZooKeeperCluster
 from seaway.errors import (
     InvalidArgumentError,
+    OverloadedError,
     PayloadTooLargeError,
     PreemptedError,
     SeawayError,
@@ -77,6 +78,8 @@ EVENTS_PER_TURN = 2048
 PEER_QUEUE_MAX = 100_000
 """Messages waiting for one peer; past that they are dropped (the peer is too slow or gone)."""
 PENDING_APPENDS_MAX = 100_000
+INBOX_MESSAGES_MAX = 200_000
+"""Messages from peers a node holds for its loop; past that a peer's batch is refused."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,8 @@ class ClusterNode:
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
         self._inbox: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._inbox_lock = threading.Lock()
+        self._inbox_messages = 0
         self._running = False
         self._zk: ZooKeeperCluster | None = None
         self._disk: RocksDisk | None = None
@@ -327,6 +332,8 @@ class ClusterNode:
         assert self._replica is not None
         if kind == "deliver":
             _, sender, messages = event
+            with self._inbox_lock:
+                self._inbox_messages -= len(messages)
             writes = 0
             for message in messages:
                 if isinstance(message, (Stored, Sealed, Cleaned)):
@@ -420,6 +427,8 @@ class ClusterNode:
 
     def send(self, to: int, message: object) -> None:
         if to == self.config.node_id:
+            with self._inbox_lock:  # to itself: never refused, but counted as the loop uncounts it
+                self._inbox_messages += 1
             self._inbox.put(("deliver", to, [message]))
             return
         with self._peers_lock:
@@ -514,6 +523,12 @@ class ClusterNode:
             self.send(node, Trim(log_id, lsn))
 
     def deliver(self, sender: int, messages: list[object]) -> None:
+        """Messages from a peer, for the loop; refused (OVERLOADED: the sender loses them, and its
+        timers send again) while the loop has ``INBOX_MESSAGES_MAX`` of them waiting."""
+        with self._inbox_lock:
+            if self._inbox_messages + len(messages) > INBOX_MESSAGES_MAX:
+                raise OverloadedError(f"node {self.config.node_id} has {self._inbox_messages} messages waiting")
+            self._inbox_messages += len(messages)
         self._inbox.put(("deliver", sender, messages))
 
 
