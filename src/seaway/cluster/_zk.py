@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,6 +27,9 @@ from seaway.errors import (
     UnknownLogError,
 )
 from seaway.log.replication import EpochRecord
+
+REGISTER_WAIT_S = 30.0
+MEMBERS_REFRESH_S = 5
 
 
 def _kazoo() -> tuple[Any, Any]:
@@ -177,8 +181,17 @@ class ZooKeeperCluster:
 
     def stay_registered(self, node_id: int, address: str, instance: str) -> None:
         """Register, and again whenever the session was lost and a new one made (a node paused or cut
-        off past the session timeout comes back into the membership)."""
-        self.register(node_id, address, instance)
+        off past the session timeout comes back into the membership). A ZooKeeper that does not
+        answer is tried again for ``REGISTER_WAIT_S`` (a loaded machine can expire a new session)."""
+        deadline = time.monotonic() + REGISTER_WAIT_S
+        while True:
+            try:
+                self.register(node_id, address, instance)
+                break
+            except UnavailableError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         states = importlib.import_module("kazoo.protocol.states")
         lost = threading.Event()
 
@@ -247,9 +260,13 @@ class ZooKeeperCluster:
         changed = threading.Event()
 
         def refresh() -> None:
+            idle = 0
             while not self._closed:
                 if not changed.wait(1.0):
-                    continue
+                    idle += 1
+                    if idle < MEMBERS_REFRESH_S:  # and every few seconds anyway, should a watch be lost
+                        continue
+                idle = 0
                 changed.clear()
                 try:
                     callback(self.members())
