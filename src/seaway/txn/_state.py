@@ -40,6 +40,7 @@ from enum import Enum
 from typing import Any
 
 from seaway.errors import CorruptionError
+from seaway.txn._idlog import IdLog
 from seaway.txn._invalid import InvalidJournal
 from seaway.txn._snapshot import Snapshot
 
@@ -331,8 +332,10 @@ class TxnState:
         """The conflict keys of commits applied whose ``Visible`` is not applied yet: only while
         recovery replays the log (the manager applies both edits at once)."""
         self.outcomes = Outcomes(outcomes_max, outcomes_ms)
-        self._invalid_sorted: tuple[int, ...] | None = None
-        """The invalid list's ids, sorted, while it does not change (None: to be sorted again)."""
+        self.live = IdLog()
+        """The ids of ``in_progress``, versioned: a snapshot is a view of it, O(1) to take."""
+        self.dead = IdLog()
+        """The ids of ``invalid``, versioned likewise."""
         self.invalid_journal = InvalidJournal()
         """The invalid list's numbered changes, for clients that keep a copy of it."""
 
@@ -346,6 +349,7 @@ class TxnState:
             self.last_write_pointer = max(self.last_write_pointer, edit.write_pointer)
             self.in_progress[edit.write_pointer] = InProgress(edit.now_ms, edit.now_ms + edit.timeout_ms,
                                                               set(edit.logs))
+            self.live.add(edit.write_pointer)
         elif isinstance(edit, Register):
             if (txn := self.in_progress.get(edit.write_pointer)) is not None:
                 txn.logs.update(edit.logs)
@@ -355,6 +359,7 @@ class TxnState:
             now_ms = edit.now_ms or self.last_write_pointer // POINTERS_PER_MS
             for write_pointer in edit.write_pointers:
                 self.in_progress.pop(write_pointer, None)
+                self.live.remove(write_pointer)
                 self._finish(write_pointer, TxnStatus.COMMITTED, now_ms)
             if edit.conflicts:
                 self.undated[edit.write_pointer] = frozenset(edit.conflicts)
@@ -366,11 +371,12 @@ class TxnState:
         elif isinstance(edit, (Abort, TimeOut)):
             status = TxnStatus.ABORTED if isinstance(edit, Abort) else TxnStatus.TIMED_OUT
             if (txn := self.in_progress.pop(edit.write_pointer, None)) is not None:
-                if txn.logs:
-                    self._invalid_sorted = None
+                if txn.logs:  # on the invalid list before it leaves the in-progress set: never visible between
                     self.invalid[edit.write_pointer] = Invalid(status, edit.now_ms, tuple(sorted(txn.logs)),
                                                                expiry_ms=txn.expiry_ms)
+                    self.dead.add(edit.write_pointer)
                     self.invalid_journal.added(edit.write_pointer)
+                self.live.remove(edit.write_pointer)
                 self._finish(edit.write_pointer, status, edit.now_ms)
                 self._forget_conflicts()
             elif self.status(edit.write_pointer) is TxnStatus.UNKNOWN:
@@ -381,9 +387,9 @@ class TxnState:
             if (entry := self.invalid.get(edit.write_pointer)) is not None:
                 entry.tails = edit.tails
         elif isinstance(edit, Prune):
-            self._invalid_sorted = None
             for write_pointer in edit.write_pointers:
                 if self.invalid.pop(write_pointer, None) is not None:
+                    self.dead.remove(write_pointer)
                     self.invalid_journal.removed(write_pointer)
         elif isinstance(edit, Reserve):
             self.last_write_pointer = max(self.last_write_pointer, edit.write_pointer)
@@ -452,16 +458,13 @@ class TxnState:
         return self.outcomes.get(write_pointer) or TxnStatus.UNKNOWN
 
     def snapshot(self, write_pointer: int = 0) -> Snapshot:
-        """A begin's cost: one copy of the in-progress ids (kept in pointer order: begins are
-        applied in the order of their pointers), and the invalid list's sorted tuple, shared by
-        every snapshot until the list changes (not sorted and copied again per begin)."""
-        if self._invalid_sorted is None or len(self._invalid_sorted) != len(self.invalid):
-            self._invalid_sorted = tuple(sorted(self.invalid))
-        return Snapshot(self.last_write_pointer, tuple(self.in_progress), self._invalid_sorted, write_pointer)
+        """A begin's cost is O(1): views of the in-progress ids and of the invalid list at their
+        versions now (see :mod:`._idlog`), not copies; nothing is sorted or copied per begin."""
+        return Snapshot(self.last_write_pointer, self.live.view(), self.dead.view(), write_pointer)
 
     def invalid_page(self, after: int, limit: int) -> tuple[tuple[int, ...], bool]:
         """Up to ``limit`` ids of the invalid list above ``after``, in order, and whether more follow."""
-        ids = self.snapshot().invalid
+        ids = self.dead.sorted()
         start = bisect_right(ids, after)
         return ids[start:start + limit], start + limit < len(ids)
 
@@ -490,6 +493,8 @@ class TxnState:
                                               None if tails is None else tuple(map(int, tails)),
                                               int(expiry[0]) if expiry else int(since))
                              for wp, status, since, logs, tails, *expiry in data["invalid"]}
+            state.live = IdLog(state.in_progress)
+            state.dead = IdLog(state.invalid)
             for cp, keys in data["committed"]:
                 state._keep(int(cp), frozenset(bytes.fromhex(k) for k in keys))
             state.outcomes.decode(data["outcomes"], state.last_write_pointer // POINTERS_PER_MS)

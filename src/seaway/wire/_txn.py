@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from seaway.errors import ServerError
-from seaway.txn import InvalidChanges, InvalidVersion, TxnInfo, TxnStatus
+from seaway.txn import (
+    InvalidChanges,
+    InvalidVersion,
+    LiveChanges,
+    TxnInfo,
+    TxnStatus,
+    decode_live_flags,
+    encode_live_flags,
+)
 from seaway.wire import seaway_pb2 as pb
 
 _STATUS_TO_WIRE = {TxnStatus.IN_PROGRESS: pb.TXN_IN_PROGRESS, TxnStatus.COMMITTED: pb.TXN_COMMITTED,
@@ -88,3 +96,21 @@ def invalid_changes_to_msg(changes: InvalidChanges) -> pb.InvalidChanges:
 
 def invalid_changes_from_msg(msg: pb.InvalidChanges) -> InvalidChanges:
     return InvalidChanges(msg.epoch, msg.version, msg.reset, msg.fetch, tuple(msg.added), tuple(msg.removed))
+
+
+def live_changes_to_msg(changes: LiveChanges) -> pb.LiveChanges:
+    msg = pb.LiveChanges(epoch=changes.epoch, version=changes.version, since=changes.since, reset=changes.reset,
+                         ids=changes.ids)
+    if not changes.reset:
+        msg.added = encode_live_flags(changes.ids, changes.added)
+    return msg
+
+
+def live_changes_from_msg(msg: pb.LiveChanges) -> LiveChanges:
+    """The in-progress set's changes a server answered; malformed ones are the server's fault."""
+    ids = tuple(msg.ids)
+    try:
+        added = () if msg.reset else decode_live_flags(len(ids), msg.added)
+    except ValueError as exc:
+        raise ServerError(f"the server's changes of the transactions in progress do not decode: {exc}") from None
+    return LiveChanges(msg.epoch, msg.version, msg.since, msg.reset, ids, added)
