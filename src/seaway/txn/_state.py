@@ -228,6 +228,16 @@ class _Chunk:
         self.low, self.high = 2**64, 0
 
 
+def encode_columns(pointers: array[int], codes: bytearray, ended: array[int]) -> dict[str, Any]:
+    """Outcomes' three columns, each the base64 of its little-endian bytes, not one Python object each."""
+    if sys.byteorder == "big":  # pragma: no cover - the format is little-endian everywhere
+        pointers, ended = array("Q", pointers), array("Q", ended)
+        pointers.byteswap()
+        ended.byteswap()
+    return {"p": base64.b64encode(pointers.tobytes()).decode(), "s": base64.b64encode(codes).decode(),
+            "t": base64.b64encode(ended.tobytes()).decode()}
+
+
 class Outcomes:
     """How finished transactions ended, each for ``keep_ms`` after it ended, at most ``most`` of
     them (the oldest go first): 17 bytes each, in chunks in the order they ended. Looking one up
@@ -281,19 +291,18 @@ class Outcomes:
             for i in range(chunk.first, len(chunk.pointers)):
                 yield chunk.pointers[i], _CODES[chunk.codes[i]], chunk.ended[i]
 
-    def encode(self) -> dict[str, Any]:
-        """Three columns, each the base64 of its little-endian bytes: a save (under the manager's
-        lock) encodes a million outcomes in milliseconds, not one Python object each."""
+    def columns(self) -> tuple[array[int], bytearray, array[int]]:
+        """A copy of the outcomes as three columns (pointers, codes, end times): what a save takes
+        under the manager's lock (copies of arrays, a million outcomes in a few milliseconds)."""
         pointers, ended, codes = array("Q"), array("Q"), bytearray()
         for chunk in self._chunks:
             pointers.extend(chunk.pointers[chunk.first:])
             ended.extend(chunk.ended[chunk.first:])
             codes.extend(chunk.codes[chunk.first:])
-        if sys.byteorder == "big":  # pragma: no cover - the format is little-endian everywhere
-            pointers.byteswap()
-            ended.byteswap()
-        return {"p": base64.b64encode(pointers.tobytes()).decode(), "s": base64.b64encode(codes).decode(),
-                "t": base64.b64encode(ended.tobytes()).decode()}
+        return pointers, codes, ended
+
+    def encode(self) -> dict[str, Any]:
+        return encode_columns(*self.columns())
 
     def decode(self, data: Any, legacy_ms: int) -> None:
         if isinstance(data, list):  # saved before outcomes were kept by time: [[wp, status], ...]
@@ -470,15 +479,19 @@ class TxnState:
 
     # --- saving -----------------------------------------------------------------------------------
 
+    def copy_for_save(self) -> SavedState:
+        """What a save encodes, copied (under the manager's lock, O(state) of plain copies): the
+        encoding, which costs many times more, is done from it outside the lock, while commits go
+        on (:func:`encode_saved`)."""
+        return SavedState(
+            self.last_write_pointer,
+            [(wp, t.began_ms, t.expiry_ms, tuple(t.logs)) for wp, t in self.in_progress.items()],
+            [(wp, e.status.value, e.since_ms, e.logs, e.tails, e.expiry_ms) for wp, e in self.invalid.items()],
+            list(self.committed),
+            self.outcomes.columns())
+
     def encode(self) -> bytes:
-        return json.dumps({
-            "last": self.last_write_pointer,
-            "in_progress": [[wp, t.began_ms, t.expiry_ms, sorted(t.logs)] for wp, t in self.in_progress.items()],
-            "invalid": [[wp, e.status.value, e.since_ms, list(e.logs), None if e.tails is None else list(e.tails),
-                         e.expiry_ms] for wp, e in self.invalid.items()],
-            "committed": [[cp, sorted(k.hex() for k in keys)] for cp, keys in self.committed],
-            "outcomes": self.outcomes.encode(),
-        }, separators=(",", ":")).encode()
+        return encode_saved(self.copy_for_save())
 
     @classmethod
     def decode(cls, raw: bytes, outcomes_max: int = 1_000_000, outcomes_ms: int = 900_000) -> TxnState:
@@ -501,3 +514,26 @@ class TxnState:
         except (ValueError, KeyError, TypeError, IndexError, OverflowError, binascii.Error) as exc:
             raise CorruptionError(f"the transaction manager's saved state does not decode: {exc!r:.200}") from None
         return state
+
+
+@dataclass(frozen=True)
+class SavedState:
+    """A copy of a :class:`TxnState` to save: nothing in it changes with the state."""
+
+    last: int
+    in_progress: list[tuple[int, int, int, tuple[int, ...]]]
+    invalid: list[tuple[int, str, int, tuple[int, ...], tuple[int, ...] | None, int]]
+    committed: list[tuple[int, frozenset[bytes]]]
+    outcomes: tuple[array[int], bytearray, array[int]]
+
+
+def encode_saved(saved: SavedState) -> bytes:
+    """A saved state's encoding (what :meth:`TxnState.decode` reads)."""
+    return json.dumps({
+        "last": saved.last,
+        "in_progress": [[wp, began, expiry, sorted(logs)] for wp, began, expiry, logs in saved.in_progress],
+        "invalid": [[wp, status, since, list(logs), None if tails is None else list(tails), expiry]
+                    for wp, status, since, logs, tails, expiry in saved.invalid],
+        "committed": [[cp, sorted(k.hex() for k in keys)] for cp, keys in saved.committed],
+        "outcomes": encode_columns(*saved.outcomes),
+    }, separators=(",", ":")).encode()
