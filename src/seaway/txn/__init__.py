@@ -8,8 +8,6 @@ from seaway.txn._config import TxnConfig
 from seaway.txn._durable import NAMESPACE as STATE_NAMESPACE
 from seaway.txn._durable import WAL_LOG
 from seaway.txn._idlog import IdView, LiveChanges, LiveCopy
-from seaway.txn._idlog import decode_changes as decode_live_flags
-from seaway.txn._idlog import encode_changes as encode_live_flags
 from seaway.txn._invalid import PAGE_IDS_MAX as INVALID_PAGE_IDS_MAX
 from seaway.txn._invalid import InvalidChanges, InvalidCopy, InvalidVersion
 from seaway.txn._manager import TransactionManager, TxnInfo
@@ -19,5 +17,4 @@ from seaway.txn._state import TxnStatus
 __all__ = ["INVALID_PAGE_IDS_MAX", "JUDGED_LOGS_MAX", "LOGS_MAX", "STATE_NAMESPACE", "WAL_LOG", "AbortedJudges",
            "IdView", "InvalidChanges", "InvalidCopy", "InvalidVersion", "LiveChanges", "LiveCopy", "LogJudge",
            "Snapshot", "Transaction", "TransactionManager", "Transactions", "TxnApi", "TxnConfig", "TxnInfo",
-           "TxnStatus", "Visibility", "check_txn_logs", "check_write_pointer", "decode_live_flags",
-           "encode_live_flags"]
+           "TxnStatus", "Visibility", "check_txn_logs", "check_write_pointer"]

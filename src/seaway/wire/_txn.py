@@ -15,8 +15,6 @@ from seaway.txn import (
     LiveChanges,
     TxnInfo,
     TxnStatus,
-    decode_live_flags,
-    encode_live_flags,
 )
 from seaway.wire import seaway_pb2 as pb
 
@@ -99,18 +97,14 @@ def invalid_changes_from_msg(msg: pb.InvalidChanges) -> InvalidChanges:
 
 
 def live_changes_to_msg(changes: LiveChanges) -> pb.LiveChanges:
-    msg = pb.LiveChanges(epoch=changes.epoch, version=changes.version, since=changes.since, reset=changes.reset,
-                         ids=changes.ids)
-    if not changes.reset:
-        msg.added = encode_live_flags(changes.ids, changes.added)
-    return msg
+    return pb.LiveChanges(epoch=changes.epoch, version=changes.version, since=changes.since, reset=changes.reset,
+                          ids=changes.ids, added=changes.added)
 
 
 def live_changes_from_msg(msg: pb.LiveChanges) -> LiveChanges:
     """The in-progress set's changes a server answered; malformed ones are the server's fault."""
-    ids = tuple(msg.ids)
-    try:
-        added = () if msg.reset else decode_live_flags(len(ids), msg.added)
-    except ValueError as exc:
-        raise ServerError(f"the server's changes of the transactions in progress do not decode: {exc}") from None
+    ids, added = tuple(msg.ids), tuple(msg.added)
+    if not msg.reset and len(added) != len(ids):
+        raise ServerError(f"the server's changes of the transactions in progress have {len(ids)} ids and "
+                          f"{len(added)} flags")
     return LiveChanges(msg.epoch, msg.version, msg.since, msg.reset, ids, added)

@@ -678,8 +678,8 @@ class LiveChanges(_message.Message):
     since: int
     reset: bool
     ids: _containers.RepeatedScalarFieldContainer[int]
-    added: bytes
-    def __init__(self, epoch: _Optional[int] = ..., version: _Optional[int] = ..., since: _Optional[int] = ..., reset: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., added: _Optional[bytes] = ...) -> None: ...
+    added: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, epoch: _Optional[int] = ..., version: _Optional[int] = ..., since: _Optional[int] = ..., reset: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., added: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class TxnBeginRequest(_message.Message):
     __slots__ = ("timeout_s", "invalid_known", "log_ids", "live_known")
