@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import statistics
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -172,3 +173,52 @@ def test_views_are_answered_without_building_sets() -> None:
     assert [snap.visibility(wp) for wp in (1, 4, 7, 11)] == [Visibility.WAIT, Visibility.VISIBLE, Visibility.SKIP,
                                                               Visibility.WAIT]
     assert Snapshot.decode(snap.encode()) == snap
+
+
+def test_remote_snapshots_of_concurrent_threads_see_what_committed_before_their_begin_only(tmp_path: Path) -> None:
+    """Eight threads of one connection begin and commit at once (joined calls, replies handled in
+    any order by the client's copy): a snapshot sees every transaction whose commit returned before
+    its begin was called, and none whose commit was called after its begin returned."""
+    server = Server(ServerConfig(data_dir=tmp_path / "d", listen="127.0.0.1:0"))
+    server.start()
+    try:
+        with seaway.connect(f"seaway://{server.address}") as sw:
+            lock = threading.Lock()
+            events: list[tuple[str, int, float]] = []  # (what, id, monotonic time)
+            snapshots: list[tuple[Snapshot, float, float]] = []  # (snapshot, begin called, begin returned)
+            failures: list[BaseException] = []
+
+            def work() -> None:
+                try:
+                    for _ in range(40):
+                        called = time.monotonic()
+                        tx = sw.txn.begin(timeout_s=60)
+                        returned = time.monotonic()
+                        with lock:
+                            snapshots.append((tx.snapshot, called, returned))
+                            events.append(("commit-called", tx.id, time.monotonic()))
+                        tx.commit()
+                        with lock:
+                            events.append(("committed", tx.id, time.monotonic()))
+                except BaseException as exc:
+                    failures.append(exc)
+
+            threads = [threading.Thread(target=work) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+            assert not failures, failures
+        committed = {wp: t for what, wp, t in events if what == "committed"}
+        called = {wp: t for what, wp, t in events if what == "commit-called"}
+        assert len(committed) == 320
+        for snapshot, began, returned in snapshots:
+            for wp, done_at in committed.items():
+                if wp == snapshot.write_pointer:
+                    continue
+                if done_at < began:
+                    assert snapshot.visible(wp), f"{wp} committed before the begin of {snapshot.write_pointer}"
+                elif called[wp] > returned:
+                    assert not snapshot.visible(wp), f"{wp} committed after the begin of {snapshot.write_pointer}"
+    finally:
+        server.stop()
