@@ -32,19 +32,20 @@ import contextlib
 import heapq
 import secrets
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from seaway._clock import Clock, SystemClock
 from seaway._passes import PeriodicPasses
-from seaway.errors import InvalidArgumentError, OverloadedError, UnknownLogError
+from seaway.errors import InvalidArgumentError, OverloadedError, SeawayError, UnknownLogError
 from seaway.log import AbortedWrites, MetaApi
-from seaway.txn._checks import LOGS_MAX, check_write_pointer
-from seaway.txn._commit import CommittingManager
+from seaway.txn._checks import check_txn_logs, check_write_pointer
+from seaway.txn._commit import CommittingManager, _answer
 from seaway.txn._config import TxnConfig
 from seaway.txn._durable import WAL_LOG, log_failure
+from seaway.txn._idlog import LiveChanges, live_changes
 from seaway.txn._invalid import CHANGES_IDS_MAX, PAGE_IDS_MAX, InvalidChanges, InvalidVersion
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import Abort, Begin, Register, Reserve, TxnStatus
@@ -113,24 +114,61 @@ class TransactionManager(CommittingManager):
     def default_timeout_s(self) -> float:
         return self.config.timeout_s
 
-    def begin(self, timeout_s: float | None = None) -> Snapshot:
-        """Begin a transaction; return its snapshot, whose ``write_pointer`` is its id."""
+    def begin(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Snapshot:
+        """Begin a transaction; return its snapshot, whose ``write_pointer`` is its id. ``logs``:
+        the logs it is about to write to, registered by the begin itself (at most LOGS_MAX): one
+        edit and one sync, durable when it returns, as a register's."""
+        snapshot, durable = self._start_begin(timeout_s, logs)
+        if durable is not None:
+            self._logged_begin_or_abort(snapshot.write_pointer, durable)
+        return snapshot
+
+    def begin_many(self, begins: Sequence[tuple[float | None, Iterable[int]]]) -> list[Snapshot | SeawayError]:
+        """Several begins (``(timeout_s, logs)`` each, as :meth:`begin` takes them), all appended
+        before any is waited for, so that those that register logs share the log's syncs. Each
+        one's snapshot, or its error (the error of one does not stop the others). For a server
+        answering many clients' begins in one call."""
+        started: list[tuple[Snapshot, Future[int] | None] | SeawayError] = []
+        for timeout_s, logs in begins:
+            try:
+                started.append(self._start_begin(timeout_s, logs))
+            except Exception as exc:  # this begin's answer; the others, started, are waited for
+                started.append(_answer(exc))
+        out: list[Snapshot | SeawayError] = []
+        for item in started:
+            if isinstance(item, SeawayError):
+                out.append(item)
+                continue
+            snapshot, durable = item
+            try:
+                if durable is not None:
+                    self._logged_begin_or_abort(snapshot.write_pointer, durable)
+                out.append(snapshot)
+            except SeawayError as exc:
+                out.append(exc)
+        return out
+
+    def _start_begin(self, timeout_s: float | None, logs: Iterable[int]) -> tuple[Snapshot, Future[int] | None]:
+        """Apply and append a begin; its append to wait for when it registers logs (else None)."""
         timeout = self.config.timeout_s if timeout_s is None else timeout_s
         if not isinstance(timeout, (int, float)) or not 0 < timeout <= self.config.timeout_s_max:
             raise InvalidArgumentError(f"a transaction's timeout is in (0, {self.config.timeout_s_max}] s, "
                                        f"got {timeout_s!r}")
+        wanted = check_txn_logs(logs)
         with self._cond:
             self._check_running()
             if len(self.state.in_progress) >= self.config.in_progress_max:
                 raise OverloadedError(f"{self.config.in_progress_max} transactions are in progress; "
                                       "commit or abort some first")
             now_ms = self._clock.now_ms()
-            edit = Begin(self.state.next_write_pointer(now_ms), now_ms, int(timeout * 1000))
+            edit = Begin(self.state.next_write_pointer(now_ms), now_ms, int(timeout * 1000), wanted)
             self.state.apply(edit)
             heapq.heappush(self._expiries, (now_ms + edit.timeout_ms, edit.write_pointer))
             durable = self._append(edit)
             self._begins[edit.write_pointer] = durable
             snapshot = self.state.snapshot(edit.write_pointer)
+        if wanted:  # waited for by the caller, as a register is: the transaction writes once it returns
+            return snapshot, durable
         # Not waited for: a transaction writes nothing before a register or a commit, whose edits
         # come after this one in the log and are waited for, so its begin is durable by then. One
         # lost in a crash is a transaction the manager no longer knows: its register or commit
@@ -138,7 +176,21 @@ class TransactionManager(CommittingManager):
         # in the log that later edits do not fill: its register waits for it and fails.
         durable.add_done_callback(log_failure)
         durable.add_done_callback(lambda done: self._logged_begin(edit.write_pointer, done))
-        return snapshot
+        return snapshot, None
+
+    def _logged_begin_or_abort(self, write_pointer: int, durable: Future[int]) -> None:
+        """Wait for a begin that registered logs; if its append failed, abort the transaction (its
+        caller never learns its id: nobody else would end it before its timeout) and raise."""
+        try:
+            durable.result()
+        except SeawayError:
+            with self._cond:
+                if write_pointer in self.state.in_progress and write_pointer not in self._committing:
+                    # Not waited for: its begin may be missing from the log, and either way it wrote
+                    # nothing; a restart that finds the begin finds it in progress, and it times out.
+                    self._end(Abort(write_pointer, self._clock.now_ms())).add_done_callback(log_failure)
+            raise
+        self._begins.pop(write_pointer, None)
 
     def _logged_begin(self, write_pointer: int, done: Future[int]) -> None:
         if done.exception() is None:
@@ -161,8 +213,16 @@ class TransactionManager(CommittingManager):
                 if changes is not None:
                     return InvalidChanges(self._epoch, journal.version, added=changes[0], removed=changes[1])
             if len(self.state.invalid) <= ids_max:
-                return InvalidChanges(self._epoch, journal.version, reset=True, added=self.state.snapshot().invalid)
+                return InvalidChanges(self._epoch, journal.version, reset=True, added=self.state.dead.sorted())
             return InvalidChanges(self._epoch, journal.version, fetch=True)
+
+    def live_changes(self, snapshot: Snapshot, known_epoch: int, known_version: int) -> LiveChanges:
+        """What brings a client's copy of the in-progress set at (``known_epoch``,
+        ``known_version``) to the set as ``snapshot`` (one of this manager's) holds it: the ids
+        begun and ended since, or the whole set (a client that is new, or too far behind). The
+        version is the snapshot's own, so that the client decides visibility as of it (a copy
+        newer than a begin would make transactions that ended since visible to it)."""
+        return live_changes(self._epoch, snapshot.in_progress_view, known_epoch, known_version)
 
     def invalid_page(self, after: int, limit: int = PAGE_IDS_MAX) -> tuple[tuple[int, ...], InvalidVersion, bool]:
         """Up to ``limit`` (at most PAGE_IDS_MAX) ids of the invalid list above ``after``, in order,
@@ -186,9 +246,7 @@ class TransactionManager(CommittingManager):
         writer calls it before its first write to each log, so that an aborted or timed-out
         transaction's data can be found (and the invalid list pruned once it is gone)."""
         check_write_pointer(write_pointer)
-        wanted = set(logs)
-        if len(wanted) > LOGS_MAX:
-            raise InvalidArgumentError(f"register at most {LOGS_MAX} logs at once")
+        wanted = check_txn_logs(logs)
         # Data written before its begin is logged (it may never be: refused) would be a
         # transaction's that a restart does not know, visible however it ended.
         if (refused := self._unlogged_begin((write_pointer,))) is not None:
@@ -200,7 +258,7 @@ class TransactionManager(CommittingManager):
             # Logged even when the logs are registered here already: an earlier register of them
             # may have been refused by the log after it was applied (its caller asks again), or
             # still be in flight; a handle asks only for logs it has not registered.
-            edit = Register(write_pointer, tuple(sorted(wanted)))
+            edit = Register(write_pointer, wanted)
             self.state.apply(edit)
             durable = self._append(edit)
         durable.result()

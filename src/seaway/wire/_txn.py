@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from seaway.errors import ServerError
-from seaway.txn import InvalidChanges, InvalidVersion, TxnInfo, TxnStatus
+from seaway.txn import (
+    InvalidChanges,
+    InvalidVersion,
+    LiveChanges,
+    TxnInfo,
+    TxnStatus,
+)
 from seaway.wire import seaway_pb2 as pb
 
 _STATUS_TO_WIRE = {TxnStatus.IN_PROGRESS: pb.TXN_IN_PROGRESS, TxnStatus.COMMITTED: pb.TXN_COMMITTED,
@@ -88,3 +94,17 @@ def invalid_changes_to_msg(changes: InvalidChanges) -> pb.InvalidChanges:
 
 def invalid_changes_from_msg(msg: pb.InvalidChanges) -> InvalidChanges:
     return InvalidChanges(msg.epoch, msg.version, msg.reset, msg.fetch, tuple(msg.added), tuple(msg.removed))
+
+
+def live_changes_to_msg(changes: LiveChanges) -> pb.LiveChanges:
+    return pb.LiveChanges(epoch=changes.epoch, version=changes.version, since=changes.since, reset=changes.reset,
+                          ids=changes.ids, added=changes.added)
+
+
+def live_changes_from_msg(msg: pb.LiveChanges) -> LiveChanges:
+    """The in-progress set's changes a server answered; malformed ones are the server's fault."""
+    ids, added = tuple(msg.ids), tuple(msg.added)
+    if not msg.reset and len(added) != len(ids):
+        raise ServerError(f"the server's changes of the transactions in progress have {len(ids)} ids and "
+                          f"{len(added)} flags")
+    return LiveChanges(msg.epoch, msg.version, msg.since, msg.reset, ids, added)
