@@ -255,14 +255,17 @@ class Queues:
             return 0
 
     def evict_data_soon(self, queue: str) -> None:
-        """:meth:`evict_data`, at most every few seconds per queue and best-effort: it runs after
-        commits and trims, which must not fail for it."""
-        if self._evictions.due(queue):
-            try:
-                self.evict_data(queue)
-            except SeawayError as exc:
-                log.info("queue data log eviction failed; tried again later",
-                         extra={"queue": queue, "error": str(exc)})
+        """:meth:`evict_data`, at most every few seconds per queue and best-effort, on a thread of
+        this instance: it is asked for after commits and trims, which neither wait for it nor fail
+        for it."""
+        self._evictions.soon(queue, self._evict_quietly)
+
+    def _evict_quietly(self, queue: str) -> None:
+        try:
+            self.evict_data(queue)
+        except Exception as exc:  # on its own thread, after the commit: the next one tries again
+            log.info("queue data log eviction failed; tried again later",
+                     extra={"queue": queue, "error": str(exc)})
 
     def check_queue(self, queue: str) -> None:
         if self.meta.get(NAMESPACE, queue_key(check_name(queue, "queue"))) is None:
