@@ -92,6 +92,7 @@ from seaway.txn import (
     TxnInfo,
     TxnStatus,
 )
+from seaway.txn import check_wait as _check_wait
 from seaway.txn import check_write_pointer as _check_txn_id  # one rule for ids, embedded and remote
 from seaway.wire import (
     TOKEN_KEY,
@@ -869,6 +870,18 @@ class RemoteTxn:
 
     def snapshot(self) -> Snapshot:
         return self._snapshot()[0]
+
+    def wait_ended(self, write_pointers: Iterable[int], timeout_s: float) -> builtins.list[int]:
+        """As the manager's: a long poll (``TxnWaitEnded``), each call held by the server at most
+        its cap (and at most half this client's call timeout), called again until ``timeout_s``."""
+        ids, timeout = _check_wait(write_pointers, timeout_s)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = max(0.0, deadline - time.monotonic())
+            request = pb.TxnWaitEndedRequest(ids=ids, timeout_s=min(remaining, self._client._timeout_s / 2))
+            reply: pb.TxnWaitEndedReply = self._client._call("TxnWaitEnded", request)
+            if reply.ended or time.monotonic() >= deadline:
+                return builtins.list(reply.ended)
 
     def _snapshot(self) -> tuple[Snapshot, float]:
         request = pb.TxnSnapshotRequest(invalid_known=invalid_version_to_msg(self._invalid.known))
