@@ -203,7 +203,7 @@ class DataChunks:
             else:
                 return self._jobs.popleft()
         if reader is not None:
-            with contextlib.suppress(SeawayError):
+            with contextlib.suppress(Exception):  # on its own thread: nothing to tell, nowhere to raise
                 reader.close()
         return None
 
