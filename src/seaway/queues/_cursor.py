@@ -136,6 +136,7 @@ class Cursor:
         out: list[Entry] = []
         deadline = time.monotonic() + timeout_s
         judged = judge.of(self.log_id)
+        outcome = Outcome.NEXT
         while not budget.spent:
             if self.until is not None and self.pending.lsn > self.until:
                 break
@@ -159,8 +160,10 @@ class Cursor:
                 self.close()
         if self.until is not None and self.pending.lsn > self.until:
             self.ended = True
-        if out and len(self._ahead) < READ_AHEAD_ITEMS // 4:
-            self._fill(0.0)  # what came meanwhile: its data is read while the transaction commits
+        if (out or outcome is Outcome.WAIT) and len(self._ahead) < READ_AHEAD_ITEMS // 4:
+            # What came meanwhile: its data is read while this transaction commits, or while the
+            # consumer waits for the transaction of the chunk it stopped at.
+            self._fill(0.0)
         return out
 
     def committed_now(self) -> None:
