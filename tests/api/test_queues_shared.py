@@ -7,7 +7,9 @@ exactly-once processing, and the typed errors crossing the wire with their codes
 
 from __future__ import annotations
 
+import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -257,3 +259,89 @@ def test_each_payload_is_stored_once_with_three_groups(api: Api) -> None:
         assert sorted(e.payload for share in got for e in share) == sent, group
         for c in members:
             c.close()
+
+
+class _CountingTxn:
+    """The store's transaction manager (embedded, or the server's through the client), counting the
+    calls made to it; ``waiting`` is set once a ``wait_ended`` call begins."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+        self.calls: list[str] = []
+        self.waiting = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._api, name)
+        if not callable(real):
+            return real
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            if name == "wait_ended":
+                self.waiting.set()
+            return real(*args, **kwargs)
+        return call
+
+
+def test_a_consumer_blocked_on_an_open_transaction_is_woken_by_its_commit_not_polling(api: Api) -> None:
+    """A dequeue stopped at the chunk of a producer transaction still in progress waits for that
+    transaction's end (one long wait, through a server one call a few seconds at most), takes one
+    fresh snapshot when it ends, and delivers: no snapshot every few milliseconds while it waits."""
+    queue = queue_with(api, ("g", 1, "ROUND_ROBIN", None))
+    sw = api.sw
+    producing = sw.transaction()
+    producer = sw.queues.producer(queue)
+    producer.enqueue_batch(producing, [b"a", b"b"])
+    producer.flush(producing)  # its chunks are in the log; the transaction goes on
+    counting = _CountingTxn(sw.txn._api)
+    sw.txn._api = counting
+    got: list[Entry] = []
+
+    def consume() -> None:
+        with sw.queues.consumer(queue, "g", 0) as consumer:
+            tx = sw.transaction()
+            got.extend(consumer.dequeue(tx, 10, timeout_s=DRAIN_S))
+            tx.commit()
+
+    thread = threading.Thread(target=consume)
+    thread.start()
+    try:
+        assert counting.waiting.wait(DRAIN_S), f"the consumer did not wait for the transaction's end: {counting.calls}"
+        snapshots = counting.calls.count("snapshot")
+    finally:
+        producing.commit()
+        thread.join(DRAIN_S)
+        sw.txn._api = counting._api
+    assert not thread.is_alive()
+    assert [e.payload for e in got] == [b"a", b"b"]
+    assert snapshots == 0  # none while it waited
+    assert counting.calls.count("snapshot") <= 1 and counting.calls.count("wait_ended") <= 2, counting.calls
+
+
+def test_a_resize_waiting_at_its_barrier_is_woken_by_the_consumers_commit_not_polling(api: Api) -> None:
+    """``resize_group`` waiting for the old layout to drain waits for the end of the transactions in
+    progress (the consumer holding the last entries), woken by the commit that drains it: it does
+    not check the barrier (several calls through a server) every few milliseconds meanwhile."""
+    queue = queue_with(api, ("g", 1, "ROUND_ROBIN", None))
+    sw = api.sw
+    with sw.transaction() as tx:
+        sw.queues.producer(queue).enqueue_batch(tx, [b"a", b"b"])
+    consumer = sw.queues.consumer(queue, "g", 0)
+    consuming = sw.transaction()
+    assert [e.payload for e in drain_in(api, consumer, consuming, 2)] == [b"a", b"b"]
+    counting = _CountingTxn(sw.txn._api)
+    sw.txn._api = counting
+    resized: list[Any] = []
+    thread = threading.Thread(target=lambda: resized.append(sw.queues.resize_group(queue, "g", 2, wait_s=DRAIN_S)))
+    thread.start()
+    try:
+        assert counting.waiting.wait(DRAIN_S), f"the resize did not wait for a transaction's end: {counting.calls}"
+        checks = counting.calls.count("list")
+    finally:
+        consuming.commit()  # drains the old layout
+        thread.join(DRAIN_S)
+        sw.txn._api = counting._api
+        consumer.close()
+    assert not thread.is_alive() and resized and not resized[0].resizing
+    assert checks == 1  # one look at the transactions in progress, then the wait
+    assert counting.calls.count("list") <= 3 and counting.calls.count("wait_ended") <= 2, counting.calls

@@ -3,6 +3,7 @@ snapshots and visibility, staged metadata writes, conflicts, timeouts, and each 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -10,6 +11,7 @@ from functools import partial
 from typing import Any
 from unittest.mock import ANY
 
+import grpc
 import pytest
 
 import seaway
@@ -28,6 +30,7 @@ from seaway import (
 from seaway.client import RemoteTxn
 from seaway.server import ServerProcess
 from seaway.txn import LOGS_MAX, Transactions, Visibility
+from seaway.wire import seaway_pb2 as pb
 from tests.api.conftest import Api, Refused
 
 WAIT_S = 10.0
@@ -543,3 +546,57 @@ def test_a_begin_whose_connection_failed_once_is_tried_again(server: ServerProce
         with sw.transaction() as tx:
             tx.stage_put("retried", b"k", b"v")
         assert tried == ["TxnBegin", "TxnBegin"] and sw.txn.status(tx.id) is TxnStatus.COMMITTED
+
+
+def test_wait_ended_returns_once_any_of_the_transactions_ends_woken_by_the_end(api: Api) -> None:
+    """``wait_ended`` returns the ids no longer in progress, in the order given: at once for those
+    already ended (or unknown), on the commit or abort of one in progress (woken by it: the wait
+    asked for is far longer than the test waits), and nothing once its timeout passed."""
+    sw = api.sw
+    first, second, aborted = sw.transaction(), sw.transaction(), sw.transaction()
+    aborted.abort()
+    assert sw.txn.wait_ended([first.id, aborted.id], 60.0) == [aborted.id]
+    unknown = sw.txn.snapshot().read_pointer + 10**12
+    assert sw.txn.wait_ended([unknown], 0.0) == [unknown]  # never begun: not in progress
+    assert sw.txn.wait_ended([first.id, second.id], 0.0) == []
+    assert sw.txn.wait_ended([first.id], 0.05) == []  # the timeout passed
+    for tx, ending in ((first, "commit"), (second, "abort")):
+        companion = sw.transaction()  # in progress throughout
+        got: list[list[int]] = []
+
+        def wait(tx: Any = tx, got: list[list[int]] = got, companion: Any = companion) -> None:
+            got.append(sw.txn.wait_ended([companion.id, tx.id], 600.0))
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        with other_handle(api) as other:
+            getattr(other.txn, ending)(tx.id)
+        waiter.join(WAIT_S)
+        assert not waiter.is_alive(), f"the wait was not woken by the transaction's {ending}"
+        assert got == [[tx.id]]
+        companion.abort()
+
+
+def test_wait_ended_refuses_bad_input_the_same_way(api: Api) -> None:
+    sw = api.sw
+    tx = sw.transaction()
+    for ids, timeout_s in (([], 1.0), (list(range(1, 1002)), 1.0), ([0], 1.0), ([True], 1.0), ([2**64], 1.0),
+                           ([tx.id], -1.0), ([tx.id], float("nan")), ([tx.id], float("inf")), ([tx.id], "1"),
+                           (tx.id, 1.0)):
+        raises_exactly(InvalidArgumentError, lambda ids=ids, timeout_s=timeout_s: sw.txn.wait_ended(ids, timeout_s))
+    assert sw.txn.wait_ended([tx.id] * 1001, 0.0) == []  # repeats are waited for once
+    tx.abort()
+
+
+def test_a_servers_wait_is_held_at_most_its_cap_and_names_at_most_1000_ids(server: ServerProcess) -> None:
+    """A long poll asked for longer than the server's cap (5 s) is answered at the cap, empty; a call
+    naming more ids than a wait takes is refused, whatever the client."""
+    with seaway.connect(server.url) as sw:
+        tx = sw.transaction()
+        started = time.monotonic()
+        reply = sw._stub.TxnWaitEnded(pb.TxnWaitEndedRequest(ids=[tx.id], timeout_s=3600.0), timeout=30.0)
+        assert list(reply.ended) == [] and time.monotonic() - started < 25.0
+        with pytest.raises(grpc.RpcError) as refused:
+            sw._stub.TxnWaitEnded(pb.TxnWaitEndedRequest(ids=range(1, 1002), timeout_s=0.0), timeout=30.0)
+        assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+        tx.abort()

@@ -17,6 +17,7 @@ from seaway import TxnConfig
 from seaway.log import Record
 from seaway.queues import Consumer, Entry, Position
 from seaway.queues import _producer as producer_module
+from seaway.queues._data import DataChunks
 from seaway.queues._records import NAMESPACE, Chunk, decode_chunk, hash_key, queue_key
 
 ENTRY = 1024
@@ -280,3 +281,86 @@ def test_eviction_keeps_data_that_a_later_pointer_names_below_an_earlier_one(
     assert sw.logs.get(data_log).trim_point() < a_data
     with sw.queues.consumer("q", "g", 0) as consumer:
         assert [e.payload for e in drain(sw, consumer)] == [b"B", b"A"]
+
+
+def test_a_consumers_commit_does_not_wait_for_the_data_logs_eviction(sw: seaway.Seaway) -> None:
+    """The data log's eviction (through a server, a few dozen calls) runs on a thread of its own
+    after a consumer's commit: the commit, and so the consumer's next dequeue, do not wait for it."""
+    make_queue(sw, "q")
+    with sw.transaction() as tx:
+        sw.queues.producer("q").enqueue_batch(tx, payloads(10), [{"k": i} for i in range(10)])
+    entered, release, committed = threading.Event(), threading.Event(), threading.Event()
+    evict_data = sw.queues.evict_data
+
+    def held(queue: str) -> int:
+        entered.set()
+        release.wait(60.0)
+        return evict_data(queue)
+
+    sw.queues.evict_data = held  # type: ignore[method-assign]
+    got: list[Entry] = []
+
+    def consume() -> None:
+        consumer = sw.queues.consumer("q", "hash", 0)
+        with sw.transaction() as tx:
+            got.extend(consumer.dequeue(tx, 500))
+        committed.set()
+        consumer.close()
+
+    thread = threading.Thread(target=consume)
+    thread.start()
+    try:
+        assert entered.wait(WAIT_S)  # the commit asked for an eviction, which is held
+        assert committed.wait(WAIT_S), "the consumer's commit waited for the data log's eviction"
+        assert got
+    finally:
+        release.set()
+        thread.join(WAIT_S)
+
+
+class _GatedReader:
+    """A reader of the store's that holds reads starting at or above ``gate_lsn`` until ``release``."""
+
+    def __init__(self, reader: Any, gate_lsn: int, release: threading.Event) -> None:
+        self._reader, self._gate_lsn, self._release = reader, gate_lsn, release
+        self._held = False
+
+    def start_reading(self, log: Any, first: int, last: int) -> None:
+        self._held = first >= self._gate_lsn
+        self._reader.start_reading(log, first, last)
+
+    def read(self, items_max: int, timeout_s: float) -> Any:
+        if self._held:
+            self._release.wait(60.0)
+        return self._reader.read(items_max, timeout_s)
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+class _GatedLogs:
+    def __init__(self, logs: Any, gate_lsn: int, release: threading.Event) -> None:
+        self._logs, self._gate_lsn, self._release = logs, gate_lsn, release
+
+    def get(self, log_id: int) -> Any:
+        return self._logs.get(log_id)
+
+    def reader(self, *args: Any, **kwargs: Any) -> _GatedReader:
+        return _GatedReader(self._logs.reader(*args, **kwargs), self._gate_lsn, self._release)
+
+
+def test_data_chunks_asked_for_ahead_are_each_handed_over_as_they_come(sw: seaway.Seaway) -> None:
+    """A consumer asks for the data chunks of every pointer chunk it read ahead at once, and
+    delivers a chunk as soon as its own data came: not after the data of all it read ahead (a
+    read far ahead held the first delivery, and through a server each fill waited its round trip)."""
+    log = sw.logs.create("data")
+    lsns = [log.append(Chunk(7, [0], [b"chunk %d" % i]).encode()) for i in range(12)]
+    release = threading.Event()
+    chunks = DataChunks(_GatedLogs(sw.logs, lsns[8], release))  # type: ignore[arg-type]
+    try:
+        chunks.prefetch([(log.id, lsns[0]), (log.id, lsns[11])])  # two reads: far apart
+        got = chunks.chunks([(log.id, lsns[0])])  # the second read is held: this is not
+        assert got == {(log.id, lsns[0]): [b"chunk 0"]}
+    finally:
+        release.set()
+    assert chunks.chunks([(log.id, lsns[11])]) == {(log.id, lsns[11]): [b"chunk 11"]}

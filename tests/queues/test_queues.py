@@ -395,17 +395,17 @@ def test_dequeue_waits_for_an_open_transaction_within_its_timeout(sw: seaway.Sea
     producer.enqueue(late, b"late")
     producer.flush(late)
     waiting = threading.Event()
-    snapshot = sw.queues.txn.snapshot
+    wait_ended = sw.queues.txn.wait_ended
 
-    def fresh_snapshot() -> seaway.Snapshot:
-        waiting.set()  # the dequeue stopped at the open chunk and looks again
-        return snapshot()
+    def waited(ids: Any, timeout_s: float) -> list[int]:
+        waiting.set()  # the dequeue stopped at the open chunk and waits for its transaction's end
+        return wait_ended(ids, timeout_s)
 
     def commit_once_waiting() -> None:
         if waiting.wait(60):
             late.commit()
 
-    sw.queues.txn.snapshot = fresh_snapshot  # type: ignore[method-assign]
+    sw.queues.txn.wait_ended = waited  # type: ignore[method-assign]
     committer = threading.Thread(target=commit_once_waiting)
     committer.start()
     consumer = sw.queues.consumer("q", "g", 0)

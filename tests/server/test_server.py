@@ -10,6 +10,7 @@ import time
 import urllib.request
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -358,3 +359,38 @@ def test_lag_gauges(tmp_path: Path) -> None:
         assert values['seaway_reader_group_lag{group="rg"}'] == 3
         assert values['seaway_consumer_group_lag{group="g",queue="q"}'] == 4
         assert values['seaway_consumer_group_partition_lag{generation="1",group="g",partition="0",queue="q"}'] == 2
+
+
+def test_transaction_waits_held_at_once_are_bounded(tmp_path: Path) -> None:
+    """A ``TxnWaitEnded`` long poll holds a server thread: the server holds at most
+    ``txn_waits_max`` at once (and ``txn_waits_per_connection_max`` per connection) and refuses one
+    more at once with the retriable OVERLOADED; one held is woken by the end it waits for."""
+    limits = ServiceLimits(txn_waits_max=1, txn_waits_per_connection_max=1)
+    server = Server(ServerConfig(data_dir=tmp_path, listen="127.0.0.1:0", limits=limits))
+    server.start()
+    manager = server.store.txn.api
+    held = threading.Event()
+    wait_ended = manager.wait_ended
+
+    def counted(ids: Any, timeout_s: float) -> list[int]:
+        held.set()  # the server took its slot before it waits
+        return wait_ended(ids, timeout_s)
+
+    manager.wait_ended = counted  # type: ignore[method-assign]
+    once = seaway.RetryPolicy(attempts_max=1)
+    url = f"seaway://{server.address}"
+    try:
+        with seaway.connect(url, retry=once) as a, seaway.connect(url, retry=once) as b:
+            tx = a.transaction()
+            waiter = threading.Thread(target=lambda: a.txn.wait_ended([tx.id], 60.0))
+            waiter.start()
+            assert held.wait(10)
+            for handle in (a, b):
+                with pytest.raises(OverloadedError):
+                    handle.txn.wait_ended([tx.id], 60.0)
+            tx.commit()
+            waiter.join(10)
+            assert not waiter.is_alive()
+            assert b.txn.wait_ended([tx.id], 60.0) == [tx.id]  # the slot was given back
+    finally:
+        server.stop()

@@ -93,6 +93,7 @@ from seaway.txn import (
     TxnStatus,
     check_txn_logs,  # one rule for a begin's or a register's logs, embedded and remote
 )
+from seaway.txn import check_wait as _check_wait
 from seaway.txn import check_write_pointer as _check_txn_id  # one rule for ids, embedded and remote
 from seaway.wire import (
     TOKEN_KEY,
@@ -884,6 +885,18 @@ class RemoteTxn:
 
     def snapshot(self) -> Snapshot:
         return self._snapshot()[0]
+
+    def wait_ended(self, write_pointers: Iterable[int], timeout_s: float) -> builtins.list[int]:
+        """As the manager's: a long poll (``TxnWaitEnded``), each call held by the server at most
+        its cap (and at most half this client's call timeout), called again until ``timeout_s``."""
+        ids, timeout = _check_wait(write_pointers, timeout_s)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = max(0.0, deadline - time.monotonic())
+            request = pb.TxnWaitEndedRequest(ids=ids, timeout_s=min(remaining, self._client._timeout_s / 2))
+            reply: pb.TxnWaitEndedReply = self._client._call("TxnWaitEnded", request)
+            if reply.ended or time.monotonic() >= deadline:
+                return builtins.list(reply.ended)
 
     def _snapshot(self) -> tuple[Snapshot, float]:
         sent = self._live.known()

@@ -19,9 +19,10 @@ import enum
 from collections.abc import Callable
 from typing import NamedTuple
 
+from seaway._invariant import invariant
 from seaway.errors import CorruptionError, LsnOutOfRangeError
 from seaway.log import Gap, GapType
-from seaway.queues._records import Position, entries_within
+from seaway.queues._records import DataRef, Position, entries_within
 from seaway.txn import Visibility
 
 
@@ -90,13 +91,15 @@ def take_chunk(lsn: int, write_pointer: int, counters: list[int], payloads: list
 
 class Chunk(NamedTuple):
     """A decoded chunk: one producer transaction's entries, in one record of the log. A pointer
-    chunk's ``payloads`` are read from its data chunk (see :mod:`seaway.queues._data`): None when
-    that chunk is gone, which is an error only if the chunk is to be delivered."""
+    chunk's ``payloads`` are read from its data chunks (see :mod:`seaway.queues._data`): None when
+    they are gone, which is an error only if the chunk is to be delivered; until they are read,
+    ``ref`` says where they are (None once read, and for a chunk holding its payloads)."""
 
     lsn: int
     write_pointer: int
     counters: list[int]
     payloads: list[bytes] | None
+    ref: DataRef | None = None
 
 
 class Outcome(enum.Enum):
@@ -115,10 +118,13 @@ class Outcome(enum.Enum):
 
 
 def read_item(item: Gap | Chunk, position: Position, visibility: Callable[[int], Visibility], budget: Budget,
-              log_id: int, stop_max: int | None = None) -> tuple[list[Entry], Position, Outcome]:
+              log_id: int, stop_max: int | None = None,
+              resolve: Callable[[Chunk], Chunk] | None = None) -> tuple[list[Entry], Position, Outcome]:
     """One step of every reader of a queue partition's log, written once: the entries a reader at
     ``position`` takes from ``item`` (a gap, or a chunk judged by ``visibility``) within ``budget``
-    (and before entry ``stop_max`` of the chunk), where it goes on, and what it does next."""
+    (and before entry ``stop_max`` of the chunk), where it goes on, and what it does next. A
+    pointer chunk whose payloads are not read yet is handed to ``resolve`` once it is to be
+    delivered (so that nothing waits for the data of a chunk stepped over or waited at)."""
     if isinstance(item, Gap):
         position, sealed = after_gap(item, position, log_id)
         return [], position, Outcome.SEALED if sealed else Outcome.NEXT
@@ -129,6 +135,9 @@ def read_item(item: Gap | Chunk, position: Position, visibility: Callable[[int],
         return [], position, Outcome.WAIT
     if judged is Visibility.SKIP:
         return [], Position(item.lsn + 1, 0), Outcome.NEXT
+    if item.ref is not None:
+        invariant(resolve is not None, "a pointer chunk reached read_item with its payloads not read")
+        item = resolve(item)  # type: ignore[misc]
     if item.payloads is None:  # its entries acknowledged and evicted (by another instance of the reader), or lost
         raise LsnOutOfRangeError(
             f"queue partition log {log_id}: the chunk at LSN {item.lsn} points at a data chunk of its queue's data "

@@ -29,6 +29,7 @@ from seaway.errors import (
     CorruptionError,
     InvalidArgumentError,
     LsnOutOfRangeError,
+    OverloadedError,
     SeawayError,
 )
 from seaway.queues._chunks import Budget, Entry
@@ -45,7 +46,7 @@ from seaway.queues._records import (
     resets_key,
     skipped_key,
 )
-from seaway.txn import TxnStatus
+from seaway.txn import TxnStatus, Visibility
 
 if TYPE_CHECKING:
     from seaway.queues._queues import Queues
@@ -54,7 +55,10 @@ if TYPE_CHECKING:
 DEQUEUE_MAX = 10_000
 WAIT_PAUSE_S_MIN = 0.002
 WAIT_PAUSE_S_MAX = 0.05
-"""A dequeue stopped at a chunk still in progress looks again after these pauses (doubling)."""
+"""A dequeue stopped at a chunk still in progress waits for its transaction to end
+(``sw.txn.wait_ended``, woken by the end); only where that cannot help (a chunk whose write
+pointer a fresh snapshot still waits at though the manager says it ended, or a server too busy
+to hold the wait) does it look again after these pauses (doubling)."""
 CONSUMER_RECORD_REFRESH_S = 1.0
 """How long a consumer goes on with the group's record it read while it keeps getting entries (a
 resize seals its log, which it notices at once)."""
@@ -177,18 +181,34 @@ class Consumer(FifoClaims):
                 # from the committed positions as stored (and raises again if entries are gone).
                 self._drop_cursors()
                 raise
-            if out or not judge.blocked or time.monotonic() + pause_s > deadline:
+            remaining_s = deadline - time.monotonic()
+            if out or not judge.blocked or judge.blocked_by is None or remaining_s <= 0:
                 break
             # Stopped at a chunk still in progress: wait for its transaction to end (its chunk
-            # cannot be stepped over), judging by fresh snapshots, until the deadline.
-            time.sleep(pause_s)
-            pause_s = min(2 * pause_s, WAIT_PAUSE_S_MAX)
+            # cannot be stepped over), woken by the end itself, then judge by a fresh snapshot.
+            blocker = judge.blocked_by
+            if not self._wait_ended(blocker, remaining_s):
+                break  # still in progress at the deadline
             judge.fresh, judge.blocked = self._queues.txn.snapshot(), False
             timeout_s = 0.0
+            if judge.fresh.visibility(blocker) is Visibility.WAIT:
+                # Ended, yet a fresh snapshot waits at it (a write pointer the manager never
+                # issued): nothing will wake this wait, so look again after a pause.
+                time.sleep(min(pause_s, max(0.0, deadline - time.monotonic())))
+                pause_s = min(2 * pause_s, WAIT_PAUSE_S_MAX)
         self.blocked_by = judge.blocked_by if not out and judge.blocked else None
         if not out or any(cursor.ended for cursor in self._cursors.values()):
             self._stale = True  # idle, or a log ended (a resize): read the group again next time
         return out
+
+    def _wait_ended(self, write_pointer: int, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for transaction ``write_pointer`` to end; whether it did. A
+        server too busy to hold the wait (OVERLOADED) has it done as a pause."""
+        try:
+            return bool(self._queues.txn.wait_ended([write_pointer], timeout_s))
+        except OverloadedError:
+            time.sleep(min(WAIT_PAUSE_S_MAX, timeout_s))
+            return True
 
     def _check_reset(self) -> None:
         """At a transaction's first dequeue (after it began): if the group was reset since the

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from seaway.errors import LogDeletedError, SeawayError, UnknownLogError
 from seaway.log import Gap, Record, RecordRun
 from seaway.queues._chunks import Budget, Chunk, Entry, Outcome, read_item
+from seaway.queues._data import keys as data_keys
 from seaway.queues._lag import prune
 from seaway.queues._records import DataRef, Layout, Position, decode_record
 from seaway.txn import AbortedJudges, Snapshot, Visibility
@@ -88,7 +89,6 @@ class Cursor:
         self.pending = committed
         self.ended = False
         self._ahead: deque[Chunk | Gap] = deque()
-        self._unresolved: list[Any] = []
         self._reader: Any = None
         self._trimmed = 0
         self._trimmed_s = 0.0
@@ -102,18 +102,17 @@ class Cursor:
         return self._reader
 
     def close(self) -> None:
-        self._unresolved = []
         if self._reader is not None:
             self._reader.close()
             self._reader = None
 
     def _fill(self, timeout_s: float) -> None:
+        """Read ahead: the next records (waiting up to ``timeout_s`` for the first), decoded; the
+        data chunks their pointer chunks name start being read at once (see :func:`decoded`)."""
         if self.ended:
             return
         try:
-            # Items read before whose data chunks could not be read (a stalled connection) first:
-            # the reader is past them, and they must not be lost.
-            items = self._unresolved or self._open().read(READ_AHEAD_ITEMS, timeout_s)
+            items = self._open().read(READ_AHEAD_ITEMS, timeout_s)
         except (LogDeletedError, UnknownLogError):
             # Deleted after the consumer chose to read it: at a resize's barrier, which deletes
             # only drained logs (nothing left to deliver), or with its group (whose next read of
@@ -121,9 +120,14 @@ class Cursor:
             self.ended = True
             self.close()
             return
-        self._unresolved = items
-        self._ahead.extend(resolved(self.queues, items))
-        self._unresolved = []
+        self._ahead.extend(decoded(self.queues, items))
+
+    def _resolve_head(self, chunk: Chunk) -> Chunk:
+        """``chunk``, the first read ahead, with its payloads (read by now, or soon: asked for when
+        it was read ahead), kept so (the next take may go on inside it)."""
+        chunk = resolve_chunk(self.queues, chunk)
+        self._ahead[0] = chunk
+        return chunk
 
     def take(self, judge: Judge, budget: Budget, timeout_s: float) -> list[Entry]:
         """The entries from ``pending`` on that ``judge`` lets through, within ``budget``, waiting
@@ -132,6 +136,7 @@ class Cursor:
         out: list[Entry] = []
         deadline = time.monotonic() + timeout_s
         judged = judge.of(self.log_id)
+        outcome = Outcome.NEXT
         while not budget.spent:
             if self.until is not None and self.pending.lsn > self.until:
                 break
@@ -144,7 +149,8 @@ class Cursor:
                 self._fill(wait_s)
                 if not self._ahead:
                     break
-            entries, self.pending, outcome = read_item(self._ahead[0], self.pending, judged, budget, self.log_id)
+            entries, self.pending, outcome = read_item(self._ahead[0], self.pending, judged, budget, self.log_id,
+                                                       resolve=self._resolve_head)
             out.extend(entries)
             if outcome is Outcome.WAIT or outcome is Outcome.PARTIAL:
                 break  # before a chunk in progress, or the budget ends inside the chunk
@@ -154,6 +160,10 @@ class Cursor:
                 self.close()
         if self.until is not None and self.pending.lsn > self.until:
             self.ended = True
+        if (out or outcome is Outcome.WAIT) and len(self._ahead) < READ_AHEAD_ITEMS // 4:
+            # What came meanwhile: its data is read while this transaction commits, or while the
+            # consumer waits for the transaction of the chunk it stopped at.
+            self._fill(0.0)
         return out
 
     def committed_now(self) -> None:
@@ -182,20 +192,18 @@ class Cursor:
             self._trimmed, self._trimmed_s = trim_to, time.monotonic()
 
 
-def resolved(queues: Queues, items: Iterable[object]) -> list[Chunk | Gap]:
-    """The records (and runs of them) and gaps a reader read, as chunks with their payloads: those
-    of pointer chunks read from their data chunks, in one read per data log (see
-    :mod:`seaway.queues._data`)."""
+def decoded(queues: Queues, items: Iterable[object]) -> list[Chunk | Gap]:
+    """The records (and runs of them) and gaps a reader read, as chunks; pointer chunks with their
+    payloads not read yet (``ref`` set), whose data chunks this asks for at once, so that they
+    are read while the reader goes on (see :class:`~seaway.queues._data.DataChunks`)."""
     out: list[Chunk | Gap] = []
-    pointed: list[int] = []
-    refs: list[DataRef | None] = []
+    refs: list[DataRef] = []
 
     def push(lsn: int, raw: bytes) -> None:
         write_pointer, counters, payloads, ref = decode_record(raw)
         if ref is not None:
-            pointed.append(len(out))
             refs.append(ref)
-        out.append(Chunk(lsn, write_pointer, counters, payloads))
+        out.append(Chunk(lsn, write_pointer, counters, payloads, ref))
 
     for item in items:
         if isinstance(item, RecordRun):
@@ -206,10 +214,27 @@ def resolved(queues: Queues, items: Iterable[object]) -> list[Chunk | Gap]:
         elif isinstance(item, Gap):
             out.append(item)
     if refs:
+        queues.data.prefetch(data_keys(refs))
+    return out
+
+
+def resolve_chunk(queues: Queues, chunk: Chunk) -> Chunk:
+    """A pointer chunk of :func:`decoded` with its payloads (None: its data chunks are gone)."""
+    return chunk._replace(payloads=queues.data.resolve([chunk.ref])[0], ref=None)
+
+
+def resolved(queues: Queues, items: Iterable[object]) -> list[Chunk | Gap]:
+    """The records (and runs of them) and gaps a reader read, as chunks with their payloads: those
+    of pointer chunks read from their data chunks, in one read per data log (see
+    :mod:`seaway.queues._data`)."""
+    out = decoded(queues, items)
+    pointed = [at for at, item in enumerate(out) if isinstance(item, Chunk) and item.ref is not None]
+    if pointed:
+        refs: list[DataRef | None] = [out[at].ref for at in pointed]  # type: ignore[union-attr]
         for at, payloads in zip(pointed, queues.data.resolve(refs), strict=True):
             chunk = out[at]
             assert isinstance(chunk, Chunk)
-            out[at] = chunk._replace(payloads=payloads)
+            out[at] = chunk._replace(payloads=payloads, ref=None)
     return out
 
 

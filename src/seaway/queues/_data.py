@@ -31,7 +31,7 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from seaway.errors import LogDeletedError, SeawayError, TimedOutError, UnknownLogError
@@ -64,6 +64,10 @@ READ_WAIT_S = 30.0
 """How long a read waits for data chunks that exist (a bound for a stalled connection)."""
 RANGE_GAP_MAX = 2
 """Data chunks not wanted that one read of the wanted ones may step over (see :func:`_ranges`)."""
+WORKER_IDLE_S = 2.0
+"""How long the reading thread of a store handle waits for more to read before it ends."""
+WAIT_S_MAX = 2 * READ_WAIT_S
+"""How long :meth:`DataChunks.chunks` waits for a chunk at most (reads asked before it run first)."""
 
 
 def _ranges(lsns: list[int]) -> list[tuple[int, int]]:
@@ -83,19 +87,45 @@ def _ranges(lsns: list[int]) -> list[tuple[int, int]]:
     return out
 
 
+class _Job:
+    """One read of data chunks ``lsns`` of ``log_id`` by the prefetching thread: what it got so far
+    (LSN -> payloads), whether it is done, and the error that ended it."""
+
+    __slots__ = ("done", "error", "got", "log_id", "lsns")
+
+    def __init__(self, log_id: int, lsns: list[int]) -> None:
+        self.log_id = log_id
+        self.lsns = lsns
+        self.got: dict[int, list[bytes]] = {}
+        self.done = False
+        self.error: Exception | None = None
+
+
 class DataChunks:
-    """The data chunks this store handle read, kept by recency up to ``CACHE_BYTES_MAX``. Thread-safe."""
+    """The data chunks this store handle read, kept by recency up to ``CACHE_BYTES_MAX``. Thread-safe.
+
+    Reads run on one thread of this handle, in the order asked, over one reader: :meth:`prefetch`
+    asks for chunks and returns at once (a consumer asks as soon as its pointer chunks came, and
+    the read runs while it delivers earlier chunks and commits), :meth:`chunks` waits for what it
+    wants, each chunk as soon as it came, not for the whole read it is part of. Through a server
+    that takes the data chunks' round trip out of the consumer's path. The thread ends after
+    ``WORKER_IDLE_S`` with nothing to read (and starts again when asked)."""
 
     def __init__(self, logs: LogsApi, bytes_max: int = CACHE_BYTES_MAX) -> None:
         self._logs = logs
         self._bytes_max = bytes_max
         self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
         self._kept: OrderedDict[tuple[int, int], list[bytes]] = OrderedDict()
-        self._read_lock = threading.Lock()
+        self._bytes = 0
+        self._inflight: dict[tuple[int, int], _Job] = {}
+        """Chunks asked for and not read yet, with the read that reads them."""
+        self._jobs: deque[_Job] = deque()
+        self._worker: threading.Thread | None = None
+        # The reading thread's own:
         self._reader: Any = None
         self._handles: dict[int, Any] = {}
-        """Data logs' handles (used with ``_read_lock`` held)."""
-        self._bytes = 0
+        """Data logs' handles."""
 
     def _handle(self, log_id: int) -> Any:
         """The data log's handle, looked up once (a remote lookup is a round trip)."""
@@ -106,35 +136,98 @@ class DataChunks:
             handle = self._handles[log_id] = self._logs.get(log_id)
         return handle
 
-    def _read(self, log_id: int, first: int, last: int, into: dict[int, list[bytes]], wanted: set[int]) -> None:
-        """Read data chunks ``first`` to ``last`` of ``log_id`` into ``into`` (LSN -> payloads), over
-        one reader kept for all the reads of this store handle (a remote read of its own would
-        open a stream per call)."""
-        with self._read_lock:
-            if self._reader is None:
-                self._reader = self._logs.reader(READ_ITEMS)
-            reader = self._reader
+    def _read(self, job: _Job, first: int, last: int, wanted: set[int]) -> None:
+        """Read data chunks ``first`` to ``last`` of the job's log into ``job.got``, over one reader
+        kept for all the reads of this store handle (a remote read of its own would open a stream
+        per call), handing each batch of records to the waiters as it comes."""
+        if self._reader is None:
+            self._reader = self._logs.reader(READ_ITEMS)
+        reader = self._reader
+        try:
+            reader.start_reading(self._handle(job.log_id), first, last)  # a handle: no lookup per read
+            deadline = time.monotonic() + READ_WAIT_S
+            done = False
+            while not done:
+                items = reader.read(READ_ITEMS, max(0.0, deadline - time.monotonic()))
+                got: list[tuple[int, list[bytes]]] = []
+                for item in items:
+                    if isinstance(item, Record):
+                        if item.lsn in wanted:
+                            got.append((item.lsn, decode_chunk(item.payload)[2]))
+                        done = done or item.lsn >= last
+                    elif isinstance(item, Gap):
+                        done = done or item.lsn_hi >= last or item.type is GapType.SEALED
+                if got:
+                    with self._cv:
+                        for lsn, payloads in got:
+                            job.got[lsn] = payloads
+                            self._keep((job.log_id, lsn), payloads)
+                        self._cv.notify_all()
+                if not done and not items and time.monotonic() >= deadline:
+                    raise TimedOutError(f"queue data log {job.log_id}: data chunks {lsn_str(first)}-{lsn_str(last)} "
+                                        f"did not come within {READ_WAIT_S} s")
+        except BaseException:
+            self._reader = None  # its state is unknown: a later read opens another
+            with contextlib.suppress(SeawayError):
+                reader.close()
+            raise
+
+    def _work(self) -> None:
+        """The reading thread: the jobs in the order asked, until none came for ``WORKER_IDLE_S``."""
+        while (job := self._next_job()) is not None:
+            error: Exception | None = None
             try:
-                reader.start_reading(self._handle(log_id), first, last)  # a handle: no lookup per read
-                deadline = time.monotonic() + READ_WAIT_S
-                done = False
-                while not done:
-                    items = reader.read(READ_ITEMS, max(0.0, deadline - time.monotonic()))
-                    for item in items:
-                        if isinstance(item, Record):
-                            if item.lsn in wanted:
-                                into[item.lsn] = decode_chunk(item.payload)[2]
-                            done = done or item.lsn >= last
-                        elif isinstance(item, Gap):
-                            done = done or item.lsn_hi >= last or item.type is GapType.SEALED
-                    if not done and not items and time.monotonic() >= deadline:
-                        raise TimedOutError(f"queue data log {log_id}: data chunks {lsn_str(first)}-{lsn_str(last)} "
-                                            f"did not come within {READ_WAIT_S} s")
-            except BaseException:
-                self._reader = None  # its state is unknown: a later read opens another
-                with contextlib.suppress(SeawayError):
-                    reader.close()
-                raise
+                wanted = set(job.lsns)
+                for first, last in _ranges(job.lsns):
+                    self._read(job, first, last, wanted)
+            except (UnknownLogError, LogDeletedError):
+                pass  # gone: what was not read is None
+            except Exception as exc:  # handed to the waiters, who raise it
+                error = exc
+            with self._cv:
+                job.error, job.done = error, True
+                for lsn in job.lsns:
+                    if self._inflight.get((job.log_id, lsn)) is job:
+                        del self._inflight[(job.log_id, lsn)]
+                self._cv.notify_all()
+
+    def _next_job(self) -> _Job | None:
+        """The next job, or None once none came for ``WORKER_IDLE_S`` (the thread then ends: a
+        later ask starts another)."""
+        with self._cv:
+            while not self._jobs:
+                if not self._cv.wait(WORKER_IDLE_S) and not self._jobs:
+                    self._worker = None
+                    reader, self._reader = self._reader, None
+                    break
+            else:
+                return self._jobs.popleft()
+        if reader is not None:
+            with contextlib.suppress(Exception):  # on its own thread: nothing to tell, nowhere to raise
+                reader.close()
+        return None
+
+    def _ask(self, wanted: Iterable[tuple[int, int]]) -> None:
+        """Queue a read of each chunk of ``wanted`` neither kept nor being read (lock held)."""
+        missing: dict[int, list[int]] = {}
+        for key in wanted:
+            if key not in self._kept and key not in self._inflight:
+                missing.setdefault(key[0], []).append(key[1])
+        for log_id, lsns in missing.items():
+            job = _Job(log_id, sorted(set(lsns)))
+            for lsn in job.lsns:
+                self._inflight[(log_id, lsn)] = job
+            self._jobs.append(job)
+        if missing:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, daemon=True, name="seaway-queue-data")
+                self._worker.start()
+            self._cv.notify_all()
+
+    def prefetch(self, wanted: Iterable[tuple[int, int]]) -> None:
+        """Start reading the data chunks ``(data log, LSN)`` of ``wanted`` not kept yet; returns at once."""
+        with self._cv:
+            self._ask(wanted)
 
     def _keep(self, key: tuple[int, int], payloads: list[bytes]) -> None:
         if key in self._kept:
@@ -147,35 +240,40 @@ class DataChunks:
 
     def chunks(self, wanted: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[bytes] | None]:
         """The payloads of each wanted data chunk ``(data log, LSN)``; None for one that is gone
-        (trimmed, or its log deleted). Those not kept are read in one range per data log."""
+        (trimmed, or its log deleted). Those neither kept nor being read are read in one range
+        per data log. Raises the error that ended a read (:class:`TimedOutError` for a stalled
+        connection, with ``WAIT_S_MAX`` as the bound of the wait here)."""
+        keys = set(wanted)
         found: dict[tuple[int, int], list[bytes] | None] = {}
-        missing: dict[int, list[int]] = {}
-        with self._lock:
-            for key in set(wanted):
+        deadline = time.monotonic() + WAIT_S_MAX
+        with self._cv:
+            self._ask(keys)
+            jobs: dict[tuple[int, int], _Job] = {}
+            for key in keys:  # before any wait: a read that ends meanwhile leaves the chunks in flight
                 kept = self._kept.get(key)
-                if kept is None:
-                    missing.setdefault(key[0], []).append(key[1])
-                else:
+                if kept is not None:
                     self._kept.move_to_end(key)
                     found[key] = kept
-        for log_id, lsns in missing.items():
-            read: dict[int, list[bytes]] = {}
-            try:
-                asked = set(lsns)
-                for first, last in _ranges(sorted(asked)):
-                    self._read(log_id, first, last, read, asked)
-            except (UnknownLogError, LogDeletedError):
-                pass
-            with self._lock:
-                for lsn, payloads in read.items():
-                    self._keep((log_id, lsn), payloads)
-            for lsn in lsns:
-                found[(log_id, lsn)] = read.get(lsn)
+                else:
+                    jobs[key] = self._inflight[key]
+            for key, job in jobs.items():
+                while key[1] not in job.got and not job.done:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimedOutError(f"queue data log {key[0]}: data chunk {lsn_str(key[1])} did not come "
+                                            f"within {WAIT_S_MAX} s")
+                    self._cv.wait(remaining)
+                if key[1] in job.got:
+                    found[key] = job.got[key[1]]
+                elif job.error is not None:
+                    raise job.error
+                else:
+                    found[key] = None
         return found
 
     def resolve(self, refs: list[DataRef | None]) -> list[list[bytes] | None]:
         """Each pointer chunk's payloads (None for a chunk of version 1, or whose data is gone)."""
-        got = self.chunks((ref.data_log, lsn) for ref in refs if ref is not None for lsn in ref.lsns)
+        got = self.chunks(keys(refs))
         out: list[list[bytes] | None] = []
         for ref in refs:
             if ref is None:
@@ -187,6 +285,11 @@ class DataChunks:
             except (IndexError, TypeError):  # a data chunk gone (None), or not the one written
                 out.append(None)
         return out
+
+
+def keys(refs: Iterable[DataRef | None]) -> list[tuple[int, int]]:
+    """The data chunks ``(data log, LSN)`` the pointer chunks ``refs`` name."""
+    return [(ref.data_log, lsn) for ref in refs if ref is not None for lsn in ref.lsns]
 
 
 class _Lows:
@@ -225,7 +328,8 @@ class _Lows:
 
 class Evictions:
     """When each queue's data log was last evicted by this store handle (at most every
-    ``EVICT_INTERVAL_S``), and what its evictions know of the partition logs."""
+    ``EVICT_INTERVAL_S``), and what its evictions know of the partition logs; the thread that runs
+    the evictions asked for after commits (:meth:`soon`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -233,6 +337,35 @@ class Evictions:
         self.running = threading.Lock()
         """Held by an eviction (one at a time per store handle): it reads and updates ``lows``."""
         self.lows: dict[int, _Lows] = {}
+        self._cv = threading.Condition(self._lock)
+        self._pending: dict[str, None] = {}
+        self._worker: threading.Thread | None = None
+
+    def soon(self, queue: str, run: Callable[[str], object]) -> None:
+        """``run(queue)`` on this handle's eviction thread if the queue is due (see :meth:`due`);
+        returns at once. An eviction is a few dozen calls to a server (the partitions' states and
+        their new pointer chunks, the transactions in progress): run by the commit that asked, it
+        held that consumer's next dequeue for their time. ``run`` handles its own errors."""
+        if not self.due(queue):
+            return
+        with self._cv:
+            self._pending[queue] = None
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, args=(run,), daemon=True,
+                                                name="seaway-queue-evict")
+                self._worker.start()
+            self._cv.notify_all()
+
+    def _work(self, run: Callable[[str], object]) -> None:
+        while True:
+            with self._cv:
+                while not self._pending:
+                    if not self._cv.wait(WORKER_IDLE_S) and not self._pending:
+                        self._worker = None
+                        return
+                queue = next(iter(self._pending))
+                del self._pending[queue]
+            run(queue)
 
     def due(self, queue: str) -> bool:
         now = time.monotonic()

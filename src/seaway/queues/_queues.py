@@ -28,6 +28,7 @@ from seaway.errors import (
     LogExistsError,
     LogSealedError,
     LsnOutOfRangeError,
+    OverloadedError,
     QueueExistsError,
     SeawayError,
     TimedOutError,
@@ -77,7 +78,7 @@ from seaway.queues._records import (
     queue_key,
     resets_key,
 )
-from seaway.txn import AbortedJudges
+from seaway.txn import WAIT_IDS_MAX, AbortedJudges, TxnStatus
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -91,6 +92,9 @@ RESET_ATTEMPTS_MAX = 5
 """Times a reset is tried again after losing a conflict to a consumer's commit."""
 LOG_ATTEMPTS_MAX = 100
 """Times a group's creation or resize chooses its logs' ids again when one was taken."""
+BARRIER_RECHECK_S = 0.5
+"""A ``resize_group`` waiting at its barrier checks it again after the end of any transaction in
+progress when it last checked, and at least this often (for a consumer transaction begun since)."""
 
 
 @dataclass(frozen=True)
@@ -255,14 +259,17 @@ class Queues:
             return 0
 
     def evict_data_soon(self, queue: str) -> None:
-        """:meth:`evict_data`, at most every few seconds per queue and best-effort: it runs after
-        commits and trims, which must not fail for it."""
-        if self._evictions.due(queue):
-            try:
-                self.evict_data(queue)
-            except SeawayError as exc:
-                log.info("queue data log eviction failed; tried again later",
-                         extra={"queue": queue, "error": str(exc)})
+        """:meth:`evict_data`, at most every few seconds per queue and best-effort, on a thread of
+        this instance: it is asked for after commits and trims, which neither wait for it nor fail
+        for it."""
+        self._evictions.soon(queue, self._evict_quietly)
+
+    def _evict_quietly(self, queue: str) -> None:
+        try:
+            self.evict_data(queue)
+        except Exception as exc:  # on its own thread, after the commit: the next one tries again
+            log.info("queue data log eviction failed; tried again later",
+                     extra={"queue": queue, "error": str(exc)})
 
     def check_queue(self, queue: str) -> None:
         if self.meta.get(NAMESPACE, queue_key(check_name(queue, "queue"))) is None:
@@ -425,13 +432,33 @@ class Queues:
                                        "attempts; try again")
         self._seal(current)
         if wait_s is not None:
-            deadline = time.monotonic() + wait_s
-            while not self.finish_resize(queue, group):
-                if time.monotonic() >= deadline:
-                    raise TimedOutError(f"group {group!r}: the old layout was not drained within {wait_s} s "
-                                        "(are its consumers running?); the resize goes on")
-                time.sleep(0.01)
+            self._await_barrier(queue, group, wait_s)
         return self.describe_group(queue, group)
+
+    def _await_barrier(self, queue: str, group: str, wait_s: float) -> None:
+        """Pass the resize's barrier within ``wait_s`` (or raise :class:`TimedOutError`). The old
+        layout is drained by consumers' commits: between two checks this waits for the end of a
+        transaction in progress before the check (listed first, so that a commit after the check
+        is one of theirs or of a transaction begun after the listing), woken by the end itself;
+        at most ``BARRIER_RECHECK_S`` at a time, for those begun after the listing."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            in_progress = [info.id for info in self.txn.list(limit=WAIT_IDS_MAX)
+                           if info.status is TxnStatus.IN_PROGRESS]
+            if self.finish_resize(queue, group):
+                return
+            remaining_s = deadline - time.monotonic()
+            if remaining_s <= 0:
+                raise TimedOutError(f"group {group!r}: the old layout was not drained within {wait_s} s "
+                                    "(are its consumers running?); the resize goes on")
+            step_s = min(remaining_s, BARRIER_RECHECK_S)
+            if in_progress:
+                try:
+                    self.txn.wait_ended(in_progress, step_s)
+                    continue
+                except OverloadedError:
+                    pass  # a server too busy to hold the wait: a pause instead
+            time.sleep(step_s)
 
     def _seal(self, layout: Layout) -> None:
         for log_id in layout.logs:

@@ -100,6 +100,12 @@ class ServiceLimits:
     read_stream_logs_max: int = 100_000
     """Logs one stream reads at once: a guard on the little the server keeps for each (not a bound
     on what is read at once, which is in bytes and items)."""
+    txn_wait_s_max: float = 5.0
+    """How long one ``TxnWaitEnded`` call waits at most (the client calls again for a longer wait)."""
+    txn_waits_max: int = 16
+    """``TxnWaitEnded`` calls waiting at once over all connections: each holds a server thread
+    (one more is refused with the retriable OVERLOADED)."""
+    txn_waits_per_connection_max: int = 8
     read_message_items_max: int = 2000
     """The most records and gaps in one reply, and read ahead for a stream."""
     read_message_bytes_max: int = 1 << 20
@@ -651,6 +657,17 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def TxnStatus(self, request: pb.TxnRef, context: grpc.ServicerContext) -> pb.TxnStatusReply:
         return self._unary("TxnStatus", context, lambda: pb.TxnStatusReply(
             status=txn_status_to_msg(self._store.txn.api.status(request.id))))
+
+    def TxnWaitEnded(self, request: pb.TxnWaitEndedRequest, context: grpc.ServicerContext) -> pb.TxnWaitEndedReply:
+        def run() -> pb.TxnWaitEndedReply:
+            limits, peer = self._limits, context.peer()
+            self._slots.acquire(peer, "transaction waits", limits.txn_waits_per_connection_max, limits.txn_waits_max)
+            try:
+                timeout_s = min(request.timeout_s, limits.txn_wait_s_max)  # NaN or negative: refused by the manager
+                return pb.TxnWaitEndedReply(ended=self._store.txn.api.wait_ended(request.ids, timeout_s))
+            finally:
+                self._slots.release(peer, "transaction waits")
+        return self._unary("TxnWaitEnded", context, run)
 
     def TxnSnapshot(self, request: pb.TxnSnapshotRequest, context: grpc.ServicerContext) -> pb.TxnSnapshotReply:
         def run() -> pb.TxnSnapshotReply:

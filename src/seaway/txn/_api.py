@@ -9,6 +9,7 @@ hook the commit (to flush what they buffered) and its end (to learn the outcome)
 
 from __future__ import annotations
 
+import builtins
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -22,7 +23,7 @@ from seaway.errors import (
     TransactionTimedOutError,
     UnknownTransactionError,
 )
-from seaway.txn._checks import check_commit, check_txn_logs, check_write_pointers
+from seaway.txn._checks import check_commit, check_txn_logs, check_wait, check_write_pointers
 from seaway.txn._manager import TxnInfo
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import TxnStatus
@@ -60,6 +61,8 @@ class TxnApi(Protocol):
     def snapshot(self) -> Snapshot: ...
 
     def list(self, after: TxnInfo | None = None, limit: int | None = None) -> list[TxnInfo]: ...
+
+    def wait_ended(self, write_pointers: Iterable[int], timeout_s: float) -> builtins.list[int]: ...
 
 
 class Transaction:
@@ -271,6 +274,17 @@ class Transactions:
 
     def snapshot(self) -> Snapshot:
         return self._api.snapshot()
+
+    def wait_ended(self, txn_ids: Iterable[int], timeout_s: float) -> list[int]:
+        """Wait until any of the transactions ``txn_ids`` (1 to 1,000) is no longer in progress
+        (committed, aborted, timed out, or unknown), at most ``timeout_s`` seconds; returns those
+        of them that are no longer in progress, in the order given (empty when the wait timed
+        out). The end wakes the wait, embedded and through a server (a long poll, each call held
+        by the server at most a few seconds: the client calls again until ``timeout_s``). A
+        reader stopped at a transaction in progress waits so for its outcome, then takes a fresh
+        snapshot."""
+        ids, timeout = check_wait(txn_ids, timeout_s)
+        return self._api.wait_ended(ids, timeout)
 
     def list(self, after: TxnInfo | None = None, limit: int | None = None) -> list[TxnInfo]:
         """Transactions in progress, then invalid ones, each by id. In pages: at most ``limit``

@@ -72,3 +72,22 @@ def check_commit(conflicts: Iterable[bytes], writes: Iterable[tuple[str, bytes, 
         if value is not None and not isinstance(value, bytes):
             raise InvalidArgumentError(f"a metadata value must be bytes or None, got {type(value).__name__}")
     return keys, checked
+
+
+WAIT_IDS_MAX = 1_000
+"""Transactions one ``wait_ended`` waits for, at most."""
+
+
+def check_wait(write_pointers: Iterable[int], timeout_s: object) -> tuple[tuple[int, ...], float]:
+    """The transactions and the timeout of a ``wait_ended``: 1 to WAIT_IDS_MAX ids (repeats are
+    waited for once), a timeout of 0 or more seconds (shared with the remote client)."""
+    if isinstance(write_pointers, (int, bytes, str)):
+        raise InvalidArgumentError(f"wait_ended takes transaction ids, got {write_pointers!r:.80}")
+    pointers = tuple(dict.fromkeys(write_pointers))
+    if not 0 < len(pointers) <= WAIT_IDS_MAX:
+        raise InvalidArgumentError(f"wait_ended waits for 1 to {WAIT_IDS_MAX} transactions, got {len(pointers)}")
+    for write_pointer in pointers:
+        check_write_pointer(write_pointer)
+    if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or not 0 <= timeout_s < float("inf"):
+        raise InvalidArgumentError(f"a wait's timeout is a number of seconds, 0 or more, got {timeout_s!r}")
+    return pointers, float(timeout_s)

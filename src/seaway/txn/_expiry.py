@@ -98,6 +98,7 @@ class ExpiringManager(DurableManager):
     def _end(self, edit: Abort | TimeOut) -> Future[int]:
         self._begins.pop(edit.write_pointer, None)
         self.state.apply(edit)
+        self._cond.notify_all()  # wait_ended: the transaction is no longer in progress
         return self._append(edit)
 
     def _tick(self) -> None:

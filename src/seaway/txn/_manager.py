@@ -32,6 +32,7 @@ import contextlib
 import heapq
 import secrets
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from seaway._clock import Clock, SystemClock
 from seaway._passes import PeriodicPasses
 from seaway.errors import InvalidArgumentError, OverloadedError, SeawayError, UnknownLogError
 from seaway.log import AbortedWrites, MetaApi
-from seaway.txn._checks import check_txn_logs, check_write_pointer
+from seaway.txn._checks import check_txn_logs, check_wait, check_write_pointer
 from seaway.txn._commit import CommittingManager, _answer
 from seaway.txn._config import TxnConfig
 from seaway.txn._durable import WAL_LOG, log_failure
@@ -240,6 +241,22 @@ class TransactionManager(CommittingManager):
         with self._cond:
             self._check_running()  # stopped, the log decides what a restart will say
             return self.state.status(write_pointer)
+
+    def wait_ended(self, write_pointers: Iterable[int], timeout_s: float) -> list[int]:
+        """Wait until any of ``write_pointers`` is no longer in progress (committed and visible,
+        aborted, timed out, or never begun), or ``timeout_s`` passed; the ids of those no longer
+        in progress then, in the order given (empty: the wait timed out). Woken by the commit or
+        end itself, not by polling (the real clock bounds the wait: it is a wait of this process)."""
+        ids, timeout = check_wait(write_pointers, timeout_s)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                in_progress = self.state.in_progress
+                ended = [write_pointer for write_pointer in ids if write_pointer not in in_progress]
+                remaining = deadline - time.monotonic()
+                if ended or remaining <= 0:
+                    return ended
+                self._cond.wait(remaining)
 
     def register(self, write_pointer: int, logs: Iterable[int]) -> None:
         """Note that the transaction is about to write to ``logs``; durable when it returns. A

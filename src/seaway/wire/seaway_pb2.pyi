@@ -783,6 +783,20 @@ class TxnStatusReply(_message.Message):
     status: TxnOutcome
     def __init__(self, status: _Optional[_Union[TxnOutcome, str]] = ...) -> None: ...
 
+class TxnWaitEndedRequest(_message.Message):
+    __slots__ = ("ids", "timeout_s")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[int]
+    timeout_s: float
+    def __init__(self, ids: _Optional[_Iterable[int]] = ..., timeout_s: _Optional[float] = ...) -> None: ...
+
+class TxnWaitEndedReply(_message.Message):
+    __slots__ = ("ended",)
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    ended: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, ended: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class TxnSnapshotReply(_message.Message):
     __slots__ = ("snapshot", "default_timeout_s", "invalid", "live")
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]

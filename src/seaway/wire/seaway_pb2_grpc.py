@@ -249,6 +249,11 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.PageRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnListReply.FromString,
                 _registered_method=True)
+        self.TxnWaitEnded = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnWaitEnded',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnWaitEndedRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnWaitEndedReply.FromString,
+                _registered_method=True)
 
 
 class SeawayServicer:
@@ -555,6 +560,15 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TxnWaitEnded(self, request, context):
+        """Waits until any of the given transactions is no longer in progress, or timeout_s (capped by
+        the server, which also bounds the ids per call and the waits it holds at once); a long poll,
+        idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SeawayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -772,6 +786,11 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.TxnList,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.PageRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnListReply.SerializeToString,
+            ),
+            'TxnWaitEnded': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnWaitEnded,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnWaitEndedRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnWaitEndedReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1935,6 +1954,33 @@ class Seaway:
             '/seaway.v1.Seaway/TxnList',
             seaway_dot_wire_dot_seaway__pb2.PageRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.TxnListReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnWaitEnded(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnWaitEnded',
+            seaway_dot_wire_dot_seaway__pb2.TxnWaitEndedRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.TxnWaitEndedReply.FromString,
             options,
             channel_credentials,
             insecure,
