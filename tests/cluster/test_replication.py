@@ -394,3 +394,37 @@ def test_a_reader_given_the_trim_point_skips_copies_a_node_has_not_trimmed_yet()
         out.extend(reader.take(0))
     assert isinstance(out[0], Gap) and out[0].type is GapType.TRIM and out[0].lsn_hi == point
     assert [p for _, p in records(out)] == [f"p{i}".encode() for i in range(5, 9)]
+
+
+def test_a_recovery_that_starts_over_cannot_leave_two_decisions_for_one_slot() -> None:
+    """A recovery whose mutation timed out sealed again with the same epoch and could decide a slot
+    differently from its first try (another f-majority answered); both decisions carried the same
+    ballot, so a node holding the first one kept it through its purge and readers disagreed."""
+    mini = Mini()
+    seq1 = mini.activate(1)
+    mini.append(seq1, [b"p1"])  # acknowledged, on nodes 2, 3 and 4
+    partial = Copy(1 << 32 | 2, Kind.RECORD, b"partial")
+    mini.run(None, mini.replicas[2].handle(1, Store(LOG, partial)), src=2)  # a store that reached node 2 only
+    seq = mini.sequencer(3)
+    mini.drop.update({(3, 1), (3, 2)})  # the first try seals 3, 4 and 5: no copy of ESN 2 there
+    mini.run(seq, seq.handle(-1, Activate(LOG), mini.now))
+    assert seq.state is ClusterSequencerState.SEALING
+    mini.drop.update({(3, 3), (3, 4)})  # its mutation (a bridge at ESN 2) reaches node 5 only
+    for _ in range(100):
+        mini.now += 20
+        mini.run(seq, seq.tick(mini.now))
+        if seq.state is ClusterSequencerState.MUTATING:
+            break
+    assert mini.disks[5].log(LOG).copies[partial.lsn].kind is Kind.BRIDGE
+    mini.drop = {(3, 5)}  # node 5 is cut off; the others answer the next try, node 2 with the record
+    for _ in range(200):
+        mini.now += 20
+        mini.run(seq, seq.tick(mini.now))
+        if seq.state in (ClusterSequencerState.ACTIVE, ClusterSequencerState.PREEMPTED):
+            break
+    assert seq.state is ClusterSequencerState.ACTIVE and seq.epoch == 3  # it started over under a new epoch
+    mini.drop.clear()
+    mini.release_to(5, seq.last_known_good)  # node 5 purges by the epoch record
+    first = mini.read([5, 1, 2, 3, 4], start=1 << 32 | 1)  # a reader at p1 hears node 5 first
+    assert first == mini.read([2, 1, 3, 4, 5], start=1 << 32 | 1)
+    assert records(first)[0][1] == b"p1"

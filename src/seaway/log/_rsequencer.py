@@ -65,7 +65,7 @@ class ClusterSequencerConfig:
     seal_grace_ms: int = 30
     """How long recovery waits for nodes beyond an f-majority to answer its seal."""
     recovery_timeout_ms: int = 1_000
-    """A recovery step (mutation or clean) not finished by then starts over from the seal."""
+    """A recovery step (mutation or clean) not finished by then starts over, under a new epoch."""
     release_interval_ms: int = 500
     """How often the release point is sent again to every node (for nodes that restarted)."""
     graylist_ms: int = 2_000
@@ -186,8 +186,14 @@ class ClusterSequencer:
                     for node in sorted(rec.nodes - set(rec.sealed)):
                         out.append(Send(node, Seal(self.log_id, self.epoch, self._record.lce)))
             elif state in (ClusterSequencerState.MUTATING, ClusterSequencerState.CLEANING) \
-                    and now_ms >= rec.step_deadline_ms:  # a node stopped answering: start over without it
-                self._start_recovery(now_ms, out)
+                    and now_ms >= rec.step_deadline_ms:
+                # A node stopped answering: start over without it, under a new epoch. Sealing again
+                # with this one could decide a slot otherwise than the first try did (another
+                # f-majority answers), and both decisions would carry the same ballot: a node holding
+                # the first would keep it through its purge.
+                self._recovery = None
+                self.state = ClusterSequencerState.READING
+                out.append(ReadEpochRecord(self.log_id))
         return out
 
     # --- activation ------------------------------------------------------------------------------
@@ -196,6 +202,9 @@ class ClusterSequencer:
         if self.state is not ClusterSequencerState.READING:
             return
         record = msg.record
+        if self.epoch and record.epoch != self.epoch:  # starting over, and a newer sequencer took an epoch
+            self._fail(PreemptedError(f"log {self.log_id}: another sequencer took epoch {record.epoch}"), out)
+            return
         new_epoch = record.epoch + 1
         history = record.history
         wanted = self._wanted
