@@ -428,3 +428,32 @@ def test_a_recovery_that_starts_over_cannot_leave_two_decisions_for_one_slot() -
     first = mini.read([5, 1, 2, 3, 4], start=1 << 32 | 1)  # a reader at p1 hears node 5 first
     assert first == mini.read([2, 1, 3, 4, 5], start=1 << 32 | 1)
     assert records(first)[0][1] == b"p1"
+
+
+def test_a_node_cleaned_by_a_recovery_that_was_never_marked_purges_by_the_one_that_was() -> None:
+    """A recovery's clean made a node believe the epochs clean before the recovery marked them so in
+    the epoch record. When the sequencer died between the two, the next recovery could decide the
+    epoch's tail otherwise (a record past the first one's bridge that only it saw), and the node,
+    down meanwhile, kept the first recovery's bridge and served it."""
+    mini = Mini()
+    seq1 = mini.activate(1)
+    mini.append(seq1, [b"p1"])  # acknowledged, on nodes 2, 3 and 4
+    partial = Copy(1 << 32 | 3, Kind.RECORD, b"partial")
+    mini.run(None, mini.replicas[4].handle(1, Store(LOG, partial)), src=4)  # a store that reached node 4 only
+    seq2 = mini.sequencer(2)
+    mini.drop.update({(2, 4), (2, 5)})  # it recovers epoch 1 with nodes 1, 2 and 3: a bridge at ESN 2
+    mini.run(seq2, seq2.handle(-1, Activate(LOG), mini.now))
+    mini.version += 1  # its node dies after the cleans, before its mark lands (here: the mark fails)
+    mini.settle(seq2)
+    assert seq2.state is ClusterSequencerState.PREEMPTED and mini.record.lce == 0
+    assert mini.disks[1].log(LOG).copies[1 << 32 | 2].kind is Kind.BRIDGE
+    mini.drop.clear()
+    mini.down.add(1)
+    seq3 = mini.activate(3)  # recovers epochs 1 and 2 without node 1, and sees the record at ESN 3
+    assert seq3.state is ClusterSequencerState.ACTIVE
+    mini.append(seq3, [b"p2"], first_id=2)
+    mini.restart(1)
+    mini.release_to(1, seq3.last_known_good)
+    first = mini.read([1, 2, 3, 4, 5], start=1 << 32 | 2)  # a reader past p1 hears node 1 first
+    assert first == mini.read([2, 3, 4, 5, 1], start=1 << 32 | 2)
+    assert [p for _, p in records(first)] == [b"partial", b"p2"]

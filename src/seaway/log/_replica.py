@@ -157,6 +157,11 @@ class Replica:
         self._released_dirty: set[int] = set()
         self._release_waiting: dict[int, int] = {}
         """Releases that wait for a purge (the epoch record is being read), per log."""
+        self._cleaned_by: dict[int, int] = {}
+        """Per log, the sequencer epoch whose recovery cleaned this node (it knew every earlier
+        recovery): once that sequencer releases, its recovery is marked in the epoch record, and the
+        node knows the epochs below it clean without reading the record. Until then it may not: the
+        sequencer can die between its cleans and its mark, and the next recovery decide otherwise."""
 
     def released(self, log_id: int) -> int:
         return self._released.get(log_id, 0)
@@ -197,7 +202,7 @@ class Replica:
             if message.by != state.seal:  # a newer recovery sealed this node: this one's outcome may not stand
                 return []
             if state.lce >= message.lce:  # else it missed an earlier recovery: it purges by the record later
-                state.lce = max(state.lce, message.by - 1)
+                self._cleaned_by[message.log_id] = message.by
             return [Send(sender, Cleaned(message.log_id, message.by, self.node))]
         if isinstance(message, Trim):
             state = self.disk.log(message.log_id)
@@ -236,6 +241,8 @@ class Replica:
         state = self.disk.log(msg.log_id)
         if msg.lsn <= self.released(msg.log_id):
             return []
+        if self._cleaned_by.get(msg.log_id) == epoch_of(msg.lsn) and state.seal == epoch_of(msg.lsn):
+            state.lce = max(state.lce, epoch_of(msg.lsn) - 1)  # kept lazily: a crash only makes it purge
         if epoch_of(msg.lsn) - 1 <= state.lce:
             self._released[msg.log_id] = msg.lsn
             self._released_dirty.add(msg.log_id)
