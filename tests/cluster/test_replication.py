@@ -457,3 +457,22 @@ def test_a_node_cleaned_by_a_recovery_that_was_never_marked_purges_by_the_one_th
     first = mini.read([1, 2, 3, 4, 5], start=1 << 32 | 2)  # a reader past p1 hears node 1 first
     assert first == mini.read([2, 3, 4, 5, 1], start=1 << 32 | 2)
     assert [p for _, p in records(first)] == [b"partial", b"p2"]
+
+
+def test_a_node_whose_epoch_record_read_failed_asks_again_at_the_next_release() -> None:
+    """A node that must purge before it releases reads the epoch record; when that read failed (the
+    epoch store was down) it never asked again, so it never released the log again."""
+    mini = Mini()
+    seq1 = mini.activate(1)
+    mini.append(seq1, [b"p1"])
+    mini.down.add(5)
+    seq2 = mini.activate(2)  # recovers epoch 1 without node 5
+    mini.append(seq2, [b"p2"], first_id=2)
+    mini.restart(5)
+    release = Release(LOG, seq2.last_known_good)
+    assert mini.replicas[5].handle(2, release) == [ReadEpochRecord(LOG)]
+    mini.replicas[5].record_unreadable(LOG)  # the driver's read failed
+    effects = mini.replicas[5].handle(2, release)  # the sequencer's periodic release
+    assert effects == [ReadEpochRecord(LOG)]
+    mini.run(None, effects, src=5)
+    assert mini.replicas[5].released(LOG) == seq2.last_known_good

@@ -346,6 +346,9 @@ class ClusterNode:
             if self._sequencers.get(failed.log_id) is failed:
                 later.append((failed, failed.fail(error)))
             return 0
+        if kind == "record-unreadable":
+            self._replica.record_unreadable(event[1])
+            return 0
         if kind == "tick":
             for seq in list(self._sequencers.values()):
                 later.append((seq, seq.tick(now)))
@@ -390,8 +393,9 @@ class ClusterNode:
         try:
             record, version = self._zk.get_record(log_id)
         except SeawayError as exc:
-            if target is None:  # the replica tries again at the next release
+            if target is None:  # the replica asks again at the next release
                 _log.warning("node %d: cannot read log %d's epoch record: %s", self.config.node_id, log_id, exc)
+                self._inbox.put(("record-unreadable", log_id))
             else:
                 self._inbox.put(("record-failed", target, exc))
             return

@@ -187,6 +187,11 @@ class Replica:
             return [Send(sender, self._read(message))]
         return []
 
+    def record_unreadable(self, log_id: int) -> None:
+        """The driver could not read the log's epoch record for a purge: the next release asks again
+        (until then a node that waited for the answer would never purge, nor release the log again)."""
+        self._release_waiting.pop(log_id, None)
+
     def written(self) -> list[object]:
         """The oldest queued change is synced: apply it and answer."""
         sender, message = self._queue.popleft()

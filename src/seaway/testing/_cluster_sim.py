@@ -93,8 +93,9 @@ class Faults:
     disk_ms: float
     store_crashes: float = 0.0
     """How likely a sequencer's node dies at a compare-and-set of the epoch record (which lands or
-    not): between taking its epoch and sealing, or between its cleans and marking them. Drawn from a
-    random generator of its own, so that the other faults of a seed stay as they were."""
+    not): between taking its epoch and sealing, or between its cleans and marking them; and how
+    likely a node's read of the record for a purge fails. Drawn from a random generator of its own,
+    so that the other faults of a seed stay as they were."""
 
     @staticmethod
     def pick(rng: random.Random, config: ClusterSimConfig) -> Faults:
@@ -360,6 +361,11 @@ class ClusterSim:
         generation = node.generation
 
         def answer() -> None:
+            if seq is None and self.faults.store_crashes and not self.healed \
+                    and self._store_rng.random() < self.faults.store_crashes:  # the read fails
+                if node.generation == generation and node.alive and node.replica is not None:
+                    node.replica.record_unreadable(log_id)
+                return
             record, version = self.store[log_id]
             self._after(self.rng.uniform(0.5, 3), lambda: self._to_role(node, generation, seq,
                                                                          EpochRecordRead(log_id, record, version)))
