@@ -40,6 +40,9 @@ from seaway.log._replication import (
 )
 
 READ_COPIES_MAX = 4096
+READ_BYTES_MAX = 8 << 20
+"""A read reply stops after the copy that takes its payloads past this (the messages between
+nodes and clients are at most 64 MiB; records at most 1 MiB)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,12 +286,23 @@ class Replica:
         released = self.released(msg.log_id)
         start = max(msg.lsn, state.trim + 1)
         limit = max(1, min(msg.max_copies, READ_COPIES_MAX))
-        copies = state.scan(start, released, limit + 1) if start <= released else []
-        if len(copies) > limit:
-            del copies[limit:]
-            next_lsn = copies[-1].lsn + 1
-        else:
-            next_lsn = max(msg.lsn, released + 1)
+        copies: list[Copy] = []
+        size = 0
+        full = False  # stopped (at the count or the byte budget) before the release point
+        lo = start
+        while lo <= released and not full:  # in chunks, so a reply of large copies reads no more than it sends
+            asked = min(limit - len(copies), 64) + 1
+            chunk = state.scan(lo, released, asked)
+            for copy in chunk:
+                if len(copies) == limit or size >= READ_BYTES_MAX:
+                    full = True
+                    break
+                copies.append(copy)
+                size += len(copy.payload)
+            if len(chunk) < asked:
+                break
+            lo = copies[-1].lsn + 1
+        next_lsn = copies[-1].lsn + 1 if full else max(msg.lsn, released + 1)
         return ReadReply(msg.log_id, self.node, tuple(copies), next_lsn, state.trim, msg.reader_id)
 
 
