@@ -499,3 +499,22 @@ def test_a_read_reply_of_large_records_stays_small_enough_to_send() -> None:
         if reader.done:
             break
     assert [p for _, p in records(out)] == big
+
+
+def test_a_digest_of_large_unacknowledged_records_stays_small_enough_to_send() -> None:
+    """The sequencer stored up to 1,024 appends at once whatever their size, so a node could hold
+    more unacknowledged copies than one message carries (64 MiB), and its digest could never reach
+    a new sequencer: recovery sealed it again for ever. The window is now bounded in bytes too."""
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.drop.update({(1, 1), (1, 3), (1, 4), (1, 5)})  # the stores reach node 2 only: nothing is acked
+    big = b"x" * (1 << 20)
+    mini.append(seq, [big] * 150)
+    assert not mini.results
+    held = sum(len(c.payload) for c in mini.disks[2].log(LOG).copies.values())
+    assert mini.replicas[2].handle(3, Seal(LOG, by=2, lce=0)) == [DiskWrite(2)]  # a new sequencer's seal
+    (answer,) = mini.replicas[2].written()
+    assert isinstance(answer, Send)
+    sealed = answer.message
+    assert sum(len(c.payload) for c in sealed.digest) == held  # type: ignore[attr-defined]
+    assert held <= 32 << 20
