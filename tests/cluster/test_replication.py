@@ -27,6 +27,7 @@ from seaway.log.replication import (
     NodeDisk,
     NodeSet,
     ReadEpochRecord,
+    ReadFrom,
     Recovered,
     Refused,
     Release,
@@ -518,3 +519,14 @@ def test_a_digest_of_large_unacknowledged_records_stays_small_enough_to_send() -
     sealed = answer.message
     assert sum(len(c.payload) for c in sealed.digest) == held  # type: ignore[attr-defined]
     assert held <= 32 << 20
+
+
+def test_reads_of_logs_a_node_never_had_leave_no_state_behind() -> None:
+    """A read of an unknown log made the node keep an empty state for it, so a client asking for
+    many log ids (by mistake or not) grew the node's memory without bound."""
+    disk = NodeDisk()
+    replica = Replica(1, disk)
+    for log_id in range(1, 1001):
+        (answer,) = replica.handle(100, ReadFrom(log_id, 1))
+        assert isinstance(answer, Send) and answer.message.copies == ()  # type: ignore[attr-defined]
+    assert disk.logs == {}

@@ -82,6 +82,10 @@ class Disk(Protocol):
 
     def released_points(self) -> dict[int, int]: ...
 
+    def has(self, log_id: int) -> bool:
+        """Whether the node keeps any state of the log."""
+        ...
+
 
 @dataclass
 class LogCopies:
@@ -133,6 +137,9 @@ class NodeDisk:
 
     def released_points(self) -> dict[int, int]:
         return {log_id: state.released for log_id, state in self.logs.items()}
+
+    def has(self, log_id: int) -> bool:
+        return log_id in self.logs
 
 
 def in_epochs(state: LogState, after: int, before: int) -> list[Copy]:
@@ -282,6 +289,8 @@ class Replica:
         return []
 
     def _read(self, msg: ReadFrom) -> ReadReply:
+        if not self.disk.has(msg.log_id):  # keep no state for a log only read (the ids are the client's)
+            return ReadReply(msg.log_id, self.node, (), max(msg.lsn, 1), 0, msg.reader_id)
         state = self.disk.log(msg.log_id)
         released = self.released(msg.log_id)
         start = max(msg.lsn, state.trim + 1)
