@@ -530,3 +530,28 @@ def test_reads_of_logs_a_node_never_had_leave_no_state_behind() -> None:
         (answer,) = replica.handle(100, ReadFrom(log_id, 1))
         assert isinstance(answer, Send) and answer.message.copies == ()  # type: ignore[attr-defined]
     assert disk.logs == {}
+
+
+def test_a_stalled_reader_buffers_a_bounded_number_of_bytes() -> None:
+    """A reader waiting for an f-majority kept asking the nodes that answered, up to 65,536 copies
+    each whatever their size: with large records, gigabytes. It now stops asking a node once what
+    it holds of it passes a byte budget."""
+    mini = Mini(n=3, r=2)
+    seq = mini.activate(1)
+    big = b"y" * (1 << 20)
+    mini.append(seq, [big] * 100)
+    assert len(acked(mini)) == 100
+    mini.down.update({2, 3})  # one node of three answers: below the f-majority of 2, the reader waits
+    reader = MergeReader(LOG, mini.record, 1, grace_ms=0)
+    received = 0
+    for _ in range(50):
+        for node, request in reader.requests():
+            if node in mini.down:
+                reader.lost(node)
+                continue
+            (reply,) = mini.replicas[node].handle(100, request)
+            message = reply.message  # type: ignore[attr-defined]
+            received += sum(len(c.payload) for c in message.copies)
+            reader.on_reply(message)
+        assert reader.take(mini.now) == []
+    assert 0 < received <= 48 << 20
