@@ -80,6 +80,10 @@ EVENTS_PER_TURN = 2048
 PEER_QUEUE_MAX = 100_000
 """Messages waiting for one peer; past that they are dropped (the peer is too slow or gone)."""
 PENDING_APPENDS_MAX = 100_000
+SERVICE_THREADS = 16
+APPENDS_AT_ONCE = 12
+"""Append calls one node serves at once: each holds a service thread until it is acknowledged, and
+the other threads must stay free for peers' messages (a recovery's seals and stores) and readers."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,7 @@ class ClusterNode:
         self._replica = Replica(cfg.node_id, self._disk)
         self._zk = ZooKeeperCluster(cfg.cluster, timeout_s=cfg.zk_timeout_s)
         self.root = self._zk.root
-        server = grpc.server(ThreadPoolExecutor(16, thread_name_prefix="seaway-cluster-rpc"),
+        server = grpc.server(ThreadPoolExecutor(SERVICE_THREADS, thread_name_prefix="seaway-cluster-rpc"),
                              options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)])
         pb_grpc.add_SeawayClusterServicer_to_server(_Service(self), server)  # type: ignore[no-untyped-call]
         port = server.add_insecure_port(cfg.listen)
@@ -482,6 +486,7 @@ class ClusterNode:
 class _Service(pb_grpc.SeawayClusterServicer):
     def __init__(self, node: ClusterNode) -> None:
         self._node = node
+        self._appends = threading.BoundedSemaphore(APPENDS_AT_ONCE)
 
     def _call(self, context: grpc.ServicerContext, fn: Any, *args: Any) -> Any:
         try:
@@ -507,7 +512,17 @@ class _Service(pb_grpc.SeawayClusterServicer):
     def Append(self, request: pb.AppendRequest, context: grpc.ServicerContext) -> pb.AppendReply:
         remaining = context.time_remaining()
         timeout = None if remaining is None else max(0.01, remaining - 0.05)
-        return pb.AppendReply(lsn=self._call(context, self._node.append, request.log_id, request.payload, timeout))
+        if not self._appends.acquire(blocking=False):
+            return self._call(context, self._busy)  # type: ignore[no-any-return]
+        try:
+            return pb.AppendReply(lsn=self._call(context, self._node.append, request.log_id, request.payload,
+                                                 timeout))
+        finally:
+            self._appends.release()
+
+    @staticmethod
+    def _busy() -> pb.AppendReply:
+        raise UnavailableError(f"the node serves {APPENDS_AT_ONCE} appends at once; try again")
 
     def Read(self, request: pb.ReadFrom, context: grpc.ServicerContext) -> pb.ReadReply:
         reply = self._call(context, self._node.read, ReadFrom(request.log_id, request.lsn, request.max_copies or 256))

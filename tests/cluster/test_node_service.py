@@ -1,0 +1,58 @@
+"""One node in this process, over a real ZooKeeper: what its gRPC service does under load."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from seaway.cluster._node import ClusterNode, NodeConfig
+from seaway.testing import ZooKeeperProcess
+from seaway.wire import cluster_pb2 as pb
+from seaway.wire import cluster_pb2_grpc as pb_grpc
+
+LOG = 7
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperProcess]:
+    with ZooKeeperProcess(tmp_path_factory.mktemp("zk")) as zk:
+        yield zk
+
+
+def test_appends_that_wait_leave_the_node_threads_for_peers_and_readers(zookeeper: ZooKeeperProcess,
+                                                                        tmp_path: Path) -> None:
+    """Each append held one of the node's 16 service threads until it was acknowledged, so 16
+    appends waiting (here: the log's second node is missing, so none can be) left no thread for a
+    peer's messages (a recovery's seals, stores) nor for readers: the node stopped answering until
+    the appends timed out. Appends beyond a share of the threads are now refused at once, retriable."""
+    node = ClusterNode(NodeConfig(node_id=1, data_dir=tmp_path / "n1", cluster=f"zk://{zookeeper.hosts}/svc",
+                                  append_timeout_s=20.0)).start()
+    channel = grpc.insecure_channel(node.address)
+    try:
+        node.create_log(LOG, 2, (1, 2))  # node 2 never joins: no append can get its two copies
+        stub = pb_grpc.SeawayClusterStub(channel)  # type: ignore[no-untyped-call]
+        done = threading.Event()
+        outcomes: list[grpc.StatusCode] = []
+
+        def append() -> None:
+            try:
+                stub.Append(pb.AppendRequest(log_id=LOG, payload=b"x"), timeout=15.0)
+            except grpc.RpcError as exc:
+                outcomes.append(exc.code())
+            if len(outcomes) >= 4:
+                done.set()
+
+        writers = [threading.Thread(target=append, daemon=True) for _ in range(20)]
+        for writer in writers:
+            writer.start()
+        assert done.wait(10.0), "no append beyond the node's share was refused"
+        reply = stub.Status(pb.StatusRequest(), timeout=3.0)  # a thread is free to answer
+        assert reply.node == 1
+        assert set(outcomes) == {grpc.StatusCode.UNAVAILABLE}
+    finally:
+        channel.close()
+        node.stop()
