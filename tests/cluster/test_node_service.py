@@ -9,7 +9,10 @@ from pathlib import Path
 import grpc
 import pytest
 
+from seaway.cluster import ClusterClient
 from seaway.cluster._node import ClusterNode, NodeConfig
+from seaway.errors import TrimPastTailError
+from seaway.log import Record
 from seaway.testing import ZooKeeperProcess
 from seaway.wire import cluster_pb2 as pb
 from seaway.wire import cluster_pb2_grpc as pb_grpc
@@ -55,4 +58,27 @@ def test_appends_that_wait_leave_the_node_threads_for_peers_and_readers(zookeepe
         assert set(outcomes) == {grpc.StatusCode.UNAVAILABLE}
     finally:
         channel.close()
+        node.stop()
+
+
+def test_a_trim_past_the_released_tail_is_refused_and_later_appends_stay_readable(zookeeper: ZooKeeperProcess,
+                                                                                   tmp_path: Path) -> None:
+    """A trim was checked against the log's epoch only: a trim point past the tail of the current
+    epoch was taken, and the appends acknowledged after it were dropped by every node (and read as
+    TRIM): acknowledged records lost by a client's mistake."""
+    node = ClusterNode(NodeConfig(node_id=1, data_dir=tmp_path / "n1", cluster=f"zk://{zookeeper.hosts}/trim"))
+    node.start()
+    try:
+        with ClusterClient(f"seaway://{node.address}") as client:
+            client.create_log(LOG, 1, (1,))
+            first = client.append(LOG, b"a")
+            with pytest.raises(TrimPastTailError):
+                client.trim(LOG, first + 1000)
+            later = [client.append(LOG, f"b{i}".encode()) for i in range(3)]
+            items = list(client.read(LOG, 1, later[-1]))
+            assert [i.payload for i in items if isinstance(i, Record)] == [b"a", b"b0", b"b1", b"b2"]
+            client.trim(LOG, first)  # up to an acknowledged record: taken
+            items = list(client.read(LOG, 1, later[-1]))
+            assert [i.payload for i in items if isinstance(i, Record)] == [b"b0", b"b1", b"b2"]
+    finally:
         node.stop()

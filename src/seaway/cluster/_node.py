@@ -471,10 +471,16 @@ class ClusterNode:
     def trim(self, log_id: int, lsn: int) -> None:
         """Trim the log up to ``lsn``: first in ZooKeeper (every reader starts past it from then on),
         then on each node, which drops its copies up to it."""
-        assert self._zk is not None
+        assert self._zk is not None and self._replica is not None
         record, _ = self.epoch_record(log_id)
         if lsn >> 32 > record.epoch:
             raise TrimPastTailError(f"log {log_id}: LSN {lsn:#x} is past its current epoch {record.epoch}")
+        # Past the released tail, the trim would drop records acknowledged after it. This node's
+        # release point is the tail as far as it knows (a node of the log's node set hears each one).
+        released = self._replica.released(log_id)
+        if lsn > released:
+            raise TrimPastTailError(f"log {log_id}: LSN {lsn:#x} is past its tail {released:#x} as node "
+                                    f"{self.config.node_id} knows it (ask a node of the log's node set)")
         lsn = self._zk.raise_trim_point(log_id, lsn)
         for node in sorted({n for entry in record.history for n in entry.nodes}):
             self.send(node, Trim(log_id, lsn))
