@@ -11,7 +11,7 @@ import pytest
 
 from seaway.cluster import ClusterClient
 from seaway.cluster._node import ClusterNode, NodeConfig
-from seaway.errors import TrimPastTailError
+from seaway.errors import TrimPastTailError, UnknownLogError
 from seaway.log import Record
 from seaway.testing import ZooKeeperProcess
 from seaway.wire import cluster_pb2 as pb
@@ -80,5 +80,20 @@ def test_a_trim_past_the_released_tail_is_refused_and_later_appends_stay_readabl
             client.trim(LOG, first)  # up to an acknowledged record: taken
             items = list(client.read(LOG, 1, later[-1]))
             assert [i.payload for i in items if isinstance(i, Record)] == [b"b0", b"b1", b"b2"]
+    finally:
+        node.stop()
+
+
+def test_appends_to_logs_that_do_not_exist_leave_no_sequencer_behind(zookeeper: ZooKeeperProcess,
+                                                                      tmp_path: Path) -> None:
+    """An append to an unknown log left a failed sequencer in the node for good (its ticks ran
+    forever), so a client appending to many wrong log ids grew the node without bound."""
+    node = ClusterNode(NodeConfig(node_id=1, data_dir=tmp_path / "n1", cluster=f"zk://{zookeeper.hosts}/unknown"))
+    node.start()
+    try:
+        for log_id in range(1000, 1100):
+            with pytest.raises(UnknownLogError):
+                node.append(log_id, b"x")
+        assert node.status() == []
     finally:
         node.stop()

@@ -36,6 +36,7 @@ from seaway.errors import (
     TimedOutError,
     TrimPastTailError,
     UnavailableError,
+    UnknownLogError,
 )
 from seaway.log.replication import (
     NODES_MAX,
@@ -349,6 +350,8 @@ class ClusterNode:
             error = event[2]
             if self._sequencers.get(failed.log_id) is failed:
                 later.append((failed, failed.fail(error)))
+                if isinstance(error, UnknownLogError):  # keep nothing for a log id that is not one
+                    del self._sequencers[failed.log_id]
             return 0
         if kind == "record-unreadable":
             self._replica.record_unreadable(event[1])
