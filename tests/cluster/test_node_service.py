@@ -11,7 +11,7 @@ import pytest
 
 from seaway.cluster import ClusterClient
 from seaway.cluster._node import ClusterNode, NodeConfig
-from seaway.errors import TrimPastTailError, UnknownLogError
+from seaway.errors import PreemptedError, TrimPastTailError, UnknownLogError
 from seaway.log import Record
 from seaway.testing import ZooKeeperProcess
 from seaway.wire import cluster_pb2 as pb
@@ -95,5 +95,25 @@ def test_appends_to_logs_that_do_not_exist_leave_no_sequencer_behind(zookeeper: 
             with pytest.raises(UnknownLogError):
                 node.append(log_id, b"x")
         assert node.status() == []
+    finally:
+        node.stop()
+
+
+def test_a_node_set_change_that_loses_its_race_is_an_error(zookeeper: ZooKeeperProcess, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reconfigure returned as soon as the node had started a sequencer for it, so one whose
+    compare-and-set of the epoch record lost (another sequencer took an epoch first) reported
+    success while the log kept its node set. It now returns once the new sequencer is active."""
+    node = ClusterNode(NodeConfig(node_id=1, data_dir=tmp_path / "n1", cluster=f"zk://{zookeeper.hosts}/race"))
+    node.start()
+    try:
+        node.create_log(LOG, 1, (1,))
+        assert node._zk is not None
+        monkeypatch.setattr(node._zk, "set_record", lambda *args: None)  # every compare-and-set loses
+        with pytest.raises(PreemptedError):
+            node.reconfigure(LOG, 1, (1,))
+        monkeypatch.undo()
+        node.reconfigure(LOG, 1, (1,))
+        assert node.epoch_record(LOG)[0].epoch == 1
     finally:
         node.stop()

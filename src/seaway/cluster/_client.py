@@ -133,7 +133,7 @@ class ClusterClient:
         target = placement(log_id, live)[0]
         request = pb.CreateLogRequest(log_id=log_id, replication=replication, nodes=nodes)
         try:
-            self._stub(self._members[target]).Reconfigure(request, timeout=10.0)
+            self._stub(self._members[target]).Reconfigure(request, timeout=15.0)  # the node waits up to 10 s
         except grpc.RpcError as exc:
             raise _error(exc) from None
 

@@ -47,6 +47,7 @@ from seaway.log.replication import (
     Cleaned,
     ClusterSequencer,
     ClusterSequencerConfig,
+    ClusterSequencerState,
     DiskWrite,
     EpochRecord,
     EpochRecordRead,
@@ -162,6 +163,8 @@ class ClusterNode:
         self._replica: Replica | None = None
         self._sequencers: dict[int, ClusterSequencer] = {}
         self._pending: dict[int, Future[int]] = {}
+        self._activations: list[tuple[ClusterSequencer, Future[None]]] = []
+        """Sequencers started by a node-set change, and the call waiting for them to be active."""
         self._next_request = 1
         self._members: dict[int, str] = {}
         self._peers: dict[int, _Peer] = {}
@@ -226,7 +229,7 @@ class ClusterNode:
             for peer in self._peers.values():
                 peer.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
-        for future in self._pending.values():
+        for future in [*self._pending.values(), *(f for _, f in self._activations)]:
             if not future.done():
                 future.set_exception(UnavailableError("the node stopped"))
         if self._disk is not None:
@@ -288,6 +291,21 @@ class ClusterNode:
                 later.append((None, answers))
             for source, effects in later:
                 self._effects(source, effects)
+            if self._activations:
+                self._activations = [(seq, f) for seq, f in self._activations if not self._settled(seq, f)]
+
+    @staticmethod
+    def _settled(seq: ClusterSequencer, future: Future[None]) -> bool:
+        """Whether a node-set change is done (its sequencer active) or failed; its caller is told."""
+        if future.done():
+            return True
+        if seq.state is ClusterSequencerState.ACTIVE:
+            future.set_result(None)
+        elif seq.error is not None:
+            future.set_exception(seq.error)
+        else:
+            return False
+        return True
 
     def _handle(self, event: tuple[Any, ...], later: list[tuple[Any, list[object]]]) -> int:
         """One event; the disk writes it queued. Effects other than disk writes go to ``later``."""
@@ -327,7 +345,7 @@ class ClusterNode:
                 later.append((old, old.fail(PreemptedError(f"log {log_id}: its node set is being changed"))))
             seq = self._sequencers[log_id] = ClusterSequencer(log_id, self.config.node_id, self.config.sequencer)
             later.append((seq, seq.handle(0, Activate(log_id, nodes, replication), now)))
-            future.set_result(None)
+            self._activations.append((seq, future))
             return 0
         if kind == "read":
             _, request, future = event
@@ -437,7 +455,11 @@ class ClusterNode:
         NodeSet(record.epoch + 1, tuple(sorted(nodes)), replication or record.history[-1].replication)  # checks
         future: Future[None] = Future()
         self._inbox.put(("activate", log_id, tuple(sorted(nodes)), replication or None, future))
-        future.result(10.0)
+        try:
+            future.result(10.0)  # until its sequencer is active: the new node set is in the epoch record
+        except TimeoutError:
+            raise TimedOutError(f"log {log_id}: the new node set's sequencer did not recover in time; the change "
+                                f"may still land") from None
 
     def read(self, request: ReadFrom) -> ReadReply:
         future: Future[ReadReply] = Future()
