@@ -229,7 +229,8 @@ class ClusterNode:
             for peer in self._peers.values():
                 peer.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
-        for future in [*self._pending.values(), *(f for _, f in self._activations)]:
+        waiting: list[Future[Any]] = [*self._pending.values(), *(f for _, f in self._activations)]
+        for future in waiting:
             if not future.done():
                 future.set_exception(UnavailableError("the node stopped"))
         if self._disk is not None:
