@@ -28,7 +28,7 @@ def test_the_seeds_run_the_faults_they_name() -> None:
     faults = [ClusterSim(seed).faults for seed in SEEDS]
     assert any(f.crashes for f in faults) and any(f.pauses for f in faults) and any(f.partitions for f in faults)
     assert any(f.lost_nodes for f in faults) and any(f.node_set_changes for f in faults)
-    assert any(f.trims for f in faults)
+    assert any(f.trims for f in faults) and any(f.store_crashes for f in faults)
     assert any(f.loss for f in faults) and any(f.duplicate for f in faults)
 
 
@@ -47,7 +47,7 @@ def test_the_checkers_catch_a_replica_that_ignores_its_seal(monkeypatch: pytest.
 
 def test_all_faults_at_once() -> None:
     everything = Faults(loss=0.05, duplicate=0.03, delay_mean_ms=2.0, crashes=6, pauses=2, partitions=2,
-                        lost_nodes=2, node_set_changes=2, trims=1, disk_ms=1.0)
+                        lost_nodes=2, node_set_changes=2, trims=1, disk_ms=1.0, store_crashes=0.3)
     for seed in (101, 202, 303):
         report = ClusterSim(seed, faults=everything).run()
         assert report.ok, f"seed {seed}: {report.failures}"

@@ -27,6 +27,7 @@ from seaway.log.replication import (
     NodeDisk,
     NodeSet,
     ReadEpochRecord,
+    ReadFrom,
     Recovered,
     Refused,
     Release,
@@ -394,3 +395,163 @@ def test_a_reader_given_the_trim_point_skips_copies_a_node_has_not_trimmed_yet()
         out.extend(reader.take(0))
     assert isinstance(out[0], Gap) and out[0].type is GapType.TRIM and out[0].lsn_hi == point
     assert [p for _, p in records(out)] == [f"p{i}".encode() for i in range(5, 9)]
+
+
+def test_a_recovery_that_starts_over_cannot_leave_two_decisions_for_one_slot() -> None:
+    """A recovery whose mutation timed out sealed again with the same epoch and could decide a slot
+    differently from its first try (another f-majority answered); both decisions carried the same
+    ballot, so a node holding the first one kept it through its purge and readers disagreed."""
+    mini = Mini()
+    seq1 = mini.activate(1)
+    mini.append(seq1, [b"p1"])  # acknowledged, on nodes 2, 3 and 4
+    partial = Copy(1 << 32 | 2, Kind.RECORD, b"partial")
+    mini.run(None, mini.replicas[2].handle(1, Store(LOG, partial)), src=2)  # a store that reached node 2 only
+    seq = mini.sequencer(3)
+    mini.drop.update({(3, 1), (3, 2)})  # the first try seals 3, 4 and 5: no copy of ESN 2 there
+    mini.run(seq, seq.handle(-1, Activate(LOG), mini.now))
+    assert seq.state is ClusterSequencerState.SEALING
+    mini.drop.update({(3, 3), (3, 4)})  # its mutation (a bridge at ESN 2) reaches node 5 only
+    for _ in range(100):
+        mini.now += 20
+        mini.run(seq, seq.tick(mini.now))
+        if seq.state is ClusterSequencerState.MUTATING:
+            break
+    assert mini.disks[5].log(LOG).copies[partial.lsn].kind is Kind.BRIDGE
+    mini.drop = {(3, 5)}  # node 5 is cut off; the others answer the next try, node 2 with the record
+    for _ in range(200):
+        mini.now += 20
+        mini.run(seq, seq.tick(mini.now))
+        if seq.state in (ClusterSequencerState.ACTIVE, ClusterSequencerState.PREEMPTED):
+            break
+    assert seq.state is ClusterSequencerState.ACTIVE and seq.epoch == 3  # it started over under a new epoch
+    mini.drop.clear()
+    mini.release_to(5, seq.last_known_good)  # node 5 purges by the epoch record
+    first = mini.read([5, 1, 2, 3, 4], start=1 << 32 | 1)  # a reader at p1 hears node 5 first
+    assert first == mini.read([2, 1, 3, 4, 5], start=1 << 32 | 1)
+    assert records(first)[0][1] == b"p1"
+
+
+def test_a_node_cleaned_by_a_recovery_that_was_never_marked_purges_by_the_one_that_was() -> None:
+    """A recovery's clean made a node believe the epochs clean before the recovery marked them so in
+    the epoch record. When the sequencer died between the two, the next recovery could decide the
+    epoch's tail otherwise (a record past the first one's bridge that only it saw), and the node,
+    down meanwhile, kept the first recovery's bridge and served it."""
+    mini = Mini()
+    seq1 = mini.activate(1)
+    mini.append(seq1, [b"p1"])  # acknowledged, on nodes 2, 3 and 4
+    partial = Copy(1 << 32 | 3, Kind.RECORD, b"partial")
+    mini.run(None, mini.replicas[4].handle(1, Store(LOG, partial)), src=4)  # a store that reached node 4 only
+    seq2 = mini.sequencer(2)
+    mini.drop.update({(2, 4), (2, 5)})  # it recovers epoch 1 with nodes 1, 2 and 3: a bridge at ESN 2
+    mini.run(seq2, seq2.handle(-1, Activate(LOG), mini.now))
+    mini.version += 1  # its node dies after the cleans, before its mark lands (here: the mark fails)
+    mini.settle(seq2)
+    assert seq2.state is ClusterSequencerState.PREEMPTED and mini.record.lce == 0
+    assert mini.disks[1].log(LOG).copies[1 << 32 | 2].kind is Kind.BRIDGE
+    mini.drop.clear()
+    mini.down.add(1)
+    seq3 = mini.activate(3)  # recovers epochs 1 and 2 without node 1, and sees the record at ESN 3
+    assert seq3.state is ClusterSequencerState.ACTIVE
+    mini.append(seq3, [b"p2"], first_id=2)
+    mini.restart(1)
+    mini.release_to(1, seq3.last_known_good)
+    first = mini.read([1, 2, 3, 4, 5], start=1 << 32 | 2)  # a reader past p1 hears node 1 first
+    assert first == mini.read([2, 3, 4, 5, 1], start=1 << 32 | 2)
+    assert [p for _, p in records(first)] == [b"partial", b"p2"]
+
+
+def test_a_node_whose_epoch_record_read_failed_asks_again_at_the_next_release() -> None:
+    """A node that must purge before it releases reads the epoch record; when that read failed (the
+    epoch store was down) it never asked again, so it never released the log again."""
+    mini = Mini()
+    seq1 = mini.activate(1)
+    mini.append(seq1, [b"p1"])
+    mini.down.add(5)
+    seq2 = mini.activate(2)  # recovers epoch 1 without node 5
+    mini.append(seq2, [b"p2"], first_id=2)
+    mini.restart(5)
+    release = Release(LOG, seq2.last_known_good)
+    assert mini.replicas[5].handle(2, release) == [ReadEpochRecord(LOG)]
+    mini.replicas[5].record_unreadable(LOG)  # the driver's read failed
+    effects = mini.replicas[5].handle(2, release)  # the sequencer's periodic release
+    assert effects == [ReadEpochRecord(LOG)]
+    mini.run(None, effects, src=5)
+    assert mini.replicas[5].released(LOG) == seq2.last_known_good
+
+
+def test_a_read_reply_of_large_records_stays_small_enough_to_send() -> None:
+    """A node answered a read with as many copies as asked (256 by default) whatever their size: 1 MiB
+    records made replies past what gRPC carries between nodes and clients (64 MiB), so the reader
+    asked again for ever. A reply now stops at a byte budget, after at least one copy."""
+    mini = Mini(n=3, r=3)
+    seq = mini.activate(1)
+    big = [bytes([i]) * (1 << 20) for i in range(24)]
+    mini.append(seq, big)
+    assert len(acked(mini)) == 24
+    reader = MergeReader(LOG, mini.record, 1, max(acked(mini)), grace_ms=0)
+    out: list[object] = []
+    for _ in range(100):
+        for node, request in reader.requests():
+            (reply,) = mini.replicas[node].handle(100, request)
+            message = reply.message  # type: ignore[attr-defined]
+            assert sum(len(c.payload) for c in message.copies) <= 16 << 20
+            reader.on_reply(message)
+        out.extend(reader.take(mini.now))
+        if reader.done:
+            break
+    assert [p for _, p in records(out)] == big
+
+
+def test_a_digest_of_large_unacknowledged_records_stays_small_enough_to_send() -> None:
+    """The sequencer stored up to 1,024 appends at once whatever their size, so a node could hold
+    more unacknowledged copies than one message carries (64 MiB), and its digest could never reach
+    a new sequencer: recovery sealed it again for ever. The window is now bounded in bytes too."""
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.drop.update({(1, 1), (1, 3), (1, 4), (1, 5)})  # the stores reach node 2 only: nothing is acked
+    big = b"x" * (1 << 20)
+    mini.append(seq, [big] * 150)
+    assert not mini.results
+    held = sum(len(c.payload) for c in mini.disks[2].log(LOG).copies.values())
+    assert mini.replicas[2].handle(3, Seal(LOG, by=2, lce=0)) == [DiskWrite(2)]  # a new sequencer's seal
+    (answer,) = mini.replicas[2].written()
+    assert isinstance(answer, Send)
+    sealed = answer.message
+    assert sum(len(c.payload) for c in sealed.digest) == held  # type: ignore[attr-defined]
+    assert held <= 32 << 20
+
+
+def test_reads_of_logs_a_node_never_had_leave_no_state_behind() -> None:
+    """A read of an unknown log made the node keep an empty state for it, so a client asking for
+    many log ids (by mistake or not) grew the node's memory without bound."""
+    disk = NodeDisk()
+    replica = Replica(1, disk)
+    for log_id in range(1, 1001):
+        (answer,) = replica.handle(100, ReadFrom(log_id, 1))
+        assert isinstance(answer, Send) and answer.message.copies == ()  # type: ignore[attr-defined]
+    assert disk.logs == {}
+
+
+def test_a_stalled_reader_buffers_a_bounded_number_of_bytes() -> None:
+    """A reader waiting for an f-majority kept asking the nodes that answered, up to 65,536 copies
+    each whatever their size: with large records, gigabytes. It now stops asking a node once what
+    it holds of it passes a byte budget."""
+    mini = Mini(n=3, r=2)
+    seq = mini.activate(1)
+    big = b"y" * (1 << 20)
+    mini.append(seq, [big] * 100)
+    assert len(acked(mini)) == 100
+    mini.down.update({2, 3})  # one node of three answers: below the f-majority of 2, the reader waits
+    reader = MergeReader(LOG, mini.record, 1, grace_ms=0)
+    received = 0
+    for _ in range(50):
+        for node, request in reader.requests():
+            if node in mini.down:
+                reader.lost(node)
+                continue
+            (reply,) = mini.replicas[node].handle(100, request)
+            message = reply.message  # type: ignore[attr-defined]
+            received += sum(len(c.payload) for c in message.copies)
+            reader.on_reply(message)
+        assert reader.take(mini.now) == []
+    assert 0 < received <= 48 << 20

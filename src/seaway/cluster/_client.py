@@ -22,7 +22,7 @@ import grpc
 
 from seaway.cluster._channels import open_channel
 from seaway.cluster._codec import read_reply_from_msg
-from seaway.errors import InvalidArgumentError, SeawayError, TimedOutError, UnavailableError
+from seaway.errors import InvalidArgumentError, SeawayError, TimedOutError, TrimPastTailError, UnavailableError
 from seaway.log import LSN_MAX, ReadItem
 from seaway.log.replication import EpochRecord, MergeReader
 from seaway.wire import CODE_KEY, error_from_status
@@ -133,7 +133,7 @@ class ClusterClient:
         target = placement(log_id, live)[0]
         request = pb.CreateLogRequest(log_id=log_id, replication=replication, nodes=nodes)
         try:
-            self._stub(self._members[target]).Reconfigure(request, timeout=10.0)
+            self._stub(self._members[target]).Reconfigure(request, timeout=15.0)  # the node waits up to 10 s
         except grpc.RpcError as exc:
             raise _error(exc) from None
 
@@ -148,7 +148,25 @@ class ClusterClient:
         return EpochRecord.decode(reply.record), int(reply.trim_point)
 
     def trim(self, log_id: int, lsn: int) -> None:
-        self._any("Trim", pb.TrimRequest(log_id=log_id, lsn=lsn))
+        """Trim the log up to ``lsn``, which must not be past its tail (:class:`TrimPastTailError`).
+        A node of the log's current node set takes it (it knows the tail)."""
+        record = self.epoch_record(log_id)
+        request = pb.TrimRequest(log_id=log_id, lsn=lsn)
+        last: SeawayError = UnavailableError(f"log {log_id}: no node of its node set answered")
+        for node in record.history[-1].nodes:
+            address = self._members.get(node)
+            if address is None:
+                continue
+            try:
+                self._stub(address).Trim(request, timeout=5.0)
+                return
+            except grpc.RpcError as exc:
+                error = _error(exc)
+                if _from_node(exc) and not error.retriable and not isinstance(error, TrimPastTailError):
+                    raise error from None
+                if not isinstance(last, TrimPastTailError):  # a node that lags: another may know the tail
+                    last = error
+        raise last
 
     def append(self, log_id: int, payload: bytes) -> int:
         """Append one record; its LSN once it is on R nodes. After a failure whose outcome is

@@ -151,6 +151,9 @@ class RocksDisk:
         self._touched.add(log_id)
         return state
 
+    def has(self, log_id: int) -> bool:
+        return log_id in self._logs
+
     def logs(self) -> list[int]:
         return sorted(self._logs)
 

@@ -40,6 +40,7 @@ from seaway.errors import (
     TimedOutError,
     TrimPastTailError,
     UnavailableError,
+    UnknownLogError,
 )
 from seaway.log.replication import (
     NODES_MAX,
@@ -50,6 +51,7 @@ from seaway.log.replication import (
     Cleaned,
     ClusterSequencer,
     ClusterSequencerConfig,
+    ClusterSequencerState,
     DiskWrite,
     EpochRecord,
     EpochRecordRead,
@@ -80,6 +82,10 @@ PEER_QUEUE_MAX = 100_000
 PENDING_APPENDS_MAX = 100_000
 INBOX_MESSAGES_MAX = 200_000
 """Messages from peers a node holds for its loop; past that a peer's batch is refused."""
+SERVICE_THREADS = 16
+APPENDS_AT_ONCE = 12
+"""Append calls one node serves at once: each holds a service thread until it is acknowledged, and
+the other threads must stay free for peers' messages (a recovery's seals and stores) and readers."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +192,8 @@ class ClusterNode:
         self._pending: dict[int, Future[int]] = {}
         self._deadlines: deque[tuple[int, int]] = deque()
         """(deadline in ms, request id) of the appends in ``_pending``, in the order they came."""
+        self._activations: list[tuple[ClusterSequencer, Future[None]]] = []
+        """Sequencers started by a node-set change, and the call waiting for them to be active."""
         self._next_request = 1
         self._members: dict[int, str] = {}
         self._peers: dict[int, _Peer] = {}
@@ -204,7 +212,7 @@ class ClusterNode:
         self._replica = Replica(cfg.node_id, self._disk)
         self._zk = ZooKeeperCluster(cfg.cluster, timeout_s=cfg.zk_timeout_s)
         self.root = self._zk.root
-        server = grpc.server(ThreadPoolExecutor(16, thread_name_prefix="seaway-cluster-rpc"),
+        server = grpc.server(ThreadPoolExecutor(SERVICE_THREADS, thread_name_prefix="seaway-cluster-rpc"),
                              options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)],
                              interceptors=[TokenCheck(cfg.token)])
         pb_grpc.add_SeawayClusterServicer_to_server(_Service(self), server)  # type: ignore[no-untyped-call]
@@ -262,7 +270,8 @@ class ClusterNode:
             for peer in self._peers.values():
                 peer.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
-        for future in self._pending.values():
+        waiting: list[Future[Any]] = [*self._pending.values(), *(f for _, f in self._activations)]
+        for future in waiting:
             if not future.done():
                 future.set_exception(UnavailableError("the node stopped"))
         if self._disk is not None:
@@ -324,6 +333,21 @@ class ClusterNode:
                 later.append((None, answers))
             for source, effects in later:
                 self._effects(source, effects)
+            if self._activations:
+                self._activations = [(seq, f) for seq, f in self._activations if not self._settled(seq, f)]
+
+    @staticmethod
+    def _settled(seq: ClusterSequencer, future: Future[None]) -> bool:
+        """Whether a node-set change is done (its sequencer active) or failed; its caller is told."""
+        if future.done():
+            return True
+        if seq.state is ClusterSequencerState.ACTIVE:
+            future.set_result(None)
+        elif seq.error is not None:
+            future.set_exception(seq.error)
+        else:
+            return False
+        return True
 
     def _handle(self, event: tuple[Any, ...], later: list[tuple[Any, list[object]]]) -> int:
         """One event; the disk writes it queued. Effects other than disk writes go to ``later``."""
@@ -366,7 +390,7 @@ class ClusterNode:
                 later.append((old, old.fail(PreemptedError(f"log {log_id}: its node set is being changed"))))
             seq = self._sequencers[log_id] = ClusterSequencer(log_id, self.config.node_id, self.config.sequencer)
             later.append((seq, seq.handle(0, Activate(log_id, nodes, replication), now)))
-            future.set_result(None)
+            self._activations.append((seq, future))
             return 0
         if kind == "read":
             _, request, future = event
@@ -389,6 +413,11 @@ class ClusterNode:
             error = event[2]
             if self._sequencers.get(failed.log_id) is failed:
                 later.append((failed, failed.fail(error)))
+                if isinstance(error, UnknownLogError):  # keep nothing for a log id that is not one
+                    del self._sequencers[failed.log_id]
+            return 0
+        if kind == "record-unreadable":
+            self._replica.record_unreadable(event[1])
             return 0
         if kind == "tick":
             while self._deadlines and self._deadlines[0][0] <= now:  # its caller has given up: forget it
@@ -441,8 +470,9 @@ class ClusterNode:
         try:
             record, version = self._zk.get_record(log_id)
         except SeawayError as exc:
-            if target is None:  # the replica tries again at the next release
+            if target is None:  # the replica asks again at the next release
                 _log.warning("node %d: cannot read log %d's epoch record: %s", self.config.node_id, log_id, exc)
+                self._inbox.put(("record-unreadable", log_id))
             else:
                 self._inbox.put(("record-failed", target, exc))
             return
@@ -477,7 +507,11 @@ class ClusterNode:
         NodeSet(record.epoch + 1, tuple(sorted(nodes)), replication or record.history[-1].replication)  # checks
         future: Future[None] = Future()
         self._inbox.put(("activate", log_id, tuple(sorted(nodes)), replication or None, future))
-        future.result(10.0)
+        try:
+            future.result(10.0)  # until its sequencer is active: the new node set is in the epoch record
+        except TimeoutError:
+            raise TimedOutError(f"log {log_id}: the new node set's sequencer did not recover in time; the change "
+                                f"may still land") from None
 
     def read(self, request: ReadFrom) -> ReadReply:
         future: Future[ReadReply] = Future()
@@ -514,10 +548,16 @@ class ClusterNode:
     def trim(self, log_id: int, lsn: int) -> None:
         """Trim the log up to ``lsn``: first in ZooKeeper (every reader starts past it from then on),
         then on each node, which drops its copies up to it."""
-        assert self._zk is not None
+        assert self._zk is not None and self._replica is not None
         record, _ = self.epoch_record(log_id)
         if lsn >> 32 > record.epoch:
             raise TrimPastTailError(f"log {log_id}: LSN {lsn:#x} is past its current epoch {record.epoch}")
+        # Past the released tail, the trim would drop records acknowledged after it. This node's
+        # release point is the tail as far as it knows (a node of the log's node set hears each one).
+        released = self._replica.released(log_id)
+        if lsn > released:
+            raise TrimPastTailError(f"log {log_id}: LSN {lsn:#x} is past its tail {released:#x} as node "
+                                    f"{self.config.node_id} knows it (ask a node of the log's node set)")
         lsn = self._zk.raise_trim_point(log_id, lsn)
         for node in sorted({n for entry in record.history for n in entry.nodes}):
             self.send(node, Trim(log_id, lsn))
@@ -535,6 +575,7 @@ class ClusterNode:
 class _Service(pb_grpc.SeawayClusterServicer):
     def __init__(self, node: ClusterNode) -> None:
         self._node = node
+        self._appends = threading.BoundedSemaphore(APPENDS_AT_ONCE)
 
     def _call(self, context: grpc.ServicerContext, fn: Any, *args: Any) -> Any:
         try:
@@ -560,7 +601,17 @@ class _Service(pb_grpc.SeawayClusterServicer):
     def Append(self, request: pb.AppendRequest, context: grpc.ServicerContext) -> pb.AppendReply:
         remaining = context.time_remaining()
         timeout = None if remaining is None else max(0.01, remaining - 0.05)
-        return pb.AppendReply(lsn=self._call(context, self._node.append, request.log_id, request.payload, timeout))
+        if not self._appends.acquire(blocking=False):
+            return self._call(context, self._busy)  # type: ignore[no-any-return]
+        try:
+            return pb.AppendReply(lsn=self._call(context, self._node.append, request.log_id, request.payload,
+                                                 timeout))
+        finally:
+            self._appends.release()
+
+    @staticmethod
+    def _busy() -> pb.AppendReply:
+        raise UnavailableError(f"the node serves {APPENDS_AT_ONCE} appends at once; try again")
 
     def Read(self, request: pb.ReadFrom, context: grpc.ServicerContext) -> pb.ReadReply:
         reply = self._call(context, self._node.read, ReadFrom(request.log_id, request.lsn, request.max_copies or 256))

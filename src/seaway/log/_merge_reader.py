@@ -28,6 +28,9 @@ from seaway.log._types import Gap, GapType, ReadItem, Record
 GRACE_MS = 100
 """LogDevice's gap grace period: how long an f-majority past an LSN waits for a copy of it."""
 BUFFERED_MAX = 65_536
+BUFFERED_BYTES_MAX = 32 << 20
+"""A node is not asked for more while the reader holds this many payload bytes of it (a reader that
+waits for an f-majority keeps what the others sent, and records are up to 1 MiB)."""
 
 
 @dataclass
@@ -36,6 +39,18 @@ class _Node:
     copies: dict[int, Copy] = field(default_factory=dict)
     asked: bool = False
     trim: int = 0
+    size: int = 0
+    """The payload bytes of ``copies``."""
+
+    def put(self, copy: Copy) -> None:
+        old = self.copies.get(copy.lsn)
+        self.size += len(copy.payload) - (len(old.payload) if old is not None else 0)
+        self.copies[copy.lsn] = copy
+
+    def pop(self, lsn: int) -> None:
+        old = self.copies.pop(lsn, None)
+        if old is not None:
+            self.size -= len(old.payload)
 
 
 class MergeReader:
@@ -87,7 +102,7 @@ class MergeReader:
         out = []
         for node in self._current_nodes():
             state = self._node(node)
-            if not state.asked and len(state.copies) < BUFFERED_MAX:
+            if not state.asked and len(state.copies) < BUFFERED_MAX and state.size < BUFFERED_BYTES_MAX:
                 state.asked = True
                 ask = max(state.next_lsn, self.next_lsn)
                 out.append((node, ReadFrom(self.log_id, ask, max_copies, self.reader_id)))
@@ -106,12 +121,12 @@ class MergeReader:
             self.trim_point = reply.trim_point
             for other in self._nodes.values():
                 for trimmed in [k for k in other.copies if k <= self.trim_point]:
-                    del other.copies[trimmed]
+                    other.pop(trimmed)
         for copy in reply.copies:
             if copy.lsn >= self.next_lsn and copy.lsn > self.trim_point:
                 old = state.copies.get(copy.lsn)
                 if old is None or copy.precedence() > old.precedence():
-                    state.copies[copy.lsn] = copy
+                    state.put(copy)
         state.next_lsn = max(state.next_lsn, reply.next_lsn)
 
     def take(self, now_ms: int) -> list[ReadItem]:
@@ -177,7 +192,7 @@ class MergeReader:
         self._grace_from = None
         for state in self._nodes.values():
             if step:
-                state.copies.pop(old_n, None)
+                state.pop(old_n)
             elif state.copies:
                 for old in [k for k in state.copies if k < lsn]:
-                    del state.copies[old]
+                    state.pop(old)

@@ -40,6 +40,9 @@ from seaway.log._replication import (
 )
 
 READ_COPIES_MAX = 4096
+READ_BYTES_MAX = 8 << 20
+"""A read reply stops after the copy that takes its payloads past this (the messages between
+nodes and clients are at most 64 MiB; records at most 1 MiB)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,10 @@ class Disk(Protocol):
         ...
 
     def released_points(self) -> dict[int, int]: ...
+
+    def has(self, log_id: int) -> bool:
+        """Whether the node keeps any state of the log."""
+        ...
 
 
 @dataclass
@@ -131,6 +138,9 @@ class NodeDisk:
     def released_points(self) -> dict[int, int]:
         return {log_id: state.released for log_id, state in self.logs.items()}
 
+    def has(self, log_id: int) -> bool:
+        return log_id in self.logs
+
 
 def in_epochs(state: LogState, after: int, before: int) -> list[Copy]:
     """The copies of epochs ``after < epoch < before``, in LSN order."""
@@ -157,6 +167,11 @@ class Replica:
         self._released_dirty: set[int] = set()
         self._release_waiting: dict[int, int] = {}
         """Releases that wait for a purge (the epoch record is being read), per log."""
+        self._cleaned_by: dict[int, int] = {}
+        """Per log, the sequencer epoch whose recovery cleaned this node (it knew every earlier
+        recovery): once that sequencer releases, its recovery is marked in the epoch record, and the
+        node knows the epochs below it clean without reading the record. Until then it may not: the
+        sequencer can die between its cleans and its mark, and the next recovery decide otherwise."""
 
     def released(self, log_id: int) -> int:
         return self._released.get(log_id, 0)
@@ -182,6 +197,11 @@ class Replica:
             return [Send(sender, self._read(message))]
         return []
 
+    def record_unreadable(self, log_id: int) -> None:
+        """The driver could not read the log's epoch record for a purge: the next release asks again
+        (until then a node that waited for the answer would never purge, nor release the log again)."""
+        self._release_waiting.pop(log_id, None)
+
     def written(self) -> list[object]:
         """The oldest queued change is synced: apply it and answer."""
         sender, message = self._queue.popleft()
@@ -197,7 +217,7 @@ class Replica:
             if message.by != state.seal:  # a newer recovery sealed this node: this one's outcome may not stand
                 return []
             if state.lce >= message.lce:  # else it missed an earlier recovery: it purges by the record later
-                state.lce = max(state.lce, message.by - 1)
+                self._cleaned_by[message.log_id] = message.by
             return [Send(sender, Cleaned(message.log_id, message.by, self.node))]
         if isinstance(message, Trim):
             state = self.disk.log(message.log_id)
@@ -236,6 +256,8 @@ class Replica:
         state = self.disk.log(msg.log_id)
         if msg.lsn <= self.released(msg.log_id):
             return []
+        if self._cleaned_by.get(msg.log_id) == epoch_of(msg.lsn) and state.seal == epoch_of(msg.lsn):
+            state.lce = max(state.lce, epoch_of(msg.lsn) - 1)  # kept lazily: a crash only makes it purge
         if epoch_of(msg.lsn) - 1 <= state.lce:
             self._released[msg.log_id] = msg.lsn
             self._released_dirty.add(msg.log_id)
@@ -267,16 +289,29 @@ class Replica:
         return []
 
     def _read(self, msg: ReadFrom) -> ReadReply:
+        if not self.disk.has(msg.log_id):  # keep no state for a log only read (the ids are the client's)
+            return ReadReply(msg.log_id, self.node, (), max(msg.lsn, 1), 0, msg.reader_id)
         state = self.disk.log(msg.log_id)
         released = self.released(msg.log_id)
         start = max(msg.lsn, state.trim + 1)
         limit = max(1, min(msg.max_copies, READ_COPIES_MAX))
-        copies = state.scan(start, released, limit + 1) if start <= released else []
-        if len(copies) > limit:
-            del copies[limit:]
-            next_lsn = copies[-1].lsn + 1
-        else:
-            next_lsn = max(msg.lsn, released + 1)
+        copies: list[Copy] = []
+        size = 0
+        full = False  # stopped (at the count or the byte budget) before the release point
+        lo = start
+        while lo <= released and not full:  # in chunks, so a reply of large copies reads no more than it sends
+            asked = min(limit - len(copies), 64) + 1
+            chunk = state.scan(lo, released, asked)
+            for copy in chunk:
+                if len(copies) == limit or size >= READ_BYTES_MAX:
+                    full = True
+                    break
+                copies.append(copy)
+                size += len(copy.payload)
+            if len(chunk) < asked:
+                break
+            lo = copies[-1].lsn + 1
+        next_lsn = copies[-1].lsn + 1 if full else max(msg.lsn, released + 1)
         return ReadReply(msg.log_id, self.node, tuple(copies), next_lsn, state.trim, msg.reader_id)
 
 

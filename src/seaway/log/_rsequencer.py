@@ -61,19 +61,22 @@ class ClusterSequencerConfig:
     """A wave that has not got R copies by then is sent again, to other nodes."""
     window_max: int = 1024
     """Appends stored at once; more wait in a queue."""
+    window_bytes_max: int = 16 << 20
+    """Payload bytes stored at once (at least one append): a node's unacknowledged copies, which its
+    digest carries to the next sequencer in one message, stay well below what a message may carry."""
     queue_max: int = 100_000
     seal_grace_ms: int = 30
     """How long recovery waits for nodes beyond an f-majority to answer its seal."""
     recovery_timeout_ms: int = 1_000
-    """A recovery step (mutation or clean) not finished by then starts over from the seal."""
+    """A recovery step (mutation or clean) not finished by then starts over, under a new epoch."""
     release_interval_ms: int = 500
     """How often the release point is sent again to every node (for nodes that restarted)."""
     graylist_ms: int = 2_000
     """How long a node that did not answer a store in time is skipped in new copy sets."""
 
     def __post_init__(self) -> None:
-        for name in ("store_timeout_ms", "window_max", "queue_max", "seal_grace_ms", "recovery_timeout_ms",
-                     "release_interval_ms", "graylist_ms"):
+        for name in ("store_timeout_ms", "window_max", "window_bytes_max", "queue_max", "seal_grace_ms",
+                     "recovery_timeout_ms", "release_interval_ms", "graylist_ms"):
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"{name} must be at least 1")
 
@@ -132,6 +135,7 @@ class ClusterSequencer:
         self._next_esn = 1
         self._lng = 0
         self._slots: dict[int, _Slot] = {}
+        self._window_bytes = 0
         self._queue: deque[Append] = deque()
         self._graylist: dict[int, int] = {}
         self._next_release_ms = 0
@@ -186,8 +190,14 @@ class ClusterSequencer:
                     for node in sorted(rec.nodes - set(rec.sealed)):
                         out.append(Send(node, Seal(self.log_id, self.epoch, self._record.lce)))
             elif state in (ClusterSequencerState.MUTATING, ClusterSequencerState.CLEANING) \
-                    and now_ms >= rec.step_deadline_ms:  # a node stopped answering: start over without it
-                self._start_recovery(now_ms, out)
+                    and now_ms >= rec.step_deadline_ms:
+                # A node stopped answering: start over without it, under a new epoch. Sealing again
+                # with this one could decide a slot otherwise than the first try did (another
+                # f-majority answers), and both decisions would carry the same ballot: a node holding
+                # the first would keep it through its purge.
+                self._recovery = None
+                self.state = ClusterSequencerState.READING
+                out.append(ReadEpochRecord(self.log_id))
         return out
 
     # --- activation ------------------------------------------------------------------------------
@@ -196,6 +206,9 @@ class ClusterSequencer:
         if self.state is not ClusterSequencerState.READING:
             return
         record = msg.record
+        if self.epoch and record.epoch != self.epoch:  # starting over, and a newer sequencer took an epoch
+            self._fail(PreemptedError(f"log {self.log_id}: another sequencer took epoch {record.epoch}"), out)
+            return
         new_epoch = record.epoch + 1
         history = record.history
         wanted = self._wanted
@@ -371,6 +384,8 @@ class ClusterSequencer:
 
     def _fill(self, now_ms: int, out: list[object]) -> None:
         while self._queue and len(self._slots) < self.config.window_max:
+            if self._slots and self._window_bytes + len(self._queue[0].payload) > self.config.window_bytes_max:
+                return
             if self._next_esn >= ESN_MAX:  # the epoch is full: the next sequencer takes a new one
                 self._fail(UnavailableError(f"log {self.log_id}: epoch {self.epoch} is full"), out)
                 return
@@ -380,6 +395,7 @@ class ClusterSequencer:
             copy = Copy(make_lsn(self.epoch, esn), Kind.RECORD, msg.payload, wave=1, timestamp_ms=now_ms)
             slot = _Slot(msg.request_id, copy, (), 0, client=msg.client)
             self._slots[esn] = slot
+            self._window_bytes += len(msg.payload)
             self._send_wave(slot, now_ms, out)
 
     def _copyset(self, esn: int, now_ms: int, avoid: set[int]) -> tuple[int, ...]:
@@ -426,6 +442,7 @@ class ClusterSequencer:
         reaped = False
         while (head := self._slots.get(self._lng + 1)) is not None and len(head.acks) >= self.node_set.replication:
             del self._slots[self._lng + 1]
+            self._window_bytes -= len(head.copy.payload)
             self._lng += 1
             out.append(Acked(head.request_id, head.copy.lsn, head.client))
             reaped = True
@@ -455,4 +472,5 @@ class ClusterSequencer:
         for msg in self._queue:
             out.append(Refused(msg.request_id, error, msg.client))
         self._slots.clear()
+        self._window_bytes = 0
         self._queue.clear()

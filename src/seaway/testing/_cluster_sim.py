@@ -23,7 +23,7 @@ import heapq
 import random
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from seaway.log import Gap, GapType, ReadItem, Record
 from seaway.log.replication import (
@@ -91,6 +91,11 @@ class Faults:
     node_set_changes: int
     trims: int
     disk_ms: float
+    store_crashes: float = 0.0
+    """How likely a sequencer's node dies at a compare-and-set of the epoch record (which lands or
+    not): between taking its epoch and sealing, or between its cleans and marking them; and how
+    likely a node's read of the record for a purge fails. Drawn from a random generator of its own,
+    so that the other faults of a seed stay as they were."""
 
     @staticmethod
     def pick(rng: random.Random, config: ClusterSimConfig) -> Faults:
@@ -175,7 +180,9 @@ class ClusterSim:
         self.seed = seed
         self.config = config or ClusterSimConfig()
         self.rng = random.Random(seed)
-        self.faults = faults or Faults.pick(self.rng, self.config)
+        self._store_rng = random.Random(seed * 1_000_003 + 17)
+        self.faults = faults or replace(Faults.pick(self.rng, self.config),
+                                        store_crashes=self._store_rng.choice([0.0, 0.0, 0.1, 0.3]))
         self.now = 0
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = 0
@@ -354,6 +361,11 @@ class ClusterSim:
         generation = node.generation
 
         def answer() -> None:
+            if seq is None and self.faults.store_crashes and not self.healed \
+                    and self._store_rng.random() < self.faults.store_crashes:  # the read fails
+                if node.generation == generation and node.alive and node.replica is not None:
+                    node.replica.record_unreadable(log_id)
+                return
             record, version = self.store[log_id]
             self._after(self.rng.uniform(0.5, 3), lambda: self._to_role(node, generation, seq,
                                                                          EpochRecordRead(log_id, record, version)))
@@ -365,6 +377,10 @@ class ClusterSim:
 
         def apply() -> None:
             record, version = self.store[effect.log_id]
+            if self._store_crash(node, generation):  # the node dies at the call; the write may land
+                if version == effect.version and self._store_rng.random() < 0.5:
+                    self.store[effect.log_id] = (effect.record, version + 1)
+                return
             if version != effect.version:
                 reply = EpochRecordSet(effect.log_id, False)
             else:
@@ -375,6 +391,14 @@ class ClusterSim:
             self._after(self.rng.uniform(0.5, 3), lambda: self._to_role(node, generation, seq, reply))
 
         self._after(self.rng.uniform(0.5, 3), apply)
+
+    def _store_crash(self, node: _Node, generation: int) -> bool:
+        if not self.faults.store_crashes or self.healed or node.generation != generation or not node.alive \
+                or node.lost or self._store_rng.random() >= self.faults.store_crashes:
+            return False
+        self._crash(node)
+        self._after(self._store_rng.uniform(20, 1500), lambda: self._restart(node))
+        return True
 
     def _to_role(self, node: _Node, generation: int, seq: ClusterSequencer | None, message: object) -> None:
         if node.generation != generation or not node.alive:
