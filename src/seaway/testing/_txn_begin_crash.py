@@ -1,5 +1,6 @@
-"""The child side of the crash test of ``begin(logs=...)``: begin transactions that register their
-log in the begin, write to it, and commit, abort or leave them, in a loop until killed.
+"""The child side of the crash test of begins: begin transactions, most registering their log in
+the begin, write to it, and commit, abort or leave them, in a loop until killed; some begin without
+logs (``plain ID`` once returned) and commit at once or are left.
 
 Run as ``python -m seaway.testing._txn_begin_crash DATA_DIR ACK_FILE RUN``. ``THREADS`` threads
 each loop: ``begin(logs=[the thread's log])``, then ``began ID`` is acknowledged (the begin
@@ -33,6 +34,13 @@ def _work(sw: seaway.Seaway, fd: int, run: int, thread: int, lock: threading.Loc
             os.write(fd, line.encode() + b"\n")
 
     while True:
+        if rng.random() < 0.3:  # a begin without logs: durable when it returns all the same
+            plain = sw.txn.begin()
+            ack(f"plain {plain.id}")
+            if rng.random() < 0.5:
+                plain.commit()
+                ack(f"committed {plain.id}")
+            continue
         tx = sw.txn.begin(logs=[log.id])
         ack(f"began {tx.id}")
         log.append(b"%d" % tx.id)

@@ -116,12 +116,11 @@ class TransactionManager(CommittingManager):
         return self.config.timeout_s
 
     def begin(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Snapshot:
-        """Begin a transaction; return its snapshot, whose ``write_pointer`` is its id. ``logs``:
-        the logs it is about to write to, registered by the begin itself (at most LOGS_MAX): one
-        edit and one sync, durable when it returns, as a register's."""
+        """Begin a transaction; return its snapshot, whose ``write_pointer`` is its id, once the
+        begin is durable. ``logs``: the logs it is about to write to, registered by the begin itself
+        (at most LOGS_MAX), in the same edit and sync."""
         snapshot, durable = self._start_begin(timeout_s, logs)
-        if durable is not None:
-            self._logged_begin_or_abort(snapshot.write_pointer, durable)
+        self._logged_begin_or_abort(snapshot.write_pointer, durable)
         return snapshot
 
     def begin_many(self, begins: Sequence[tuple[float | None, Iterable[int]]]) -> list[Snapshot | SeawayError]:
@@ -129,7 +128,7 @@ class TransactionManager(CommittingManager):
         before any is waited for, so that those that register logs share the log's syncs. Each
         one's snapshot, or its error (the error of one does not stop the others). For a server
         answering many clients' begins in one call."""
-        started: list[tuple[Snapshot, Future[int] | None] | SeawayError] = []
+        started: list[tuple[Snapshot, Future[int]] | SeawayError] = []
         for timeout_s, logs in begins:
             try:
                 started.append(self._start_begin(timeout_s, logs))
@@ -142,15 +141,14 @@ class TransactionManager(CommittingManager):
                 continue
             snapshot, durable = item
             try:
-                if durable is not None:
-                    self._logged_begin_or_abort(snapshot.write_pointer, durable)
+                self._logged_begin_or_abort(snapshot.write_pointer, durable)
                 out.append(snapshot)
             except SeawayError as exc:
                 out.append(exc)
         return out
 
-    def _start_begin(self, timeout_s: float | None, logs: Iterable[int]) -> tuple[Snapshot, Future[int] | None]:
-        """Apply and append a begin; its append to wait for when it registers logs (else None)."""
+    def _start_begin(self, timeout_s: float | None, logs: Iterable[int]) -> tuple[Snapshot, Future[int]]:
+        """Apply and append a begin; its append, for the caller to wait for."""
         timeout = self.config.timeout_s if timeout_s is None else timeout_s
         if not isinstance(timeout, (int, float)) or not 0 < timeout <= self.config.timeout_s_max:
             raise InvalidArgumentError(f"a transaction's timeout is in (0, {self.config.timeout_s_max}] s, "
@@ -168,20 +166,14 @@ class TransactionManager(CommittingManager):
             durable = self._append(edit)
             self._begins[edit.write_pointer] = durable
             snapshot = self.state.snapshot(edit.write_pointer)
-        if wanted:  # waited for by the caller, as a register is: the transaction writes once it returns
-            return snapshot, durable
-        # Not waited for: a transaction writes nothing before a register or a commit, whose edits
-        # come after this one in the log and are waited for, so its begin is durable by then. One
-        # lost in a crash is a transaction the manager no longer knows: its register or commit
-        # fails with UnknownTransactionError, and it never wrote anything. One refused is a hole
-        # in the log that later edits do not fill: its register waits for it and fails.
-        durable.add_done_callback(log_failure)
-        durable.add_done_callback(lambda done: self._logged_begin(edit.write_pointer, done))
-        return snapshot, None
+        # Waited for by the caller, logs or not: a begin that returned is one a restart finds (in
+        # progress, then timed out), so the outcome of every transaction a caller learnt the id of
+        # can be asked after a crash. A begin's sync is shared with its neighbours' (group commit).
+        return snapshot, durable
 
     def _logged_begin_or_abort(self, write_pointer: int, durable: Future[int]) -> None:
-        """Wait for a begin that registered logs; if its append failed, abort the transaction (its
-        caller never learns its id: nobody else would end it before its timeout) and raise."""
+        """Wait for a begin; if its append failed, abort the transaction (its caller never learns its
+        id: nobody else would end it before its timeout) and raise."""
         try:
             durable.result()
         except SeawayError:
@@ -192,10 +184,6 @@ class TransactionManager(CommittingManager):
                     self._end(Abort(write_pointer, self._clock.now_ms())).add_done_callback(log_failure)
             raise
         self._begins.pop(write_pointer, None)
-
-    def _logged_begin(self, write_pointer: int, done: Future[int]) -> None:
-        if done.exception() is None:
-            self._begins.pop(write_pointer, None)  # one dict operation: no lock needed
 
     def snapshot(self) -> Snapshot:
         """What is committed now, for a reader outside any transaction."""
