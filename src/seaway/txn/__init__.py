@@ -9,10 +9,12 @@ from seaway.txn._durable import NAMESPACE as STATE_NAMESPACE
 from seaway.txn._durable import WAL_LOG
 from seaway.txn._invalid import PAGE_IDS_MAX as INVALID_PAGE_IDS_MAX
 from seaway.txn._invalid import InvalidChanges, InvalidCopy, InvalidVersion
+from seaway.txn._linked import LinkedWrite, check_linked_writes
 from seaway.txn._manager import TransactionManager, TxnInfo
 from seaway.txn._snapshot import Snapshot, Visibility
 from seaway.txn._state import TxnStatus
 
 __all__ = ["INVALID_PAGE_IDS_MAX", "JUDGED_LOGS_MAX", "STATE_NAMESPACE", "WAL_LOG", "AbortedJudges", "InvalidChanges",
-           "InvalidCopy", "InvalidVersion", "LogJudge", "Snapshot", "Transaction", "TransactionManager", "Transactions",
-           "TxnApi", "TxnConfig", "TxnInfo", "TxnStatus", "Visibility", "check_write_pointer"]
+           "InvalidCopy", "InvalidVersion", "LinkedWrite", "LogJudge", "Snapshot", "Transaction", "TransactionManager",
+           "Transactions", "TxnApi", "TxnConfig", "TxnInfo", "TxnStatus", "Visibility",
+           "check_linked_writes", "check_write_pointer"]
