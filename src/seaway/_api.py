@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from seaway.log import LedgerApi, LogsApi, MetaApi
     from seaway.notify import Notifications
     from seaway.queues import Queues
@@ -50,8 +52,9 @@ class Store(Protocol):
     @property
     def closed(self) -> bool: ...
 
-    def transaction(self, timeout_s: float | None = None) -> Transaction:
-        """Begin a transaction (``with sw.transaction() as tx:`` commits on exit)."""
+    def transaction(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Transaction:
+        """Begin a transaction (``with sw.transaction() as tx:`` commits on exit); ``logs``: the
+        logs it is about to write to, registered by the begin."""
 
     def close(self) -> None: ...
 

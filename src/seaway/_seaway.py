@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,10 +156,10 @@ class Seaway:
         not run in this process."""
         return self._notify_service.registry if self._notify_service is not None else None
 
-    def transaction(self, timeout_s: float | None = None) -> Transaction:
+    def transaction(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Transaction:
         """Begin a transaction (``with sw.transaction() as tx:`` commits on exit, aborts on an
         exception)."""
-        return self.txn.begin(timeout_s)
+        return self.txn.begin(timeout_s, logs)
 
     @property
     def closed(self) -> bool:

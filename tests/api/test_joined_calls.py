@@ -5,19 +5,27 @@ caught, a joined call cut off in transport settled item by item, syncs shared.""
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 
 import seaway
-from seaway import ConditionFailedError, PayloadTooLargeError, TransactionConflictError, TxnStatus
-from seaway.log import COMMIT_MANY_MAX
+from seaway import (
+    ConditionFailedError,
+    InvalidArgumentError,
+    PayloadTooLargeError,
+    TransactionConflictError,
+    TxnStatus,
+)
+from seaway.log import COMMIT_MANY_MAX, Record
 from seaway.server import Server, ServerConfig, ServerProcess, ServiceLimits
-from seaway.txn import Snapshot
-from seaway.txn._state import Commit
+from seaway.txn import LOGS_MAX, WAL_LOG, Snapshot
+from seaway.txn._state import Begin, Commit, decode_edit
 from seaway.wire import invalid_version_to_msg
 from seaway.wire import seaway_pb2 as pb
 from tests.api.conftest import Api, Refused
@@ -186,6 +194,64 @@ def test_begins_of_many_threads_are_joined(server: ServerProcess) -> None:
         assert "TxnBeginMany" in calls and begin_calls < 160, calls
 
 
+def test_joined_begins_register_each_its_own_logs(server: ServerProcess) -> None:
+    """``begin(logs=...)`` of many threads, joined into ``TxnBeginMany`` calls: each transaction
+    holds its own logs; a begin over the limit of logs is refused on its own."""
+    with seaway.connect(server.url) as sw:
+        suffix = os.urandom(4).hex()
+        logs = [sw.logs.create(f"joined-begin-{suffix}-{t}").id for t in range(16)]
+        direct = sw._stub.TxnBeginMany(pb.TxnBeginManyRequest(begins=[
+            pb.TxnBeginRequest(log_ids=[logs[0]]), pb.TxnBeginRequest(log_ids=range(1, LOGS_MAX + 2)),
+            pb.TxnBeginRequest(log_ids=[logs[1], logs[2]])]))
+        assert [r.WhichOneof("result") for r in direct.results] == ["begun", "error", "begun"]
+        assert direct.results[1].error.code == InvalidArgumentError.code
+        for result, wanted in ((direct.results[0], (logs[0],)), (direct.results[2], (logs[1], logs[2]))):
+            wp = Snapshot.decode(result.begun.snapshot).write_pointer
+            assert [info.logs for info in sw.txn.list() if info.id == wp] == [wanted]
+            sw.txn.abort(wp)
+        calls: list[str] = []
+        _counting(sw, calls)
+        gate = threading.Barrier(16)
+        began: dict[int, int] = {}
+
+        def begin(t: int) -> None:
+            gate.wait()
+            for _ in range(10):
+                tx = sw.transaction(logs=[logs[t]])
+                began[tx.id] = logs[t]
+
+        threads = [threading.Thread(target=begin, args=(t,)) for t in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(WAIT_S * 3)
+        assert len(began) == 160 and "TxnBeginMany" in calls, calls
+        held = {info.id: info.logs for info in sw.txn.list() if info.id in began}
+        assert held == {wp: (log_id,) for wp, log_id in began.items()}
+        sw.txn.commit_all(list(began))
+
+
+def test_a_begin_with_logs_is_one_edit_and_one_sync_embedded(tmp_path: Any) -> None:
+    with seaway.open(tmp_path / "d") as sw:
+        log = sw.logs.create("l")
+        sw.txn.begin().abort()  # the manager's log exists
+        wal = sw.logs.get(WAL_LOG)
+        tail, syncs = wal.tail_lsn(), sw.disk_syncs
+        tx = sw.txn.begin(logs=[log.id])
+        assert sw.disk_syncs - syncs == 1  # waited for: durable when it returns
+        edits = [decode_edit(item.payload) for item in wal.read(tail + 1) if isinstance(item, Record)]
+        assert edits == [Begin(tx.id, ANY, ANY, (log.id,))]
+        assert sw.txn.list()[0].logs == (log.id,)
+        tail, syncs = wal.tail_lsn(), sw.disk_syncs
+        begun = sw.txn_manager.begin_many([(None, [log.id])] * 20 + [(None, [0])])
+        assert isinstance(begun[-1], InvalidArgumentError)
+        snapshots = [s for s in begun if isinstance(s, Snapshot)]
+        assert len(snapshots) == 20 and sw.disk_syncs - syncs < 10  # appended together; one by one: 20
+        edits = [decode_edit(item.payload) for item in wal.read(tail + 1) if isinstance(item, Record)]
+        assert edits == [Begin(s.write_pointer, ANY, ANY, (log.id,)) for s in snapshots]
+        sw.txn.commit_all([tx.id] + [s.write_pointer for s in snapshots])
+
+
 def test_commits_each_under_the_servers_message_bound_are_not_refused_joined(tmp_path: Any) -> None:
     """Commits of 400 KiB each fit the server's request bound (here 1 MiB) alone; three joined do
     not, and the call was refused as a whole (PayloadTooLargeError for each). A joined call refused
@@ -225,22 +291,22 @@ def test_each_begin_of_a_joined_call_gets_an_invalid_list_as_new_as_its_snapshot
         aborted = store.txn.begin()
         aborted.register_logs([log_id])  # aborted, it goes to the invalid list
         manager = store.txn_manager
-        real_begin = manager.begin
+        real_begin = manager._start_begin  # each begin of a joined call (begin_many) starts here
         begun: list[int] = []
 
-        def begin(timeout_s: float | None = None) -> Any:
+        def begin(timeout_s: float | None, logs: Any) -> Any:
             begun.append(1)
             if len(begun) == 2:  # between the first and the second begin of the joined call
                 aborted.abort()
-            return real_begin(timeout_s)
+            return real_begin(timeout_s, logs)
 
         with seaway.connect(f"seaway://{server.address}") as sw:
             remote: Any = sw.txn.api
             request = pb.TxnBeginRequest()
             request.invalid_known.CopyFrom(invalid_version_to_msg(remote._invalid.known))
-            manager.begin = begin  # type: ignore[method-assign]
+            manager._start_begin = begin  # type: ignore[method-assign]
             replies = sw._many("TxnBegin", [request, request], idempotent=True)
-            manager.begin = real_begin  # type: ignore[method-assign]
+            manager._start_begin = real_begin  # type: ignore[method-assign]
             assert len(begun) == 2 and all(not isinstance(r, Exception) for r in replies), replies
             second = remote._with_invalid(Snapshot.decode(replies[1].snapshot), replies[1])
             assert aborted.id <= second.read_pointer

@@ -27,7 +27,7 @@ from seaway import (
 )
 from seaway.client import RemoteTxn
 from seaway.server import ServerProcess
-from seaway.txn import Transactions, Visibility
+from seaway.txn import LOGS_MAX, Transactions, Visibility
 from tests.api.conftest import Api, Refused
 
 WAIT_S = 10.0
@@ -115,6 +115,54 @@ def test_an_aborted_transaction_that_wrote_is_invalid_and_skipped(api: Api) -> N
     assert tx.id in snapshot.invalid and snapshot.visibility(tx.id) is Visibility.SKIP
     (info,) = [info for info in sw.txn.list() if info.id == tx.id]
     assert (info.status, info.logs, info.began_ms, info.expiry_ms) == (TxnStatus.ABORTED, (log.id,), None, None)
+
+
+def test_a_begin_registers_the_logs_it_is_given(api: Api) -> None:
+    """``begin(logs=...)``: the logs are the transaction's from its begin (one edit of the manager,
+    not a begin and a register), and its handle knows them."""
+    sw = api.sw
+    first, second = (sw.logs.create(api.name()).id for _ in range(2))
+    tx = sw.txn.begin(logs=[second, first, second])
+    assert [info.logs for info in sw.txn.list() if info.id == tx.id] == [tuple(sorted((first, second)))]
+    asked: list[object] = []
+    real = sw.txn.api
+
+    class Watching:
+        def __getattr__(self, name: str) -> Any:
+            asked.append(name)
+            return getattr(real, name)
+
+    tx._api = Watching()
+    tx.register_logs([first, second])  # registered already: nothing to ask the manager
+    assert "register" not in asked
+    tx.abort()
+    (info,) = [info for info in sw.txn.list() if info.id == tx.id]
+    assert (info.status, info.logs) == (TxnStatus.ABORTED, tuple(sorted((first, second))))
+    assert sw.txn.snapshot().visibility(tx.id) is Visibility.SKIP  # it registered logs: invalid
+    with sw.transaction(logs=[first]) as scoped:
+        assert [info.logs for info in sw.txn.list() if info.id == scoped.id] == [(first,)]
+        scoped.stage_put(api.name("begun-with-logs"), b"k", b"v")
+    assert sw.txn.status(scoped.id) is TxnStatus.COMMITTED
+
+
+def test_a_begin_refuses_bad_logs_and_begins_nothing(api: Api) -> None:
+    sw = api.sw
+    before = {info.id for info in sw.txn.list() if info.status is TxnStatus.IN_PROGRESS}
+    for bad in ([0], [-1], [2**64], ["7"], [True], [1.5], 7, b"\x01", range(1, LOGS_MAX + 2)):
+        raises_exactly(InvalidArgumentError, partial(sw.txn.begin, logs=bad))  # type: ignore[arg-type]
+        raises_exactly(InvalidArgumentError, partial(sw.txn.api.begin, None, bad))  # type: ignore[arg-type]
+        raises_exactly(InvalidArgumentError, partial(sw.transaction, None, bad))  # type: ignore[arg-type]
+    after = {info.id for info in sw.txn.list() if info.status is TxnStatus.IN_PROGRESS}
+    assert after <= before, after - before  # none of them began a transaction (some may have timed out since)
+    widest = sw.txn.begin(logs=range(1, LOGS_MAX + 1))  # the limit itself is fine
+    assert [len(info.logs) for info in sw.txn.list() if info.id == widest.id] == [LOGS_MAX]
+    widest.commit()  # committed: not on the invalid list, whose pruning would look at each log
+    tx = sw.txn.begin()
+    raises_exactly(InvalidArgumentError, lambda: sw.txn.api.register(tx.id, ["7"]))  # type: ignore[list-item]
+    raises_exactly(InvalidArgumentError, lambda: sw.txn.api.register(tx.id, [0]))
+    raises_exactly(InvalidArgumentError, lambda: sw.txn.api.register(tx.id, range(1, LOGS_MAX + 2)))
+    assert [info.logs for info in sw.txn.list() if info.id == tx.id] == [()]
+    tx.abort()
 
 
 def test_staged_metadata_writes_apply_with_the_commit_only(api: Api) -> None:

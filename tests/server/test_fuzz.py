@@ -213,6 +213,9 @@ def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: S
         msg = pb.TxnBeginRequest()
         if rng.random() < 0.7:
             msg.timeout_s = rng.choice([-1.0, 0.0, 1e-9, 0.5, 30.0, 3600.0, 3600.5, float("inf"), float("nan"), 1e308])
+        if rng.random() < 0.5:  # logs registered by the begin; 10_001: over the limit; 0 is no log id
+            count = rng.choice([1, 3, 10_001])
+            msg.log_ids.extend(rng.choice([*known_ids, 0, _u64(rng)]) for _ in range(count))
         return msg
     if method in ("TxnAbort", "TxnStatus"):
         return pb.TxnRef(id=txn_id)

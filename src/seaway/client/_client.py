@@ -96,6 +96,7 @@ from seaway.txn import (
     TxnInfo,
     TxnStatus,
     check_linked_writes,
+    check_txn_logs,  # one rule for a begin's or a register's logs, embedded and remote
 )
 from seaway.txn import check_write_pointer as _check_txn_id  # one rule for ids, embedded and remote
 from seaway.wire import (
@@ -183,10 +184,10 @@ class RemoteSeaway:
         # The server keeps the configurations (their secrets stay there) and runs the plugins.
         self.notify = RemoteNotifications(self)
 
-    def transaction(self, timeout_s: float | None = None) -> Transaction:
+    def transaction(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Transaction:
         """Begin a transaction on the server's manager (``with sw.transaction() as tx:`` commits on
         exit, aborts on an exception); as :meth:`seaway.Seaway.transaction`."""
-        return self.txn.begin(timeout_s)
+        return self.txn.begin(timeout_s, logs)
 
     # --- calls ----------------------------------------------------------------------------------
 
@@ -729,15 +730,16 @@ class RemoteTxn:
             _, default = self._snapshot()
         return default
 
-    def begin(self, timeout_s: float | None = None) -> Snapshot:
-        request = pb.TxnBeginRequest()
+    def begin(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Snapshot:
+        request = pb.TxnBeginRequest(log_ids=check_txn_logs(logs))
         if timeout_s is not None:
             if not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool):
                 raise InvalidArgumentError(f"a transaction's timeout must be a number, got {timeout_s!r}")
             request.timeout_s = timeout_s
         request.invalid_known.CopyFrom(invalid_version_to_msg(self._invalid.known))
         # Tried again on a transport failure: a begin that did reach the server only leaves a
-        # transaction that wrote nothing, which times out (nothing of it is ever visible).
+        # transaction that wrote nothing, which times out (nothing of it is ever visible; with
+        # logs, it is invalid until it settles, as any aborted one).
         reply: pb.TxnBeginReply = self._client._joined("TxnBegin", request)
         self._default_timeout_s = reply.default_timeout_s
         return self._with_invalid(Snapshot.decode(reply.snapshot), reply)
@@ -787,10 +789,7 @@ class RemoteTxn:
                                f"({INVALID_READS_MAX} attempts); try again")
 
     def register(self, write_pointer: int, logs: Iterable[int]) -> None:
-        try:
-            request = pb.TxnRegisterRequest(id=_check_txn_id(write_pointer), log_ids=list(logs))
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgumentError(f"a transaction registers logs by id (integers): {exc}") from None
+        request = pb.TxnRegisterRequest(id=_check_txn_id(write_pointer), log_ids=check_txn_logs(logs))
         self._client._call("TxnRegister", request)
 
     def commit(self, write_pointer: int, conflicts: Iterable[bytes] = (),

@@ -542,7 +542,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def TxnBegin(self, request: pb.TxnBeginRequest, context: grpc.ServicerContext) -> pb.TxnBeginReply:
         def run() -> pb.TxnBeginReply:
             txn = self._store.txn_manager
-            snapshot = txn.begin(request.timeout_s if request.HasField("timeout_s") else None)
+            snapshot = txn.begin(request.timeout_s if request.HasField("timeout_s") else None, request.log_ids)
             if not request.HasField("invalid_known"):  # the whole list in the snapshot, under the reply bound
                 return pb.TxnBeginReply(snapshot=snapshot.encode(), default_timeout_s=txn.default_timeout_s)
             # Taken after the begin: a list at least as new as the snapshot's, which is sound (see
@@ -557,15 +557,20 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             self._many_bounded(len(request.begins))
             txn = self._store.txn_manager
             reply = pb.TxnBeginManyReply()
-            # One message per (version known, version now): the changes are taken after each begin,
-            # as TxnBegin does (changes taken before a begin can miss a transaction its snapshot
-            # already counts as ended: its writes would be visible to the new transaction).
+            # Every begin appended before any is waited for (those that register logs share the
+            # log's syncs). The changes are taken after them all, so after each begin, as TxnBegin
+            # does (changes taken before a begin can miss a transaction its snapshot already
+            # counts as ended: its writes would be visible to the new transaction); one message
+            # per (version known, version now).
+            begun = txn.begin_many([(begin.timeout_s if begin.HasField("timeout_s") else None, begin.log_ids)
+                                    for begin in request.begins])
             changes: dict[tuple[int, int, int, int], pb.InvalidChanges] = {}
-            for begin in request.begins:
+            for begin, outcome in zip(request.begins, begun, strict=True):
                 try:
-                    snapshot = txn.begin(begin.timeout_s if begin.HasField("timeout_s") else None)
+                    if isinstance(outcome, SeawayError):
+                        raise outcome
                     if not begin.HasField("invalid_known"):
-                        reply.results.add(begun=pb.TxnBeginReply(snapshot=snapshot.encode(),
+                        reply.results.add(begun=pb.TxnBeginReply(snapshot=outcome.encode(),
                                                                  default_timeout_s=txn.default_timeout_s))
                         continue
                     known = invalid_version_from_msg(begin.invalid_known)
@@ -574,7 +579,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                     found = changes.get(key)
                     if found is None:
                         found = changes[key] = invalid_changes_to_msg(now)
-                    reply.results.add(begun=pb.TxnBeginReply(snapshot=replace(snapshot, invalid=()).encode(),
+                    reply.results.add(begun=pb.TxnBeginReply(snapshot=replace(outcome, invalid=()).encode(),
                                                              default_timeout_s=txn.default_timeout_s, invalid=found))
                 except Exception as exc:  # this begin's answer, not the call's
                     reply.results.add(error=error_to_msg(self._typed("TxnBeginMany", exc)))

@@ -24,7 +24,7 @@ from seaway.errors import (
     UnknownTransactionError,
 )
 from seaway.log import LinkedBatch, LsnSlot
-from seaway.txn._checks import check_commit, check_write_pointers
+from seaway.txn._checks import check_commit, check_txn_logs, check_write_pointers
 from seaway.txn._linked import LinkedWrite
 from seaway.txn._manager import TxnInfo
 from seaway.txn._snapshot import Snapshot
@@ -46,7 +46,7 @@ class TxnApi(Protocol):
     @property
     def default_timeout_s(self) -> float: ...
 
-    def begin(self, timeout_s: float | None = None) -> Snapshot: ...
+    def begin(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Snapshot: ...
 
     def register(self, write_pointer: int, logs: Iterable[int]) -> None: ...
 
@@ -88,7 +88,8 @@ class Transaction:
     ``id`` is its write pointer; any process may commit or abort it by id (``sw.txn.commit(id)``).
     """
 
-    def __init__(self, api: TxnApi, snapshot: Snapshot, timeout_s: float, started_s: float) -> None:
+    def __init__(self, api: TxnApi, snapshot: Snapshot, timeout_s: float, started_s: float,
+                 logs: Iterable[int] = ()) -> None:
         self._api = api
         self.snapshot = snapshot
         self.id = snapshot.write_pointer
@@ -98,7 +99,8 @@ class Transaction:
         self.status = TxnStatus.IN_PROGRESS
         self._conflicts: set[bytes] = set()
         self._writes: dict[tuple[str, bytes], bytes | None] = {}
-        self._logs: set[int] = set()
+        self._logs: set[int] = set(logs)
+        """The logs registered: at begin, then by :meth:`register_logs`."""
         self._before_commit: list[Callable[[], None]] = []
         self._after: list[Callable[[bool], None]] = []
         self.end_errors: list[Exception] = []
@@ -289,16 +291,19 @@ class Transactions:
     def api(self) -> TxnApi:
         return self._api
 
-    def begin(self, timeout_s: float | None = None) -> Transaction:
+    def begin(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Transaction:
         """Begin a transaction that times out (becomes invalid) after ``timeout_s`` (the manager's
-        default when None) unless committed."""
+        default when None) unless committed. ``logs``: ids of logs it is about to write to (at most
+        10,000), registered by the begin itself (one edit and one sync of the manager, not a begin
+        and a :meth:`Transaction.register_logs`)."""
+        wanted = check_txn_logs(logs)
         if timeout_s is not None and (not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool)
                                       or not timeout_s > 0):
             raise InvalidArgumentError(f"a transaction's timeout must be a positive number, got {timeout_s!r}")
         started = time.monotonic()
-        snapshot = self._api.begin(timeout_s)
+        snapshot = self._api.begin(timeout_s, wanted) if wanted else self._api.begin(timeout_s)
         timeout = self._api.default_timeout_s if timeout_s is None else timeout_s
-        return Transaction(self._api, snapshot, float(timeout), started)
+        return Transaction(self._api, snapshot, float(timeout), started, wanted)
 
     def commit(self, txn_id: int, conflicts: Iterable[bytes] = (),
                writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None:

@@ -23,6 +23,23 @@ def check_write_pointer(write_pointer: object) -> int:
     return write_pointer
 
 
+def check_txn_logs(log_ids: Iterable[int]) -> tuple[int, ...]:
+    """The logs a transaction registers (at its begin, or later): at most LOGS_MAX distinct log ids,
+    each an integer in (0, 2**64), sorted (shared with the remote client)."""
+    if isinstance(log_ids, (int, bytes, str)):
+        raise InvalidArgumentError(f"a transaction registers logs by id, several at once: got {log_ids!r:.80}")
+    try:
+        wanted = set(log_ids)
+    except TypeError:
+        raise InvalidArgumentError(f"a transaction's logs are an iterable of log ids, got {log_ids!r:.80}") from None
+    if len(wanted) > LOGS_MAX:
+        raise InvalidArgumentError(f"a transaction registers at most {LOGS_MAX} logs at once, got {len(wanted)}")
+    for log_id in wanted:
+        if not isinstance(log_id, int) or isinstance(log_id, bool) or not 0 < log_id < 2**64:
+            raise InvalidArgumentError(f"a log id is an integer in (0, 2**64), got {log_id!r:.80}")
+    return tuple(sorted(wanted))
+
+
 def check_write_pointers(write_pointers: Iterable[int]) -> tuple[int, ...]:
     """The transactions of a ``commit_all``: 1 to COMMIT_ALL_MAX distinct ids (shared with the
     remote client)."""

@@ -41,8 +41,8 @@ from seaway._clock import Clock, SystemClock
 from seaway._passes import PeriodicPasses
 from seaway.errors import InvalidArgumentError, OverloadedError, SeawayError, UnknownLogError
 from seaway.log import AbortedWrites, LinkedBatch, MetaApi, append_linked, check_linked
-from seaway.txn._checks import LOGS_MAX, check_commit, check_write_pointer
-from seaway.txn._commit import CommittingManager
+from seaway.txn._checks import check_commit, check_txn_logs, check_write_pointer
+from seaway.txn._commit import CommittingManager, _answer
 from seaway.txn._config import TxnConfig
 from seaway.txn._durable import WAL_LOG, log_failure
 from seaway.txn._invalid import CHANGES_IDS_MAX, PAGE_IDS_MAX, InvalidChanges, InvalidVersion
@@ -114,24 +114,61 @@ class TransactionManager(CommittingManager):
     def default_timeout_s(self) -> float:
         return self.config.timeout_s
 
-    def begin(self, timeout_s: float | None = None) -> Snapshot:
-        """Begin a transaction; return its snapshot, whose ``write_pointer`` is its id."""
+    def begin(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Snapshot:
+        """Begin a transaction; return its snapshot, whose ``write_pointer`` is its id. ``logs``:
+        the logs it is about to write to, registered by the begin itself (at most LOGS_MAX): one
+        edit and one sync, durable when it returns, as a register's."""
+        snapshot, durable = self._start_begin(timeout_s, logs)
+        if durable is not None:
+            self._logged_begin_or_abort(snapshot.write_pointer, durable)
+        return snapshot
+
+    def begin_many(self, begins: Sequence[tuple[float | None, Iterable[int]]]) -> list[Snapshot | SeawayError]:
+        """Several begins (``(timeout_s, logs)`` each, as :meth:`begin` takes them), all appended
+        before any is waited for, so that those that register logs share the log's syncs. Each
+        one's snapshot, or its error (the error of one does not stop the others). For a server
+        answering many clients' begins in one call."""
+        started: list[tuple[Snapshot, Future[int] | None] | SeawayError] = []
+        for timeout_s, logs in begins:
+            try:
+                started.append(self._start_begin(timeout_s, logs))
+            except Exception as exc:  # this begin's answer; the others, started, are waited for
+                started.append(_answer(exc))
+        out: list[Snapshot | SeawayError] = []
+        for item in started:
+            if isinstance(item, SeawayError):
+                out.append(item)
+                continue
+            snapshot, durable = item
+            try:
+                if durable is not None:
+                    self._logged_begin_or_abort(snapshot.write_pointer, durable)
+                out.append(snapshot)
+            except SeawayError as exc:
+                out.append(exc)
+        return out
+
+    def _start_begin(self, timeout_s: float | None, logs: Iterable[int]) -> tuple[Snapshot, Future[int] | None]:
+        """Apply and append a begin; its append to wait for when it registers logs (else None)."""
         timeout = self.config.timeout_s if timeout_s is None else timeout_s
         if not isinstance(timeout, (int, float)) or not 0 < timeout <= self.config.timeout_s_max:
             raise InvalidArgumentError(f"a transaction's timeout is in (0, {self.config.timeout_s_max}] s, "
                                        f"got {timeout_s!r}")
+        wanted = check_txn_logs(logs)
         with self._cond:
             self._check_running()
             if len(self.state.in_progress) >= self.config.in_progress_max:
                 raise OverloadedError(f"{self.config.in_progress_max} transactions are in progress; "
                                       "commit or abort some first")
             now_ms = self._clock.now_ms()
-            edit = Begin(self.state.next_write_pointer(now_ms), now_ms, int(timeout * 1000))
+            edit = Begin(self.state.next_write_pointer(now_ms), now_ms, int(timeout * 1000), wanted)
             self.state.apply(edit)
             heapq.heappush(self._expiries, (now_ms + edit.timeout_ms, edit.write_pointer))
             durable = self._append(edit)
             self._begins[edit.write_pointer] = durable
             snapshot = self.state.snapshot(edit.write_pointer)
+        if wanted:  # waited for by the caller, as a register is: the transaction writes once it returns
+            return snapshot, durable
         # Not waited for: a transaction writes nothing before a register or a commit, whose edits
         # come after this one in the log and are waited for, so its begin is durable by then. One
         # lost in a crash is a transaction the manager no longer knows: its register or commit
@@ -139,7 +176,21 @@ class TransactionManager(CommittingManager):
         # in the log that later edits do not fill: its register waits for it and fails.
         durable.add_done_callback(log_failure)
         durable.add_done_callback(lambda done: self._logged_begin(edit.write_pointer, done))
-        return snapshot
+        return snapshot, None
+
+    def _logged_begin_or_abort(self, write_pointer: int, durable: Future[int]) -> None:
+        """Wait for a begin that registered logs; if its append failed, abort the transaction (its
+        caller never learns its id: nobody else would end it before its timeout) and raise."""
+        try:
+            durable.result()
+        except SeawayError:
+            with self._cond:
+                if write_pointer in self.state.in_progress and write_pointer not in self._committing:
+                    # Not waited for: its begin may be missing from the log, and either way it wrote
+                    # nothing; a restart that finds the begin finds it in progress, and it times out.
+                    self._end(Abort(write_pointer, self._clock.now_ms())).add_done_callback(log_failure)
+            raise
+        self._begins.pop(write_pointer, None)
 
     def _logged_begin(self, write_pointer: int, done: Future[int]) -> None:
         if done.exception() is None:
@@ -187,9 +238,7 @@ class TransactionManager(CommittingManager):
         writer calls it before its first write to each log, so that an aborted or timed-out
         transaction's data can be found (and the invalid list pruned once it is gone)."""
         check_write_pointer(write_pointer)
-        wanted = set(logs)
-        if len(wanted) > LOGS_MAX:
-            raise InvalidArgumentError(f"register at most {LOGS_MAX} logs at once")
+        wanted = check_txn_logs(logs)
         # Data written before its begin is logged (it may never be: refused) would be a
         # transaction's that a restart does not know, visible however it ended.
         if (refused := self._unlogged_begin((write_pointer,))) is not None:
@@ -201,7 +250,7 @@ class TransactionManager(CommittingManager):
             # Logged even when the logs are registered here already: an earlier register of them
             # may have been refused by the log after it was applied (its caller asks again), or
             # still be in flight; a handle asks only for logs it has not registered.
-            edit = Register(write_pointer, tuple(sorted(wanted)))
+            edit = Register(write_pointer, wanted)
             self.state.apply(edit)
             durable = self._append(edit)
         durable.result()

@@ -4,7 +4,8 @@ The manager changes its state only by applying *edits*, each of which it first a
 write-ahead log; recovery applies the same edits from the log on top of the last saved state, so
 the state after a crash is the state the acknowledged edits describe (Tephra's TransactionEdit).
 
-- ``Begin``: a write pointer is issued and its transaction is in progress until ``expiry_ms``.
+- ``Begin``: a write pointer is issued and its transaction is in progress until ``expiry_ms``
+  (with the logs it registers at once, if any).
 - ``Register``: the transaction is about to write to these logs (kept so that its data can be found
   when it is aborted or times out; see pruning below).
 - ``Commit``: its writes are visible from now on; its metadata writes are applied by the manager.
@@ -85,6 +86,8 @@ class Begin:
     write_pointer: int
     now_ms: int
     timeout_ms: int
+    logs: tuple[int, ...] = ()
+    """Logs registered by the begin itself (one edit, one sync, instead of a begin and a register)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,8 @@ def encode_edit(edit: Edit) -> bytes:
             del fields["also"]
         if not edit.now_ms:
             del fields["now_ms"]
+    if isinstance(edit, Begin) and not edit.logs:  # the encoding of a plain begin stays what it always was
+        del fields["logs"]
     return json.dumps(fields, separators=(",", ":")).encode()
 
 
@@ -339,7 +344,8 @@ class TxnState:
     def apply(self, edit: Edit) -> None:
         if isinstance(edit, Begin):
             self.last_write_pointer = max(self.last_write_pointer, edit.write_pointer)
-            self.in_progress[edit.write_pointer] = InProgress(edit.now_ms, edit.now_ms + edit.timeout_ms)
+            self.in_progress[edit.write_pointer] = InProgress(edit.now_ms, edit.now_ms + edit.timeout_ms,
+                                                              set(edit.logs))
         elif isinstance(edit, Register):
             if (txn := self.in_progress.get(edit.write_pointer)) is not None:
                 txn.logs.update(edit.logs)

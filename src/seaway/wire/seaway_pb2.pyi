@@ -666,12 +666,14 @@ class InvalidChanges(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., version: _Optional[int] = ..., reset: _Optional[bool] = ..., fetch: _Optional[bool] = ..., added: _Optional[_Iterable[int]] = ..., removed: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TxnBeginRequest(_message.Message):
-    __slots__ = ("timeout_s", "invalid_known")
+    __slots__ = ("timeout_s", "invalid_known", "log_ids")
     TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     INVALID_KNOWN_FIELD_NUMBER: _ClassVar[int]
+    LOG_IDS_FIELD_NUMBER: _ClassVar[int]
     timeout_s: float
     invalid_known: InvalidKnown
-    def __init__(self, timeout_s: _Optional[float] = ..., invalid_known: _Optional[_Union[InvalidKnown, _Mapping]] = ...) -> None: ...
+    log_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, timeout_s: _Optional[float] = ..., invalid_known: _Optional[_Union[InvalidKnown, _Mapping]] = ..., log_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TxnBeginReply(_message.Message):
     __slots__ = ("snapshot", "default_timeout_s", "invalid")
