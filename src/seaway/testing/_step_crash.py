@@ -19,7 +19,6 @@ import sys
 from typing import Any
 
 import seaway
-from seaway.log import _linked
 
 TIMEOUT_S = 2.0
 CONFIG = seaway.SeawayConfig(retention=None, txn=seaway.TxnConfig(timeout_s=TIMEOUT_S, tick_s=0.05))
@@ -33,6 +32,24 @@ def entries(prefix: str) -> tuple[list[bytes], list[dict[str, int]]]:
 def _killed(*_: Any, **__: Any) -> Any:
     sys.stdout.flush()
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _KillOnPointers:
+    """The manager's logs, wrapped: an append to a log other than the queue's data log (a pointer
+    chunk's, appended once the data chunks are stored) kills the process instead."""
+
+    def __init__(self, logs: Any, data_log: int | None) -> None:
+        self._logs = logs
+        self._data_log = data_log
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logs, name)
+
+    def get(self, name_or_id: Any) -> Any:
+        handle = self._logs.get(name_or_id)
+        if handle.id != self._data_log:
+            handle.append_batch_async = _killed
+        return handle
 
 
 def main(argv: list[str]) -> None:
@@ -58,7 +75,7 @@ def main(argv: list[str]) -> None:
                 _killed()
             manager.register = register
         elif point == "data":
-            _linked.fill_lsns = _killed  # called once the batches it fills from are stored
+            manager._logs = _KillOnPointers(manager._logs, sw.queues.data_log("q"))
         else:
             manager.commit = _killed
         print(f"crashing {tx.id}", flush=True)
