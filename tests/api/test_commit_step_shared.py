@@ -255,3 +255,23 @@ def test_a_commit_step_cut_off_while_the_server_applies_it_ends_one_way_for_all(
         expected[b"last"] += 1
         got = _delivered(sw, queue, {"h": 3, "r": 2}, sum(expected.values()))
         assert got["h"] == got["r"] == expected
+
+
+def test_a_producer_transaction_begun_with_the_producers_logs_registers_nothing_at_commit(api: Api) -> None:
+    queue = queue_with(api, ("h", 3, "HASH", "k"), ("r", 2, "ROUND_ROBIN", None))
+    producer = api.sw.queues.producer(queue)
+    logs = producer.logs()
+    assert len(logs) == 1 + 3 + 2  # the data log, then each partition's
+    registered: list[int] = []
+    manager = api.sw.txn_manager if api.kind == "embedded" else None
+    if manager is not None:
+        real = manager.register
+        manager.register = lambda wp, ids: (registered.append(wp), real(wp, ids))[1]
+    with api.sw.transaction(logs=logs) as declared:
+        producer.enqueue_batch(declared, *_entries(20))
+    with api.sw.transaction() as undeclared:
+        producer.enqueue_batch(undeclared, *_entries(20, 20))
+    if manager is not None:
+        assert registered == [undeclared.id], registered  # the step registered the undeclared one's logs only
+    got = drain_all(api, [api.sw.queues.consumer(queue, "h", c) for c in range(3)], 40)
+    assert Counter(e.payload for mine in got for e in mine) == Counter(_entries(40)[0])

@@ -247,6 +247,18 @@ class Producer:
         self._turns: dict[str, int] = {}
         """Per ROUND_ROBIN group, the turn (consumer, modulo its size) the next send starts at."""
 
+    def logs(self) -> list[int]:
+        """The logs a transaction's entries go to, as the producer knows the groups now (its data
+        log and every partition log of their current layouts): declared at its begin
+        (``sw.transaction(logs=producer.logs())``), the commit's step registers none of them, which
+        saves the manager an edit and a sync per transaction. A log the groups change to meanwhile
+        is registered by the step as usual. Refreshed as :meth:`enqueue` refreshes the groups."""
+        data_log = self._data_log()
+        found = [] if data_log is None else [data_log]
+        for _, layout in self._targets():
+            found.extend(layout.logs)
+        return found
+
     def enqueue(self, tx: Transaction, payload: bytes, keys: Mapping[str, Any] | None = None) -> None:
         """Add an entry to the queue as part of ``tx``; ``keys`` are the named keys HASH groups
         partition on (a HASH group's key missing from them raises :class:`MissingHashKeyError`
