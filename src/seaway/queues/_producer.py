@@ -4,7 +4,10 @@ A producer buffers a transaction's entries and sends them when the transaction c
 they reach ``flush_bytes``): it reads the queue's groups, places each entry in the partition of
 the consumer that owns it in each group, appends the payloads once to the queue's data log while
 it registers the partitions' logs with the transaction, and then appends one pointer chunk per
-partition (and data chunk), all at once (see :mod:`seaway.queues._data`). The entries become
+partition (and data chunk), all at once (see :mod:`seaway.queues._data`). What it sends at the
+commit goes in the commit's own step (:meth:`Transaction.append_at_commit`): the data chunks, the
+pointer chunks completed with their LSNs, and the entry counts completed with the pointer chunks'
+LSNs, in the one call that commits (see :class:`_Step`). The entries become
 visible when the transaction commits; if an append finds its log sealed (the group was resized),
 the entries of that chunk are placed again under the group's new layout (pointing at the data
 chunks already written). A send that fails (an entry without its HASH group's key, an
