@@ -275,3 +275,20 @@ def test_a_producer_transaction_begun_with_the_producers_logs_registers_nothing_
         assert registered == [undeclared.id], registered  # the step registered the undeclared one's logs only
     got = drain_all(api, [api.sw.queues.consumer(queue, "h", c) for c in range(3)], 40)
     assert Counter(e.payload for mine in got for e in mine) == Counter(_entries(40)[0])
+
+
+def test_entries_that_do_not_fit_the_commit_step_are_sent_before_it(api: Api) -> None:
+    """Two queues' producers in one transaction, each with more batches than half a step (34: a
+    data batch and 33 groups of one), and a third queue with more than a step alone (65): every
+    group gets every entry once, whatever went in the step and what was sent before it."""
+    sizes = (33, 33, 64)
+    queues = [queue_with(api, *((f"g{g}", 1, "ROUND_ROBIN", None) for g in range(n))) for n in sizes]
+    with api.sw.transaction() as tx:
+        for queue in queues:
+            api.sw.queues.producer(queue).enqueue_batch(tx, [b"%s/%d" % (queue.encode(), i) for i in range(5)])
+    for queue, n in zip(queues, sizes, strict=True):
+        assert [api.sw.queues.describe_group(queue, f"g{g}").lag for g in range(n)] == [5] * n, queue
+        for g in (0, n - 1):
+            with api.sw.queues.consumer(queue, f"g{g}", 0) as consumer:
+                got = drain_all(api, [consumer], 5)[0]
+            assert [e.payload for e in got] == [b"%s/%d" % (queue.encode(), i) for i in range(5)], (queue, g)

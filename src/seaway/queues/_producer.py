@@ -165,6 +165,8 @@ class _Step:
     chunks' LSNs; and per partition log a count record (see :mod:`seaway.queues._lag`) whose key
     and value take the pointer chunks' LSNs."""
 
+    entries: list[_Entry]
+    placement: _Placement
     data_log: int
     batches: list[LinkedBatch]
     writes: list[LinkedWrite]
@@ -202,7 +204,7 @@ class _Step:
                 for index, counter in enumerate(counters):
                     where[counter] = (data_log, len(chunk_at), index)
                 chunk_at.append((b, r))
-        step = _Step(data_log, batches, [], len(batches), data_counters, [])
+        step = _Step(entries, (shares, logs, placed), data_log, batches, [], len(batches), data_counters, [])
         for place, share in shares.items():
             at = len(batches)
             payloads: list[bytes] = []
@@ -385,6 +387,10 @@ class Producer:
         """A batch of the commit's step failed, so it did not commit: count what landed, place
         again what found its log sealed or gone (as a send does), then stage the counts; the
         transaction then commits as usual. Any other failure is raised (the transaction aborts)."""
+        if not outcomes:  # the step could not carry them (other writers' batches): sent now, as placed
+            self._send(tx, step.entries, [], 0, pending.chunks, placement=step.placement)
+            self._stage_counts(tx, pending)
+            return
         data: dict[int, tuple[int, int, int]] = {}
         data_gone = False
         for i, outcome in enumerate(outcomes[:step.data_batches]):

@@ -23,7 +23,7 @@ from seaway.errors import (
     TransactionTimedOutError,
     UnknownTransactionError,
 )
-from seaway.log import LinkedBatch, LsnSlot
+from seaway.log import LINKED_BATCHES_MAX, LinkedBatch, LsnSlot
 from seaway.txn._checks import check_commit, check_txn_logs, check_write_pointers
 from seaway.txn._linked import LinkedWrite
 from seaway.txn._manager import TxnInfo
@@ -163,7 +163,9 @@ class Transaction:
         If one of the step's batches fails, it does not commit: each writer's ``failed`` is called
         with its batches' outcomes (their LSNs, or their errors; in order) and writes again what
         failed, by its own appends and stage_put (the linked writes are not applied); then the
-        transaction commits as usual. If ``failed`` raises, the transaction aborts."""
+        transaction commits as usual. A writer whose batches the step cannot carry (the writers'
+        batches together are more than LINKED_BATCHES_MAX) has ``failed`` called with no outcomes
+        before the step, and sends them all itself. If ``failed`` raises, the transaction aborts."""
         self.check_open()
         self._at_commit.append(_AtCommit(list(batches), list(writes), failed))
 
@@ -207,7 +209,16 @@ class Transaction:
     def _commit_appending(self) -> bool:
         """Commit with the appends asked for at commit, in one step; whether a plain commit is still
         to be made (one of the appends failed, and the writers wrote again what failed)."""
-        asked, self._at_commit = self._at_commit, []
+        queued, self._at_commit = self._at_commit, []
+        asked: list[_AtCommit] = []
+        total = 0
+        for at in queued:  # the writers whose batches the step cannot carry send theirs first
+            if total + len(at.batches) > LINKED_BATCHES_MAX:
+                at.failed([])
+            else:
+                asked.append(at)
+                total += len(at.batches)
+        self.check_open()
         batches: list[LinkedBatch] = []
         writes: list[LinkedWrite] = []
         for at in asked:
