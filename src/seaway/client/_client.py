@@ -713,6 +713,9 @@ class RemoteTxn:
       the outcome is still unknown). A second cut off, or ``status`` unreachable, raises the
       :class:`TransportError`: the outcome is unknown,
       and ``sw.txn.status(id)`` tells it later.
+    - ``commit_appending`` is never sent again: its appends may have landed. The client asks
+      ``status``; a transaction still in progress is aborted (unless it committed meanwhile) and
+      the :class:`TransportError` raised.
     """
 
     def __init__(self, client: RemoteSeaway) -> None:
