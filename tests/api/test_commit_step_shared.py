@@ -19,6 +19,7 @@ from seaway.log import LinkedBatch, LsnSlot, Record, append_linked
 from seaway.queues import _producer
 from seaway.server import ServerProcess
 from seaway.txn import LinkedWrite
+from seaway.wire import seaway_pb2 as pb
 from tests.api.conftest import Api, Refused
 from tests.api.test_queues_shared import drain_all, queue_with
 
@@ -292,3 +293,19 @@ def test_entries_that_do_not_fit_the_commit_step_are_sent_before_it(api: Api) ->
             with api.sw.queues.consumer(queue, f"g{g}", 0) as consumer:
                 got = drain_all(api, [consumer], 5)[0]
             assert [e.payload for e in got] == [b"%s/%d" % (queue.encode(), i) for i in range(5)], (queue, g)
+
+
+def test_a_commit_step_carries_64_batches_and_refuses_65_for_good(api: Api) -> None:
+    log = api.sw.logs.create(api.name("log"))
+    tx = api.sw.transaction()
+    assert api.sw.txn.api.commit_appending(tx.id, [LinkedBatch(log.id, [b"%d" % i]) for i in range(64)]) is None
+    assert api.sw.txn.status(tx.id) is TxnStatus.COMMITTED and len(_records(api.sw, log)) == 64
+    tx = api.sw.transaction()
+    with pytest.raises(InvalidArgumentError) as caught:
+        api.sw.txn.api.commit_appending(tx.id, [LinkedBatch(log.id, [b"x"])] * 65)
+    assert not caught.value.retriable
+    if api.kind == "remote":  # the server's own check, for a client that does not check first
+        request = pb.TxnAppendCommitRequest(id=tx.id, batches=[pb.LinkedBatch(log_id=log.id, payloads=[b"x"])] * 65)
+        with pytest.raises(InvalidArgumentError):
+            api.sw._call("TxnAppendCommit", request, idempotent=False)
+    assert len(_records(api.sw, log)) == 64 and api.sw.txn.status(tx.id) is TxnStatus.IN_PROGRESS

@@ -32,7 +32,7 @@ from seaway.errors import (
     UnknownLogError,
 )
 from seaway.ledger import decode_change
-from seaway.log import COMMIT_MANY_MAX, Log, MetaBatch
+from seaway.log import COMMIT_MANY_MAX, Log, MetaBatch, check_linked
 from seaway.notify import NotifyConfig
 from seaway.server import _pages
 from seaway.server._metrics import Metrics
@@ -626,6 +626,7 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                         context: grpc.ServicerContext) -> pb.TxnAppendCommitReply:
         def run() -> pb.TxnAppendCommitReply:
             batches = linked_batches_from_msg(request.batches)
+            check_linked(batches)  # refused for good before it waits for slots it could never get
             for batch in batches:
                 with contextlib.suppress(UnknownLogError):  # that batch's own outcome, not the call's
                     self._clients_log(batch.log_id)  # a log a client may write, as for AppendMany
