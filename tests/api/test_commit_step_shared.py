@@ -166,7 +166,7 @@ def test_a_producer_transaction_costs_two_calls_in_steady_state(server: ServerPr
         calls: list[str] = []
         _Stub(sw, calls)
         for n in range(1, 6):
-            with sw.transaction() as tx:
+            with sw.transaction(logs=producer.logs() if n % 2 else ()) as tx:  # logs declared at begin, or not
                 producer.enqueue_batch(tx, *_entries(20, 20 * n))
             assert calls == ["TxnBegin", "TxnAppendCommit"], calls
             calls.clear()
