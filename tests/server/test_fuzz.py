@@ -216,7 +216,18 @@ def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: S
         if rng.random() < 0.5:  # logs registered by the begin; 10_001: over the limit; 0 is no log id
             count = rng.choice([1, 3, 10_001])
             msg.log_ids.extend(rng.choice([*known_ids, 0, _u64(rng)]) for _ in range(count))
+        for known in ("invalid_known", "live_known"):  # copies the client keeps: none, or of any version
+            if rng.random() < 0.5:
+                getattr(msg, known).CopyFrom(pb.InvalidKnown(epoch=rng.choice([0, _u64(rng)]),
+                                                             version=rng.choice([0, 1, _u64(rng)])))
         return msg
+    if method == "TxnSnapshot":
+        snap = pb.TxnSnapshotRequest()
+        for known in ("invalid_known", "live_known"):
+            if rng.random() < 0.5:
+                getattr(snap, known).CopyFrom(pb.InvalidKnown(epoch=rng.choice([0, _u64(rng)]),
+                                                              version=rng.choice([0, 1, _u64(rng)])))
+        return snap
     if method in ("TxnAbort", "TxnStatus"):
         return pb.TxnRef(id=txn_id)
     if method == "TxnRegister":  # 10_001: over the manager's limit of logs a call

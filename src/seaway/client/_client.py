@@ -15,7 +15,6 @@ import copy
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
 from typing import Any
 from urllib.parse import urlparse
 
@@ -90,6 +89,7 @@ from seaway.txn import (
     InvalidCopy,
     InvalidVersion,
     LinkedWrite,
+    LiveCopy,
     Snapshot,
     Transaction,
     Transactions,
@@ -107,6 +107,7 @@ from seaway.wire import (
     ledger_entry_from_msg,
     linked_batches_to_msg,
     linked_writes_to_msg,
+    live_changes_from_msg,
     log_info_from_msg,
     meta_batch_to_msg,
     overrides_from_msg,
@@ -722,6 +723,8 @@ class RemoteTxn:
         self._client = client
         self._default_timeout_s: float | None = None
         self._invalid = InvalidCopy()
+        self._live = LiveCopy()
+        """The server's transactions in progress, likewise: each snapshot is the view at its version."""
         """The server's invalid list, kept up to date by the changes each begin's or snapshot's reply
         carries (so that a reply grows with what was aborted since, not with history)."""
 
@@ -740,12 +743,25 @@ class RemoteTxn:
                 raise InvalidArgumentError(f"a transaction's timeout must be a number, got {timeout_s!r}")
             request.timeout_s = timeout_s
         request.invalid_known.CopyFrom(invalid_version_to_msg(self._invalid.known))
+        sent = self._live.known()
+        request.live_known.CopyFrom(pb.InvalidKnown(epoch=sent[0], version=sent[1]))
         # Tried again on a transport failure: a begin that did reach the server only leaves a
         # transaction that wrote nothing, which times out (nothing of it is ever visible; with
         # logs, it is invalid until it settles, as any aborted one).
         reply: pb.TxnBeginReply = self._client._joined("TxnBegin", request)
         self._default_timeout_s = reply.default_timeout_s
-        return self._with_invalid(Snapshot.decode(reply.snapshot), reply)
+        return self._with_invalid(self._with_live(Snapshot.decode(reply.snapshot), reply, sent), reply)
+
+    def _with_live(self, snapshot: Snapshot, reply: pb.TxnBeginReply | pb.TxnSnapshotReply,
+                   sent: tuple[int, int, Any]) -> Snapshot:
+        """The reply's snapshot with the transactions in progress as of its own version: the copy
+        of the server's set, brought up to date by the reply's changes (see seaway.txn._idlog)."""
+        if not reply.HasField("live"):
+            raise ServerError("the server's reply has no changes of the transactions in progress")
+        view = self._live.view(live_changes_from_msg(reply.live), sent)
+        if view is None:
+            raise ServerError("the server's changes of the transactions in progress do not follow the version sent")
+        return snapshot.with_in_progress(view)
 
     def _with_invalid(self, snapshot: Snapshot, reply: pb.TxnBeginReply | pb.TxnSnapshotReply) -> Snapshot:
         """The reply's snapshot with the invalid list: the copy, brought up to date by the reply's
@@ -754,7 +770,7 @@ class RemoteTxn:
             raise ServerError("the server's reply has no invalid list's changes")
         if not self._invalid.apply(invalid_changes_from_msg(reply.invalid)):
             self._read_invalid()
-        return replace(snapshot, invalid=self._invalid.ids())
+        return snapshot.with_invalid(self._invalid.view())
 
     def _read_invalid(self) -> None:
         """Read the whole invalid list in pages, then the changes since the first page's version
@@ -915,10 +931,13 @@ class RemoteTxn:
         return self._snapshot()[0]
 
     def _snapshot(self) -> tuple[Snapshot, float]:
-        request = pb.TxnSnapshotRequest(invalid_known=invalid_version_to_msg(self._invalid.known))
+        sent = self._live.known()
+        request = pb.TxnSnapshotRequest(invalid_known=invalid_version_to_msg(self._invalid.known),
+                                        live_known=pb.InvalidKnown(epoch=sent[0], version=sent[1]))
         reply: pb.TxnSnapshotReply = self._client._call("TxnSnapshot", request)
         self._default_timeout_s = reply.default_timeout_s
-        return self._with_invalid(Snapshot.decode(reply.snapshot), reply), reply.default_timeout_s
+        return self._with_invalid(self._with_live(Snapshot.decode(reply.snapshot), reply, sent), reply), \
+            reply.default_timeout_s
 
     def list(self, after: TxnInfo | None = None, limit: int | None = None) -> builtins.list[TxnInfo]:
         """As the manager's: in progress, then invalid, each by id, at most ``limit`` after

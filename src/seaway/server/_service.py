@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TypeVar
 
 import grpc
@@ -37,7 +37,7 @@ from seaway.notify import NotifyConfig
 from seaway.server import _pages
 from seaway.server._metrics import Metrics
 from seaway.server._read_many import ReadSession, ReadStreamBounds
-from seaway.txn import STATE_NAMESPACE
+from seaway.txn import STATE_NAMESPACE, Snapshot
 from seaway.wire import (
     error_metadata,
     error_to_msg,
@@ -46,6 +46,7 @@ from seaway.wire import (
     ledger_entry_to_msg,
     linked_batches_from_msg,
     linked_writes_from_msg,
+    live_changes_to_msg,
     log_info_to_msg,
     meta_batch_from_msg,
     overrides_from_msg,
@@ -543,14 +544,37 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
         def run() -> pb.TxnBeginReply:
             txn = self._store.txn_manager
             snapshot = txn.begin(request.timeout_s if request.HasField("timeout_s") else None, request.log_ids)
-            if not request.HasField("invalid_known"):  # the whole list in the snapshot, under the reply bound
-                return pb.TxnBeginReply(snapshot=snapshot.encode(), default_timeout_s=txn.default_timeout_s)
+            reply = pb.TxnBeginReply(default_timeout_s=txn.default_timeout_s)
             # Taken after the begin: a list at least as new as the snapshot's, which is sound (see
             # seaway.txn._invalid); the reply grows with the list's changes, not with its length.
-            changes = txn.invalid_changes(invalid_version_from_msg(request.invalid_known))
-            return pb.TxnBeginReply(snapshot=replace(snapshot, invalid=()).encode(),
-                                    default_timeout_s=txn.default_timeout_s, invalid=invalid_changes_to_msg(changes))
+            self._fill_snapshot(reply, snapshot, request.invalid_known if request.HasField("invalid_known") else None,
+                                request.live_known if request.HasField("live_known") else None)
+            return reply
         return self._unary("TxnBegin", context, run)
+
+    def _fill_snapshot(self, reply: pb.TxnBeginReply | pb.TxnSnapshotReply, snapshot: Snapshot,
+                       invalid_known: pb.InvalidKnown | None, live_known: pb.InvalidKnown | None,
+                       shared: dict[tuple[int, int, int, int], pb.InvalidChanges] | None = None) -> None:
+        """A snapshot's reply: the snapshot encoded, with its invalid ids as changes to the client's
+        copy when it named one (``shared``: the messages of a call, one per versions), and its
+        in-progress ids likewise (as of the snapshot's own version: see seaway.txn._idlog), so
+        that the reply grows with what changed since the client's last call, not with either set."""
+        txn = self._store.txn_manager
+        if invalid_known is not None:
+            known = invalid_version_from_msg(invalid_known)
+            now = txn.invalid_changes(known)
+            key = (known.epoch, known.version, now.epoch, now.version)
+            found = None if shared is None else shared.get(key)
+            if found is None:
+                found = invalid_changes_to_msg(now)
+                if shared is not None:
+                    shared[key] = found
+            reply.invalid.CopyFrom(found)
+            snapshot = snapshot.with_invalid(())
+        if live_known is not None:
+            reply.live.CopyFrom(live_changes_to_msg(txn.live_changes(snapshot, live_known.epoch, live_known.version)))
+            snapshot = snapshot.with_in_progress(())
+        reply.snapshot = snapshot.encode()
 
     def TxnBeginMany(self, request: pb.TxnBeginManyRequest, context: grpc.ServicerContext) -> pb.TxnBeginManyReply:
         def run() -> pb.TxnBeginManyReply:
@@ -558,29 +582,22 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             txn = self._store.txn_manager
             reply = pb.TxnBeginManyReply()
             # Every begin appended before any is waited for (those that register logs share the
-            # log's syncs). The changes are taken after them all, so after each begin, as TxnBegin
-            # does (changes taken before a begin can miss a transaction its snapshot already
-            # counts as ended: its writes would be visible to the new transaction); one message
-            # per (version known, version now).
+            # log's syncs). The invalid list's changes are taken after them all, so after each
+            # begin, as TxnBegin does (changes taken before a begin can miss a transaction its
+            # snapshot already counts as ended: its writes would be visible to the new
+            # transaction); one message per (version known, version now). The in-progress ids
+            # are each snapshot's own.
             begun = txn.begin_many([(begin.timeout_s if begin.HasField("timeout_s") else None, begin.log_ids)
                                     for begin in request.begins])
-            changes: dict[tuple[int, int, int, int], pb.InvalidChanges] = {}
+            shared: dict[tuple[int, int, int, int], pb.InvalidChanges] = {}
             for begin, outcome in zip(request.begins, begun, strict=True):
                 try:
                     if isinstance(outcome, SeawayError):
                         raise outcome
-                    if not begin.HasField("invalid_known"):
-                        reply.results.add(begun=pb.TxnBeginReply(snapshot=outcome.encode(),
-                                                                 default_timeout_s=txn.default_timeout_s))
-                        continue
-                    known = invalid_version_from_msg(begin.invalid_known)
-                    now = txn.invalid_changes(known)
-                    key = (known.epoch, known.version, now.epoch, now.version)
-                    found = changes.get(key)
-                    if found is None:
-                        found = changes[key] = invalid_changes_to_msg(now)
-                    reply.results.add(begun=pb.TxnBeginReply(snapshot=replace(outcome, invalid=()).encode(),
-                                                             default_timeout_s=txn.default_timeout_s, invalid=found))
+                    one = pb.TxnBeginReply(default_timeout_s=txn.default_timeout_s)
+                    self._fill_snapshot(one, outcome, begin.invalid_known if begin.HasField("invalid_known") else None,
+                                        begin.live_known if begin.HasField("live_known") else None, shared)
+                    reply.results.add(begun=one)
                 except Exception as exc:  # this begin's answer, not the call's
                     reply.results.add(error=error_to_msg(self._typed("TxnBeginMany", exc)))
             return reply
@@ -672,12 +689,11 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def TxnSnapshot(self, request: pb.TxnSnapshotRequest, context: grpc.ServicerContext) -> pb.TxnSnapshotReply:
         def run() -> pb.TxnSnapshotReply:
             txn = self._store.txn_manager
-            snapshot = txn.snapshot()
-            if not request.HasField("invalid_known"):
-                return pb.TxnSnapshotReply(snapshot=snapshot.encode(), default_timeout_s=txn.default_timeout_s)
-            changes = txn.invalid_changes(invalid_version_from_msg(request.invalid_known))
-            return pb.TxnSnapshotReply(snapshot=replace(snapshot, invalid=()).encode(),
-                                       default_timeout_s=txn.default_timeout_s, invalid=invalid_changes_to_msg(changes))
+            reply = pb.TxnSnapshotReply(default_timeout_s=txn.default_timeout_s)
+            self._fill_snapshot(reply, txn.snapshot(),
+                                request.invalid_known if request.HasField("invalid_known") else None,
+                                request.live_known if request.HasField("live_known") else None)
+            return reply
         return self._unary("TxnSnapshot", context, run)
 
     def TxnInvalid(self, request: pb.TxnInvalidRequest, context: grpc.ServicerContext) -> pb.TxnInvalidReply:

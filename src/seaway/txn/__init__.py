@@ -7,6 +7,7 @@ from seaway.txn._checks import LOGS_MAX, check_txn_logs, check_write_pointer
 from seaway.txn._config import TxnConfig
 from seaway.txn._durable import NAMESPACE as STATE_NAMESPACE
 from seaway.txn._durable import WAL_LOG
+from seaway.txn._idlog import IdView, LiveChanges, LiveCopy
 from seaway.txn._invalid import PAGE_IDS_MAX as INVALID_PAGE_IDS_MAX
 from seaway.txn._invalid import InvalidChanges, InvalidCopy, InvalidVersion
 from seaway.txn._linked import LinkedWrite, check_linked_writes
@@ -15,6 +16,6 @@ from seaway.txn._snapshot import Snapshot, Visibility
 from seaway.txn._state import TxnStatus
 
 __all__ = ["INVALID_PAGE_IDS_MAX", "JUDGED_LOGS_MAX", "LOGS_MAX", "STATE_NAMESPACE", "WAL_LOG", "AbortedJudges",
-           "InvalidChanges", "InvalidCopy", "InvalidVersion", "LinkedWrite", "LogJudge", "Snapshot", "Transaction",
-           "TransactionManager", "Transactions", "TxnApi", "TxnConfig", "TxnInfo", "TxnStatus", "Visibility",
-           "check_linked_writes", "check_txn_logs", "check_write_pointer"]
+           "IdView", "InvalidChanges", "InvalidCopy", "InvalidVersion", "LinkedWrite", "LiveChanges", "LiveCopy",
+           "LogJudge", "Snapshot", "Transaction", "TransactionManager", "Transactions", "TxnApi", "TxnConfig",
+           "TxnInfo", "TxnStatus", "Visibility", "check_linked_writes", "check_txn_logs", "check_write_pointer"]

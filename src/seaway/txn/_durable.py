@@ -25,12 +25,14 @@ from seaway.txn._state import (
     Abort,
     Commit,
     Edit,
+    SavedState,
     SaveMark,
     TimeOut,
     TxnState,
     Visible,
     decode_edit,
     encode_edit,
+    encode_saved,
 )
 
 if TYPE_CHECKING:
@@ -171,12 +173,15 @@ class DurableManager:
                 while (self._committing or self._unrecorded) and self._stopped is None:
                     self._cond.wait()
                 self._check_running()
-                raw = self.state.encode()
+                # A copy, under the lock (plain copies: milliseconds for a large state); encoded
+                # outside it, while begins and commits go on (their edits come after the mark).
+                saved = self.state.copy_for_save()
                 marker = self._append(SaveMark())
                 self._edits_since_save = 0
             finally:
                 self._saving = False
                 self._cond.notify_all()
+        raw = self._encode_saved(saved)
         lsn = marker.result()
         chunks = [raw[i:i + _CHUNK_BYTES] for i in range(0, len(raw), _CHUNK_BYTES)] or [b""]
         # Every commit logged before the checkpoint has applied its writes, and every edit its
@@ -189,6 +194,10 @@ class DurableManager:
         if self._wal is not None:
             self._wal.trim(lsn)
         self._saved_at_s = self._clock.monotonic_s()
+
+    def _encode_saved(self, saved: SavedState) -> bytes:
+        """Encode a save's copy of the state (outside the lock; a seam for tests that hold it)."""
+        return encode_saved(saved)
 
     def _append(self, edit: Edit) -> Future[int]:
         """Append ``edit`` (called under the lock, so that the log's order is the order applied)."""

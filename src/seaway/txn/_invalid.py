@@ -29,6 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
 
+from seaway.txn._idlog import IdLog, IdView
+
 JOURNAL_MAX = 262_144
 """Changes of the invalid list the manager keeps (an id and a flag each), to answer clients that
 are behind with what changed."""
@@ -100,12 +102,12 @@ class InvalidJournal:
 class InvalidCopy:
     """A client's copy of the manager's invalid list, kept up to date by the changes its replies
     carry. Thread-safe: replies to concurrent calls may come in any order (an older one than the
-    copy is ignored; it is never needed, a newer copy serving as well)."""
+    copy is ignored; it is never needed, a newer copy serving as well). A snapshot takes a view of
+    it (O(1), see :mod:`._idlog`), not a copy."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._ids: set[int] = set()
-        self._sorted: tuple[int, ...] | None = ()
+        self._ids = IdLog()
         self.known = InvalidVersion()
 
     def apply(self, changes: InvalidChanges) -> bool:
@@ -117,38 +119,40 @@ class InvalidCopy:
             if same and changes.version <= self.known.version:
                 return True  # the copy is as new already
             if changes.reset:
-                self._ids = set(changes.added)
+                self._ids.restart(changes.added)
             elif not same:
                 return False  # changes of another incarnation's list: never applied to this copy
             else:
-                self._ids.update(changes.added)
-                self._ids.difference_update(changes.removed)
-            self._sorted = None
+                for write_pointer in changes.added:
+                    self._ids.add(write_pointer)
+                for write_pointer in changes.removed:
+                    self._ids.remove(write_pointer)
             self.known = InvalidVersion(changes.epoch, changes.version)
             return True
 
     def load(self, epoch: int, version: int, ids: Iterable[int]) -> None:
         """Pages read from ``version`` on: the caller then applies the changes since ``version``."""
         with self._lock:
-            self._ids = set(ids)
-            self._sorted = None
+            self._ids.restart(ids)
             self.known = InvalidVersion(epoch, version)
 
     def take(self, other: InvalidCopy) -> None:
         """Become ``other`` (a copy built aside, from pages) unless this one is newer: a copy is
         never seen half-built by the snapshots of concurrent calls."""
         with other._lock:
-            ids, known = other._ids, other.known
+            ids, known = set(other._ids), other.known
         with self._lock:
             if known.epoch == self.known.epoch and known.version <= self.known.version:
                 return
-            self._ids = set(ids)
-            self._sorted = None
+            self._ids.restart(ids)
             self.known = known
 
     def ids(self) -> tuple[int, ...]:
-        """The copy's ids, sorted (shared by every snapshot until the copy changes)."""
+        """The copy's ids, sorted."""
         with self._lock:
-            if self._sorted is None:
-                self._sorted = tuple(sorted(self._ids))
-            return self._sorted
+            return self._ids.sorted()
+
+    def view(self) -> IdView:
+        """The copy as it is now, for a snapshot: O(1)."""
+        with self._lock:
+            return self._ids.view()

@@ -45,6 +45,7 @@ from seaway.txn._checks import check_commit, check_txn_logs, check_write_pointer
 from seaway.txn._commit import CommittingManager, _answer
 from seaway.txn._config import TxnConfig
 from seaway.txn._durable import WAL_LOG, log_failure
+from seaway.txn._idlog import LiveChanges, live_changes
 from seaway.txn._invalid import CHANGES_IDS_MAX, PAGE_IDS_MAX, InvalidChanges, InvalidVersion
 from seaway.txn._linked import LinkedWrite, check_linked_writes, filled
 from seaway.txn._snapshot import Snapshot
@@ -213,8 +214,16 @@ class TransactionManager(CommittingManager):
                 if changes is not None:
                     return InvalidChanges(self._epoch, journal.version, added=changes[0], removed=changes[1])
             if len(self.state.invalid) <= ids_max:
-                return InvalidChanges(self._epoch, journal.version, reset=True, added=self.state.snapshot().invalid)
+                return InvalidChanges(self._epoch, journal.version, reset=True, added=self.state.dead.sorted())
             return InvalidChanges(self._epoch, journal.version, fetch=True)
+
+    def live_changes(self, snapshot: Snapshot, known_epoch: int, known_version: int) -> LiveChanges:
+        """What brings a client's copy of the in-progress set at (``known_epoch``,
+        ``known_version``) to the set as ``snapshot`` (one of this manager's) holds it: the ids
+        begun and ended since, or the whole set (a client that is new, or too far behind). The
+        version is the snapshot's own, so that the client decides visibility as of it (a copy
+        newer than a begin would make transactions that ended since visible to it)."""
+        return live_changes(self._epoch, snapshot.in_progress_view, known_epoch, known_version)
 
     def invalid_page(self, after: int, limit: int = PAGE_IDS_MAX) -> tuple[tuple[int, ...], InvalidVersion, bool]:
         """Up to ``limit`` (at most PAGE_IDS_MAX) ids of the invalid list above ``after``, in order,

@@ -16,11 +16,11 @@ that had already moved past its position.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from collections.abc import Iterable
 from enum import Enum
-from functools import cached_property
 
 from seaway.errors import CorruptionError
+from seaway.txn._idlog import IdView
 
 _HEAD = struct.Struct(">BQQII")
 _VERSION = 1
@@ -35,36 +35,108 @@ class Visibility(Enum):
     """Aborted or timed out: never visible. Step over it."""
 
 
-@dataclass(frozen=True)
 class Snapshot:
     """What was committed when the snapshot was taken. ``write_pointer`` is 0 for a reader outside
-    any transaction; a transaction's own snapshot carries its write pointer, whose writes it sees."""
+    any transaction; a transaction's own snapshot carries its write pointer, whose writes it sees.
 
-    read_pointer: int
-    in_progress: tuple[int, ...] = ()
-    invalid: tuple[int, ...] = ()
-    write_pointer: int = 0
+    The ids in progress and invalid are given as tuples, or (the manager's snapshots, a client's)
+    as :class:`IdView` s of the sets at the snapshot's version: a begin takes them in O(1), not a
+    copy of each set, and a visibility question looks an id up in O(1). ``in_progress`` and
+    ``invalid`` list them (sorted, built at the first call, for what needs them all)."""
 
-    @cached_property
-    def _excluded(self) -> frozenset[int]:
-        """Built by the first visibility question, not by the begin that made the snapshot."""
-        return frozenset(self.in_progress) | frozenset(self.invalid)
+    __slots__ = ("_dead", "_excluded", "_invalid", "_invalid_frozen", "_live", "_progress", "_progress_frozen",
+                 "read_pointer", "write_pointer")
 
-    @cached_property
-    def _in_progress(self) -> frozenset[int]:
-        return frozenset(self.in_progress)
+    def __init__(self, read_pointer: int, in_progress: Iterable[int] | IdView = (),
+                 invalid: Iterable[int] | IdView = (), write_pointer: int = 0) -> None:
+        self.read_pointer = read_pointer
+        self.write_pointer = write_pointer
+        self._live: IdView | None = in_progress if isinstance(in_progress, IdView) else None
+        self._progress: tuple[int, ...] | None = None if isinstance(in_progress, IdView) else tuple(in_progress)
+        self._dead: IdView | None = invalid if isinstance(invalid, IdView) else None
+        self._invalid: tuple[int, ...] | None = None if isinstance(invalid, IdView) else tuple(invalid)
+        self._excluded: frozenset[int] | None = None
+        self._progress_frozen: frozenset[int] | None = None
+        self._invalid_frozen: frozenset[int] | None = None
+
+    @property
+    def in_progress(self) -> tuple[int, ...]:
+        if self._progress is None:
+            assert self._live is not None
+            self._progress = self._live.ids()
+        return self._progress
+
+    @property
+    def invalid(self) -> tuple[int, ...]:
+        if self._invalid is None:
+            assert self._dead is not None
+            self._invalid = self._dead.ids()
+        return self._invalid
+
+    @property
+    def in_progress_view(self) -> IdView:
+        """The ids in progress as a view (O(1) when the snapshot holds one)."""
+        return self._live if self._live is not None else IdView.of(self.in_progress)
+
+    def with_invalid(self, invalid: Iterable[int] | IdView) -> Snapshot:
+        """This snapshot with another invalid list (a client's copy of the server's)."""
+        return Snapshot(self.read_pointer, self._live if self._live is not None else self.in_progress, invalid,
+                        self.write_pointer)
+
+    def with_in_progress(self, in_progress: Iterable[int] | IdView) -> Snapshot:
+        return Snapshot(self.read_pointer, in_progress, self._dead if self._dead is not None else self.invalid,
+                        self.write_pointer)
+
+    def _given(self) -> frozenset[int]:
+        """The ids given as tuples, as one set: built by the first visibility question."""
+        if self._excluded is None:
+            self._excluded = frozenset(self._progress or ()) | frozenset(self._invalid or ())
+        return self._excluded
 
     def visible(self, write_pointer: int) -> bool:
         if write_pointer == self.write_pointer:
             return True
-        return write_pointer <= self.read_pointer and write_pointer not in self._excluded
+        if write_pointer > self.read_pointer:
+            return False
+        if self._live is None and self._dead is None:
+            return write_pointer not in self._given()
+        if self._in_progress_has(write_pointer):
+            return False
+        if self._dead is not None:
+            return write_pointer not in self._dead
+        if self._invalid_frozen is None:
+            self._invalid_frozen = frozenset(self.invalid)
+        return write_pointer not in self._invalid_frozen
 
     def visibility(self, write_pointer: int) -> Visibility:
         if self.visible(write_pointer):
             return Visibility.VISIBLE
-        if write_pointer > self.read_pointer or write_pointer in self._in_progress:
+        if write_pointer > self.read_pointer or self._in_progress_has(write_pointer):
             return Visibility.WAIT
         return Visibility.SKIP
+
+    def _in_progress_has(self, write_pointer: int) -> bool:
+        if self._live is not None:
+            return write_pointer in self._live
+        if self._progress_frozen is None:
+            self._progress_frozen = frozenset(self.in_progress)
+        return write_pointer in self._progress_frozen
+
+    def _key(self) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
+        return self.read_pointer, self.write_pointer, self.in_progress, self.invalid
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Snapshot) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Snapshot(read_pointer={self.read_pointer}, in_progress={self.in_progress!r:.200}, "
+                f"invalid={self.invalid!r:.200}, write_pointer={self.write_pointer})")
+
+    def __reduce__(self) -> tuple[type[Snapshot], tuple[int, tuple[int, ...], tuple[int, ...], int]]:
+        return Snapshot, (self.read_pointer, self.in_progress, self.invalid, self.write_pointer)
 
     def encode(self) -> bytes:
         return b"".join((_HEAD.pack(_VERSION, self.read_pointer, self.write_pointer, len(self.in_progress),

@@ -40,6 +40,7 @@ from enum import Enum
 from typing import Any
 
 from seaway.errors import CorruptionError
+from seaway.txn._idlog import IdLog
 from seaway.txn._invalid import InvalidJournal
 from seaway.txn._snapshot import Snapshot
 
@@ -227,6 +228,16 @@ class _Chunk:
         self.low, self.high = 2**64, 0
 
 
+def encode_columns(pointers: array[int], codes: bytearray, ended: array[int]) -> dict[str, Any]:
+    """Outcomes' three columns, each the base64 of its little-endian bytes, not one Python object each."""
+    if sys.byteorder == "big":  # pragma: no cover - the format is little-endian everywhere
+        pointers, ended = array("Q", pointers), array("Q", ended)
+        pointers.byteswap()
+        ended.byteswap()
+    return {"p": base64.b64encode(pointers.tobytes()).decode(), "s": base64.b64encode(codes).decode(),
+            "t": base64.b64encode(ended.tobytes()).decode()}
+
+
 class Outcomes:
     """How finished transactions ended, each for ``keep_ms`` after it ended, at most ``most`` of
     them (the oldest go first): 17 bytes each, in chunks in the order they ended. Looking one up
@@ -280,19 +291,18 @@ class Outcomes:
             for i in range(chunk.first, len(chunk.pointers)):
                 yield chunk.pointers[i], _CODES[chunk.codes[i]], chunk.ended[i]
 
-    def encode(self) -> dict[str, Any]:
-        """Three columns, each the base64 of its little-endian bytes: a save (under the manager's
-        lock) encodes a million outcomes in milliseconds, not one Python object each."""
+    def columns(self) -> tuple[array[int], bytearray, array[int]]:
+        """A copy of the outcomes as three columns (pointers, codes, end times): what a save takes
+        under the manager's lock (copies of arrays, a million outcomes in a few milliseconds)."""
         pointers, ended, codes = array("Q"), array("Q"), bytearray()
         for chunk in self._chunks:
             pointers.extend(chunk.pointers[chunk.first:])
             ended.extend(chunk.ended[chunk.first:])
             codes.extend(chunk.codes[chunk.first:])
-        if sys.byteorder == "big":  # pragma: no cover - the format is little-endian everywhere
-            pointers.byteswap()
-            ended.byteswap()
-        return {"p": base64.b64encode(pointers.tobytes()).decode(), "s": base64.b64encode(codes).decode(),
-                "t": base64.b64encode(ended.tobytes()).decode()}
+        return pointers, codes, ended
+
+    def encode(self) -> dict[str, Any]:
+        return encode_columns(*self.columns())
 
     def decode(self, data: Any, legacy_ms: int) -> None:
         if isinstance(data, list):  # saved before outcomes were kept by time: [[wp, status], ...]
@@ -331,8 +341,10 @@ class TxnState:
         """The conflict keys of commits applied whose ``Visible`` is not applied yet: only while
         recovery replays the log (the manager applies both edits at once)."""
         self.outcomes = Outcomes(outcomes_max, outcomes_ms)
-        self._invalid_sorted: tuple[int, ...] | None = None
-        """The invalid list's ids, sorted, while it does not change (None: to be sorted again)."""
+        self.live = IdLog()
+        """The ids of ``in_progress``, versioned: a snapshot is a view of it, O(1) to take."""
+        self.dead = IdLog()
+        """The ids of ``invalid``, versioned likewise."""
         self.invalid_journal = InvalidJournal()
         """The invalid list's numbered changes, for clients that keep a copy of it."""
 
@@ -346,6 +358,7 @@ class TxnState:
             self.last_write_pointer = max(self.last_write_pointer, edit.write_pointer)
             self.in_progress[edit.write_pointer] = InProgress(edit.now_ms, edit.now_ms + edit.timeout_ms,
                                                               set(edit.logs))
+            self.live.add(edit.write_pointer)
         elif isinstance(edit, Register):
             if (txn := self.in_progress.get(edit.write_pointer)) is not None:
                 txn.logs.update(edit.logs)
@@ -355,6 +368,7 @@ class TxnState:
             now_ms = edit.now_ms or self.last_write_pointer // POINTERS_PER_MS
             for write_pointer in edit.write_pointers:
                 self.in_progress.pop(write_pointer, None)
+                self.live.remove(write_pointer)
                 self._finish(write_pointer, TxnStatus.COMMITTED, now_ms)
             if edit.conflicts:
                 self.undated[edit.write_pointer] = frozenset(edit.conflicts)
@@ -366,11 +380,12 @@ class TxnState:
         elif isinstance(edit, (Abort, TimeOut)):
             status = TxnStatus.ABORTED if isinstance(edit, Abort) else TxnStatus.TIMED_OUT
             if (txn := self.in_progress.pop(edit.write_pointer, None)) is not None:
-                if txn.logs:
-                    self._invalid_sorted = None
+                if txn.logs:  # on the invalid list before it leaves the in-progress set: never visible between
                     self.invalid[edit.write_pointer] = Invalid(status, edit.now_ms, tuple(sorted(txn.logs)),
                                                                expiry_ms=txn.expiry_ms)
+                    self.dead.add(edit.write_pointer)
                     self.invalid_journal.added(edit.write_pointer)
+                self.live.remove(edit.write_pointer)
                 self._finish(edit.write_pointer, status, edit.now_ms)
                 self._forget_conflicts()
             elif self.status(edit.write_pointer) is TxnStatus.UNKNOWN:
@@ -381,9 +396,9 @@ class TxnState:
             if (entry := self.invalid.get(edit.write_pointer)) is not None:
                 entry.tails = edit.tails
         elif isinstance(edit, Prune):
-            self._invalid_sorted = None
             for write_pointer in edit.write_pointers:
                 if self.invalid.pop(write_pointer, None) is not None:
+                    self.dead.remove(write_pointer)
                     self.invalid_journal.removed(write_pointer)
         elif isinstance(edit, Reserve):
             self.last_write_pointer = max(self.last_write_pointer, edit.write_pointer)
@@ -452,30 +467,31 @@ class TxnState:
         return self.outcomes.get(write_pointer) or TxnStatus.UNKNOWN
 
     def snapshot(self, write_pointer: int = 0) -> Snapshot:
-        """A begin's cost: one copy of the in-progress ids (kept in pointer order: begins are
-        applied in the order of their pointers), and the invalid list's sorted tuple, shared by
-        every snapshot until the list changes (not sorted and copied again per begin)."""
-        if self._invalid_sorted is None or len(self._invalid_sorted) != len(self.invalid):
-            self._invalid_sorted = tuple(sorted(self.invalid))
-        return Snapshot(self.last_write_pointer, tuple(self.in_progress), self._invalid_sorted, write_pointer)
+        """A begin's cost is O(1): views of the in-progress ids and of the invalid list at their
+        versions now (see :mod:`._idlog`), not copies; nothing is sorted or copied per begin."""
+        return Snapshot(self.last_write_pointer, self.live.view(), self.dead.view(), write_pointer)
 
     def invalid_page(self, after: int, limit: int) -> tuple[tuple[int, ...], bool]:
         """Up to ``limit`` ids of the invalid list above ``after``, in order, and whether more follow."""
-        ids = self.snapshot().invalid
+        ids = self.dead.sorted()
         start = bisect_right(ids, after)
         return ids[start:start + limit], start + limit < len(ids)
 
     # --- saving -----------------------------------------------------------------------------------
 
+    def copy_for_save(self) -> SavedState:
+        """What a save encodes, copied (under the manager's lock, O(state) of plain copies): the
+        encoding, which costs many times more, is done from it outside the lock, while commits go
+        on (:func:`encode_saved`)."""
+        return SavedState(
+            self.last_write_pointer,
+            [(wp, t.began_ms, t.expiry_ms, tuple(t.logs)) for wp, t in self.in_progress.items()],
+            [(wp, e.status.value, e.since_ms, e.logs, e.tails, e.expiry_ms) for wp, e in self.invalid.items()],
+            list(self.committed),
+            self.outcomes.columns())
+
     def encode(self) -> bytes:
-        return json.dumps({
-            "last": self.last_write_pointer,
-            "in_progress": [[wp, t.began_ms, t.expiry_ms, sorted(t.logs)] for wp, t in self.in_progress.items()],
-            "invalid": [[wp, e.status.value, e.since_ms, list(e.logs), None if e.tails is None else list(e.tails),
-                         e.expiry_ms] for wp, e in self.invalid.items()],
-            "committed": [[cp, sorted(k.hex() for k in keys)] for cp, keys in self.committed],
-            "outcomes": self.outcomes.encode(),
-        }, separators=(",", ":")).encode()
+        return encode_saved(self.copy_for_save())
 
     @classmethod
     def decode(cls, raw: bytes, outcomes_max: int = 1_000_000, outcomes_ms: int = 900_000) -> TxnState:
@@ -490,9 +506,34 @@ class TxnState:
                                               None if tails is None else tuple(map(int, tails)),
                                               int(expiry[0]) if expiry else int(since))
                              for wp, status, since, logs, tails, *expiry in data["invalid"]}
+            state.live = IdLog(state.in_progress)
+            state.dead = IdLog(state.invalid)
             for cp, keys in data["committed"]:
                 state._keep(int(cp), frozenset(bytes.fromhex(k) for k in keys))
             state.outcomes.decode(data["outcomes"], state.last_write_pointer // POINTERS_PER_MS)
         except (ValueError, KeyError, TypeError, IndexError, OverflowError, binascii.Error) as exc:
             raise CorruptionError(f"the transaction manager's saved state does not decode: {exc!r:.200}") from None
         return state
+
+
+@dataclass(frozen=True)
+class SavedState:
+    """A copy of a :class:`TxnState` to save: nothing in it changes with the state."""
+
+    last: int
+    in_progress: list[tuple[int, int, int, tuple[int, ...]]]
+    invalid: list[tuple[int, str, int, tuple[int, ...], tuple[int, ...] | None, int]]
+    committed: list[tuple[int, frozenset[bytes]]]
+    outcomes: tuple[array[int], bytearray, array[int]]
+
+
+def encode_saved(saved: SavedState) -> bytes:
+    """A saved state's encoding (what :meth:`TxnState.decode` reads)."""
+    return json.dumps({
+        "last": saved.last,
+        "in_progress": [[wp, began, expiry, sorted(logs)] for wp, began, expiry, logs in saved.in_progress],
+        "invalid": [[wp, status, since, list(logs), None if tails is None else list(tails), expiry]
+                    for wp, status, since, logs, tails, expiry in saved.invalid],
+        "committed": [[cp, sorted(k.hex() for k in keys)] for cp, keys in saved.committed],
+        "outcomes": encode_columns(*saved.outcomes),
+    }, separators=(",", ":")).encode()

@@ -10,7 +10,14 @@ from collections.abc import Iterable
 
 from seaway.errors import ServerError
 from seaway.log import LinkedBatch, LsnSlot
-from seaway.txn import InvalidChanges, InvalidVersion, LinkedWrite, TxnInfo, TxnStatus
+from seaway.txn import (
+    InvalidChanges,
+    InvalidVersion,
+    LinkedWrite,
+    LiveChanges,
+    TxnInfo,
+    TxnStatus,
+)
 from seaway.wire import seaway_pb2 as pb
 
 _STATUS_TO_WIRE = {TxnStatus.IN_PROGRESS: pb.TXN_IN_PROGRESS, TxnStatus.COMMITTED: pb.TXN_COMMITTED,
@@ -118,3 +125,17 @@ def linked_writes_to_msg(writes: Iterable[LinkedWrite]) -> list[pb.LinkedWrite]:
 def linked_writes_from_msg(msgs: Iterable[pb.LinkedWrite]) -> list[LinkedWrite]:
     return [LinkedWrite(m.namespace, m.key, m.value, [_slot_from_msg(s) for s in m.key_slots],
                         [_slot_from_msg(s) for s in m.value_slots]) for m in msgs]
+
+
+def live_changes_to_msg(changes: LiveChanges) -> pb.LiveChanges:
+    return pb.LiveChanges(epoch=changes.epoch, version=changes.version, since=changes.since, reset=changes.reset,
+                          ids=changes.ids, added=changes.added)
+
+
+def live_changes_from_msg(msg: pb.LiveChanges) -> LiveChanges:
+    """The in-progress set's changes a server answered; malformed ones are the server's fault."""
+    ids, added = tuple(msg.ids), tuple(msg.added)
+    if not msg.reset and len(added) != len(ids):
+        raise ServerError(f"the server's changes of the transactions in progress have {len(ids)} ids and "
+                          f"{len(added)} flags")
+    return LiveChanges(msg.epoch, msg.version, msg.since, msg.reset, ids, added)

@@ -665,31 +665,53 @@ class InvalidChanges(_message.Message):
     removed: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, epoch: _Optional[int] = ..., version: _Optional[int] = ..., reset: _Optional[bool] = ..., fetch: _Optional[bool] = ..., added: _Optional[_Iterable[int]] = ..., removed: _Optional[_Iterable[int]] = ...) -> None: ...
 
+class LiveChanges(_message.Message):
+    __slots__ = ("epoch", "version", "since", "reset", "ids", "added")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    RESET_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    version: int
+    since: int
+    reset: bool
+    ids: _containers.RepeatedScalarFieldContainer[int]
+    added: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, epoch: _Optional[int] = ..., version: _Optional[int] = ..., since: _Optional[int] = ..., reset: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., added: _Optional[_Iterable[bool]] = ...) -> None: ...
+
 class TxnBeginRequest(_message.Message):
-    __slots__ = ("timeout_s", "invalid_known", "log_ids")
+    __slots__ = ("timeout_s", "invalid_known", "log_ids", "live_known")
     TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     INVALID_KNOWN_FIELD_NUMBER: _ClassVar[int]
     LOG_IDS_FIELD_NUMBER: _ClassVar[int]
+    LIVE_KNOWN_FIELD_NUMBER: _ClassVar[int]
     timeout_s: float
     invalid_known: InvalidKnown
     log_ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, timeout_s: _Optional[float] = ..., invalid_known: _Optional[_Union[InvalidKnown, _Mapping]] = ..., log_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    live_known: InvalidKnown
+    def __init__(self, timeout_s: _Optional[float] = ..., invalid_known: _Optional[_Union[InvalidKnown, _Mapping]] = ..., log_ids: _Optional[_Iterable[int]] = ..., live_known: _Optional[_Union[InvalidKnown, _Mapping]] = ...) -> None: ...
 
 class TxnBeginReply(_message.Message):
-    __slots__ = ("snapshot", "default_timeout_s", "invalid")
+    __slots__ = ("snapshot", "default_timeout_s", "invalid", "live")
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     INVALID_FIELD_NUMBER: _ClassVar[int]
+    LIVE_FIELD_NUMBER: _ClassVar[int]
     snapshot: bytes
     default_timeout_s: float
     invalid: InvalidChanges
-    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ..., invalid: _Optional[_Union[InvalidChanges, _Mapping]] = ...) -> None: ...
+    live: LiveChanges
+    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ..., invalid: _Optional[_Union[InvalidChanges, _Mapping]] = ..., live: _Optional[_Union[LiveChanges, _Mapping]] = ...) -> None: ...
 
 class TxnSnapshotRequest(_message.Message):
-    __slots__ = ("invalid_known",)
+    __slots__ = ("invalid_known", "live_known")
     INVALID_KNOWN_FIELD_NUMBER: _ClassVar[int]
+    LIVE_KNOWN_FIELD_NUMBER: _ClassVar[int]
     invalid_known: InvalidKnown
-    def __init__(self, invalid_known: _Optional[_Union[InvalidKnown, _Mapping]] = ...) -> None: ...
+    live_known: InvalidKnown
+    def __init__(self, invalid_known: _Optional[_Union[InvalidKnown, _Mapping]] = ..., live_known: _Optional[_Union[InvalidKnown, _Mapping]] = ...) -> None: ...
 
 class TxnInvalidRequest(_message.Message):
     __slots__ = ("after", "limit")
@@ -828,14 +850,16 @@ class TxnStatusReply(_message.Message):
     def __init__(self, status: _Optional[_Union[TxnOutcome, str]] = ...) -> None: ...
 
 class TxnSnapshotReply(_message.Message):
-    __slots__ = ("snapshot", "default_timeout_s", "invalid")
+    __slots__ = ("snapshot", "default_timeout_s", "invalid", "live")
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     INVALID_FIELD_NUMBER: _ClassVar[int]
+    LIVE_FIELD_NUMBER: _ClassVar[int]
     snapshot: bytes
     default_timeout_s: float
     invalid: InvalidChanges
-    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ..., invalid: _Optional[_Union[InvalidChanges, _Mapping]] = ...) -> None: ...
+    live: LiveChanges
+    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ..., invalid: _Optional[_Union[InvalidChanges, _Mapping]] = ..., live: _Optional[_Union[LiveChanges, _Mapping]] = ...) -> None: ...
 
 class TxnInfo(_message.Message):
     __slots__ = ("id", "status", "began_ms", "expiry_ms", "log_ids")
