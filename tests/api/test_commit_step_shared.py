@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -21,7 +22,32 @@ from seaway.server import ServerProcess
 from seaway.txn import LinkedWrite
 from seaway.wire import seaway_pb2 as pb
 from tests.api.conftest import Api, Refused
-from tests.api.test_queues_shared import drain_all, queue_with
+
+DRAIN_S = 60.0
+"""How long a drain waits for the entries it expects (a bound for a stalled test, not a timing)."""
+
+
+def queue_with(api: Api, *groups: tuple[str, int, str, str | None]) -> str:
+    queue = api.name("q")
+    api.sw.queues.create(queue)
+    for group, size, strategy, key in groups:
+        api.sw.queues.create_group(queue, group, size, strategy, key=key)
+    return queue
+
+
+def drain_all(api: Api, consumers: list[Any], count: int, entries_max: int = 500) -> list[list[Any]]:
+    """Dequeue (and commit) round the consumers until they delivered ``count`` entries together (or
+    DRAIN_S passed), then one round more, which must find nothing new to be right."""
+    got: list[list[Any]] = [[] for _ in consumers]
+    deadline = time.monotonic() + DRAIN_S
+    while sum(map(len, got)) < count and time.monotonic() < deadline:
+        for i, consumer in enumerate(consumers):
+            with api.sw.transaction() as tx:
+                got[i].extend(consumer.dequeue(tx, entries_max, 0.5))
+    for i, consumer in enumerate(consumers):
+        with api.sw.transaction() as tx:
+            got[i].extend(consumer.dequeue(tx, entries_max, 0.5))
+    return got
 
 
 def _records(sw: Any, log: Any) -> list[bytes]:
