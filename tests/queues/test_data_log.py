@@ -15,6 +15,7 @@ import pytest
 import seaway
 from seaway import TxnConfig
 from seaway.log import Record
+from seaway.log import _linked as linked_module
 from seaway.queues import Consumer, Entry, Position
 from seaway.queues import _producer as producer_module
 from seaway.queues._data import DataChunks
@@ -118,10 +119,13 @@ def test_the_data_log_is_trimmed_below_what_every_group_acknowledged(sw: seaway.
         assert [e.payload for c in members for e in drain(sw, c)] == [b"after"], group
 
 
+@pytest.mark.parametrize("path", ["commit step", "flush"])
 def test_eviction_keeps_the_data_of_a_producer_whose_pointers_are_not_written_yet(
-        sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch) -> None:
+        sw: seaway.Seaway, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     """A producer appends its payloads, then its pointer chunks: an eviction in between (every
-    partition fully acknowledged, so no pointer holds the chunk) must keep the data chunk."""
+    partition fully acknowledged, so no pointer holds the chunk) must keep the data chunk. Paused
+    there: in the commit's step, where the linked append fills the pointer chunks with the data
+    chunks' LSNs; in a flush, where the producer builds them."""
     make_queue(sw, "q")
     producer = sw.queues.producer("q")
     with sw.transaction() as tx:
@@ -135,20 +139,24 @@ def test_eviction_keeps_the_data_of_a_producer_whose_pointers_are_not_written_ye
     assert data_log is not None
     assert sw.queues.evict_data("q") == sw.logs.get(data_log).tail_lsn()  # every group acknowledged "first"
     appended, release = threading.Event(), threading.Event()
-    pointers = producer_module._pointer_chunks
+    module: Any = linked_module if path == "commit step" else producer_module
+    name = "fill_lsns" if path == "commit step" else "_pointer_chunks"
+    pointers = getattr(module, name)
 
     def paused(*args: Any) -> Any:  # the data chunk is appended, the pointers not yet
         appended.set()
         assert release.wait(WAIT_S)
         return pointers(*args)
 
-    monkeypatch.setattr(producer_module, "_pointer_chunks", paused)
+    monkeypatch.setattr(module, name, paused)
     failed: list[BaseException] = []
 
     def send() -> None:
         try:
             with sw.transaction() as tx:
                 producer.enqueue_batch(tx, [b"late"], [{"k": 0}])
+                if path == "flush":
+                    producer.flush(tx)
         except BaseException as exc:  # reported below
             failed.append(exc)
 
@@ -161,7 +169,7 @@ def test_eviction_keeps_the_data_of_a_producer_whose_pointers_are_not_written_ye
     release.set()
     thread.join(WAIT_S)
     assert not failed
-    monkeypatch.setattr(producer_module, "_pointer_chunks", pointers)
+    monkeypatch.setattr(module, name, pointers)
     for group, members in consumers(sw, "q").items():
         assert [e.payload for c in members for e in drain(sw, c)] == [b"late"], group
 
@@ -246,7 +254,7 @@ def test_eviction_keeps_data_that_a_later_pointer_names_below_an_earlier_one(
     data_log = sw.queues.data_log("q")
     assert data_log is not None
     appended, release = threading.Event(), threading.Event()
-    pointers = producer_module._pointer_chunks
+    pointers = linked_module.fill_lsns  # the commit's step fills A's pointer chunks once its data is stored
     calls: list[int] = []
 
     def paused(*args: Any) -> Any:  # only the first send (A's) waits between its data and pointers
@@ -256,7 +264,7 @@ def test_eviction_keeps_data_that_a_later_pointer_names_below_an_earlier_one(
             assert release.wait(WAIT_S)
         return pointers(*args)
 
-    monkeypatch.setattr(producer_module, "_pointer_chunks", paused)
+    monkeypatch.setattr(linked_module, "fill_lsns", paused)
     failed: list[BaseException] = []
 
     def send_a() -> None:

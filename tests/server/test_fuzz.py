@@ -50,6 +50,7 @@ METHODS = {
     "TxnBegin": pb.TxnBeginRequest, "TxnRegister": pb.TxnRegisterRequest, "TxnCommit": pb.TxnCommitRequest,
     "TxnCommitAll": pb.TxnCommitAllRequest, "TxnBeginMany": pb.TxnBeginManyRequest,
     "TxnCommitMany": pb.TxnCommitManyRequest, "MetaCommitMany": pb.MetaCommitManyRequest,
+    "TxnAppendCommit": pb.TxnAppendCommitRequest,
     "TxnAbort": pb.TxnRef, "TxnStatus": pb.TxnRef, "TxnSnapshot": pb.TxnSnapshotRequest,
     "TxnInvalid": pb.TxnInvalidRequest, "TxnList": pb.PageRequest,
     "LedgerBounds": pb.Empty, "LedgerRead": pb.LedgerReadRequest, "LedgerAppend": pb.LedgerAppendRequest,
@@ -247,7 +248,32 @@ def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: S
             ids = [rng.choice([*txn_ids, *txn_ids, _u64(rng)]) for _ in range(count)]
             return pb.TxnCommitAllRequest(ids=ids, conflicts=msg.conflicts, writes=msg.writes)
         return msg
+    if method == "TxnAppendCommit":
+        return _valid_append_commit(rng, known_ids, txn_id)
     return pb.Empty()
+
+
+def _slot(rng: random.Random) -> pb.LsnSlot:
+    """A slot naming a record of an earlier batch, or not (a later batch, a record or byte past the end)."""
+    return pb.LsnSlot(batch=rng.choice([0, 0, 1, 2, 2**32 - 1]), record=rng.choice([0, 0, 1, 50, 2**32 - 1]),
+                      offset=rng.choice([0, 0, 2, 8, 993, 2**32 - 1]), hex=rng.random() < 0.3)
+
+
+def _valid_append_commit(rng: random.Random, known_ids: list[int], txn_id: int) -> pb.TxnAppendCommitRequest:
+    """Linked batches (65: over the bound of batches a call) with slots, and a commit's writes, some linked."""
+    commit = _valid_txn("TxnCommit", rng, known_ids, [txn_id])
+    msg = pb.TxnAppendCommitRequest(id=txn_id, conflicts=commit.conflicts, writes=commit.writes)
+    for _ in range(rng.choice([0, 1, 2, 3, 65])):
+        append = _valid("Append", rng, known_ids)
+        batch = msg.batches.add(log_id=append.log_id, payloads=append.payloads)
+        for _ in range(rng.choice([0, 1, 3])):
+            batch.slots.add(payload=rng.choice([0, 1, 2**32 - 1]), slot=_slot(rng))
+    for _ in range(rng.choice([0, 1, 2])):
+        msg.linked_writes.add(namespace=rng.choice(["fuzz", "", "txn", "bad ns"]),
+                              key=rng.randbytes(rng.choice([0, 24])), value=rng.randbytes(rng.choice([0, 16])),
+                              key_slots=[_slot(rng)],
+                              value_slots=[_slot(rng) for _ in range(rng.choice([0, 1]))])
+    return msg
 
 
 def _valid_ledger(method: str, rng: random.Random) -> Any:

@@ -106,7 +106,7 @@ def _produce_one(sw: Any, out: Any, producer: int, transactions: int, batch: int
             delay = started + (n + phase) * batch / events_per_s - time.time()
             if delay > 0:
                 time.sleep(delay)
-        with sw.transaction() as tx:
+        with sw.transaction(logs=out.logs()) as tx:  # declared at its begin: the commit registers none
             now = time.time_ns()
             payloads = [_HEAD.pack(now, producer, seq + i) + pad for i in range(batch)]
             keys = [{"user": _KEY_OF["users"](seq + i), "page": _KEY_OF["pages"](seq + i)} for i in range(batch)]

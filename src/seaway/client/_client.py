@@ -10,6 +10,7 @@ batch with its producer id and a sequence number, so the server stores a batch s
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
@@ -53,6 +54,7 @@ from seaway.log import (
     Coalescers,
     Durability,
     LedgerApi,
+    LinkedBatch,
     LogBounds,
     LogGroup,
     LogHandle,
@@ -71,6 +73,7 @@ from seaway.log import (
     check_floor_name,
     check_ledger_index,
     check_ledger_read,
+    check_linked,
     check_log_ids,
     check_lsn,
     check_meta_key,
@@ -85,12 +88,14 @@ from seaway.txn import (
     INVALID_PAGE_IDS_MAX,
     InvalidCopy,
     InvalidVersion,
+    LinkedWrite,
     LiveCopy,
     Snapshot,
     Transaction,
     Transactions,
     TxnInfo,
     TxnStatus,
+    check_linked_writes,
     check_txn_logs,  # one rule for a begin's or a register's logs, embedded and remote
 )
 from seaway.txn import check_wait as _check_wait
@@ -101,6 +106,8 @@ from seaway.wire import (
     invalid_changes_from_msg,
     invalid_version_to_msg,
     ledger_entry_from_msg,
+    linked_batches_to_msg,
+    linked_writes_to_msg,
     live_changes_from_msg,
     log_info_from_msg,
     meta_batch_to_msg,
@@ -708,6 +715,9 @@ class RemoteTxn:
       the outcome is still unknown). A second cut off, or ``status`` unreachable, raises the
       :class:`TransportError`: the outcome is unknown,
       and ``sw.txn.status(id)`` tells it later.
+    - ``commit_appending`` is never sent again: its appends may have landed. The client asks
+      ``status``; a transaction still in progress is aborted (unless it committed meanwhile) and
+      the :class:`TransportError` raised.
     """
 
     def __init__(self, client: RemoteSeaway) -> None:
@@ -825,6 +835,41 @@ class RemoteTxn:
             raise InvalidArgumentError(f"a commit's conflict keys are bytes, its writes (namespace, key, "
                                        f"value or None): {exc}") from None
         self._commit("TxnCommitAll", request, ids[0])
+
+    def commit_appending(self, write_pointer: int, batches: Sequence[LinkedBatch], conflicts: Iterable[bytes] = (),
+                         writes: Iterable[tuple[str, bytes, bytes | None]] = (),
+                         linked_writes: Sequence[LinkedWrite] = ()) -> builtins.list[range | SeawayError] | None:
+        """As the manager's, in one call. Never sent twice: when the call is cut off, its appends may
+        have landed (or still be landing), so the client asks ``status``; COMMITTED returns, and a
+        transaction still in progress is aborted (its appends, wherever they landed, are never
+        visible) unless it committed meanwhile, then the :class:`TransportError` is raised (the
+        caller's transaction failed; begin another)."""
+        check_linked(batches)
+        check_linked_writes(linked_writes, batches)
+        try:
+            request = pb.TxnAppendCommitRequest(
+                id=_check_txn_id(write_pointer), batches=linked_batches_to_msg(batches), conflicts=list(conflicts),
+                writes=txn_writes_to_msg(writes), linked_writes=linked_writes_to_msg(linked_writes))
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"a commit's conflict keys are bytes, its writes (namespace, key, "
+                                       f"value or None): {exc}") from None
+        try:
+            reply: pb.TxnAppendCommitReply = self._client._call("TxnAppendCommit", request, idempotent=False)
+        except TransportError as exc:
+            outcome = self._outcome(write_pointer, exc)
+            if outcome is TxnStatus.IN_PROGRESS:
+                with contextlib.suppress(TransactionNotInProgressError):  # being committed: settled below
+                    self.abort(write_pointer)
+                outcome = self._settled(write_pointer, TransactionNotInProgressError(str(exc)))
+            if outcome is TxnStatus.COMMITTED:
+                return None
+            raise
+        if reply.committed:
+            return None
+        if len(reply.results) != len(batches):
+            raise ServerError(f"the server answered {len(reply.results)} outcomes for {len(batches)} batches")
+        return [range(r.appended.first_lsn, r.appended.first_lsn + r.appended.count) if r.HasField("appended")
+                else error_from_msg(r.error) for r in reply.results]
 
     def _commit(self, method: str, request: pb.TxnCommitRequest | pb.TxnCommitAllRequest, write_pointer: int) -> None:
         try:

@@ -24,6 +24,8 @@ from seaway.log import MetaApi, MetaBatch
 from seaway.queues._records import NAMESPACE, Position
 
 _CHUNK = struct.Struct(">QII")
+COUNT_BYTES = _CHUNK.size
+"""Bytes of one chunk's count in a count record, its LSN first."""
 _PAGE = 1_000
 KEYS_SCANNED_MAX = 100_000
 """Keys one lag count reads at most (each a transaction's chunks in one partition): past that the

@@ -4,7 +4,10 @@ A producer buffers a transaction's entries and sends them when the transaction c
 they reach ``flush_bytes``): it reads the queue's groups, places each entry in the partition of
 the consumer that owns it in each group, appends the payloads once to the queue's data log while
 it registers the partitions' logs with the transaction, and then appends one pointer chunk per
-partition (and data chunk), all at once (see :mod:`seaway.queues._data`). The entries become
+partition (and data chunk), all at once (see :mod:`seaway.queues._data`). What it sends at the
+commit goes in the commit's own step (:meth:`Transaction.append_at_commit`): the data chunks, the
+pointer chunks completed with their LSNs, and the entry counts completed with the pointer chunks'
+LSNs, in the one call that commits (see :class:`_Step`). The entries become
 visible when the transaction commits; if an append finds its log sealed (the group was resized),
 the entries of that chunk are placed again under the group's new layout (pointing at the data
 chunks already written). A send that fails (an entry without its HASH group's key, an
@@ -29,8 +32,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from seaway.errors import InvalidArgumentError, LogSealedError, PayloadTooLargeError, UnknownLogError
-from seaway.queues._lag import counts_key, encode_counts
+from seaway.errors import (
+    InvalidArgumentError,
+    LogDeletedError,
+    LogSealedError,
+    PayloadTooLargeError,
+    SeawayError,
+    UnknownLogError,
+)
+from seaway.log import LINKED_BATCHES_MAX, LinkedBatch, LsnSlot
+from seaway.queues._lag import COUNT_BYTES, counts_key, encode_counts
 from seaway.queues._records import (
     CHUNK_BYTES_MAX,
     ENTRY_BYTES_MAX,
@@ -43,6 +54,7 @@ from seaway.queues._records import (
     chunk_overhead,
     encode_pointer,
 )
+from seaway.txn import LinkedWrite
 
 if TYPE_CHECKING:
     from seaway.queues._queues import Queues
@@ -64,6 +76,9 @@ DATA_BATCH_BYTES = 4 << 20
 DATA_PARTS_MAX = 64
 """Data chunks a send splits its entries into at most by where the groups placed them (see
 :func:`_data_parts`; more past CHUNK_BYTES_MAX)."""
+STEP_BYTES_MAX = FLUSH_BYTES + CHUNK_BYTES_MAX
+"""Payload bytes a commit's own step appends at most (more are sent before it, as a flush sends them):
+within a server's request bound with room to spare."""
 TURNS_MAX = 1024
 """Groups whose ROUND_ROBIN turn a producer remembers (forgetting one only moves where that
 group's next send starts)."""
@@ -139,6 +154,81 @@ def _pointer_chunks(write_pointer: int, share: list[tuple[int, bytes, Mapping[st
     return out
 
 
+_Entry = tuple[int, bytes, Mapping[str, Any] | None]
+_Placement = tuple[dict[tuple[str, int], list[_Entry]], dict[tuple[str, int], int], list[tuple[int, list[int]]]]
+
+
+@dataclass
+class _Step:
+    """A send made by the commit's own step (see :meth:`Producer._with_commit`): the data chunks'
+    batches first, then one batch of pointer chunks per partition log, whose slots take the data
+    chunks' LSNs; and per partition log a count record (see :mod:`seaway.queues._lag`) whose key
+    and value take the pointer chunks' LSNs."""
+
+    entries: list[_Entry]
+    placement: _Placement
+    data_log: int
+    batches: list[LinkedBatch]
+    writes: list[LinkedWrite]
+    data_batches: int
+    data_counters: list[list[list[int]]]
+    """Per data batch, per record, the counters of its entries."""
+    pointers: list[tuple[int, tuple[str, int], int, list[tuple[list[int], int]], list[_Entry]]]
+    """Per pointer batch: its index, (group, partition), log, each record's (counters, payload
+    bytes), and the share it carries."""
+
+    @staticmethod
+    def build(write_pointer: int, data_log: int, entries: list[_Entry], placed: list[tuple[int, list[int]]],
+              shares: dict[tuple[str, int], list[_Entry]], logs: dict[tuple[str, int], int],
+              earlier: dict[int, list[tuple[int, int, int]]]) -> _Step | None:
+        """The step for a send (``earlier``: the chunks earlier sends of the transaction put in
+        each partition log, counted with these); None if it takes more than LINKED_BATCHES_MAX batches."""
+        data: list[list[bytes]] = []
+        data_counters: list[list[list[int]]] = []
+        size = DATA_BATCH_BYTES
+        for part in _data_parts(write_pointer, entries, placed):  # a few batches of consecutive records
+            if size + part.nbytes > DATA_BATCH_BYTES:
+                data.append([])
+                data_counters.append([])
+                size = 0
+            data[-1].append(part.encode())
+            data_counters[-1].append(list(part.counters))
+            size += part.nbytes
+        if len(data) + len(shares) > LINKED_BATCHES_MAX:
+            return None
+        batches = [LinkedBatch(data_log, payloads) for payloads in data]
+        chunk_at: list[tuple[int, int]] = []  # a data chunk's number -> (batch, record)
+        where: dict[int, tuple[int, int, int]] = {}  # counter -> (data log, data chunk's number, index)
+        for b, chunks in enumerate(data_counters):
+            for r, counters in enumerate(chunks):
+                for index, counter in enumerate(counters):
+                    where[counter] = (data_log, len(chunk_at), index)
+                chunk_at.append((b, r))
+        step = _Step(entries, (shares, logs, placed), data_log, batches, [], len(batches), data_counters, [])
+        for place, share in shares.items():
+            at = len(batches)
+            payloads: list[bytes] = []
+            slots: list[tuple[int, LsnSlot]] = []
+            records: list[tuple[list[int], int]] = []
+            for counters, nbytes, pointer in _pointer_chunks(write_pointer, share, where):
+                numbers = list(dict.fromkeys(where[counter][1] for counter in counters))  # as the chunk names them
+                first = len(pointer) - 8 * len(counters) - 8 * len(numbers)  # LSNs u64 * refs | ref, index u32 * count
+                slots.extend((len(payloads), LsnSlot(*chunk_at[number], first + 8 * j))
+                             for j, number in enumerate(numbers))
+                payloads.append(pointer)
+                records.append((counters, nbytes))
+            batches.append(LinkedBatch(logs[place], payloads, slots))
+            step.pointers.append((at, place, logs[place], records, share))
+            before = earlier.get(logs[place], [])
+            if len(step.writes) < COUNTED_LOGS_MAX:
+                key = counts_key(logs[place], 0)
+                value = encode_counts([*before, *((0, len(counters), nbytes) for counters, nbytes in records)])
+                step.writes.append(LinkedWrite(
+                    NAMESPACE, key, value, [LsnSlot(at, len(payloads) - 1, len(key) - 16, hex=True)],
+                    [LsnSlot(at, r, COUNT_BYTES * (len(before) + r)) for r in range(len(records))]))
+        return step
+
+
 def _copied(keys: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     if keys is None:
         return None
@@ -161,6 +251,18 @@ class Producer:
         self._data_log_id: int | None = None
         self._turns: dict[str, int] = {}
         """Per ROUND_ROBIN group, the turn (consumer, modulo its size) the next send starts at."""
+
+    def logs(self) -> list[int]:
+        """The logs a transaction's entries go to, as the producer knows the groups now (its data
+        log and every partition log of their current layouts): declared at its begin
+        (``sw.transaction(logs=producer.logs())``), the commit's step registers none of them, which
+        saves the manager an edit and a sync per transaction. A log the groups change to meanwhile
+        is registered by the step as usual. Refreshed as :meth:`enqueue` refreshes the groups."""
+        data_log = self._data_log()
+        found = [] if data_log is None else [data_log]
+        for _, layout in self._targets():
+            found.extend(layout.logs)
+        return found
 
     def enqueue(self, tx: Transaction, payload: bytes, keys: Mapping[str, Any] | None = None) -> None:
         """Add an entry to the queue as part of ``tx``; ``keys`` are the named keys HASH groups
@@ -234,15 +336,92 @@ class Producer:
             entries, pending.entries, pending.nbytes = pending.entries, [], 0
         if entries:
             try:
+                if last and self._with_commit(tx, entries, pending):
+                    return
                 self._send(tx, entries, self._targets(), 0, pending.chunks)
             except BaseException as exc:
                 with self._lock:
                     pending.failed = exc
                 raise
         if last:
-            for log_id, chunks in list(pending.chunks.items())[:COUNTED_LOGS_MAX]:
-                tx.stage_put(NAMESPACE, counts_key(log_id, max(c[0] for c in chunks)), encode_counts(chunks))
-            pending.chunks = {}
+            self._stage_counts(tx, pending)
+
+    @staticmethod
+    def _stage_counts(tx: Transaction, pending: _Pending) -> None:
+        """Stage the entry counts of the chunks sent (see :mod:`seaway.queues._lag`)."""
+        for log_id, chunks in list(pending.chunks.items())[:COUNTED_LOGS_MAX]:
+            tx.stage_put(NAMESPACE, counts_key(log_id, max(c[0] for c in chunks)), encode_counts(chunks))
+        pending.chunks = {}
+
+    def _with_commit(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
+                     pending: _Pending) -> bool:
+        """Have the commit's own step append ``entries`` (their data chunks, and the pointer chunks
+        that name them) and write their counts: one call through a server for the whole commit
+        (see :meth:`Transaction.append_at_commit`). False (nothing done) when they do not fit one
+        step: then they are sent first, as a flush sends them."""
+        if sum(len(payload) for _, payload, _ in entries) > STEP_BYTES_MAX:
+            return False
+        data_log = self._data_log()
+        if data_log is None:
+            return False
+        targets = self._targets()
+        placement = self._placement(tx, entries, targets)
+        shares, logs, placed = placement
+        if not shares:
+            self._stage_counts(tx, pending)  # no group: nobody is to get them, and nothing is kept
+            return True
+        step = _Step.build(tx.id, data_log, entries, placed, shares, logs, pending.chunks)
+        if step is None:  # more batches than a step carries: sent first, placed as they are
+            self._send(tx, entries, targets, 0, pending.chunks, placement=placement)
+            self._stage_counts(tx, pending)
+            return True
+        tx.append_at_commit(step.batches, step.writes, lambda outcomes: self._step_failed(tx, step, outcomes, pending))
+        stepped = {log_id for _, _, log_id, _, _ in step.pointers}
+        others = [(log_id, chunks) for log_id, chunks in pending.chunks.items() if log_id not in stepped]
+        for log_id, chunks in others[:max(0, COUNTED_LOGS_MAX - len(step.writes))]:  # sent by earlier flushes only
+            tx.stage_put(NAMESPACE, counts_key(log_id, max(c[0] for c in chunks)), encode_counts(chunks))
+        return True
+
+    def _step_failed(self, tx: Transaction, step: _Step, outcomes: list[range | SeawayError],
+                     pending: _Pending) -> None:
+        """A batch of the commit's step failed, so it did not commit: count what landed, place
+        again what found its log sealed or gone (as a send does), then stage the counts; the
+        transaction then commits as usual. Any other failure is raised (the transaction aborts)."""
+        if not outcomes:  # the step could not carry them (other writers' batches): sent now, as placed
+            self._send(tx, step.entries, [], 0, pending.chunks, placement=step.placement)
+            self._stage_counts(tx, pending)
+            return
+        data: dict[int, tuple[int, int, int]] = {}
+        data_gone = False
+        for i, outcome in enumerate(outcomes[:step.data_batches]):
+            if isinstance(outcome, range):
+                for lsn, counters in zip(outcome, step.data_counters[i], strict=True):
+                    for index, counter in enumerate(counters):
+                        data[counter] = (step.data_log, lsn, index)
+            elif isinstance(outcome, (UnknownLogError, LogDeletedError)):
+                data_gone = True
+            else:
+                raise outcome
+        moved: dict[str, list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
+        for at, where, log_id, records, share in step.pointers:
+            outcome = outcomes[at]
+            if isinstance(outcome, range):
+                for lsn, (counters, nbytes) in zip(outcome, records, strict=True):
+                    pending.chunks.setdefault(log_id, []).append((lsn, len(counters), nbytes))
+            elif isinstance(outcome, (LogSealedError, UnknownLogError, LogDeletedError)):
+                moved.setdefault(where[0], []).extend(share)  # resized or deleted (or its data log gone)
+            else:
+                raise outcome
+        if moved and data_gone:  # the queue's data log is gone: their payloads are written again
+            self._data_log(refresh=True)
+            current = dict(self._targets(refresh=True))
+            for group, again in moved.items():
+                if group in current:
+                    again.sort(key=lambda entry: entry[0])
+                    self._send(tx, again, [(group, current[group])], 1, pending.chunks)
+        elif moved:
+            self._again(tx, moved, 0, pending.chunks, data)
+        self._stage_counts(tx, pending)
 
     def _targets(self, refresh: bool = False) -> list[tuple[str, Layout]]:
         """The queue's groups and their current layouts, read again once PRODUCER_GROUPS_REFRESH_S passed
@@ -281,13 +460,10 @@ class Producer:
                 self._data_log_id = cached
         return cached
 
-    def _send(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
-              targets: list[tuple[str, Layout]], relayouts: int,
-              counted: dict[int, list[tuple[int, int, int]]], data: dict[int, tuple[int, int, int]] | None = None,
-              ) -> None:
-        """Send ``entries``: their payloads once, as data chunks of the queue's data log, then per
-        group one pointer chunk per partition and data chunk (``data``: where the payloads of a
-        send placed again after a resize already are, counter -> (data log, LSN, index))."""
+    def _placement(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
+                   targets: list[tuple[str, Layout]]) -> _Placement:
+        """Where each group places ``entries``: the share of each (group, partition), its log, and
+        each group's size and partitions (see :func:`_data_parts`)."""
         shares: dict[tuple[str, int], list[tuple[int, bytes, Mapping[str, Any] | None]]] = {}
         logs: dict[tuple[str, int], int] = {}
         placed: list[tuple[int, list[int]]] = []
@@ -300,6 +476,17 @@ class Producer:
                 shares.setdefault((group, partition), []).append(entry)
             for partition in set(partitions):
                 logs[(group, partition)] = layout.logs[partition]
+        return shares, logs, placed
+
+    def _send(self, tx: Transaction, entries: list[tuple[int, bytes, Mapping[str, Any] | None]],
+              targets: list[tuple[str, Layout]], relayouts: int,
+              counted: dict[int, list[tuple[int, int, int]]], data: dict[int, tuple[int, int, int]] | None = None,
+              placement: _Placement | None = None) -> None:
+        """Send ``entries``: their payloads once, as data chunks of the queue's data log, then per
+        group one pointer chunk per partition and data chunk (``data``: where the payloads of a
+        send placed again after a resize already are, counter -> (data log, LSN, index);
+        ``placement``: where ``targets`` placed them, if done already)."""
+        shares, logs, placed = placement or self._placement(tx, entries, targets)
         if not shares:
             return  # no group: nobody is to get them, and nothing is kept
         if data is None:

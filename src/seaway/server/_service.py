@@ -6,6 +6,7 @@ hold no state of their own beyond per-connection counters.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -28,9 +29,10 @@ from seaway.errors import (
     SeawayError,
     ServerError,
     UnavailableError,
+    UnknownLogError,
 )
 from seaway.ledger import decode_change
-from seaway.log import COMMIT_MANY_MAX, Log, MetaBatch
+from seaway.log import COMMIT_MANY_MAX, Log, MetaBatch, check_linked
 from seaway.notify import NotifyConfig
 from seaway.server import _pages
 from seaway.server._metrics import Metrics
@@ -42,6 +44,8 @@ from seaway.wire import (
     invalid_changes_to_msg,
     invalid_version_from_msg,
     ledger_entry_to_msg,
+    linked_batches_from_msg,
+    linked_writes_from_msg,
     live_changes_to_msg,
     log_info_to_msg,
     meta_batch_from_msg,
@@ -640,6 +644,36 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                                        self._clients_writes(txn_writes_from_msg(request.writes)))
             return pb.Empty()
         return self._unary("TxnCommit", context, run)
+
+    def TxnAppendCommit(self, request: pb.TxnAppendCommitRequest,
+                        context: grpc.ServicerContext) -> pb.TxnAppendCommitReply:
+        def run() -> pb.TxnAppendCommitReply:
+            batches = linked_batches_from_msg(request.batches)
+            check_linked(batches)  # refused for good before it waits for slots it could never get
+            for batch in batches:
+                with contextlib.suppress(UnknownLogError):  # that batch's own outcome, not the call's
+                    self._clients_log(batch.log_id)  # a log a client may write, as for AppendMany
+            writes = self._clients_writes(txn_writes_from_msg(request.writes))
+            linked = linked_writes_from_msg(request.linked_writes)
+            self._clients_writes([(w.namespace, w.key, None) for w in linked])
+            peer = context.peer()
+            count = max(1, len(batches))  # its appends count against the connection's, as AppendMany's do
+            self._slots.acquire(peer, "appends", self._limits.appends_in_flight_per_connection_max, n=count)
+            try:
+                outcomes = self._store.txn_manager.commit_appending(request.id, batches, request.conflicts,
+                                                                    writes, linked)
+            finally:
+                self._slots.release(peer, "appends", count)
+            if outcomes is None:
+                return pb.TxnAppendCommitReply(committed=True)
+            reply = pb.TxnAppendCommitReply()
+            for outcome in outcomes:
+                if isinstance(outcome, range):
+                    reply.results.add(appended=pb.AppendReply(first_lsn=outcome.start, count=len(outcome)))
+                else:
+                    reply.results.add(error=error_to_msg(self._typed("TxnAppendCommit", outcome)))
+            return reply
+        return self._unary("TxnAppendCommit", context, run)
 
     def TxnCommitAll(self, request: pb.TxnCommitAllRequest, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:

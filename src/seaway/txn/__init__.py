@@ -10,11 +10,13 @@ from seaway.txn._durable import WAL_LOG
 from seaway.txn._idlog import IdView, LiveChanges, LiveCopy
 from seaway.txn._invalid import PAGE_IDS_MAX as INVALID_PAGE_IDS_MAX
 from seaway.txn._invalid import InvalidChanges, InvalidCopy, InvalidVersion
+from seaway.txn._linked import LinkedWrite, check_linked_writes
 from seaway.txn._manager import TransactionManager, TxnInfo
 from seaway.txn._snapshot import Snapshot, Visibility
 from seaway.txn._state import TxnStatus
 
 __all__ = ["INVALID_PAGE_IDS_MAX", "JUDGED_LOGS_MAX", "LOGS_MAX", "STATE_NAMESPACE", "WAIT_IDS_MAX", "WAL_LOG",
-           "AbortedJudges", "IdView", "InvalidChanges", "InvalidCopy", "InvalidVersion", "LiveChanges", "LiveCopy",
-           "LogJudge", "Snapshot", "Transaction", "TransactionManager", "Transactions", "TxnApi", "TxnConfig",
-           "TxnInfo", "TxnStatus", "Visibility", "check_txn_logs", "check_wait", "check_write_pointer"]
+           "AbortedJudges", "IdView", "InvalidChanges", "InvalidCopy", "InvalidVersion", "LinkedWrite", "LiveChanges",
+           "LiveCopy", "LogJudge", "Snapshot", "Transaction", "TransactionManager", "Transactions", "TxnApi",
+           "TxnConfig", "TxnInfo", "TxnStatus", "Visibility", "check_linked_writes", "check_txn_logs", "check_wait",
+           "check_write_pointer"]

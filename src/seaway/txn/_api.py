@@ -12,7 +12,8 @@ from __future__ import annotations
 import builtins
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from seaway.errors import (
@@ -23,7 +24,9 @@ from seaway.errors import (
     TransactionTimedOutError,
     UnknownTransactionError,
 )
+from seaway.log import LINKED_BATCHES_MAX, LinkedBatch, LsnSlot
 from seaway.txn._checks import check_commit, check_txn_logs, check_wait, check_write_pointers
+from seaway.txn._linked import LinkedWrite
 from seaway.txn._manager import TxnInfo
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import TxnStatus
@@ -54,6 +57,10 @@ class TxnApi(Protocol):
     def commit_all(self, write_pointers: Iterable[int], conflicts: Iterable[bytes] = (),
                    writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None: ...
 
+    def commit_appending(self, write_pointer: int, batches: Sequence[LinkedBatch], conflicts: Iterable[bytes] = (),
+                         writes: Iterable[tuple[str, bytes, bytes | None]] = (),
+                         linked_writes: Sequence[LinkedWrite] = ()) -> list[range | SeawayError] | None: ...
+
     def abort(self, write_pointer: int) -> None: ...
 
     def status(self, write_pointer: int) -> TxnStatus: ...
@@ -63,6 +70,19 @@ class TxnApi(Protocol):
     def list(self, after: TxnInfo | None = None, limit: int | None = None) -> list[TxnInfo]: ...
 
     def wait_ended(self, write_pointers: Iterable[int], timeout_s: float) -> builtins.list[int]: ...
+
+
+@dataclass
+class _AtCommit:
+    """What a writer asked to append in the commit's step (see :meth:`Transaction.append_at_commit`)."""
+
+    batches: Sequence[LinkedBatch]
+    writes: Sequence[LinkedWrite]
+    failed: Callable[[list[range | SeawayError]], None]
+
+
+def _shifted(slots: Sequence[LsnSlot], by: int) -> tuple[LsnSlot, ...]:
+    return tuple(LsnSlot(slot.batch + by, slot.record, slot.offset, slot.hex) for slot in slots)
 
 
 class Transaction:
@@ -89,6 +109,7 @@ class Transaction:
         self.end_errors: list[Exception] = []
         """What end hooks raised (each is also logged): the outcome stands all the same."""
         self._numbers: dict[str, int] = {}
+        self._at_commit: list[_AtCommit] = []
 
     def __repr__(self) -> str:
         return f"Transaction({self.id}, {self.status.value})"
@@ -134,6 +155,23 @@ class Transaction:
         self._numbers[scope] = first + count
         return first
 
+    def append_at_commit(self, batches: Sequence[LinkedBatch], writes: Sequence[LinkedWrite],
+                         failed: Callable[[list[range | SeawayError]], None]) -> None:
+        """Have the commit append ``batches`` (a linked append: see :mod:`seaway.log`) and apply
+        ``writes`` (completed with those batches' LSNs; slots count batches within ``batches``) in
+        the same step as the commit itself: one call through a server, not one per append plus
+        one for the commit. Meant for ``before_commit`` hooks; several writers' batches go in one
+        step. The step registers the batches' logs with the transaction before it appends.
+
+        If one of the step's batches fails, it does not commit: each writer's ``failed`` is called
+        with its batches' outcomes (their LSNs, or their errors; in order) and writes again what
+        failed, by its own appends and stage_put (the linked writes are not applied); then the
+        transaction commits as usual. A writer whose batches the step cannot carry (the writers'
+        batches together are more than LINKED_BATCHES_MAX) has ``failed`` called with no outcomes
+        before the step, and sends them all itself. If ``failed`` raises, the transaction aborts."""
+        self.check_open()
+        self._at_commit.append(_AtCommit(list(batches), list(writes), failed))
+
     def before_commit(self, hook: Callable[[], None]) -> None:
         """Call ``hook`` when the commit starts (a writer sends what it buffered); if it raises, the
         transaction aborts."""
@@ -158,8 +196,9 @@ class Transaction:
             for hook in self._before_commit:
                 hook()
             self.check_open()
-            writes = [(ns, key, value) for (ns, key), value in self._writes.items()]
-            self._api.commit(self.id, self._conflicts, writes)
+            if not self._at_commit or self._commit_appending():
+                writes = [(ns, key, value) for (ns, key), value in self._writes.items()]
+                self._api.commit(self.id, self._conflicts, writes)
         except BaseException as exc:
             if isinstance(exc, SeawayError) and self.status is TxnStatus.IN_PROGRESS and self._committed_after(exc):
                 self._end(TxnStatus.COMMITTED)
@@ -169,6 +208,41 @@ class Transaction:
                 self._abort_quietly(TxnStatus.TIMED_OUT if timed_out else TxnStatus.ABORTED)
             raise
         self._end(TxnStatus.COMMITTED)
+
+    def _commit_appending(self) -> bool:
+        """Commit with the appends asked for at commit, in one step; whether a plain commit is still
+        to be made (one of the appends failed, and the writers wrote again what failed)."""
+        queued, self._at_commit = self._at_commit, []
+        asked: list[_AtCommit] = []
+        total = 0
+        for at in queued:  # the writers whose batches the step cannot carry send theirs first
+            if total + len(at.batches) > LINKED_BATCHES_MAX:
+                at.failed([])
+            else:
+                asked.append(at)
+                total += len(at.batches)
+        self.check_open()
+        batches: list[LinkedBatch] = []
+        writes: list[LinkedWrite] = []
+        for at in asked:
+            by = len(batches)
+            batches.extend(LinkedBatch(b.log_id, b.payloads, [(r, _shifted((s,), by)[0]) for r, s in b.slots])
+                           for b in at.batches)
+            writes.extend(LinkedWrite(w.namespace, w.key, w.value, _shifted(w.key_slots, by),
+                                      _shifted(w.value_slots, by)) for w in at.writes)
+        if not batches:
+            return True
+        staged = [(ns, key, value) for (ns, key), value in self._writes.items()]
+        outcomes = self._api.commit_appending(self.id, batches, self._conflicts, staged, writes)
+        if outcomes is None:
+            return False
+        self._logs |= {batch.log_id for batch in batches}  # registered by the step
+        start = 0
+        for at in asked:
+            at.failed(outcomes[start:start + len(at.batches)])
+            start += len(at.batches)
+        self.check_open()
+        return True
 
     def _committed_after(self, exc: SeawayError) -> bool:
         """Whether a commit that raised ``exc`` committed all the same: an error that does not say

@@ -41,13 +41,14 @@ from typing import TYPE_CHECKING
 from seaway._clock import Clock, SystemClock
 from seaway._passes import PeriodicPasses
 from seaway.errors import InvalidArgumentError, OverloadedError, SeawayError, UnknownLogError
-from seaway.log import AbortedWrites, MetaApi
-from seaway.txn._checks import check_txn_logs, check_wait, check_write_pointer
+from seaway.log import AbortedWrites, LinkedBatch, MetaApi, append_linked, check_linked
+from seaway.txn._checks import check_commit, check_txn_logs, check_wait, check_write_pointer
 from seaway.txn._commit import CommittingManager, _answer
 from seaway.txn._config import TxnConfig
 from seaway.txn._durable import WAL_LOG, log_failure
 from seaway.txn._idlog import LiveChanges, live_changes
 from seaway.txn._invalid import CHANGES_IDS_MAX, PAGE_IDS_MAX, InvalidChanges, InvalidVersion
+from seaway.txn._linked import LinkedWrite, check_linked_writes, filled
 from seaway.txn._snapshot import Snapshot
 from seaway.txn._state import Abort, Begin, Register, Reserve, TxnStatus
 
@@ -267,6 +268,37 @@ class TransactionManager(CommittingManager):
             self.state.apply(edit)
             durable = self._append(edit)
         durable.result()
+
+    def commit_appending(self, write_pointer: int, batches: Sequence[LinkedBatch], conflicts: Iterable[bytes] = (),
+                         writes: Iterable[tuple[str, bytes, bytes | None]] = (),
+                         linked_writes: Sequence[LinkedWrite] = ()) -> list[range | SeawayError] | None:
+        """Append ``batches`` (one linked append, :func:`seaway.log.append_linked`) and commit, in one
+        step: what a queue producer's commit is (one call through a server instead of one per
+        append and one for the commit).
+
+        The batches' logs not yet registered with the transaction are registered first (durably,
+        as :meth:`register` does), so whatever is appended is the transaction's, found if it never
+        commits. Then the batches are appended; once all are stored, the transaction commits as
+        :meth:`commit` does, with ``writes`` and ``linked_writes`` (completed with the batches'
+        LSNs). Returns None once committed; raises what :meth:`commit` raises. If a batch failed,
+        nothing is committed and the transaction stays in progress: the batches' outcomes are
+        returned (each one's LSNs, or its error), for the caller to write again what failed
+        (a log sealed by a resize, say) and then commit, or abort. A crash at any point leaves the
+        transaction in progress (it times out) or committed whole."""
+        check_write_pointer(write_pointer)
+        check_linked(batches)
+        check_linked_writes(linked_writes, batches)
+        keys, checked = check_commit(conflicts, writes)
+        with self._cond:
+            missing = {batch.log_id for batch in batches} - self._live(write_pointer).logs
+        if missing:
+            self.register(write_pointer, missing)
+        outcomes = append_linked(self._logs, batches)
+        lsns = [outcome for outcome in outcomes if isinstance(outcome, range)]
+        if len(lsns) < len(outcomes):
+            return outcomes
+        self.commit(write_pointer, keys, [*checked, *filled(linked_writes, lsns)])
+        return None
 
     def abort(self, write_pointer: int) -> None:
         """Abort: nothing the transaction wrote will be visible. Aborting an aborted or timed-out

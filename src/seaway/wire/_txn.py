@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from seaway.errors import ServerError
+from seaway.log import LinkedBatch, LsnSlot
 from seaway.txn import (
     InvalidChanges,
     InvalidVersion,
+    LinkedWrite,
     LiveChanges,
     TxnInfo,
     TxnStatus,
@@ -94,6 +96,35 @@ def invalid_changes_to_msg(changes: InvalidChanges) -> pb.InvalidChanges:
 
 def invalid_changes_from_msg(msg: pb.InvalidChanges) -> InvalidChanges:
     return InvalidChanges(msg.epoch, msg.version, msg.reset, msg.fetch, tuple(msg.added), tuple(msg.removed))
+
+
+def _slot_to_msg(slot: LsnSlot) -> pb.LsnSlot:
+    return pb.LsnSlot(batch=slot.batch, record=slot.record, offset=slot.offset, hex=slot.hex)
+
+
+def _slot_from_msg(msg: pb.LsnSlot) -> LsnSlot:
+    return LsnSlot(msg.batch, msg.record, msg.offset, msg.hex)
+
+
+def linked_batches_to_msg(batches: Iterable[LinkedBatch]) -> list[pb.LinkedBatch]:
+    return [pb.LinkedBatch(log_id=b.log_id, payloads=b.payloads,
+                           slots=[pb.LinkedSlot(payload=r, slot=_slot_to_msg(s)) for r, s in b.slots]) for b in batches]
+
+
+def linked_batches_from_msg(msgs: Iterable[pb.LinkedBatch]) -> list[LinkedBatch]:
+    return [LinkedBatch(m.log_id, tuple(m.payloads), [(s.payload, _slot_from_msg(s.slot)) for s in m.slots])
+            for m in msgs]
+
+
+def linked_writes_to_msg(writes: Iterable[LinkedWrite]) -> list[pb.LinkedWrite]:
+    return [pb.LinkedWrite(namespace=w.namespace, key=w.key, value=w.value,
+                           key_slots=[_slot_to_msg(s) for s in w.key_slots],
+                           value_slots=[_slot_to_msg(s) for s in w.value_slots]) for w in writes]
+
+
+def linked_writes_from_msg(msgs: Iterable[pb.LinkedWrite]) -> list[LinkedWrite]:
+    return [LinkedWrite(m.namespace, m.key, m.value, [_slot_from_msg(s) for s in m.key_slots],
+                        [_slot_from_msg(s) for s in m.value_slots]) for m in msgs]
 
 
 def live_changes_to_msg(changes: LiveChanges) -> pb.LiveChanges:

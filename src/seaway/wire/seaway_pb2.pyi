@@ -767,6 +767,72 @@ class TxnCommitRequest(_message.Message):
     writes: _containers.RepeatedCompositeFieldContainer[TxnWrite]
     def __init__(self, id: _Optional[int] = ..., conflicts: _Optional[_Iterable[bytes]] = ..., writes: _Optional[_Iterable[_Union[TxnWrite, _Mapping]]] = ...) -> None: ...
 
+class LsnSlot(_message.Message):
+    __slots__ = ("batch", "record", "offset", "hex")
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    HEX_FIELD_NUMBER: _ClassVar[int]
+    batch: int
+    record: int
+    offset: int
+    hex: bool
+    def __init__(self, batch: _Optional[int] = ..., record: _Optional[int] = ..., offset: _Optional[int] = ..., hex: _Optional[bool] = ...) -> None: ...
+
+class LinkedSlot(_message.Message):
+    __slots__ = ("payload", "slot")
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
+    payload: int
+    slot: LsnSlot
+    def __init__(self, payload: _Optional[int] = ..., slot: _Optional[_Union[LsnSlot, _Mapping]] = ...) -> None: ...
+
+class LinkedBatch(_message.Message):
+    __slots__ = ("log_id", "payloads", "slots")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    PAYLOADS_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    payloads: _containers.RepeatedScalarFieldContainer[bytes]
+    slots: _containers.RepeatedCompositeFieldContainer[LinkedSlot]
+    def __init__(self, log_id: _Optional[int] = ..., payloads: _Optional[_Iterable[bytes]] = ..., slots: _Optional[_Iterable[_Union[LinkedSlot, _Mapping]]] = ...) -> None: ...
+
+class LinkedWrite(_message.Message):
+    __slots__ = ("namespace", "key", "value", "key_slots", "value_slots")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    KEY_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    key: bytes
+    value: bytes
+    key_slots: _containers.RepeatedCompositeFieldContainer[LsnSlot]
+    value_slots: _containers.RepeatedCompositeFieldContainer[LsnSlot]
+    def __init__(self, namespace: _Optional[str] = ..., key: _Optional[bytes] = ..., value: _Optional[bytes] = ..., key_slots: _Optional[_Iterable[_Union[LsnSlot, _Mapping]]] = ..., value_slots: _Optional[_Iterable[_Union[LsnSlot, _Mapping]]] = ...) -> None: ...
+
+class TxnAppendCommitRequest(_message.Message):
+    __slots__ = ("id", "batches", "conflicts", "writes", "linked_writes")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    CONFLICTS_FIELD_NUMBER: _ClassVar[int]
+    WRITES_FIELD_NUMBER: _ClassVar[int]
+    LINKED_WRITES_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    batches: _containers.RepeatedCompositeFieldContainer[LinkedBatch]
+    conflicts: _containers.RepeatedScalarFieldContainer[bytes]
+    writes: _containers.RepeatedCompositeFieldContainer[TxnWrite]
+    linked_writes: _containers.RepeatedCompositeFieldContainer[LinkedWrite]
+    def __init__(self, id: _Optional[int] = ..., batches: _Optional[_Iterable[_Union[LinkedBatch, _Mapping]]] = ..., conflicts: _Optional[_Iterable[bytes]] = ..., writes: _Optional[_Iterable[_Union[TxnWrite, _Mapping]]] = ..., linked_writes: _Optional[_Iterable[_Union[LinkedWrite, _Mapping]]] = ...) -> None: ...
+
+class TxnAppendCommitReply(_message.Message):
+    __slots__ = ("committed", "results")
+    COMMITTED_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    committed: bool
+    results: _containers.RepeatedCompositeFieldContainer[AppendResult]
+    def __init__(self, committed: _Optional[bool] = ..., results: _Optional[_Iterable[_Union[AppendResult, _Mapping]]] = ...) -> None: ...
+
 class TxnCommitAllRequest(_message.Message):
     __slots__ = ("ids", "conflicts", "writes")
     IDS_FIELD_NUMBER: _ClassVar[int]

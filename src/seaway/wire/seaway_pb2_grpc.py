@@ -214,6 +214,11 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitAllRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
                 _registered_method=True)
+        self.TxnAppendCommit = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnAppendCommit',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitReply.FromString,
+                _registered_method=True)
         self.TxnBeginMany = channel.unary_unary(
                 '/seaway.v1.Seaway/TxnBeginMany',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginManyRequest.SerializeToString,
@@ -515,6 +520,14 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TxnAppendCommit(self, request, context):
+        """Linked appends, then the commit, in one step (what a queue producer's commit is): see
+        TxnAppendCommitRequest. Not idempotent: a client cut off asks TxnStatus, never sends it again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def TxnBeginMany(self, request, context):
         """Several begins, or several commits (each on its own, sharing the log's syncs), in one call: what
         a client sends when its threads begin or commit at the same time. Answered item by item.
@@ -751,6 +764,11 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.TxnCommitAll,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitAllRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.Empty.SerializeToString,
+            ),
+            'TxnAppendCommit': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnAppendCommit,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitReply.SerializeToString,
             ),
             'TxnBeginMany': grpc.unary_unary_rpc_method_handler(
                     servicer.TxnBeginMany,
@@ -1765,6 +1783,33 @@ class Seaway:
             '/seaway.v1.Seaway/TxnCommitAll',
             seaway_dot_wire_dot_seaway__pb2.TxnCommitAllRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnAppendCommit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnAppendCommit',
+            seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitReply.FromString,
             options,
             channel_credentials,
             insecure,
