@@ -71,6 +71,7 @@ KERNEL: dict[str, set[str] | str] = {
     "seaway._alloc": {"seaway.server", "seaway.bench"},
     "seaway._progress": {"seaway.cli", "seaway.bench"},
     "seaway._seaway": {"seaway.server"},
+    "seaway._net": {"seaway.server", "seaway.cluster"},  # the console keeps its own: it reads only the API
 }
 
 

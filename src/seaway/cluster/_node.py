@@ -12,7 +12,6 @@ sequencer's timers make up for. Calls to ZooKeeper run in a small pool, never in
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import os
 import queue
@@ -27,6 +26,7 @@ from typing import Any
 
 import grpc
 
+from seaway._net import is_loopback
 from seaway.cluster._channels import CHANNEL_OPTIONS, MESSAGE_MAX, TokenCheck, open_channel
 from seaway.cluster._codec import from_msg, read_reply_to_msg, to_msg
 from seaway.cluster._disk import RocksDisk
@@ -117,19 +117,11 @@ class NodeConfig:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise InvalidArgumentError("TLS needs both a certificate and a key")
         host = self.listen.rsplit(":", 1)[0].strip("[]")
-        if not _is_loopback(host) and (not self.token or self.tls_cert is None):
+        if not is_loopback(host) and (not self.token or self.tls_cert is None):
             raise InvalidArgumentError(
                 f"a cluster node listening beyond loopback ({self.listen}) needs a token and TLS: without them "
                 f"anyone who reached it could write and read every log (docs/cluster.md)")
 
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class _Peer:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import signal
@@ -21,6 +20,7 @@ from prometheus_client import Counter, start_http_server
 from prometheus_client.registry import Collector
 
 from seaway._alloc import keep_large_buffers_in_heap
+from seaway._net import is_loopback
 from seaway._seaway import Seaway, SeawayConfig
 from seaway.errors import InvalidArgumentError, SeawayError, UnavailableError
 from seaway.notify import ForwardCollector
@@ -83,14 +83,6 @@ def metrics_listen_address(address: str) -> tuple[str, int]:
         return "127.0.0.1", int(bare)
     return split_host_port(address)
 
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class JsonFormatter(logging.Formatter):
