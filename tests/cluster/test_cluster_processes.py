@@ -67,16 +67,25 @@ class _Restarts:
     def __init__(self, cluster: LocalCluster) -> None:
         self._cluster = cluster
         self._thread: threading.Thread | None = None
+        self._node = 0
 
     def later(self, node: int) -> None:
         self.finish()
+        self._node = node
         self._thread = threading.Thread(target=self._cluster.restart, args=(node,))
         self._thread.start()
+
+    def settle(self, node: int) -> None:
+        """Before ``node`` is killed: a node still starting may already answer (and sequence) before
+        it says it listens, and killing it then would fail its restart."""
+        if node == self._node:
+            self.finish()
 
     def finish(self) -> None:
         if self._thread is not None:
             self._thread.join(120)
             self._thread = None
+            self._node = 0
 
 
 def _sequencer_node(client: ClusterClient, log_id: int) -> int:
@@ -106,6 +115,7 @@ def test_killing_the_sequencer_node_loses_no_acknowledged_record(cluster: LocalC
             payload = f"r{round_}-{i}".encode()
             acked[client.append(log_id, payload)] = payload
         victim = _sequencer_node(client, log_id)
+        restarts.settle(victim)
         cluster.kill(victim)  # SIGKILL: its sequencer dies with appends acknowledged and released
         payload = f"r{round_}-after".encode()
         acked[client.append(log_id, payload)] = payload  # the next node takes over
@@ -155,6 +165,7 @@ def test_appends_in_flight_at_a_kill_are_all_or_nothing_for_every_reader(cluster
                         break
                 threading.Event().wait(0.01)
             victim = _sequencer_node(client, log_id)
+            restarts.settle(victim)
             cluster.kill(victim)
             restarts.later(victim)
     finally:
@@ -260,6 +271,7 @@ def test_a_tailing_reader_sees_the_same_sequence_across_failovers(cluster: Local
             payload = f"t{round_}-{i}".encode()
             acked[client.append(log_id, payload)] = payload
         victim = _sequencer_node(client, log_id)
+        restarts.settle(victim)
         cluster.kill(victim)
         payload = f"t{round_}-x".encode()
         acked[client.append(log_id, payload)] = payload
@@ -367,6 +379,7 @@ def test_a_record_left_on_fewer_than_r_nodes_reads_the_same_for_every_reader_whe
     client.attempt_timeout_s = 1.0
     restarts = _Restarts(cluster)
     for round_ in range(ROUNDS):
+        restarts.finish()  # every node is paused or killed below: none may be starting
         _wait_members(client, 5)
         log_id = _new_log(client)
         kept = client.append(log_id, b"kept")

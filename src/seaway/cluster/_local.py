@@ -90,7 +90,9 @@ class LocalCluster:
                 tail = (self.data_dir / f"node-{node}.log").read_text(errors="replace")[-2000:]
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
-                raise UnavailableError(f"node {node} did not start: {tail}")
+                proc.stdout.close()
+                proc.wait(30)
+                raise UnavailableError(f"node {node} did not start (exit {proc.returncode}): {tail}")
 
     def kill(self, node: int, sig: int = signal.SIGKILL) -> None:
         proc = self.procs[node]
