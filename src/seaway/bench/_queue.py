@@ -211,7 +211,7 @@ def _remote_round(url: str, config: QueueBenchConfig, transactions: int, rate: f
     queue = f"bench-{os.getpid()}-{time.time_ns()}"
     with seaway.connect(url) as sw:
         _setup(sw, queue)
-    python = [sys.executable, "-m", "seaway.bench._queue"]
+    python = [sys.executable, "-m", "seaway.bench._queue_worker"]
     consumers = [workers.start([*python, "consume", url, queue, group, str(c)], waits_for_go=False)
                  for group, size, _ in GROUPS for c in range(size)]
     producers = [workers.start([*python, "produce", url, queue, str(p), str(transactions), str(config.batch_entries),
@@ -309,7 +309,7 @@ def _remote_round_log(url: str, config: QueueBenchConfig) -> tuple[dict[str, flo
     return _log_round(url, reference, "reference", reference.batches, 0)
 
 
-def _worker(argv: list[str]) -> None:
+def worker(argv: list[str]) -> None:
     keep_large_buffers_in_heap()
     role, url, queue = argv[0], argv[1], argv[2]
     with seaway.connect(url, timeout_s=120) as sw:
@@ -331,6 +331,3 @@ def _worker(argv: list[str]) -> None:
             result["latencies_ms"] = pack_latencies(result["latencies_ms"])
     print(json.dumps(result), flush=True)
 
-
-if __name__ == "__main__":
-    _worker(sys.argv[1:])
