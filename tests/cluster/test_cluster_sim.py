@@ -8,7 +8,7 @@ import pytest
 from seaway.log import replication
 from seaway.testing.cluster_sim import ClusterSim, Faults, run_seed
 
-SEEDS = range(1, 61)
+SEEDS = range(1, 41)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
