@@ -87,6 +87,12 @@ class _Restarts:
             self._thread = None
             self._node = 0
 
+    def __enter__(self) -> _Restarts:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish()  # also when a round failed: no restart is left running into the fixture's teardown
+
 
 def _sequencer_node(client: ClusterClient, log_id: int) -> int:
     """The node whose sequencer of the log is active in the newest epoch (as the nodes say)."""
@@ -109,18 +115,17 @@ def _check(items: list[ReadItem], acked: dict[int, bytes]) -> None:
 def test_killing_the_sequencer_node_loses_no_acknowledged_record(cluster: LocalCluster, client: ClusterClient) -> None:
     log_id = _new_log(client)
     acked: dict[int, bytes] = {}
-    restarts = _Restarts(cluster)
-    for round_ in range(ROUNDS):
-        for i in range(5):
-            payload = f"r{round_}-{i}".encode()
-            acked[client.append(log_id, payload)] = payload
-        victim = _sequencer_node(client, log_id)
-        restarts.settle(victim)
-        cluster.kill(victim)  # SIGKILL: its sequencer dies with appends acknowledged and released
-        payload = f"r{round_}-after".encode()
-        acked[client.append(log_id, payload)] = payload  # the next node takes over
-        restarts.later(victim)
-    restarts.finish()
+    with _Restarts(cluster) as restarts:
+        for round_ in range(ROUNDS):
+            for i in range(5):
+                payload = f"r{round_}-{i}".encode()
+                acked[client.append(log_id, payload)] = payload
+            victim = _sequencer_node(client, log_id)
+            restarts.settle(victim)
+            cluster.kill(victim)  # SIGKILL: its sequencer dies with appends acknowledged and released
+            payload = f"r{round_}-after".encode()
+            acked[client.append(log_id, payload)] = payload  # the next node takes over
+            restarts.later(victim)
     items = _read_all(client, log_id, max(acked))
     _check(items, acked)
     epochs = sorted({lsn >> 32 for lsn in acked})
@@ -265,18 +270,17 @@ def test_a_tailing_reader_sees_the_same_sequence_across_failovers(cluster: Local
 
     thread = threading.Thread(target=tail)
     thread.start()
-    restarts = _Restarts(cluster)
-    for round_ in range(ROUNDS):
-        for i in range(3):
-            payload = f"t{round_}-{i}".encode()
+    with _Restarts(cluster) as restarts:
+        for round_ in range(ROUNDS):
+            for i in range(3):
+                payload = f"t{round_}-{i}".encode()
+                acked[client.append(log_id, payload)] = payload
+            victim = _sequencer_node(client, log_id)
+            restarts.settle(victim)
+            cluster.kill(victim)
+            payload = f"t{round_}-x".encode()
             acked[client.append(log_id, payload)] = payload
-        victim = _sequencer_node(client, log_id)
-        restarts.settle(victim)
-        cluster.kill(victim)
-        payload = f"t{round_}-x".encode()
-        acked[client.append(log_id, payload)] = payload
-        restarts.later(victim)
-    restarts.finish()
+            restarts.later(victim)
     done.set()
     thread.join(60)
     final = _read_all(client, log_id, max(acked))
@@ -377,34 +381,38 @@ def test_a_record_left_on_fewer_than_r_nodes_reads_the_same_for_every_reader_whe
     epoch before it (the holders purge it when they return); either way every reader reads the same,
     and none sees DATALOSS."""
     client.attempt_timeout_s = 1.0
-    restarts = _Restarts(cluster)
-    for round_ in range(ROUNDS):
-        restarts.finish()  # every node is paused or killed below: none may be starting
-        _wait_members(client, 5)
-        log_id = _new_log(client)
-        kept = client.append(log_id, b"kept")
-        seq = _sequencer_node(client, log_id)
-        holder = next(n for n in range(1, 6) if n != seq)
-        others = [n for n in range(1, 6) if n not in (seq, holder)]
-        for node in others:
-            cluster.kill(node, signal.SIGSTOP)
-        with grpc.insecure_channel(cluster.addresses[seq]) as channel:
-            stub = pb_grpc.SeawayClusterStub(channel)  # type: ignore[no-untyped-call]
-            with pytest.raises(grpc.RpcError):  # stored on the sequencer's node and the holder at most
-                stub.Append(pb.AppendRequest(log_id=log_id, payload=f"orphan{round_}".encode()), timeout=0.5)
-        cluster.kill(seq)
-        cluster.kill(holder, signal.SIGSTOP)
-        for node in others:
-            cluster.kill(node, signal.SIGCONT)
-        after = client.append(log_id, b"after")  # a node of the three recovers without either holder
-        cluster.kill(holder, signal.SIGCONT)  # it purges on the next release
-        restarts.later(seq)  # so does the killed sequencer's node, with its copy
-        reads = [_read_all(client, log_id, after) for _ in range(2)]
-        with ClusterClient(cluster.url) as other:
-            reads.append(_read_all(other, log_id, after))
-        assert reads[0] == reads[1] == reads[2]
-        payloads = [i.payload for i in reads[0] if isinstance(i, Record)]
-        assert payloads in ([b"kept", b"after"], [b"kept", f"orphan{round_}".encode(), b"after"]), payloads
-        assert kept >> 32 < after >> 32
-        assert not [i for i in reads[0] if isinstance(i, Gap) and i.type is GapType.DATALOSS]
-    restarts.finish()
+    with _Restarts(cluster) as restarts:
+        for round_ in range(ROUNDS):
+            restarts.finish()  # every node is paused or killed below: none may be starting
+            _wait_members(client, 5)
+            log_id = _new_log(client)
+            kept = client.append(log_id, b"kept")
+            seq = _sequencer_node(client, log_id)
+            holder = next(n for n in range(1, 6) if n != seq)
+            others = [n for n in range(1, 6) if n not in (seq, holder)]
+            for node in others:
+                cluster.kill(node, signal.SIGSTOP)
+            with grpc.insecure_channel(cluster.addresses[seq]) as channel:
+                stub = pb_grpc.SeawayClusterStub(channel)  # type: ignore[no-untyped-call]
+                with pytest.raises(grpc.RpcError):  # stored on the sequencer's node and the holder at most
+                    stub.Append(pb.AppendRequest(log_id=log_id, payload=f"orphan{round_}".encode()), timeout=0.5)
+            cluster.kill(seq)
+            cluster.kill(holder, signal.SIGSTOP)
+            for node in others:
+                cluster.kill(node, signal.SIGCONT)
+            after = client.append(log_id, b"after")  # a node of the three recovers without either holder
+            cluster.kill(holder, signal.SIGCONT)  # it purges on the next release
+            restarts.later(seq)  # so does the killed sequencer's node, with its copy
+            reads = [_read_all(client, log_id, after) for _ in range(2)]
+            with ClusterClient(cluster.url) as other:
+                reads.append(_read_all(other, log_id, after))
+            assert reads[0] == reads[1] == reads[2]
+            payloads = [i.payload for i in reads[0] if isinstance(i, Record)]
+            # "after" may be there twice: an attempt timed out on a loaded machine is sent again (an
+            # append without a producer id is at least once)
+            orphan = f"orphan{round_}".encode()
+            assert payloads[0] == b"kept" and payloads[-1] == b"after", payloads
+            rest = payloads[2:-1] if payloads[1:2] == [orphan] else payloads[1:-1]
+            assert all(p == b"after" for p in rest), payloads
+            assert kept >> 32 < after >> 32
+            assert not [i for i in reads[0] if isinstance(i, Gap) and i.type is GapType.DATALOSS]
