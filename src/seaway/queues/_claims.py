@@ -15,7 +15,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from seaway.errors import ConditionFailedError
-from seaway.log import Gap, Record
+from seaway.log import Gap, GapType, Record
 from seaway.queues._chunks import Budget, Entry, after_gap
 from seaway.queues._cursor import Cursor, Judge, Slot, SlotKind, Source
 from seaway.queues._records import (
@@ -115,6 +115,7 @@ class FifoClaims:
         for _ in range(CLAIM_ATTEMPTS_MAX):
             first, version = self._queues.claim_pointer(self.queue, self.group, generation)
             last: int | None = None
+            start = first  # where the claim starts: above entries acknowledged and trimmed, if any
             count = 0
             for item in handle.read(first):
                 if isinstance(item, Record):
@@ -125,6 +126,11 @@ class FifoClaims:
                     if visibility is Visibility.VISIBLE:
                         count += chunk_count(item.payload)
                 elif isinstance(item, Gap):
+                    if (item.type is GapType.TRIM and item.lsn_hi >= first and item.lsn_hi
+                            < self._queues.start_position(source.log_id, Position(first, 0)).lsn):
+                        last = item.lsn_hi  # acknowledged and trimmed after a reset moved the pointer back
+                        start = last + 1
+                        continue
                     if after_gap(item, Position(first, 0), source.log_id)[1]:
                         break  # sealed: the log ends here
                     last = item.lsn_hi
@@ -152,7 +158,7 @@ class FifoClaims:
                 NAMESPACE, mine).expect_version(
                 NAMESPACE, resets_key(self.queue, self.group), self._resets_version).put(
                 NAMESPACE, pointer_key(self.queue, self.group, generation), encode_lsn(last + 1)).put(
-                NAMESPACE, mine, Claim(last, Position(first, 0)).encode())
+                NAMESPACE, mine, Claim(last, Position(start, 0)).encode())
             try:
                 batch.commit()
             except ConditionFailedError:

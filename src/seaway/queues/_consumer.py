@@ -121,7 +121,8 @@ class Consumer(FifoClaims):
         where = Slot(generation, SlotKind.PARTITION, partition)
         cursor = self._cursors.get(where)
         if cursor is None:
-            committed = self._queues.position(self.queue, self.group, generation, partition)
+            committed = self._queues.start_position(
+                log_id, self._queues.position(self.queue, self.group, generation, partition))
             cursor = self._cursors[where] = Cursor(self._queues, where, log_id, committed)
         return cursor
 

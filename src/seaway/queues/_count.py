@@ -89,6 +89,8 @@ def count_committed(queues: Queues, queue: str, group: str, generation: int, par
     if (end is not None and end <= start) or start.lsn > until:
         return CommittedCount(0, start, False, 0)
     trim = handle.trim_point()
+    if trim >= start.lsn:  # acknowledged and trimmed after a reset moved the position below them?
+        start = queues.start_position(handle.id, start)
     if trim >= start.lsn:  # as a read from there meets the trim gap (the counts may outlive a trim by hand)
         raise trimmed_error(handle.id, start, trim)
     judge = functools.partial(queues.aborted.of(handle.id).judge, snapshot)

@@ -181,7 +181,7 @@ class Cursor:
             try:
                 if self._log is None:
                     self._log = self.queues.logs.get(self.log_id)
-                self._log.trim(trim_to)
+                self.queues.trim_acknowledged(self.log_id, trim_to, self._log)
                 prune(self.queues.meta.batch(), self.log_id, trim_to + 1).commit()  # their counts go too
             except UnknownLogError:  # deleted at a resize's barrier: nothing to trim
                 pass

@@ -65,6 +65,7 @@ from seaway.queues._records import (
     Layout,
     Position,
     Strategy,
+    acknowledged_key,
     check_name,
     claim_key,
     claims_before,
@@ -83,13 +84,15 @@ from seaway.txn import WAIT_IDS_MAX, AbortedJudges, TxnStatus
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from seaway.log import LogsApi
+    from seaway.log import LogHandle, LogsApi
     from seaway.txn import Snapshot, Transaction, Transactions
 
 log = logging.getLogger("seaway.queues")
 
 RESET_ATTEMPTS_MAX = 5
 """Times a reset is tried again after losing a conflict to a consumer's commit."""
+TRIM_RECORD_ATTEMPTS_MAX = 8
+"""Times a trimmer records what it trims again after another trimmer of the log recorded first."""
 LOG_ATTEMPTS_MAX = 100
 """Times a group's creation or resize chooses its logs' ids again when one was taken."""
 BARRIER_RECHECK_S = 0.5
@@ -485,6 +488,37 @@ class Queues:
         found = self.meta.get(NAMESPACE, pointer_key(queue, group, generation))
         return (1, 0) if found is None else (decode_lsn(found.value), found.version)
 
+    def trim_acknowledged(self, log_id: int, lsn: int, handle: LogHandle | None = None) -> None:
+        """Trim a queue partition's log up to ``lsn``, every entry up to which its group
+        acknowledged. The LSN is recorded first (it only rises), so that a position below it (a
+        reset to the head that committed after the trimmer read the positions it trims by) starts
+        above it: those entries were acknowledged, not lost (see :meth:`start_position`)."""
+        key = acknowledged_key(log_id)
+        for _ in range(TRIM_RECORD_ATTEMPTS_MAX):
+            found = self.meta.get(NAMESPACE, key)
+            if found is not None and decode_lsn(found.value) >= lsn:
+                break
+            batch = self.meta.batch()
+            batch = (batch.expect_absent(NAMESPACE, key) if found is None
+                     else batch.expect_version(NAMESPACE, key, found.version))
+            try:
+                batch.put(NAMESPACE, key, encode_lsn(lsn)).commit()
+                break
+            except ConditionFailedError:
+                continue  # another trimmer of the log recorded meanwhile: look again
+        else:
+            return  # not recorded: no trim (a later one tries again)
+        (handle or self.logs.get(log_id)).trim(lsn)
+
+    def start_position(self, log_id: int, position: Position) -> Position:
+        """Where a reader of a queue partition's log starts for a stored ``position``: the position
+        itself, or just above the entries the group acknowledged and a trim dropped if it lies
+        below them (a reset to the head raced the trim: the group goes on from what is left)."""
+        found = self.meta.get(NAMESPACE, acknowledged_key(log_id))
+        if found is None:
+            return position
+        return max(position, Position(decode_lsn(found.value) + 1, 0))
+
     def evict_claimed(self, queue: str, group: str, generation: int, log_id: int) -> None:
         """Trim a FIFO log below every claim still held and the claim pointer: what lies there
         was acknowledged by every consumer of the group. The claims of rounds before the last
@@ -502,7 +536,7 @@ class Queues:
             batch.commit()
         if low > 1:
             with contextlib.suppress(UnknownLogError):
-                self.logs.get(log_id).trim(low - 1)
+                self.trim_acknowledged(log_id, low - 1)
                 prune(self.meta.batch(), log_id, low).commit()
 
     def drained(self, queue: str, group: str, layout: Layout, owners: Iterable[int] | None = None) -> bool:
@@ -556,7 +590,10 @@ class Queues:
         if not self.drained(queue, group, old):
             return False
         try:
-            self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).put(
+            batch = self.meta.batch()
+            for log_id in old.logs:
+                batch.delete(NAMESPACE, acknowledged_key(log_id))
+            batch.expect_version(NAMESPACE, group_key(queue, group), version).put(
                 NAMESPACE, group_key(queue, group), GroupRecord(group, record.current, None,
                                                                 record.resized_ms).encode()).delete_prefix(
                 NAMESPACE, f"p/{queue}/{group}/{old.generation}/".encode()).delete_prefix(
@@ -574,7 +611,11 @@ class Queues:
     def delete_group(self, queue: str, group: str) -> None:
         record, version = self.group_record(queue, group)
         try:
-            self.meta.batch().expect_version(NAMESPACE, group_key(queue, group), version).delete(
+            batch = self.meta.batch()
+            for layout in (record.current, record.previous):
+                for log_id in () if layout is None else layout.logs:
+                    batch.delete(NAMESPACE, acknowledged_key(log_id))
+            batch.expect_version(NAMESPACE, group_key(queue, group), version).delete(
                 NAMESPACE, group_key(queue, group)).delete_prefix(
                 NAMESPACE, f"p/{queue}/{group}/".encode()).delete_prefix(
                 NAMESPACE, f"s/{queue}/{group}/".encode()).delete_prefix(

@@ -214,7 +214,7 @@ def acknowledge(queues: Queues, queue: str, group: str, generation: int, positio
             with contextlib.suppress(UnknownLogError):
                 handle = queues.logs.get(layout.logs[partition])
                 if position.lsn - 1 > handle.trim_point():
-                    handle.trim(position.lsn - 1)
+                    queues.trim_acknowledged(handle.id, position.lsn - 1, handle)
     if moved:
         queues.evict_data_soon(queue)
     record, _ = queues.group_record(queue, group)

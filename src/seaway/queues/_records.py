@@ -138,6 +138,14 @@ def resets_key(queue: str, group: str) -> bytes:
     return f"r/{queue}/{group}".encode()
 
 
+def acknowledged_key(log_id: int) -> bytes:
+    """The highest LSN of a queue partition's log whose entries (and every one before) a group
+    acknowledged, as written before each trim of the log: a position a reset set below a trim
+    that raced it starts above this instead of finding its entries gone (see
+    :meth:`Queues.trim_acknowledged`)."""
+    return f"e/{log_id}".encode()
+
+
 def skipped_key(queue: str, group: str, consumer: int) -> bytes:
     return f"s/{queue}/{group}/{consumer}".encode()
 
