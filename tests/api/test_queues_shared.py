@@ -345,3 +345,30 @@ def test_a_resize_waiting_at_its_barrier_is_woken_by_the_consumers_commit_not_po
     assert not thread.is_alive() and resized and not resized[0].resizing
     assert checks == 1  # one look at the transactions in progress, then the wait
     assert counting.calls.count("list") <= 3 and counting.calls.count("wait_ended") <= 2, counting.calls
+
+
+def test_a_fifo_dequeue_waits_for_an_entry_up_to_its_timeout(api: Api) -> None:
+    """A FIFO consumer with nothing to claim waits up to ``timeout_s`` for the next entry, as a
+    partitioned one does: an entry enqueued while it waits is delivered by that same dequeue."""
+    queue = queue_with(api, ("g", 2, "FIFO", None))
+    sw = api.sw
+    with sw.queues.consumer(queue, "g", 0) as consumer:
+        with sw.transaction() as tx:
+            assert consumer.dequeue(tx, 10) == []  # nothing yet, and no wait asked
+        got: list[Entry] = []
+        started = threading.Event()
+
+        def consume() -> None:
+            with sw.transaction() as tx:
+                started.set()
+                got.extend(consumer.dequeue(tx, 10, timeout_s=DRAIN_S))
+
+        thread = threading.Thread(target=consume)
+        thread.start()
+        assert started.wait(DRAIN_S)
+        time.sleep(0.3)  # the dequeue is waiting by now (if it returned at once, nothing is got)
+        with sw.transaction() as tx:
+            sw.queues.producer(queue).enqueue(tx, b"late")
+        thread.join(DRAIN_S)
+        assert not thread.is_alive()
+        assert [e.payload for e in got] == [b"late"]

@@ -50,6 +50,7 @@ class FifoClaims:
     _resets: int | None
     _resets_version: int
     _claims_fenced: bool
+    _idle_at: tuple[int, int] | None
 
     @property
     def _round(self) -> int:
@@ -137,6 +138,7 @@ class FifoClaims:
                 if count >= entries_max:
                     break
             if last is None:
+                self._idle_at = (source.log_id, first)  # nothing past the pointer: what a dequeue waits on
                 return None
             if count == 0:
                 # Only chunks of aborted or timed-out transactions (and gaps): nothing to deliver,

@@ -32,6 +32,7 @@ from seaway.errors import (
     OverloadedError,
     SeawayError,
 )
+from seaway.log import Record
 from seaway.queues._chunks import Budget, Entry
 from seaway.queues._claims import FifoClaims
 from seaway.queues._cursor import Cursor, Judge, Slot, SlotKind, Source
@@ -88,6 +89,9 @@ class Consumer(FifoClaims):
         """The version of the group's reset count as read with it."""
         self._claims_fenced = False
         """A FIFO reset is in progress (as read with the count): claim nothing in this transaction."""
+        self._idle_at: tuple[int, int] | None = None
+        """After a FIFO claim found nothing past the claim pointer: the log and that pointer (what
+        a dequeue with time left waits on)."""
         self.blocked_by: int | None = None
         """After a :meth:`dequeue` that returned nothing because the consumer's next entry is in a
         transaction still in progress: that transaction's id (else None). The consumer waits for it
@@ -183,6 +187,14 @@ class Consumer(FifoClaims):
                 self._drop_cursors()
                 raise
             remaining_s = deadline - time.monotonic()
+            idle_at, self._idle_at = self._idle_at, None
+            if not out and not judge.blocked and idle_at is not None and remaining_s > 0:
+                # A FIFO log with nothing past the claim pointer: wait for a record there, then
+                # claim again (a chunk still in progress is then waited for as below).
+                if not self._wait_appended(*idle_at, remaining_s):
+                    break
+                timeout_s = max(0.0, deadline - time.monotonic())
+                continue
             if out or not judge.blocked or judge.blocked_by is None or remaining_s <= 0:
                 break
             # Stopped at a chunk still in progress: wait for its transaction to end (its chunk
@@ -201,6 +213,20 @@ class Consumer(FifoClaims):
         if not out or any(cursor.ended for cursor in self._cursors.values()):
             self._stale = True  # idle, or a log ended (a resize): read the group again next time
         return out
+
+    def _wait_appended(self, log_id: int, lsn: int, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for a record at or after ``lsn`` of log ``log_id`` (gaps do not
+        count: a bridge or a trim there wakes no one); whether one came."""
+        deadline = time.monotonic() + timeout_s
+        with self._queues.logs.reader(buffered_items_max=16) as reader:
+            reader.start_reading(log_id, lsn)
+            while (left_s := deadline - time.monotonic()) > 0:
+                items = reader.read(16, timeout_s=left_s)
+                if any(isinstance(item, Record) for item in items):
+                    return True
+                if reader.done:
+                    return False
+        return False
 
     def _wait_ended(self, write_pointer: int, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for transaction ``write_pointer`` to end; whether it did. A
