@@ -10,6 +10,9 @@ from concurrent.futures import Future
 from seaway import LSN_MAX, Gap, GapType, Record, RecordRun
 from tests.api.conftest import Api
 
+SPLIT = True
+"""Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
+
 
 def _read_until(reader: object, count: int, timeout_s: float = 30) -> list[object]:
     """Read until ``count`` records arrived (fails after ``timeout_s``)."""

@@ -102,6 +102,7 @@ from seaway.log._protocol import (
 )
 from seaway.log._reader import LogReadState, ReadChunk, ReadWant
 from seaway.log._sequencer import Sequencer, SequencerConfig, SequencerState
+from seaway.log._split_meta import CREATING_NAMESPACE, SplitMetadataStore
 from seaway.log._storage import StorageConfig, StorageNode
 from seaway.log._types import (
     BUFFERED_BYTES_MAX_DEFAULT,
@@ -145,6 +146,7 @@ __all__ = [
     "BATCH_RECORDS_MAX",
     "BUFFERED_BYTES_MAX_DEFAULT",
     "COMMIT_MANY_MAX",
+    "CREATING_NAMESPACE",
     "EPOCH_MAX",
     "ESN_FIRST",
     "ESN_MAX",
@@ -229,6 +231,7 @@ __all__ = [
     "Sequencer",
     "SequencerConfig",
     "SequencerState",
+    "SplitMetadataStore",
     "StorageConfig",
     "StorageNode",
     "StoreMsg",

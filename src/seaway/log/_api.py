@@ -50,6 +50,11 @@ class LogReaderApi(Protocol):
     @property
     def done(self) -> bool: ...
 
+    def wake(self) -> None:
+        """Make a :meth:`read` that waits now (or the next one that would wait) return at once,
+        with nothing: for a thread that must look at something else (a server's read stream, at
+        its client's control messages)."""
+
     def close(self) -> None: ...
 
     def __iter__(self) -> Iterator[ReadItem]: ...

@@ -195,12 +195,12 @@ class ExpiringManager(DurableManager):
 
     def _tail(self, log_id: int) -> int:
         try:
-            return self._logs.get(log_id).tail_lsn()
+            return self._user_logs.get(log_id).tail_lsn()
         except UnknownLogError:
             return 0
 
     def _trimmed_past(self, log_id: int, tail: int) -> bool:
         try:
-            return self._logs.get(log_id).trim_point() >= tail
+            return self._user_logs.get(log_id).trim_point() >= tail
         except UnknownLogError:
             return True
