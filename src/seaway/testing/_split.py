@@ -10,6 +10,9 @@
   ``BATCH`` numbered entries per transaction into ``QUEUE``, each transaction staging the metadata
   key ``produced/<first number>`` (namespace ``crash``), and print ``acked <first number>`` once
   its commit returned: the crash test kills it at any moment and checks the entries against both.
+- ``python -m seaway.testing._split create-killed CONTROL USER STREAM``: create stream ``STREAM``
+  (``scope/name``, two segments) through user logs that SIGKILL the process as soon as the first
+  segment's log is created, before the batch that names it.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import seaway
+from seaway.log import LogHandle, LogsApi
 
 BATCH = 5
 """Entries per transaction of ``produce``."""
@@ -60,9 +66,35 @@ def _produce(control: str, user: str, queue: str, first: int, transactions: int)
             print(f"acked {numbers[0]}", flush=True)
 
 
+class _KilledAfterCreate:
+    """User logs whose first :meth:`create` kills the process once the log exists (a wrapped log
+    store: the seam a user's code has too)."""
+
+    def __init__(self, logs: LogsApi) -> None:
+        self._logs = logs
+
+    def create(self, name: str, **attributes: Any) -> LogHandle:
+        handle = self._logs.create(name, **attributes)
+        os.kill(os.getpid(), signal.SIGKILL)
+        return handle
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logs, name)
+
+
+def _create_killed(control: str, user: str, stream: str) -> None:
+    with seaway.open(user, USER_CONFIG) as user_store, \
+            seaway.open(control, user_logs=cast(LogsApi, _KilledAfterCreate(user_store.logs))) as sw:
+        sw.streams.create_scope(stream.partition("/")[0], exist_ok=True)
+        sw.streams.create(stream, scaling=seaway.ByEventRate(100, min_segments=2))
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["produce"]:
         _produce(argv[1], argv[2], argv[3], int(argv[4]), int(argv[5]))
+        return
+    if argv[:1] == ["create-killed"]:
+        _create_killed(argv[1], argv[2], argv[3])
         return
     parser = argparse.ArgumentParser(prog="python -m seaway.testing._split")
     parser.add_argument("command", choices=["serve"])
