@@ -19,7 +19,7 @@ import pytest
 
 import seaway
 from seaway.errors import ConditionFailedError, InvalidArgumentError, LogExistsError
-from seaway.log import CREATING_NAMESPACE, SplitMetadataStore
+from seaway.log import CREATING_NAMESPACE, AbortedWrites, SplitMetadataStore
 from seaway.testing._split import BATCH, MARKS, PRODUCED_PREFIX, USER_CONFIG, split_store
 from seaway.txn import WAL_LOG, TxnStatus
 
@@ -167,3 +167,21 @@ def test_every_acknowledged_entry_is_there_once_after_the_producing_process_is_k
     assert len(got) == len(set(got)), f"seed {seed}: {len(got) - len(set(got))} entries delivered twice"
     assert sorted(got) == expected, f"seed {seed}: {len(set(expected) - set(got))} missing, " \
                                     f"{len(set(got) - set(expected))} not committed"
+
+
+def test_aborted_write_entries_go_with_the_user_logs_trims_and_deletions_at_the_next_pruning_pass(
+        both: tuple[seaway.Seaway, seaway.Seaway]) -> None:
+    """The entries are in the control store's metadata, the trims and deletions in the user logs'
+    store: the manager's pruning pass drops those entries (embedded, the trim itself does)."""
+    _, sw = both
+    kept, trimmed, deleted = (sw.logs.create(name) for name in ("kept", "trimmed", "deleted"))
+    lsns = {log.id: [log.append(b"r%d" % i) for i in range(3)] for log in (kept, trimmed, deleted)}
+    aborted = AbortedWrites(sw.meta)
+    for log in (kept, trimmed, deleted):
+        aborted.note(log.id, [(7, lsns[log.id][0]), (8, lsns[log.id][2])])
+    trimmed.trim(lsns[trimmed.id][1])
+    sw.logs.delete(deleted)
+    sw.txn_manager.run_pruning()
+    assert [wp for _, wp, _ in aborted.entries(kept.id)] == [7, 8]
+    assert [wp for _, wp, _ in aborted.entries(trimmed.id)] == [8]
+    assert aborted.entries(deleted.id) == []
