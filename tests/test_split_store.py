@@ -8,10 +8,12 @@ Set ``SEAWAY_CRASH_SEED`` to replay a failing crash run; the seed is in every fa
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import pytest
 import seaway
 from seaway.errors import ConditionFailedError, InvalidArgumentError, LogExistsError
 from seaway.log import CREATING_NAMESPACE, AbortedWrites, SplitMetadataStore
+from seaway.notify import NotifyConfig, NotifyServiceConfig, SeawayStream
 from seaway.testing._split import BATCH, MARKS, PRODUCED_PREFIX, USER_CONFIG, split_store
 from seaway.txn import WAL_LOG, TxnStatus
 
@@ -185,3 +188,28 @@ def test_aborted_write_entries_go_with_the_user_logs_trims_and_deletions_at_the_
     assert [wp for _, wp, _ in aborted.entries(kept.id)] == [7, 8]
     assert [wp for _, wp, _ in aborted.entries(trimmed.id)] == [8]
     assert aborted.entries(deleted.id) == []
+
+
+def test_a_plugins_stream_target_writes_into_the_user_logs_in_ledger_order(tmp_path: Path) -> None:
+    """The plugins run with the control store and read its ledger; the stream they write is one of
+    the users', its segments' logs in the other store."""
+    config = seaway.SeawayConfig(notify=NotifyServiceConfig(config_poll_s=0.1, idle_s=0.05))
+    with seaway.open(tmp_path / "user", USER_CONFIG) as user, \
+            seaway.open(tmp_path / "control", config, user_logs=user.logs) as sw:
+        sw.notify.set(NotifyConfig("feed", SeawayStream("feed/changes"), prefix="queue/"))
+        for i in range(3):
+            sw.queues.create(f"q{i}")
+        expected = [e for e in sw.ledger.read(1, 1000) if e.operation == "queue.created"]
+        assert len(expected) == 3
+        deadline = time.monotonic() + 30
+        while (sw.notify.status()[0].position or 0) < expected[-1].index:
+            assert time.monotonic() < deadline, f"the plugin is stuck: {sw.notify.status()}"
+            time.sleep(0.05)  # polling the plugin's checkpoint, which nothing signals
+        sw.streams.create_reader_group("check", "feed/changes")
+        events = []
+        with sw.streams.reader_group("check").reader("r") as reader:
+            while (event := reader.read_next(1.0)) is not None:
+                events.append(json.loads(event.payload))
+        assert [e["id"] for e in events] == [str(e.index) for e in expected]
+        segments = {s.log_id for s in sw.streams.get("feed/changes").current_segments()}
+        assert segments <= {log.id for log in user.logs.list()}
