@@ -213,3 +213,11 @@ def test_a_plugins_stream_target_writes_into_the_user_logs_in_ledger_order(tmp_p
         assert [e["id"] for e in events] == [str(e.index) for e in expected]
         segments = {s.log_id for s in sw.streams.get("feed/changes").current_segments()}
         assert segments <= {log.id for log in user.logs.list()}
+
+
+@pytest.mark.parametrize("wrong", ["./other", object(), seaway.SeawayConfig()])
+def test_user_logs_that_are_not_a_stores_logs_are_refused_at_once(tmp_path: Path, wrong: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="must be a store's logs"):
+        seaway.open(tmp_path / "control", user_logs=wrong)  # type: ignore[arg-type]
+    with seaway.open(tmp_path / "control") as sw:  # nothing was left open
+        assert sw.logs is sw.own_logs

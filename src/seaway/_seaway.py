@@ -25,6 +25,7 @@ from seaway.log import (
     LogStoreConfig,
     MetadataStore,
     SplitMetadataStore,
+    check_logs_api,
 )
 from seaway.notify import Notifications, NotifyService, NotifyServiceConfig, check_file_dir
 from seaway.queues import Queues
@@ -79,6 +80,8 @@ class Seaway:
                  clock: Clock | None = None, disk_fault: DiskFault | None = None, *,
                  user_logs: LogsApi | None = None) -> None:
         self.path = Path(path)
+        if user_logs is not None:
+            check_logs_api(user_logs, "user_logs")
         config = config or SeawayConfig()
         if config.notify is not None:  # the plugins never write into the store's own directory
             if config.notify.targets.file_dir is not None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from seaway._lazy import lazy_names
 from seaway._values import Durability, PartitionInfo, ProducerMark
 from seaway.log._aborted import ABORTED_NAMESPACE, ABORTED_PER_LOG_MAX, AbortedView, AbortedWrites
-from seaway.log._api import LogReaderApi, LogsApi, SegmentLog, closing_iter
+from seaway.log._api import LogReaderApi, LogsApi, SegmentLog, check_logs_api, closing_iter
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._handle import (
@@ -249,6 +249,7 @@ __all__ = [
     "check_ledger_read",
     "check_linked",
     "check_log_ids",
+    "check_logs_api",
     "check_lsn",
     "check_meta_key",
     "check_slots",
