@@ -21,7 +21,11 @@ from seaway.log import (
     LedgerStore,
     LogAttributes,
     Logs,
+    LogsApi,
     LogStoreConfig,
+    MetadataStore,
+    SplitMetadataStore,
+    check_logs_api,
 )
 from seaway.notify import Notifications, NotifyService, NotifyServiceConfig, check_file_dir
 from seaway.queues import Queues
@@ -64,11 +68,20 @@ class SeawayConfig:
 
 
 class Seaway:
-    """An open Seaway store. Use as a context manager, or call :meth:`close`."""
+    """An open Seaway store. Use as a context manager, or call :meth:`close`.
+
+    ``user_logs``: where the users' logs live (``sw.logs``: logs created by users, stream
+    segments, queue partitions), when not in this store's directory: another store's logs (a
+    cluster's, for its control node). The store's own state (the transaction manager's log,
+    the metadata, the ledger) stays in ``path``. The caller keeps ``user_logs`` open while the
+    store is, and closes it after the store (see docs/cluster.md, "The control node")."""
 
     def __init__(self, path: str | os.PathLike[str], config: SeawayConfig | None = None,
-                 clock: Clock | None = None, disk_fault: DiskFault | None = None) -> None:
+                 clock: Clock | None = None, disk_fault: DiskFault | None = None, *,
+                 user_logs: LogsApi | None = None) -> None:
         self.path = Path(path)
+        if user_logs is not None:
+            check_logs_api(user_logs, "user_logs")
         config = config or SeawayConfig()
         if config.notify is not None:  # the plugins never write into the store's own directory
             if config.notify.targets.file_dir is not None:
@@ -85,13 +98,21 @@ class Seaway:
         self._notify_service: NotifyService | None = None
         self._ledger_pruning: PeriodicPasses | None = None
         try:
-            self.logs = Logs(self._store, self.config.log_defaults, self.config.appends)
-            self.meta = self.logs.metadata_store()
+            self.own_logs = Logs(self._store, self.config.log_defaults, self.config.appends)
+            """The logs in the store's own directory: its transaction log, and, unless
+            ``user_logs`` were given, every log (then the same object as :attr:`logs`)."""
+            self.logs: LogsApi = self.own_logs if user_logs is None else user_logs
+            self.meta: MetadataStore = self.own_logs.metadata_store()
+            if user_logs is not None:
+                split = SplitMetadataStore(self.meta, user_logs)
+                split.undo_unfinished()  # logs a killed process created for batches that never applied
+                self.meta = split
             self.ledger = LedgerStore(self._store.logsdb, self.meta, self.config.ledger)
             self._ledger_pruning = PeriodicPasses("ledger-pruning", self.ledger.enforce_bounds,
                                                   self.config.ledger.prune_interval_s)
             self._ledger_pruning.start()
-            self._txn_manager = TransactionManager(self.logs, self.meta, clock, self.config.txn)
+            self._txn_manager = TransactionManager(self.own_logs, self.meta, clock, self.config.txn,
+                                                   user_logs=user_logs)
             self._txn_manager.start()
             self.txn = Transactions(self._txn_manager)
             self.streams = Streams(self.logs, self.meta, clock, self.txn)
@@ -147,7 +168,9 @@ class Seaway:
             self._ledger_pruning.close()
         if self._txn_manager is not None:
             self._txn_manager.close()
-        self.logs.close_appends()  # first: what the coalescers hold goes to the store before it closes
+        # First: what the coalescers hold goes to the store before it closes (user logs given to
+        # the store are their owner's to close).
+        self.own_logs.close_appends()
         self._store.close()
 
     @property
@@ -179,9 +202,10 @@ class Seaway:
 
 
 def open(path: str | os.PathLike[str], config: SeawayConfig | None = None,  # noqa: A001
-         clock: Clock | None = None) -> Seaway:
+         clock: Clock | None = None, *, user_logs: LogsApi | None = None) -> Seaway:
     """Open (creating if needed) the embedded store in directory ``path``.
 
-    Raises :class:`DataDirLockedError` if another process or store has it open.
+    ``user_logs``: keep the users' logs in another store's logs instead (a control node's shape;
+    see :class:`Seaway`). Raises :class:`DataDirLockedError` if another process or store has it open.
     """
-    return Seaway(path, config, clock)
+    return Seaway(path, config, clock, user_logs=user_logs)

@@ -13,6 +13,7 @@ import pytest
 import seaway
 from seaway.notify import NotifyServiceConfig, TargetPolicy
 from seaway.server import ServerProcess
+from seaway.testing._split import split_store
 
 _names = itertools.count()
 
@@ -20,11 +21,14 @@ _names = itertools.count()
 class Api:
     """A store under test, and a fresh log name for each test (the remote server is shared)."""
 
-    def __init__(self, sw: Any, kind: str, url: str = "") -> None:
+    def __init__(self, sw: Any, kind: str, url: str = "", *, split: bool = False) -> None:
         self.sw = sw
         self.kind = kind
+        """``embedded`` or ``remote``: how the test reaches the store."""
         self.sw_url = url
         """The server's address, for tests that open more connections (remote only)."""
+        self.split = split
+        """The store is split: its user logs live in a second store's logs (a control node's shape)."""
 
     def name(self, base: str = "log") -> str:
         return f"{base}-{next(_names)}"
@@ -48,17 +52,46 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     assert code == 0, f"the server exited with {code}:\n{proc.log_text()[-4000:]}"
 
 
-@pytest.fixture(params=["embedded", "remote"])
+@pytest.fixture(scope="session")
+def split_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server over a split store (its user logs in a second store's logs, :mod:`seaway.testing._split`)."""
+    where = tmp_path_factory.mktemp("split-server")
+    proc = ServerProcess(where / "control", module="seaway.testing._split",
+                         extra_args=("--user-logs-dir", str(where / "user"),
+                                     "--notify-file-dir", str(file_dir(tmp_path_factory))))
+    yield proc
+    code = proc.stop()
+    assert code == 0, f"the server exited with {code}:\n{proc.log_text()[-4000:]}"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``api`` is embedded and remote; in the modules that set ``SPLIT = True``, also a split store
+    (a control node's shape: user logs in another store's logs), embedded and through a server,
+    but for the tests the module names in ``SPLIT_EXCEPT`` (long ones that add nothing split)."""
+    if "api" in metafunc.fixturenames:
+        kinds = ["embedded", "remote"]
+        if getattr(metafunc.module, "SPLIT", False) \
+                and metafunc.function.__name__ not in getattr(metafunc.module, "SPLIT_EXCEPT", ()):
+            kinds += ["split", "split-remote"]
+        metafunc.parametrize("api", kinds, indirect=True)
+
+
+@pytest.fixture
 def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+    targets = TargetPolicy(file_dir=file_dir(request.getfixturevalue("tmp_path_factory")))
+    config = seaway.SeawayConfig(notify=NotifyServiceConfig(targets=targets))
     if request.param == "embedded":
-        targets = TargetPolicy(file_dir=file_dir(request.getfixturevalue("tmp_path_factory")))
-        with seaway.open(tmp_path / "data", seaway.SeawayConfig(notify=NotifyServiceConfig(targets=targets))) as sw:
+        with seaway.open(tmp_path / "data", config) as sw:
             yield Api(sw, "embedded")
+    elif request.param == "split":
+        with split_store(tmp_path / "control", tmp_path / "user", config) as sw:
+            yield Api(sw, "embedded", split=True)
     else:
-        server: ServerProcess = request.getfixturevalue("server")
+        split = request.param == "split-remote"
+        server: ServerProcess = request.getfixturevalue("split_server" if split else "server")
         with seaway.connect(server.url, timeout_s=30) as sw:
             try:
-                yield Api(sw, "remote", server.url)
+                yield Api(sw, "remote", server.url, split=split)
             except BaseException:
                 print(server.log_text()[-4000:])
                 raise

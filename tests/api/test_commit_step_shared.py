@@ -23,6 +23,11 @@ from seaway.txn import LinkedWrite
 from seaway.wire import seaway_pb2 as pb
 from tests.api.conftest import Api, Refused
 
+SPLIT = True
+"""Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
+SPLIT_EXCEPT = ("test_entries_that_do_not_fit_the_commit_step_are_sent_before_it",)
+"""18 s each, and the same appends as the others, only more of them."""
+
 DRAIN_S = 60.0
 """How long a drain waits for the entries it expects (a bound for a stalled test, not a timing)."""
 

@@ -28,6 +28,9 @@ from seaway.queues import Consumer, Entry, Position
 from seaway.queues._records import ENTRY_BYTES_MAX, READ_BYTES_DEFAULT, hash_key
 from tests.api.conftest import Api
 
+SPLIT = True
+"""Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
+
 WAIT_S = 0.5
 """A remote consumer's first read waits for its stream to deliver: dequeue with a timeout."""
 DRAIN_S = 60.0

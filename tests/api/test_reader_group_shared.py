@@ -10,6 +10,9 @@ from seaway import InvalidArgumentError, StreamTruncatedError
 from seaway.streams import ReaderConfig, key_position
 from tests.api.conftest import Api
 
+SPLIT = True
+"""Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
+
 
 def test_a_reader_group_reads_every_event_once_in_key_order_across_a_scaling(api: Api) -> None:
     scope = api.name("sc")

@@ -3,12 +3,18 @@ gaps, reads that end at their ``lsn_until``, bounds in items and bytes, and 1,00
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import defaultdict
 from concurrent.futures import Future
 
 from seaway import LSN_MAX, Gap, GapType, Record, RecordRun
 from tests.api.conftest import Api
+
+SPLIT = True
+"""Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
+SPLIT_EXCEPT = ("test_one_reader_over_a_thousand_logs",)
+"""A thousand plain logs of the other store: nothing of the split store's own, at 4 s a run."""
 
 
 def _read_until(reader: object, count: int, timeout_s: float = 30) -> list[object]:
@@ -138,3 +144,22 @@ def test_one_reader_over_a_thousand_logs(api: Api) -> None:
         logs[2].append(b"stopped")
         logs[3].append(b"still read")
         assert _by_log(_read_until(reader, 1)) == {logs[3].id: [b"still read"]}
+
+
+def test_a_waiting_read_returns_at_once_empty_when_the_reader_is_woken(api: Api) -> None:
+    """``wake()`` (part of the reader protocol: a server's read stream wakes the reader of the
+    store it serves, whichever store's logs those are) ends a read that waits, or the next one
+    that would, with nothing; the reader goes on reading afterwards."""
+    log = api.sw.logs.create(api.name())
+    with api.sw.logs.reader() as reader:
+        reader.start_reading(log, 1, LSN_MAX)  # tailed: a read waits for records
+        reader.wake()  # before the read waits: that read returns at once
+        assert reader.read(10, timeout_s=30) == []
+        answer: Future[list[object]] = Future()
+        waiting = threading.Thread(target=lambda: answer.set_result(reader.read(10, timeout_s=30)))
+        waiting.start()
+        reader.wake()  # now, or before it waits: either way it returns empty, long before 30 s
+        assert answer.result(timeout=10) == []
+        waiting.join()
+        log.append(b"after")
+        assert _by_log(_read_until(reader, 1)) == {log.id: [b"after"]}

@@ -21,6 +21,9 @@ from seaway import (
 from seaway.log import LSN_OLDEST
 from tests.api.conftest import Api
 
+SPLIT = True
+"""Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
+
 
 def test_streams_are_created_scaled_queried_sealed_and_deleted(api: Api) -> None:
     scope = api.name("scope")

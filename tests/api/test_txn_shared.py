@@ -33,6 +33,9 @@ from seaway.txn import LOGS_MAX, Transactions, Visibility
 from seaway.wire import seaway_pb2 as pb
 from tests.api.conftest import Api, Refused
 
+SPLIT = True
+"""Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
+
 WAIT_S = 10.0
 """How long a test waits for the manager's timeout pass (it runs every 0.1 s)."""
 

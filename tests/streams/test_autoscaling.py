@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+
+import pytest
 
 import seaway
 from seaway import ByEventRate, FixedSegments, SeawayConfig
 from seaway.streams._autoscaling import AutoScalingConfig
 from seaway.testing import FakeClock
+from seaway.testing._split import USER_CONFIG
 
 PASS_S = 10
 
@@ -20,10 +24,17 @@ def _load(sw: seaway.Seaway, stream: seaway.Stream, events_per_s: float) -> None
             sw.logs.get(segment.log_id).append_batch([b"e"] * count)
 
 
-def test_sustained_load_splits_and_a_long_lull_merges_back_with_reasons_in_the_history(tmp_path: Path) -> None:
+@pytest.mark.parametrize("split", [False, True], ids=["one", "split"])
+def test_sustained_load_splits_and_a_long_lull_merges_back_with_reasons_in_the_history(
+        tmp_path: Path, split: bool) -> None:
+    """``split``: the segments' logs (whose append counts the scaler samples) in a second store's."""
     clock = FakeClock()
     config = SeawayConfig(autoscaling=AutoScalingConfig(interval_s=None))  # passes run by the test
-    with seaway.Seaway(tmp_path, config, clock=clock) as sw:
+    with contextlib.ExitStack() as stack:
+        user_logs = None
+        if split:
+            user_logs = stack.enter_context(seaway.Seaway(tmp_path / "user", USER_CONFIG, clock=clock)).logs
+        sw = stack.enter_context(seaway.Seaway(tmp_path / "data", config, clock=clock, user_logs=user_logs))
         assert sw.autoscaling is not None
         sw.streams.create_scope("s")
         hot = sw.streams.create("s/hot", scaling=ByEventRate(10, factor=2, min_segments=1))

@@ -1,8 +1,10 @@
 """Retention of streams by time, by size and by consumption, pass by pass with a fake clock; and
-readers that meet truncated events."""
+readers that meet truncated events. In one store, and in a split store (its segments' logs in
+another store's logs)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +18,7 @@ from seaway.streams import ReaderConfig, RetentionBySize, RetentionByTime, Strea
 from seaway.streams._autoscaling import AutoScalingConfig
 from seaway.streams._retention import RetentionConfig, StreamRetention
 from seaway.testing import FakeClock
+from seaway.testing._split import USER_CONFIG
 
 MINUTE_S = 60
 EVENTS_PER_BATCH = 5
@@ -26,11 +29,17 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture
-def sw(tmp_path: Path, clock: FakeClock) -> Iterator[seaway.Seaway]:
+@pytest.fixture(params=["one", "split"])
+def sw(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[seaway.Seaway]:
+    """A store; ``split``: its segments' logs in a second store's logs (a control node's shape), on
+    the same clock."""
     config = SeawayConfig(autoscaling=AutoScalingConfig(interval_s=None),
                           retention=RetentionConfig(interval_s=None, cut_interval_s=MINUTE_S))  # passes by hand
-    with seaway.Seaway(tmp_path / "data", config, clock=clock) as store:
+    with contextlib.ExitStack() as stack:
+        user_logs = None
+        if request.param == "split":
+            user_logs = stack.enter_context(seaway.Seaway(tmp_path / "user", USER_CONFIG, clock=clock)).logs
+        store = stack.enter_context(seaway.Seaway(tmp_path / "data", config, clock=clock, user_logs=user_logs))
         store.streams.create_scope("sc")
         yield store
 

@@ -67,7 +67,7 @@ def _run(path: Path, config: DiskBenchConfig, short_lived: bool) -> tuple[tuple[
         clock.advance(300)
         permanent.append(record)  # the newest partition, which retention leaves be
         sw.logs.run_retention()
-        sw.logs.flush()  # what is measured is what stays, not the write-ahead log RocksDB recycles
+        sw.own_logs.flush()  # what is measured is what stays, not the write-ahead log RocksDB recycles
     return _disk_bytes(path), written
 
 

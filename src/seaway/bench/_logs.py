@@ -53,7 +53,7 @@ class LogsBenchConfig:
 
 def _populate(sw: seaway.Seaway, count: int) -> list[seaway.Log]:
     """``count`` logs, each appended to once (so each has a sequencer and a directory entry)."""
-    logs = [sw.logs.create(f"log-{i}") for i in range(count)]
+    logs = [sw.own_logs.create(f"log-{i}") for i in range(count)]
     futures = [log.append_async(b"first") for log in logs]
     for f in futures:
         f.result()

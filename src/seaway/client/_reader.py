@@ -132,6 +132,7 @@ class RemoteReader:
         self._attempt = 0  # failed streams in a row
         self._tags = itertools.count(1)
         self._closed = False
+        self._woken = False
 
     # --- starting and stopping logs -------------------------------------------------------------
 
@@ -193,10 +194,20 @@ class RemoteReader:
                     raise self._errors.popleft()
                 if not self._reads:
                     return []
+                if self._woken:
+                    self._woken = False
+                    return []
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return []
                 self._cv.wait(remaining)
+
+    def wake(self) -> None:
+        """As :meth:`seaway.Reader.wake`: a :meth:`read` that waits now (or the next one that
+        would wait) returns at once, with nothing."""
+        with self._cv:
+            self._woken = True
+            self._cv.notify_all()
 
     def __iter__(self) -> Iterator[ReadItem]:
         while True:

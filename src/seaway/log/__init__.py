@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from seaway._lazy import lazy_names
 from seaway._values import Durability, PartitionInfo, ProducerMark
 from seaway.log._aborted import ABORTED_NAMESPACE, ABORTED_PER_LOG_MAX, AbortedView, AbortedWrites
-from seaway.log._api import LogReaderApi, LogsApi, SegmentLog, closing_iter
+from seaway.log._api import LogReaderApi, LogsApi, SegmentLog, check_logs_api, closing_iter
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
 from seaway.log._handle import (
@@ -102,6 +102,7 @@ from seaway.log._protocol import (
 )
 from seaway.log._reader import LogReadState, ReadChunk, ReadWant
 from seaway.log._sequencer import Sequencer, SequencerConfig, SequencerState
+from seaway.log._split_meta import CREATING_NAMESPACE, SplitMetadataStore
 from seaway.log._storage import StorageConfig, StorageNode
 from seaway.log._types import (
     BUFFERED_BYTES_MAX_DEFAULT,
@@ -145,6 +146,7 @@ __all__ = [
     "BATCH_RECORDS_MAX",
     "BUFFERED_BYTES_MAX_DEFAULT",
     "COMMIT_MANY_MAX",
+    "CREATING_NAMESPACE",
     "EPOCH_MAX",
     "ESN_FIRST",
     "ESN_MAX",
@@ -229,6 +231,7 @@ __all__ = [
     "Sequencer",
     "SequencerConfig",
     "SequencerState",
+    "SplitMetadataStore",
     "StorageConfig",
     "StorageNode",
     "StoreMsg",
@@ -246,6 +249,7 @@ __all__ = [
     "check_ledger_read",
     "check_linked",
     "check_log_ids",
+    "check_logs_api",
     "check_lsn",
     "check_meta_key",
     "check_slots",

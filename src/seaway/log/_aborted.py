@@ -30,6 +30,8 @@ import threading
 from collections.abc import Iterable
 
 from seaway.errors import ConditionFailedError, InvalidArgumentError
+from seaway.log._api import LogsApi
+from seaway.log._handle import APPEND_COUNTS_LOGS_MAX
 from seaway.log._meta import MetaApi
 
 ABORTED_NAMESPACE = "log.aborted"
@@ -169,6 +171,37 @@ class AbortedWrites:
     def forget_log(self, log_id: int) -> None:
         """Drop every entry of the log (deleted)."""
         self._meta.batch().delete_prefix(ABORTED_NAMESPACE, _ID.pack(log_id)).commit()
+
+    def sweep(self, logs: LogsApi) -> int:
+        """Drop the entries of the logs ``logs`` says were trimmed past them or deleted; return how
+        many logs were looked at. For a store whose logs live in another store (a control node's:
+        their trims and deletions do not reach this metadata store, as :meth:`Log.trim` and
+        :meth:`Logs.delete` reach their own): its transaction manager's pruning pass runs it. One
+        seek per log that has entries, and one ``bounds`` call per ``APPEND_COUNTS_LOGS_MAX`` of them."""
+        looked = 0
+        after = 0
+        while ids := self._logs_listed(after, APPEND_COUNTS_LOGS_MAX):
+            found = logs.bounds(ids)
+            for log_id in ids:
+                bounds = found.get(log_id)
+                if bounds is None:  # deleted (or unknown: no record of it can be read)
+                    self.forget_log(log_id)
+                elif bounds.trim_point > 0:
+                    self.forget_trimmed(log_id, bounds.trim_point)
+            looked += len(ids)
+            after = ids[-1]
+        return looked
+
+    def _logs_listed(self, after: int, limit: int) -> list[int]:
+        """Up to ``limit`` ids of logs above ``after`` that have entries, in order: a seek each."""
+        ids: list[int] = []
+        while len(ids) < limit and after < 2**64 - 1:
+            rows = self._meta.scan(ABORTED_NAMESPACE, start=_ID.pack(after + 1), limit=1)
+            if not rows:
+                break
+            after = _ID.unpack_from(rows[0][0])[0]
+            ids.append(after)
+        return ids
 
 
 def _entry_key(log_id: int, seq: int) -> bytes:

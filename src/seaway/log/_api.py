@@ -8,6 +8,7 @@ from concurrent.futures import Future
 from typing import Protocol, Self
 
 from seaway._values import Durability, PartitionInfo
+from seaway.errors import InvalidArgumentError
 from seaway.log._config import LogGroup
 from seaway.log._handle import AppendCounts, LogBounds, LogHandle
 from seaway.log._types import ReadItem
@@ -49,6 +50,11 @@ class LogReaderApi(Protocol):
 
     @property
     def done(self) -> bool: ...
+
+    def wake(self) -> None:
+        """Make a :meth:`read` that waits now (or the next one that would wait) return at once,
+        with nothing: for a thread that must look at something else (a server's read stream, at
+        its client's control messages)."""
 
     def close(self) -> None: ...
 
@@ -96,6 +102,19 @@ class LogsApi(Protocol):
     def bounds(self, log_ids: Iterable[int]) -> Mapping[int, LogBounds]: ...
 
     def count_records(self, ranges: Mapping[int, tuple[int, int | None]]) -> Mapping[int, int]: ...
+
+
+def check_logs_api(logs: object, what: str) -> None:
+    """Raise :class:`InvalidArgumentError` unless ``logs`` has the methods of :class:`LogsApi`
+    (what ``sw.logs`` of any store has): a clear error at once rather than a missing attribute
+    later, in a background pass."""
+    missing = [name for name in _LOGS_API_METHODS if not callable(getattr(logs, name, None))]
+    if missing:
+        raise InvalidArgumentError(f"{what} must be a store's logs (seaway.log.LogsApi, what sw.logs is), "
+                                   f"got {type(logs).__name__}, which has no {', '.join(missing)}")
+
+
+_LOGS_API_METHODS = tuple(name for name in vars(LogsApi) if not name.startswith("_"))
 
 
 def closing_iter(reader: LogReaderApi) -> Generator[ReadItem, None, None]:

@@ -17,11 +17,15 @@ class ServerProcess:
     """Start ``seaway serve`` over ``data_dir`` and wait until it listens.
 
     Its log (JSON lines) goes to :attr:`log_path`; :meth:`log_text` returns it for failure reports.
+    ``module``: the module run (``python -m MODULE serve ...``), for a test's own entry point that
+    builds the store otherwise and serves it the same way.
     """
 
     def __init__(self, data_dir: str | os.PathLike[str], *, token: str | None = None,
-                 extra_args: tuple[str, ...] = (), start_timeout_s: float = 60.0, port: int = 0) -> None:
+                 extra_args: tuple[str, ...] = (), start_timeout_s: float = 60.0, port: int = 0,
+                 module: str = "seaway.cli") -> None:
         self.data_dir = Path(data_dir)
+        self._module = module
         self.token = token
         self._extra = extra_args
         self._start_timeout_s = start_timeout_s
@@ -37,7 +41,7 @@ class ServerProcess:
         self.start()
 
     def start(self) -> None:
-        args = [sys.executable, "-m", "seaway.cli", "serve", "--data-dir", str(self.data_dir),
+        args = [sys.executable, "-m", self._module, "serve", "--data-dir", str(self.data_dir),
                 "--listen", f"127.0.0.1:{self.port}", *self._extra]
         env = dict(os.environ)
         if self.token:

@@ -24,7 +24,7 @@ from seaway.errors import (
     PermissionDeniedError,
     SeawayError,
 )
-from seaway.log import LSN_MAX, LSN_OLDEST, Gap, Logs, RecordRun, RunItem, lsn_str, payload_bytes, weight
+from seaway.log import LSN_MAX, LSN_OLDEST, Gap, LogsApi, RecordRun, RunItem, lsn_str, payload_bytes, weight
 from seaway.txn import WAL_LOG
 from seaway.wire import add_items, error_to_msg, seaway_pb2
 
@@ -64,7 +64,7 @@ class ReadSession:
     the client's messages, :meth:`replies` is iterated by the thread that sends replies, and
     :meth:`close` from anywhere (it ends :meth:`replies`)."""
 
-    def __init__(self, logs: Logs, bounds: ReadStreamBounds,
+    def __init__(self, logs: LogsApi, bounds: ReadStreamBounds,
                  on_records: Callable[[int], None] = lambda n: None) -> None:
         self._logs = logs
         self._bounds = bounds

@@ -23,6 +23,7 @@ from seaway._alloc import keep_large_buffers_in_heap
 from seaway._net import is_loopback
 from seaway._seaway import Seaway, SeawayConfig
 from seaway.errors import InvalidArgumentError, SeawayError, UnavailableError
+from seaway.log import LogsApi
 from seaway.notify import ForwardCollector
 from seaway.server._decoding import TokenThenDecode
 from seaway.server._lag_metrics import LagCollector
@@ -67,6 +68,9 @@ class ServerConfig:
     collectors: tuple[Callable[[Seaway], Collector], ...] = ()
     """More Prometheus collectors over the store, served at /metrics beside the server's own: what
     the layers above the server add (the command adds the Spark sources' lag)."""
+    user_logs: LogsApi | None = None
+    """Where the users' logs live when not in ``data_dir`` (``seaway.open(..., user_logs=...)``: a
+    control node's shape, docs/cluster.md); their owner closes them after the server stopped."""
 
 
 def split_host_port(address: str) -> tuple[str, int]:
@@ -216,7 +220,7 @@ class Server:
         self.metrics = Metrics()
         self._log_filters = _grpc_log_filters(self.metrics)
         self._stopping = threading.Event()
-        self.store = Seaway(config.data_dir, config.store)
+        self.store = Seaway(config.data_dir, config.store, user_logs=config.user_logs)
         if self.store.notify_metrics is not None:
             self.metrics.registry.register(ForwardCollector(self.store.notify_metrics))
         self.metrics.watch_ledger(self.store.ledger.bounds)
@@ -371,6 +375,8 @@ class Server:
         while not self._stopping.wait(self.config.retention_interval_s):
             try:
                 dropped = self.store.logs.run_retention()
+                if self.store.own_logs is not self.store.logs:  # the store's own partitions too
+                    dropped = [*dropped, *self.store.own_logs.run_retention()]
             except SeawayError:
                 _log.exception("retention failed; it runs again at the next interval")
                 continue

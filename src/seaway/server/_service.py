@@ -32,7 +32,7 @@ from seaway.errors import (
     UnknownLogError,
 )
 from seaway.ledger import decode_change
-from seaway.log import COMMIT_MANY_MAX, Log, MetaBatch, check_linked
+from seaway.log import COMMIT_MANY_MAX, LogHandle, MetaBatch, check_linked
 from seaway.notify import NotifyConfig
 from seaway.server import _pages
 from seaway.server._metrics import Metrics
@@ -185,10 +185,10 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             error = ServerError(f"internal error: {type(exc).__name__}")
         return error
 
-    def _log_of(self, log_id: int) -> Log:
+    def _log_of(self, log_id: int) -> LogHandle:
         return self._store.logs.get(int(log_id))
 
-    def _clients_log(self, log_id: int) -> Log:
+    def _clients_log(self, log_id: int) -> LogHandle:
         """A log a client may change: not one of the store's own."""
         log = self._log_of(log_id)
         if log.name.startswith(RESERVED_PREFIX):

@@ -195,7 +195,7 @@ def _ledger_read(sw: seaway.Seaway, emit: Callable[[str], None]) -> None:
 def _flush(sw: seaway.Seaway, rng: random.Random) -> None:
     while True:
         time.sleep(rng.uniform(0.05, 0.4))
-        sw.logs.flush()
+        sw.own_logs.flush()
 
 
 if __name__ == "__main__":

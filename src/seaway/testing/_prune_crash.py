@@ -32,7 +32,7 @@ def main(data_dir: str) -> None:
         clock = FakeClock(sw.clock.now_ms() + int(TIMEOUT_S * 1000) + 1000)  # past every expiry
         # The store's own manager is idle (no pass runs): this one recovers the same log, as the
         # store's would after a restart, and runs the pass.
-        manager = TransactionManager(sw.logs, CrashingMeta(sw.meta, 1, applied=True, kill=True), clock, TXN)
+        manager = TransactionManager(sw.own_logs, CrashingMeta(sw.meta, 1, applied=True, kill=True), clock, TXN)
         manager.run_pruning()
     sys.exit(NOT_CRASHED)
 

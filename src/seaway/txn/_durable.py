@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from seaway._clock import Clock
 from seaway.errors import CorruptionError, SeawayError, StorageError
 from seaway.ledger import TxnAbortedByTimeout, TxnCommitted
-from seaway.log import LSN_OLDEST, AbortedWrites, Gap, GapType, MetaApi, Record
+from seaway.log import LSN_OLDEST, AbortedWrites, Gap, GapType, LogsApi, MetaApi, Record
 from seaway.txn._config import TxnConfig
 from seaway.txn._state import (
     POINTERS_PER_MS,
@@ -89,6 +89,9 @@ class DurableManager:
     config: TxnConfig
     state: TxnState
     _logs: Logs
+    """The store's own logs: the write-ahead log's."""
+    _user_logs: LogsApi
+    """The logs transactions write to (``_logs``, or another store's)."""
     _meta: MetaApi
     _aborted: AbortedWrites
     _clock: Clock

@@ -162,6 +162,14 @@ class ExpiringManager(DurableManager):
         gone = self._unreadable([(wp, logs, t) for wp, logs, t in done if t is not None])
         for i in range(0, len(gone), PRUNE_IDS_MAX):
             self._log_edits([Prune(tuple(gone[i:i + PRUNE_IDS_MAX]))])
+        if self._user_logs is not self._logs:
+            # The user logs live in another store: their trims and deletions drop no aborted-write
+            # entries here by themselves.
+            try:
+                self._aborted.sweep(self._user_logs)
+            except SeawayError as exc:  # tried again by the next pass
+                log.warning("dropping aborted-write entries of trimmed and deleted logs failed",
+                            extra={"error": str(exc)})
         return len(gone)
 
     def _log_edits(self, edits: Iterable[Edit]) -> None:
@@ -195,12 +203,12 @@ class ExpiringManager(DurableManager):
 
     def _tail(self, log_id: int) -> int:
         try:
-            return self._logs.get(log_id).tail_lsn()
+            return self._user_logs.get(log_id).tail_lsn()
         except UnknownLogError:
             return 0
 
     def _trimmed_past(self, log_id: int, tail: int) -> bool:
         try:
-            return self._logs.get(log_id).trim_point() >= tail
+            return self._user_logs.get(log_id).trim_point() >= tail
         except UnknownLogError:
             return True

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from seaway._clock import Clock, SystemClock
 from seaway._passes import PeriodicPasses
 from seaway.errors import InvalidArgumentError, OverloadedError, SeawayError, UnknownLogError
-from seaway.log import AbortedWrites, LinkedBatch, MetaApi, append_linked, check_linked
+from seaway.log import AbortedWrites, LinkedBatch, LogsApi, MetaApi, append_linked, check_linked
 from seaway.txn._checks import check_commit, check_txn_logs, check_wait, check_write_pointer
 from seaway.txn._commit import CommittingManager, _answer
 from seaway.txn._config import TxnConfig
@@ -69,11 +69,18 @@ class TxnInfo:
 
 
 class TransactionManager(CommittingManager):
-    """The manager of an embedded store (``sw.txn`` is built on it). Thread-safe."""
+    """The manager of an embedded store (``sw.txn`` is built on it). Thread-safe.
 
-    def __init__(self, logs: Logs, meta: MetaApi, clock: Clock | None = None, config: TxnConfig | None = None) -> None:
+    ``logs``: the store's own logs, which hold the manager's write-ahead log. ``user_logs``: the
+    logs transactions write to (their tails and trim points decide pruning; a commit step appends
+    to them), when they live in another store (a cluster's, for a control node); by default
+    ``logs``."""
+
+    def __init__(self, logs: Logs, meta: MetaApi, clock: Clock | None = None, config: TxnConfig | None = None,
+                 *, user_logs: LogsApi | None = None) -> None:
         self.config = config or TxnConfig()
         self._logs = logs
+        self._user_logs: LogsApi = logs if user_logs is None else user_logs
         self._meta = meta
         self._aborted = AbortedWrites(meta)
         self._clock = clock or SystemClock()
@@ -293,7 +300,7 @@ class TransactionManager(CommittingManager):
             missing = {batch.log_id for batch in batches} - self._live(write_pointer).logs
         if missing:
             self.register(write_pointer, missing)
-        outcomes = append_linked(self._logs, batches)
+        outcomes = append_linked(self._user_logs, batches)
         lsns = [outcome for outcome in outcomes if isinstance(outcome, range)]
         if len(lsns) < len(outcomes):
             return outcomes
