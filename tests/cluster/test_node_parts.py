@@ -55,6 +55,20 @@ def test_a_batch_sees_its_own_copies_before_the_sync_and_a_reopen_sees_them_afte
     again.close()
 
 
+def test_a_trim_to_the_last_lsn_drops_the_log_and_leaves_the_next_one(tmp_path: Path) -> None:
+    """A trim (a peer's Trim message, or a deleted log's) up to LSN 2**64 - 1 made a key of the LSN
+    after it, which does not fit: the error stopped the node's loop for good."""
+    disk = RocksDisk(tmp_path / "d")
+    disk.log(LOG).put(Copy(lsn(1, 1), Kind.RECORD, b"a"))
+    disk.log(LOG + 1).put(Copy(lsn(1, 1), Kind.RECORD, b"b"))
+    disk.flush()
+    disk.log(LOG).drop_upto(2**64 - 1)
+    disk.flush()
+    assert disk.log(LOG).scan(0, 2**64 - 1, 10) == []
+    assert [c.payload for c in disk.log(LOG + 1).scan(0, 2**64 - 1, 10)] == [b"b"]
+    disk.close()
+
+
 def test_an_unflushed_batch_is_gone_after_a_reopen(tmp_path: Path) -> None:
     disk = RocksDisk(tmp_path / "d")
     disk.log(LOG).put(Copy(lsn(1, 1), Kind.RECORD, b"a"))

@@ -87,6 +87,15 @@ class ClusterClient:
         """Where to send a call any node answers: the node that answered last first."""
         return list(dict.fromkeys([*([self._good] if self._good else []), *self._members.values(), *self._seeds]))
 
+    def call_any(self, method: str, request: Any, timeout_s: float = 2.0) -> Any:
+        """Call ``method`` on the first node that answers (a call any node serves)."""
+        return self._any(method, request, timeout_s)
+
+    def stub(self, node: int) -> pb_grpc.SeawayClusterStub | None:
+        """A stub for a live member (None if ``node`` is not one)."""
+        address = self._members.get(node)
+        return None if address is None else self._stub(address)
+
     def _any(self, method: str, request: Any, timeout_s: float = 2.0) -> Any:
         """Call ``method`` on the first node that answers; a node's own error is raised."""
         last: SeawayError = UnavailableError("no node of the cluster answered")
@@ -172,13 +181,19 @@ class ClusterClient:
         """Append one record; its LSN once it is on R nodes. After a failure whose outcome is
         unknown (a node died with the append in flight) it is sent again, so a record may be stored
         twice, as with any retried append without an idempotence key."""
+        reply = self.sequencer_call(log_id, "Append", pb.AppendRequest(log_id=log_id, payload=payload))
+        return int(reply.lsn)
+
+    def sequencer_call(self, log_id: int, method: str, request: Any) -> Any:
+        """Call ``method`` on the log's sequencer node: the first live node of the log's order that
+        answers (one that cannot be reached is skipped, and the next takes over); a node that is
+        busy or was preempted is asked again. A node's own error that is not retriable is raised."""
         deadline = time.monotonic() + self.timeout_s
         unreachable: set[int] = set()
-        request = pb.AppendRequest(log_id=log_id, payload=payload)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimedOutError(f"log {log_id}: no sequencer acknowledged the append in {self.timeout_s} s")
+                raise TimedOutError(f"log {log_id}: no sequencer answered in {self.timeout_s} s")
             live = [n for n in self._members if n not in unreachable]
             if not live:
                 unreachable.clear()
@@ -188,8 +203,8 @@ class ClusterClient:
                 continue
             target = placement(log_id, live)[0]
             try:
-                return int(self._stub(self._members[target]).Append(
-                    request, timeout=min(remaining, self.attempt_timeout_s)).lsn)
+                return getattr(self._stub(self._members[target]), method)(
+                    request, timeout=min(remaining, self.attempt_timeout_s))
             except grpc.RpcError as exc:
                 error = _error(exc)
                 if not _from_node(exc):

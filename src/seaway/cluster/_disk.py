@@ -84,7 +84,10 @@ class RocksLog:
         self._dropped_upto = max(self._dropped_upto, lsn)
         for key in [k for k in self._overlay if k <= lsn]:
             self._overlay[key] = None
-        self._disk.batch.delete_range(_copy_key(self.log_id, 0), _copy_key(self.log_id, lsn + 1))
+        # Up to the last LSN (a deleted log's trim point, or a peer's Trim to LSN_MAX), the range ends
+        # at the next log's first key: the LSN after it does not fit a key (that failed the node's loop).
+        end = _copy_key(self.log_id, lsn + 1) if lsn < 2**64 - 1 else _META.pack(b"c", self.log_id + 1)
+        self._disk.batch.delete_range(_copy_key(self.log_id, 0), end)
 
     def scan(self, lo: int, hi: int, limit: int) -> list[Copy]:
         if lo > hi or limit <= 0:

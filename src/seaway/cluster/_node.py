@@ -12,13 +12,15 @@ sequencer's timers make up for. Calls to ZooKeeper run in a small pool, never in
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import queue
 import threading
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,7 @@ from seaway.cluster._disk import RocksDisk
 from seaway.cluster._zk import ZooKeeperCluster
 from seaway.errors import (
     InvalidArgumentError,
+    LogDeletedError,
     OverloadedError,
     PayloadTooLargeError,
     PreemptedError,
@@ -42,12 +45,14 @@ from seaway.errors import (
     UnavailableError,
     UnknownLogError,
 )
+from seaway.log import LOG_ID_MAX, PRODUCER_ID_BYTES_MAX, Durability, LogAttributes, check_name
 from seaway.log.replication import (
     NODES_MAX,
     REPLICATION_MAX,
     Acked,
     Activate,
     Append,
+    AppendBatch,
     Cleaned,
     ClusterSequencer,
     ClusterSequencerConfig,
@@ -56,6 +61,7 @@ from seaway.log.replication import (
     EpochRecord,
     EpochRecordRead,
     EpochRecordSet,
+    Finish,
     NodeSet,
     ReadEpochRecord,
     ReadFrom,
@@ -66,6 +72,7 @@ from seaway.log.replication import (
     Send,
     SetEpochRecord,
     Stored,
+    TailQuery,
     Trim,
 )
 from seaway.wire import cluster_pb2 as pb
@@ -84,6 +91,17 @@ INBOX_MESSAGES_MAX = 200_000
 """Messages from peers a node holds for its loop; past that a peer's batch is refused."""
 SERVICE_THREADS = 16
 APPENDS_AT_ONCE = 12
+BATCH_RECORDS_MAX = 100_000
+"""Records of one batch (the single store's bound)."""
+BATCH_BYTES_MAX = 16 << 20
+"""Payload bytes of one batch: what a sequencer stores at once (its window), so that a digest stays
+well within a message."""
+PRODUCER_WINDOW = 16
+"""Batches of each producer whose outcome a sequencer node remembers (idempotent appends)."""
+PRODUCERS_MAX = 10_000
+"""Producers a node remembers per log (the least recently seen are forgotten first)."""
+DELETED_TRIM = 2**64 - 1
+"""The trim point a deleted log's copies are dropped up to."""
 """Append calls one node serves at once: each holds a service thread until it is acknowledged, and
 the other threads must stay free for peers' messages (a recovery's seals and stores) and readers."""
 
@@ -187,6 +205,13 @@ class ClusterNode:
         self._activations: list[tuple[ClusterSequencer, Future[None]]] = []
         """Sequencers started by a node-set change, and the call waiting for them to be active."""
         self._next_request = 1
+        self._request_counts: dict[int, tuple[int, int, int]] = {}
+        """(log id, records, payload bytes) of the appends in ``_pending``, counted once acknowledged."""
+        self._counts: dict[int, tuple[int, int]] = {}
+        """Per log, the records and payload bytes its sequencers here acknowledged since the node started."""
+        self._producers: dict[int, OrderedDict[bytes, OrderedDict[int, Future[int]]]] = {}
+        self._producers_lock = threading.Lock()
+        self._wall_offset_ms = int(time.time() * 1000) - int(time.monotonic() * 1000)
         self._members: dict[int, str] = {}
         self._peers: dict[int, _Peer] = {}
         self._peers_lock = threading.Lock()
@@ -361,8 +386,8 @@ class ClusterNode:
                     writes += sum(1 for e in effects if isinstance(e, DiskWrite))
                     later.append((None, [e for e in effects if not isinstance(e, DiskWrite)]))
             return writes
-        if kind == "append":
-            _, log_id, payload, future = event
+        if kind == "request":
+            _, log_id, make, future, counts = event
             if len(self._pending) >= PENDING_APPENDS_MAX:
                 future.set_exception(UnavailableError("the node has too many appends in progress"))
                 return 0
@@ -370,17 +395,18 @@ class ClusterNode:
             self._next_request += 1
             self._pending[request_id] = future
             self._deadlines.append((now + int(self.config.append_timeout_s * 1000), request_id))
-            seq = self._sequencers.get(log_id)
-            if seq is None or seq.error is not None:
-                seq = self._sequencers[log_id] = ClusterSequencer(log_id, self.config.node_id, self.config.sequencer)
-            later.append((seq, seq.handle(0, Append(log_id, request_id, payload), now)))
+            if counts is not None:
+                self._request_counts[request_id] = (log_id, *counts)
+            seq = self._sequencer(log_id)
+            later.append((seq, seq.handle(0, make(request_id), now)))
             return 0
         if kind == "activate":  # a new sequencer here, with a new node set from its epoch on
             _, log_id, nodes, replication, future = event
             old = self._sequencers.get(log_id)
             if old is not None and old.error is None:
                 later.append((old, old.fail(PreemptedError(f"log {log_id}: its node set is being changed"))))
-            seq = self._sequencers[log_id] = ClusterSequencer(log_id, self.config.node_id, self.config.sequencer)
+            self._sequencers.pop(log_id, None)
+            seq = self._sequencer(log_id)
             later.append((seq, seq.handle(0, Activate(log_id, nodes, replication), now)))
             self._activations.append((seq, future))
             return 0
@@ -415,6 +441,7 @@ class ClusterNode:
             while self._deadlines and self._deadlines[0][0] <= now:  # its caller has given up: forget it
                 _, request_id = self._deadlines.popleft()
                 expired = self._pending.pop(request_id, None)
+                self._request_counts.pop(request_id, None)
                 if expired is not None and not expired.done():
                     expired.set_exception(TimedOutError("the append was not acknowledged in time; it may still land"))
             for seq in list(self._sequencers.values()):
@@ -427,15 +454,29 @@ class ClusterNode:
             return 0
         raise AssertionError(f"unknown event {kind}")
 
+    def _sequencer(self, log_id: int) -> ClusterSequencer:
+        """The log's sequencer here: a new one if there is none or it ended."""
+        seq = self._sequencers.get(log_id)
+        if seq is None or seq.error is not None:
+            seq = self._sequencers[log_id] = ClusterSequencer(log_id, self.config.node_id, self.config.sequencer)
+            seq.stamp_offset_ms = self._wall_offset_ms  # records are stamped with the wall clock
+        return seq
+
     def _effects(self, source: ClusterSequencer | None, effects: list[object]) -> None:
         for effect in effects:
             if isinstance(effect, Send):
                 self.send(effect.to, effect.message)
             elif isinstance(effect, Acked):
                 future = self._pending.pop(effect.request_id, None)
+                counted = self._request_counts.pop(effect.request_id, None)
+                if counted is not None:
+                    log_id, records, size = counted
+                    old_records, old_size = self._counts.get(log_id, (0, 0))
+                    self._counts[log_id] = (old_records + records, old_size + size)
                 if future is not None and not future.done():
                     future.set_result(effect.lsn)
             elif isinstance(effect, Refused):
+                self._request_counts.pop(effect.request_id, None)
                 future = self._pending.pop(effect.request_id, None)
                 if future is not None and not future.done():
                     future.set_exception(effect.error)
@@ -485,13 +526,104 @@ class ClusterNode:
     def append(self, log_id: int, payload: bytes, timeout_s: float | None = None) -> int:
         if len(payload) > PAYLOAD_MAX:
             raise PayloadTooLargeError(f"a record is at most {PAYLOAD_MAX} bytes, got {len(payload)}")
+        future = self._submit(log_id, lambda rid: Append(log_id, rid, payload), (1, len(payload)))
+        return self._wait(log_id, future, timeout_s)
+
+    def _submit(self, log_id: int, make: Callable[[int], object], counts: tuple[int, int] | None) -> Future[int]:
         future: Future[int] = Future()
-        self._inbox.put(("append", log_id, payload, future))
+        self._inbox.put(("request", log_id, make, future, counts))
+        return future
+
+    def _wait(self, log_id: int, future: Future[int], timeout_s: float | None) -> int:
         try:
             return future.result(timeout_s or self.config.append_timeout_s)
         except TimeoutError:
             raise TimedOutError(f"log {log_id}: the append was not acknowledged in time; it may still land") \
                 from None
+
+    def append_batch(self, log_id: int, payloads: tuple[bytes, ...], mark: tuple[bytes, int] | None,
+                     if_tail: int | None, timeout_s: float | None = None) -> range:
+        """Append a batch at consecutive LSNs of one epoch; their LSNs. With ``mark`` (producer id,
+        sequence), a batch this node sequenced (or is sequencing) under the same mark is not
+        stored again: its LSNs are answered."""
+        if not payloads:
+            raise InvalidArgumentError("an append batch needs at least one record")
+        if len(payloads) > BATCH_RECORDS_MAX:
+            raise PayloadTooLargeError(f"a batch holds at most {BATCH_RECORDS_MAX} records, got {len(payloads)}")
+        longest = max(map(len, payloads))
+        if longest > PAYLOAD_MAX:
+            raise PayloadTooLargeError(f"a record is at most {PAYLOAD_MAX} bytes, got {longest}")
+        size = sum(map(len, payloads))
+        if size > BATCH_BYTES_MAX:
+            raise PayloadTooLargeError(f"a batch holds at most {BATCH_BYTES_MAX} payload bytes, got {size}")
+        count = len(payloads)
+
+        def make(rid: int) -> AppendBatch:
+            return AppendBatch(log_id, rid, payloads, if_tail=if_tail)
+
+        if mark is None:
+            last = self._wait(log_id, self._submit(log_id, make, (count, size)), timeout_s)
+            return range(last - count + 1, last + 1)
+        producer, sequence = mark
+        with self._producers_lock:
+            producers = self._producers.setdefault(log_id, OrderedDict())
+            window = producers.get(producer)
+            if window is None:
+                window = producers[producer] = OrderedDict()
+                if len(producers) > PRODUCERS_MAX:
+                    producers.popitem(last=False)
+            producers.move_to_end(producer)
+            future = window.get(sequence)
+            if future is None or (future.done() and future.exception() is not None):
+                future = window[sequence] = self._submit(log_id, make, (count, size))  # new, or its retry
+                window.move_to_end(sequence)
+                while len(window) > PRODUCER_WINDOW:
+                    window.popitem(last=False)
+        last = self._wait(log_id, future, timeout_s)
+        return range(last - count + 1, last + 1)
+
+    def finish(self, log_id: int, delete: bool) -> int:
+        """Seal the log for good (or delete it) once the appends before are decided; its final LSN."""
+        record, _ = self.epoch_record(log_id)
+        if record.deleted:
+            if delete:
+                return record.final or 0
+            raise LogDeletedError(f"log {log_id} was deleted")
+        if record.final is not None and not delete:
+            return record.final
+        try:
+            final = self._wait(log_id, self._submit(log_id, lambda rid: Finish(log_id, rid, delete), None), None)
+        except LogDeletedError:
+            if not delete:
+                raise
+            final = 0
+        if delete:
+            assert self._zk is not None
+            self._zk.mark_deleted(log_id)
+            self._zk.raise_trim_point(log_id, DELETED_TRIM)
+            for node in sorted({n for entry in record.history for n in entry.nodes}):
+                self.send(node, Trim(log_id, DELETED_TRIM))  # each node drops the log's copies
+            with self._producers_lock:
+                self._producers.pop(log_id, None)
+        return final
+
+    def tail(self, log_id: int) -> int:
+        """The log's tail as its sequencer (here) knows it; the final LSN of a sealed log."""
+        return self._wait(log_id, self._submit(log_id, lambda rid: TailQuery(log_id, rid), None), None)
+
+    def append_counts(self, log_ids: list[int]) -> list[tuple[int, int]]:
+        return [self._counts.get(log_id, (0, 0)) for log_id in log_ids]
+
+    def create_named_log(self, name: str, log_id: int | None, group: str | None,
+                         attributes: dict[str, Any]) -> int:
+        assert self._zk is not None
+        record = EpochRecord(history=(NodeSet(1, tuple(sorted(self.members())), self._zk.default_replication()),))
+        return self._zk.create_named_log(name, log_id, group, attributes, record)
+
+    @property
+    def zk(self) -> ZooKeeperCluster:
+        assert self._zk is not None
+        return self._zk
 
     def reconfigure(self, log_id: int, replication: int, nodes: tuple[int, ...]) -> None:
         """Give the log a new node set (and R) from a new epoch on, with this node its sequencer."""
@@ -638,3 +770,140 @@ class _Service(pb_grpc.SeawayClusterServicer):
         reply.logs.extend(logs)
         reply.default_replication = replication
         return reply
+
+    # --- the logs API (seaway.cluster.ClusterLogs) ------------------------------------------------
+
+    def AppendBatch(self, request: pb.AppendBatchRequest, context: grpc.ServicerContext) -> pb.AppendBatchReply:
+        remaining = context.time_remaining()
+        timeout = None if remaining is None else max(0.01, remaining - 0.05)
+        if not self._appends.acquire(blocking=False):
+            return self._call(context, self._busy)  # type: ignore[no-any-return]
+        try:
+            lsns: range = self._call(context, self._append_batch, request, timeout)
+            return pb.AppendBatchReply(first_lsn=lsns.start, count=len(lsns))
+        finally:
+            self._appends.release()
+
+    def _append_batch(self, request: pb.AppendBatchRequest, timeout: float | None) -> range:
+        mark = None
+        if request.producer_id:
+            if len(request.producer_id) > PRODUCER_ID_BYTES_MAX or request.sequence >= 2**63:
+                raise InvalidArgumentError(f"a producer id is 1-{PRODUCER_ID_BYTES_MAX} bytes and a sequence "
+                                           f"below 2**63")
+            mark = (bytes(request.producer_id), request.sequence)
+        _check_log_id(request.log_id)
+        return self._node.append_batch(request.log_id, tuple(request.payloads), mark,
+                                       request.if_tail if request.has_if_tail else None, timeout)
+
+    def CreateNamedLog(self, request: pb.LogConfig, context: grpc.ServicerContext) -> pb.LogConfig:
+        def create() -> pb.LogConfig:
+            name = check_name(request.name, "log")
+            group = check_name(request.group, "log group") if request.group else None
+            attributes = _attributes(request.attributes)
+            log_id = self._node.create_named_log(name, request.log_id or None, group, attributes)
+            return pb.LogConfig(name=name, log_id=log_id, group=request.group, attributes=request.attributes)
+        return self._call(context, create)  # type: ignore[no-any-return]
+
+    def CreateGroup(self, request: pb.GroupConfig, context: grpc.ServicerContext) -> pb.GroupConfig:
+        def create() -> pb.GroupConfig:
+            name = check_name(request.name, "log group")
+            if not 1 <= request.first_id <= request.last_id <= LOG_ID_MAX:
+                raise InvalidArgumentError(f"a group's ids must satisfy 1 <= first <= last <= 2**62, got "
+                                           f"[{request.first_id}, {request.last_id}]")
+            self._node.zk.create_group(name, request.first_id, request.last_id, _attributes(request.attributes))
+            return request
+        return self._call(context, create)  # type: ignore[no-any-return]
+
+    def GetLog(self, request: pb.LogLookup, context: grpc.ServicerContext) -> pb.LogConfig:
+        def get() -> pb.LogConfig:
+            if request.name:
+                meta = self._node.zk.get_log(request.name)
+            else:
+                if not 1 <= request.log_id <= LOG_ID_MAX:
+                    raise UnknownLogError(f"no log {request.log_id}")
+                meta = self._node.zk.get_log(request.log_id)
+            return _log_config(meta)
+        return self._call(context, get)  # type: ignore[no-any-return]
+
+    def ListLogs(self, request: pb.ListLogsRequest, context: grpc.ServicerContext) -> pb.LogConfigs:
+        def page() -> pb.LogConfigs:
+            limit = min(max(request.limit, 1), LIST_PAGE_MAX)
+            return pb.LogConfigs(logs=[_log_config(m) for m in self._node.zk.list_logs(request.after_id, limit)])
+        return self._call(context, page)  # type: ignore[no-any-return]
+
+    def ListGroups(self, request: pb.StatusRequest, context: grpc.ServicerContext) -> pb.GroupConfigs:
+        def groups() -> pb.GroupConfigs:
+            return pb.GroupConfigs(groups=[pb.GroupConfig(name=g["name"], first_id=int(g["first_id"]),
+                                                          last_id=int(g["last_id"]),
+                                                          attributes=json.dumps(g["attributes"]))
+                                           for g in self._node.zk.groups()])
+        return self._call(context, groups)  # type: ignore[no-any-return]
+
+    def SealLog(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.LsnReply:
+        return pb.LsnReply(lsn=self._call(context, self._finish, request.log_id, False))
+
+    def DeleteLog(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.Ack:
+        self._call(context, self._finish, request.log_id, True)
+        return pb.Ack()
+
+    def _finish(self, log_id: int, delete: bool) -> int:
+        _check_log_id(log_id)
+        return self._node.finish(log_id, delete)
+
+    def GetBounds(self, request: pb.LogRef, context: grpc.ServicerContext) -> pb.Bounds:
+        def bounds() -> pb.Bounds:
+            _check_log_id(request.log_id)
+            record, _ = self._node.epoch_record(request.log_id)
+            if record.deleted:
+                raise LogDeletedError(f"log {request.log_id} was deleted")
+            trim = self._node.trim_point(request.log_id)
+            if record.final is not None:
+                return pb.Bounds(log_id=request.log_id, tail_lsn=record.final, sealed=True,
+                                 final_lsn=record.final, trim_point=trim)
+            tail = self._node.tail(request.log_id)
+            record, _ = self._node.epoch_record(request.log_id)  # sealed meanwhile: the tail is its final LSN
+            if record.final is not None:
+                return pb.Bounds(log_id=request.log_id, tail_lsn=record.final, sealed=True,
+                                 final_lsn=record.final, trim_point=trim)
+            return pb.Bounds(log_id=request.log_id, tail_lsn=tail, trim_point=trim)
+        return self._call(context, bounds)  # type: ignore[no-any-return]
+
+    def AppendCounts(self, request: pb.LogIds, context: grpc.ServicerContext) -> pb.AppendCountsReply:
+        def counts() -> pb.AppendCountsReply:
+            if len(request.log_ids) > LOG_IDS_MAX:
+                raise InvalidArgumentError(f"at most {LOG_IDS_MAX} log ids a call, got {len(request.log_ids)}")
+            found = self._node.append_counts(list(request.log_ids))
+            return pb.AppendCountsReply(records=[r for r, _ in found], payload_bytes=[b for _, b in found])
+        return self._call(context, counts)  # type: ignore[no-any-return]
+
+
+LIST_PAGE_MAX = 1_000
+LOG_IDS_MAX = 20_000
+ATTRIBUTES_BYTES_MAX = 4096
+
+
+def _check_log_id(log_id: int) -> None:
+    if not 1 <= log_id <= LOG_ID_MAX:
+        raise UnknownLogError(f"no log {log_id}")
+
+
+def _attributes(raw: str) -> dict[str, Any]:
+    """A log's or group's own attributes, as JSON, checked."""
+    if len(raw) > ATTRIBUTES_BYTES_MAX:
+        raise InvalidArgumentError(f"attributes are at most {ATTRIBUTES_BYTES_MAX} bytes of JSON")
+    try:
+        doc = json.loads(raw) if raw else {}
+    except ValueError as exc:
+        raise InvalidArgumentError(f"attributes are a JSON object: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InvalidArgumentError("attributes are a JSON object")
+    try:
+        LogAttributes().with_overrides({k: (Durability(v) if k == "durability" else v) for k, v in doc.items()})
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"bad attributes: {exc}") from None
+    return doc
+
+
+def _log_config(meta: dict[str, Any]) -> pb.LogConfig:
+    return pb.LogConfig(name=str(meta["name"]), log_id=int(meta["log_id"]), group=meta.get("group") or "",
+                        attributes=json.dumps(meta.get("attributes") or {}))

@@ -4,6 +4,14 @@ only by compare-and-set on its znode's version, and the membership of live nodes
 Znodes under the cluster's root: ``logs/<log id>`` (the epoch record as JSON: docs/cluster.md) and
 ``nodes/<node id>`` (``{"address": "host:port"}``, gone when the node's session ends). Nothing else
 on the data path touches ZooKeeper.
+
+The logs API's configuration (:class:`seaway.cluster.ClusterLogs`) sits beside them:
+``names/<quoted name>`` (``{"log_id": N}``), ``meta/<log id>`` (``{"name", "group", "attributes",
+"deleted"}``), ``groups/<quoted name>`` (``{"first_id", "last_id", "attributes"}``; the data version
+of ``groups`` itself changes with every group created, and log creations check it, so a log and a
+group that would overlap never both land) and ``ids/<group>`` (the highest id given in the group,
+``-`` for logs outside groups). Each change is one ZooKeeper transaction (multi-op): a name, its
+metadata and its epoch record are created together or not at all.
 """
 
 from __future__ import annotations
@@ -16,16 +24,19 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 from seaway.errors import (
     ClosedError,
     CorruptionError,
     InvalidArgumentError,
+    LogDeletedError,
     LogExistsError,
     StorageError,
     UnavailableError,
     UnknownLogError,
 )
+from seaway.log import LOG_ID_MAX
 from seaway.log.replication import EpochRecord
 
 REGISTER_WAIT_S = 30.0
@@ -52,6 +63,21 @@ def parse_zk_url(url: str) -> tuple[str, str]:
     return hosts, root
 
 
+def _quote(name: str) -> str:
+    """A name as one znode's name (names may hold ``/``)."""
+    return quote(name, safe="")
+
+
+def _json(raw: bytes, what: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise CorruptionError(f"a {what} znode holds {raw[:60]!r}") from exc
+    if not isinstance(doc, dict):
+        raise CorruptionError(f"a {what} znode holds {raw[:60]!r}")
+    return doc
+
+
 class ZooKeeperCluster:
     def __init__(self, url: str, *, timeout_s: float = 10.0) -> None:
         hosts, self.root = parse_zk_url(url)
@@ -67,8 +93,8 @@ class ZooKeeperCluster:
             self._closed = True
             raise UnavailableError(f"cannot reach ZooKeeper at {hosts}: {exc}") from exc
         with self._calling():
-            self._zk.ensure_path(f"{self.root}/logs")
-            self._zk.ensure_path(f"{self.root}/nodes")
+            for part in ("logs", "nodes", "names", "meta", "groups", "ids"):
+                self._zk.ensure_path(f"{self.root}/{part}")
 
     @contextmanager
     def _calling(self) -> Iterator[None]:
@@ -153,6 +179,184 @@ class ZooKeeperCluster:
                 except self._errors.BadVersionError:
                     continue
         raise UnavailableError(f"log {log_id}: its trim point is contended")
+
+    # --- names, groups and attributes (the logs API) ----------------------------------------------
+
+    def _groups(self) -> tuple[int, dict[str, dict[str, Any]]]:
+        """The groups and the version of the group set (log creations check it)."""
+        _, stat = self._zk.get(f"{self.root}/groups")
+        out: dict[str, dict[str, Any]] = {}
+        for child in self._zk.get_children(f"{self.root}/groups"):
+            try:
+                raw, _ = self._zk.get(f"{self.root}/groups/{child}")
+            except self._errors.NoNodeError:
+                continue
+            doc = _json(raw, "group")
+            out[str(doc["name"])] = doc
+        return int(stat.version), out
+
+    def groups(self) -> list[dict[str, Any]]:
+        with self._calling():
+            _, groups = self._groups()
+        return sorted(groups.values(), key=lambda g: int(g["first_id"]))
+
+    def create_group(self, name: str, first_id: int, last_id: int, attributes: dict[str, Any]) -> None:
+        """Create a group (:class:`LogExistsError` if the name is taken or the range overlaps a group
+        or a log)."""
+        with self._calling():
+            for _ in range(32):
+                version, groups = self._groups()
+                if name in groups:
+                    raise LogExistsError(f"log group {name!r} exists")
+                for g in groups.values():
+                    if first_id <= int(g["last_id"]) and int(g["first_id"]) <= last_id:
+                        raise LogExistsError(f"ids [{first_id}, {last_id}] overlap group {g['name']!r}")
+                for child in self._zk.get_children(f"{self.root}/meta"):
+                    if child.isdigit() and first_id <= int(child) <= last_id:
+                        meta = self._meta(int(child))
+                        if meta is not None and not meta.get("deleted"):
+                            raise LogExistsError(f"log {meta['name']!r} (id {child}) is already in that range")
+                doc = {"name": name, "first_id": first_id, "last_id": last_id, "attributes": attributes}
+                tx = self._zk.transaction()
+                tx.set_data(f"{self.root}/groups", b"", version=version)
+                tx.create(f"{self.root}/groups/{_quote(name)}", json.dumps(doc).encode())
+                results = tx.commit()
+                if not any(isinstance(r, Exception) for r in results):
+                    return
+                if isinstance(results[1], self._errors.NodeExistsError):
+                    raise LogExistsError(f"log group {name!r} exists")
+        raise UnavailableError("the cluster's groups are contended")
+
+    def _meta(self, log_id: int) -> dict[str, Any] | None:
+        try:
+            raw, _ = self._zk.get(f"{self.root}/meta/{log_id}")
+        except self._errors.NoNodeError:
+            return None
+        doc = _json(raw, "log")
+        doc["log_id"] = log_id
+        return doc
+
+    def create_named_log(self, name: str, log_id: int | None, group: str | None, attributes: dict[str, Any],
+                         record: EpochRecord) -> int:
+        """Create a log with a name: its name, metadata and epoch record in one transaction. Its id
+        (``log_id``, or the next free one of its group, or outside every group). :class:`LogExistsError`
+        if the name or the id is taken (ids of deleted logs are never given again)."""
+        key = group if group is not None else "-"
+        floor = 0
+        with self._calling():
+            for _ in range(64):
+                version, groups = self._groups()
+                if group is not None and group not in groups:
+                    raise UnknownLogError(f"no log group {group!r}")
+                lo, hi = (int(groups[group]["first_id"]), int(groups[group]["last_id"])) if group else (1, LOG_ID_MAX)
+                counter_path = f"{self.root}/ids/{_quote(key)}"
+                try:
+                    raw, stat = self._zk.get(counter_path)
+                    counter, counter_version = int(raw), int(stat.version)
+                except self._errors.NoNodeError:
+                    counter, counter_version = 0, -1
+                if log_id is not None:
+                    if not lo <= log_id <= hi:
+                        raise InvalidArgumentError(f"log id must be in [{lo}, {hi}], got {log_id!r}")
+                    inside = [g for g in groups.values() if int(g["first_id"]) <= log_id <= int(g["last_id"])]
+                    if group is None and inside:
+                        raise InvalidArgumentError(f"log id {log_id} is inside group {inside[0]['name']!r}")
+                    chosen = log_id
+                else:
+                    chosen = max(counter, floor, lo - 1) + 1
+                    while group is None:
+                        inside = [g for g in groups.values() if int(g["first_id"]) <= chosen <= int(g["last_id"])]
+                        if not inside:
+                            break
+                        chosen = int(inside[0]["last_id"]) + 1
+                    if chosen > hi:
+                        raise InvalidArgumentError(f"no free log id left in [{lo}, {hi}]")
+                meta = {"name": name, "group": group, "attributes": attributes}
+                tx = self._zk.transaction()
+                tx.check(f"{self.root}/groups", version)
+                tx.create(f"{self.root}/names/{_quote(name)}", json.dumps({"log_id": chosen}).encode())
+                tx.create(f"{self.root}/meta/{chosen}", json.dumps(meta).encode())
+                tx.create(self._log_path(chosen), record.encode())
+                if chosen > counter:
+                    if counter_version < 0:
+                        tx.create(counter_path, str(chosen).encode())
+                    else:
+                        tx.set_data(counter_path, str(chosen).encode(), version=counter_version)
+                results = tx.commit()
+                if not any(isinstance(r, Exception) for r in results):
+                    return chosen
+                if isinstance(results[1], self._errors.NodeExistsError):
+                    raise LogExistsError(f"log {name!r} exists")
+                if isinstance(results[2], self._errors.NodeExistsError) \
+                        or isinstance(results[3], self._errors.NodeExistsError):
+                    if log_id is not None:
+                        old = self._meta(chosen)
+                        if old is not None and old.get("deleted"):
+                            raise LogExistsError(f"log id {chosen} belonged to a deleted log: ids are never used "
+                                                 f"again")
+                        raise LogExistsError(f"log id {chosen} is taken")
+                    floor = chosen  # a log made by id alone (ClusterClient.create_log): the next one
+        raise UnavailableError(f"log {name!r}: the cluster's log ids are contended")
+
+    def get_log(self, name_or_id: str | int) -> dict[str, Any]:
+        """A log's metadata (``name``, ``log_id``, ``group``, ``attributes``): :class:`UnknownLogError`,
+        :class:`LogDeletedError` for a deleted log's id."""
+        with self._calling():
+            if isinstance(name_or_id, str):
+                try:
+                    raw, _ = self._zk.get(f"{self.root}/names/{_quote(name_or_id)}")
+                except self._errors.NoNodeError:
+                    raise UnknownLogError(f"no log {name_or_id!r}") from None
+                log_id = int(_json(raw, "name")["log_id"])
+            else:
+                log_id = name_or_id
+            meta = self._meta(log_id)
+        if meta is None:
+            raise UnknownLogError(f"no log {name_or_id!r}")
+        if meta.get("deleted"):
+            raise LogDeletedError(f"log {log_id} ({meta['name']!r}) was deleted")
+        return meta
+
+    def list_logs(self, after_id: int, limit: int) -> list[dict[str, Any]]:
+        """Named logs (not deleted) with ids above ``after_id``, in id order, at most ``limit``."""
+        out: list[dict[str, Any]] = []
+        with self._calling():
+            ids = sorted(int(c) for c in self._zk.get_children(f"{self.root}/meta") if c.isdigit())
+            for log_id in ids:
+                if log_id <= after_id:
+                    continue
+                meta = self._meta(log_id)
+                if meta is not None and not meta.get("deleted"):
+                    out.append(meta)
+                    if len(out) >= limit:
+                        break
+        return out
+
+    def mark_deleted(self, log_id: int) -> None:
+        """The log's metadata says deleted; its name is free again (idempotent)."""
+        with self._calling():
+            for _ in range(32):
+                try:
+                    raw, stat = self._zk.get(f"{self.root}/meta/{log_id}")
+                except self._errors.NoNodeError:
+                    return
+                meta = _json(raw, "log")
+                name_path = f"{self.root}/names/{_quote(str(meta['name']))}"
+                tx = self._zk.transaction()
+                if not meta.get("deleted"):
+                    meta["deleted"] = True
+                    tx.set_data(f"{self.root}/meta/{log_id}", json.dumps(meta).encode(), version=stat.version)
+                try:
+                    name_raw, name_stat = self._zk.get(name_path)
+                    if int(_json(name_raw, "name")["log_id"]) == log_id:
+                        tx.delete(name_path, version=name_stat.version)
+                except self._errors.NoNodeError:
+                    pass
+                if not tx.operations:
+                    return
+                if not any(isinstance(r, Exception) for r in tx.commit()):
+                    return
+        raise UnavailableError(f"log {log_id}: its deletion is contended")
 
     def logs(self, limit: int = 10_000) -> list[int]:
         with self._calling():

@@ -17,7 +17,7 @@ from seaway._values import Durability, PartitionInfo, ProducerMark
 from seaway.log._aborted import ABORTED_NAMESPACE, ABORTED_PER_LOG_MAX, AbortedView, AbortedWrites
 from seaway.log._api import LogReaderApi, LogsApi, SegmentLog, check_logs_api, closing_iter
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
-from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo
+from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo, check_name
 from seaway.log._handle import (
     APPEND_COUNTS_LOGS_MAX,
     BATCH_RECORDS_MAX,
@@ -252,6 +252,7 @@ __all__ = [
     "check_logs_api",
     "check_lsn",
     "check_meta_key",
+    "check_name",
     "check_slots",
     "closing_iter",
     "epoch_of",

@@ -106,6 +106,11 @@ class EpochRecord:
     lce: int = 0
     history: tuple[NodeSet, ...] = ()
     recovered: tuple[Recovered, ...] = ()
+    final: int | None = None
+    """The final LSN of a log sealed for good (no sequencer takes an epoch after it); None while the
+    log takes appends."""
+    deleted: bool = False
+    """The log was deleted: no sequencer takes an epoch, its copies are being dropped."""
 
     def node_set(self, epoch: int) -> NodeSet:
         """The node set epoch ``epoch`` stores on."""
@@ -126,11 +131,16 @@ class EpochRecord:
         return None
 
     def encode(self) -> bytes:
-        return json.dumps({
+        doc: dict[str, object] = {
             "epoch": self.epoch, "lce": self.lce,
             "history": [[n.since_epoch, list(n.nodes), n.replication] for n in self.history],
             "recovered": [[r.epoch, r.lng, r.by] for r in self.recovered],
-        }, separators=(",", ":")).encode()
+        }
+        if self.final is not None:  # only then: records of logs that were never sealed stay as they were
+            doc["final"] = self.final
+        if self.deleted:
+            doc["deleted"] = True
+        return json.dumps(doc, separators=(",", ":")).encode()
 
     @staticmethod
     def decode(raw: bytes) -> EpochRecord:
@@ -140,6 +150,8 @@ class EpochRecord:
                 epoch=int(doc["epoch"]), lce=int(doc["lce"]),
                 history=tuple(NodeSet(int(s), tuple(int(n) for n in nodes), int(r)) for s, nodes, r in doc["history"]),
                 recovered=tuple(Recovered(int(e), int(lng), int(by)) for e, lng, by in doc["recovered"]),
+                final=None if doc.get("final") is None else int(doc["final"]),
+                deleted=bool(doc.get("deleted", False)),
             )
         except (ValueError, KeyError, TypeError, InvalidArgumentError) as exc:
             raise CorruptionError(f"an epoch record that cannot be decoded: {exc}") from exc
@@ -315,6 +327,40 @@ class Append:
     log_id: int
     request_id: int
     payload: bytes
+    client: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AppendBatch:
+    """Append ``payloads`` at consecutive LSNs of one epoch; acknowledged (:class:`Acked` with the
+    LSN of the last) once every one is on R nodes. With ``if_tail``: only if the last LSN the
+    sequencer gave (or the tail it started its epoch at) is ``if_tail`` when the batch is sequenced."""
+
+    log_id: int
+    request_id: int
+    payloads: tuple[bytes, ...]
+    client: int = 0
+    if_tail: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Seal the log for good (``delete``: delete it) once every append queued before is decided:
+    the final LSN goes into the epoch record by compare-and-set, and :class:`Acked` carries it."""
+
+    log_id: int
+    request_id: int
+    delete: bool = False
+    client: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TailQuery:
+    """The log's tail: the last LSN acknowledged (the epoch's start if none yet); :class:`Acked`
+    carries it once the sequencer is active."""
+
+    log_id: int
+    request_id: int
     client: int = 0
 
 

@@ -27,19 +27,29 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from seaway.errors import InvalidArgumentError, PreemptedError, SeawayError, UnavailableError
+from seaway.errors import (
+    InvalidArgumentError,
+    LogDeletedError,
+    LogSealedError,
+    PreemptedError,
+    SeawayError,
+    TailMismatchError,
+    UnavailableError,
+)
 from seaway.log._lsn import ESN_MAX, epoch_of, esn_of, make_lsn
 from seaway.log._replication import (
     RECOVERIES_KEPT,
     Acked,
     Activate,
     Append,
+    AppendBatch,
     Clean,
     Cleaned,
     Copy,
     EpochRecord,
     EpochRecordRead,
     EpochRecordSet,
+    Finish,
     Kind,
     NodeSet,
     ReadEpochRecord,
@@ -52,7 +62,18 @@ from seaway.log._replication import (
     SetEpochRecord,
     Store,
     Stored,
+    TailQuery,
 )
+
+Request = Append | AppendBatch | Finish | TailQuery
+"""What waits in a sequencer's queue, in the order it came."""
+NEVER_WRITTEN = make_lsn(1, 0)
+"""The tail of a log whose first epoch has no record yet: reported as 0, as on one node."""
+
+
+def visible_tail(lsn: int) -> int:
+    """A tail as users see it: 0 for a log never written."""
+    return 0 if lsn == NEVER_WRITTEN else lsn
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +111,7 @@ class ClusterSequencerState(Enum):
     CLEANING = "cleaning"
     MARKING = "marking epochs clean"
     ACTIVE = "active"
+    FINISHING = "writing the final LSN"
     PREEMPTED = "preempted"
 
 
@@ -101,6 +123,8 @@ class _Slot:
     deadline_ms: int
     acks: set[int] = field(default_factory=set)
     client: int = 0
+    ack: bool = True
+    """Whether its caller is answered when it is acknowledged (a batch: at its last record)."""
 
 
 @dataclass
@@ -136,9 +160,14 @@ class ClusterSequencer:
         self._lng = 0
         self._slots: dict[int, _Slot] = {}
         self._window_bytes = 0
-        self._queue: deque[Append] = deque()
+        self._queue: deque[Request] = deque()
         self._graylist: dict[int, int] = {}
         self._next_release_ms = 0
+        self.stamp_offset_ms = 0
+        """Added to the clock's milliseconds to stamp records (a node's wall clock; 0 in the simulator)."""
+        self.final: int | None = None
+        """The log's final LSN once it is known sealed for good."""
+        self._finishing: Finish | None = None
 
     @property
     def node_set(self) -> NodeSet:
@@ -150,7 +179,7 @@ class ClusterSequencer:
 
     def handle(self, sender: int, message: object, now_ms: int) -> list[object]:
         out: list[object] = []
-        if isinstance(message, Append):
+        if isinstance(message, (Append, AppendBatch, Finish, TailQuery)):
             self._on_append(message, now_ms, out)
         elif isinstance(message, Activate):
             if self.state is ClusterSequencerState.ACTIVE:  # a reader or client checks on it: release again
@@ -206,6 +235,13 @@ class ClusterSequencer:
         if self.state is not ClusterSequencerState.READING:
             return
         record = msg.record
+        if record.deleted:
+            self._fail(LogDeletedError(f"log {self.log_id} was deleted"), out)
+            return
+        if record.final is not None:
+            self.final = record.final
+            self._fail(LogSealedError(f"log {self.log_id} is sealed at LSN {record.final:#x}"), out)
+            return
         if self.epoch and record.epoch != self.epoch:  # starting over, and a newer sequencer took an epoch
             self._fail(PreemptedError(f"log {self.log_id}: another sequencer took epoch {record.epoch}"), out)
             return
@@ -229,6 +265,23 @@ class ClusterSequencer:
         out.append(SetEpochRecord(self.log_id, self._record, msg.version))
 
     def _on_record_set(self, msg: EpochRecordSet, now_ms: int, out: list[object]) -> None:
+        if self.state is ClusterSequencerState.FINISHING:
+            finish = self._finishing
+            assert finish is not None
+            self._finishing = None
+            if not msg.ok:
+                self._fail(PreemptedError(f"log {self.log_id}: a newer sequencer changed the epoch record"), out)
+                return
+            self._version = msg.version
+            final = self._record.final
+            assert final is not None
+            self.final = final
+            out.append(Acked(finish.request_id, final, finish.client))
+            if finish.delete:
+                self._fail(LogDeletedError(f"log {self.log_id} was deleted"), out)
+            else:
+                self._fail(LogSealedError(f"log {self.log_id} is sealed at LSN {final:#x}"), out)
+            return
         if self.state is ClusterSequencerState.TAKING:
             if not msg.ok:  # another sequencer took an epoch meanwhile: it is the newer one
                 self._fail(PreemptedError(f"log {self.log_id}: another sequencer took an epoch first"), out)
@@ -366,10 +419,21 @@ class ClusterSequencer:
         self._send_release(now_ms, out)
         self._fill(now_ms, out)
 
-    def _on_append(self, msg: Append, now_ms: int, out: list[object]) -> None:
-        if self.state is ClusterSequencerState.PREEMPTED:
-            assert self.error is not None
+    def _answer_ended(self, msg: Request, out: list[object]) -> None:
+        """A request to a sequencer that has ended: a sealed log still answers its tail and a seal."""
+        assert self.error is not None
+        if self.final is not None and isinstance(self.error, LogSealedError) and (
+                isinstance(msg, TailQuery) or (isinstance(msg, Finish) and not msg.delete)):
+            out.append(Acked(msg.request_id, self.final, msg.client))
+        else:
             out.append(Refused(msg.request_id, self.error, msg.client))
+
+    def _on_append(self, msg: Request, now_ms: int, out: list[object]) -> None:
+        if self.state is ClusterSequencerState.PREEMPTED:
+            self._answer_ended(msg, out)
+            return
+        if isinstance(msg, TailQuery) and self.state is ClusterSequencerState.ACTIVE and self._finishing is None:
+            out.append(Acked(msg.request_id, visible_tail(self.last_known_good), msg.client))
             return
         if len(self._queue) >= self.config.queue_max:
             out.append(Refused(msg.request_id, UnavailableError(f"log {self.log_id}: the sequencer's queue is full"),
@@ -383,20 +447,52 @@ class ClusterSequencer:
             self._fill(now_ms, out)
 
     def _fill(self, now_ms: int, out: list[object]) -> None:
-        while self._queue and len(self._slots) < self.config.window_max:
-            if self._slots and self._window_bytes + len(self._queue[0].payload) > self.config.window_bytes_max:
+        while self._queue and len(self._slots) < self.config.window_max \
+                and self.state is ClusterSequencerState.ACTIVE:
+            head = self._queue[0]
+            if isinstance(head, TailQuery):
+                self._queue.popleft()
+                out.append(Acked(head.request_id, visible_tail(self.last_known_good), head.client))
+                continue
+            if isinstance(head, Finish):
+                if self._slots:  # every append before it is decided first
+                    return
+                self._queue.popleft()
+                self._finish(head, out)
                 return
-            if self._next_esn >= ESN_MAX:  # the epoch is full: the next sequencer takes a new one
+            payloads = (head.payload,) if isinstance(head, Append) else head.payloads
+            size = sum(map(len, payloads))
+            if self._slots and (self._window_bytes + size > self.config.window_bytes_max
+                                or len(self._slots) + len(payloads) > self.config.window_max):
+                return
+            if self._next_esn + len(payloads) > ESN_MAX:  # the epoch is full: the next sequencer takes a new one
                 self._fail(UnavailableError(f"log {self.log_id}: epoch {self.epoch} is full"), out)
                 return
-            msg = self._queue.popleft()
-            esn = self._next_esn
-            self._next_esn += 1
-            copy = Copy(make_lsn(self.epoch, esn), Kind.RECORD, msg.payload, wave=1, timestamp_ms=now_ms)
-            slot = _Slot(msg.request_id, copy, (), 0, client=msg.client)
-            self._slots[esn] = slot
-            self._window_bytes += len(msg.payload)
-            self._send_wave(slot, now_ms, out)
+            self._queue.popleft()
+            if isinstance(head, AppendBatch) and head.if_tail is not None:
+                last = visible_tail(make_lsn(self.epoch, self._next_esn - 1))
+                if last != head.if_tail:
+                    out.append(Refused(head.request_id, TailMismatchError(
+                        f"log {self.log_id}: the tail is {last:#x}, not {head.if_tail:#x}"), head.client))
+                    continue
+            stamp = now_ms + self.stamp_offset_ms
+            for i, payload in enumerate(payloads):
+                esn = self._next_esn
+                self._next_esn += 1
+                copy = Copy(make_lsn(self.epoch, esn), Kind.RECORD, payload, wave=1, timestamp_ms=stamp)
+                slot = _Slot(head.request_id, copy, (), 0, client=head.client, ack=i == len(payloads) - 1)
+                self._slots[esn] = slot
+                self._window_bytes += len(payload)
+                self._send_wave(slot, now_ms, out)
+
+    def _finish(self, msg: Finish, out: list[object]) -> None:
+        """Write the final LSN (and the deletion) into the epoch record: no sequencer takes an epoch
+        after it, so nothing is appended past it."""
+        final = visible_tail(self.last_known_good)
+        self._record = replace(self._record, final=final, deleted=msg.delete)
+        self._finishing = msg
+        self.state = ClusterSequencerState.FINISHING
+        out.append(SetEpochRecord(self.log_id, self._record, self._version))
 
     def _copyset(self, esn: int, now_ms: int, avoid: set[int]) -> tuple[int, ...]:
         node_set = self.node_set
@@ -444,7 +540,8 @@ class ClusterSequencer:
             del self._slots[self._lng + 1]
             self._window_bytes -= len(head.copy.payload)
             self._lng += 1
-            out.append(Acked(head.request_id, head.copy.lsn, head.client))
+            if head.ack:
+                out.append(Acked(head.request_id, head.copy.lsn, head.client))
             reaped = True
         if reaped:
             self._send_release(now_ms, out)
@@ -468,9 +565,13 @@ class ClusterSequencer:
         self.error = error
         self._recovery = None
         for slot in self._slots.values():
-            out.append(Refused(slot.request_id, error, slot.client))
+            if slot.ack:
+                out.append(Refused(slot.request_id, error, slot.client))
+        if self._finishing is not None:
+            out.append(Refused(self._finishing.request_id, error, self._finishing.client))
+            self._finishing = None
         for msg in self._queue:
-            out.append(Refused(msg.request_id, error, msg.client))
+            self._answer_ended(msg, out)
         self._slots.clear()
         self._window_bytes = 0
         self._queue.clear()

@@ -263,3 +263,113 @@ class StatusReply(_message.Message):
     logs: _containers.RepeatedScalarFieldContainer[int]
     default_replication: int
     def __init__(self, node: _Optional[int] = ..., address: _Optional[str] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., sequencers: _Optional[_Iterable[_Union[SequencerStatus, _Mapping]]] = ..., logs: _Optional[_Iterable[int]] = ..., default_replication: _Optional[int] = ...) -> None: ...
+
+class AppendBatchRequest(_message.Message):
+    __slots__ = ("log_id", "payloads", "producer_id", "sequence", "has_if_tail", "if_tail")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    PAYLOADS_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    HAS_IF_TAIL_FIELD_NUMBER: _ClassVar[int]
+    IF_TAIL_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    payloads: _containers.RepeatedScalarFieldContainer[bytes]
+    producer_id: bytes
+    sequence: int
+    has_if_tail: bool
+    if_tail: int
+    def __init__(self, log_id: _Optional[int] = ..., payloads: _Optional[_Iterable[bytes]] = ..., producer_id: _Optional[bytes] = ..., sequence: _Optional[int] = ..., has_if_tail: _Optional[bool] = ..., if_tail: _Optional[int] = ...) -> None: ...
+
+class AppendBatchReply(_message.Message):
+    __slots__ = ("first_lsn", "count")
+    FIRST_LSN_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    first_lsn: int
+    count: int
+    def __init__(self, first_lsn: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+
+class LogConfig(_message.Message):
+    __slots__ = ("name", "log_id", "group", "attributes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    log_id: int
+    group: str
+    attributes: str
+    def __init__(self, name: _Optional[str] = ..., log_id: _Optional[int] = ..., group: _Optional[str] = ..., attributes: _Optional[str] = ...) -> None: ...
+
+class GroupConfig(_message.Message):
+    __slots__ = ("name", "first_id", "last_id", "attributes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FIRST_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    first_id: int
+    last_id: int
+    attributes: str
+    def __init__(self, name: _Optional[str] = ..., first_id: _Optional[int] = ..., last_id: _Optional[int] = ..., attributes: _Optional[str] = ...) -> None: ...
+
+class LogLookup(_message.Message):
+    __slots__ = ("log_id", "name")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    name: str
+    def __init__(self, log_id: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class ListLogsRequest(_message.Message):
+    __slots__ = ("after_id", "limit")
+    AFTER_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    after_id: int
+    limit: int
+    def __init__(self, after_id: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class LogConfigs(_message.Message):
+    __slots__ = ("logs",)
+    LOGS_FIELD_NUMBER: _ClassVar[int]
+    logs: _containers.RepeatedCompositeFieldContainer[LogConfig]
+    def __init__(self, logs: _Optional[_Iterable[_Union[LogConfig, _Mapping]]] = ...) -> None: ...
+
+class GroupConfigs(_message.Message):
+    __slots__ = ("groups",)
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[GroupConfig]
+    def __init__(self, groups: _Optional[_Iterable[_Union[GroupConfig, _Mapping]]] = ...) -> None: ...
+
+class LsnReply(_message.Message):
+    __slots__ = ("lsn",)
+    LSN_FIELD_NUMBER: _ClassVar[int]
+    lsn: int
+    def __init__(self, lsn: _Optional[int] = ...) -> None: ...
+
+class LogIds(_message.Message):
+    __slots__ = ("log_ids",)
+    LOG_IDS_FIELD_NUMBER: _ClassVar[int]
+    log_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, log_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class Bounds(_message.Message):
+    __slots__ = ("log_id", "tail_lsn", "sealed", "final_lsn", "trim_point")
+    LOG_ID_FIELD_NUMBER: _ClassVar[int]
+    TAIL_LSN_FIELD_NUMBER: _ClassVar[int]
+    SEALED_FIELD_NUMBER: _ClassVar[int]
+    FINAL_LSN_FIELD_NUMBER: _ClassVar[int]
+    TRIM_POINT_FIELD_NUMBER: _ClassVar[int]
+    log_id: int
+    tail_lsn: int
+    sealed: bool
+    final_lsn: int
+    trim_point: int
+    def __init__(self, log_id: _Optional[int] = ..., tail_lsn: _Optional[int] = ..., sealed: _Optional[bool] = ..., final_lsn: _Optional[int] = ..., trim_point: _Optional[int] = ...) -> None: ...
+
+class AppendCountsReply(_message.Message):
+    __slots__ = ("records", "payload_bytes")
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_BYTES_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedScalarFieldContainer[int]
+    payload_bytes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, records: _Optional[_Iterable[int]] = ..., payload_bytes: _Optional[_Iterable[int]] = ...) -> None: ...

@@ -74,6 +74,56 @@ class SeawayClusterStub:
                 request_serializer=seaway_dot_wire_dot_cluster__pb2.StatusRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_cluster__pb2.StatusReply.FromString,
                 _registered_method=True)
+        self.AppendBatch = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/AppendBatch',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.AppendBatchRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.AppendBatchReply.FromString,
+                _registered_method=True)
+        self.CreateNamedLog = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/CreateNamedLog',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.LogConfig.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.LogConfig.FromString,
+                _registered_method=True)
+        self.CreateGroup = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/CreateGroup',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.GroupConfig.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.GroupConfig.FromString,
+                _registered_method=True)
+        self.GetLog = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/GetLog',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.LogLookup.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.LogConfig.FromString,
+                _registered_method=True)
+        self.ListLogs = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/ListLogs',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.ListLogsRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.LogConfigs.FromString,
+                _registered_method=True)
+        self.ListGroups = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/ListGroups',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.StatusRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.GroupConfigs.FromString,
+                _registered_method=True)
+        self.SealLog = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/SealLog',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.LogRef.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.LsnReply.FromString,
+                _registered_method=True)
+        self.DeleteLog = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/DeleteLog',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.LogRef.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.Ack.FromString,
+                _registered_method=True)
+        self.GetBounds = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/GetBounds',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.LogRef.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.Bounds.FromString,
+                _registered_method=True)
+        self.AppendCounts = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/AppendCounts',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.LogIds.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.AppendCountsReply.FromString,
+                _registered_method=True)
 
 
 class SeawayClusterServicer:
@@ -128,6 +178,69 @@ class SeawayClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AppendBatch(self, request, context):
+        """The logs API over the cluster (seaway.cluster.ClusterLogs): names, groups and attributes kept in
+        ZooKeeper by the nodes; batches, seals, deletions and tails through the log's sequencer node.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateNamedLog(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateGroup(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLog(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListLogs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SealLog(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteLog(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetBounds(self, request, context):
+        """The log's tail (asked of its sequencer node, which activates if needed), final LSN and trim point.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AppendCounts(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SeawayClusterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -170,6 +283,56 @@ def add_SeawayClusterServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=seaway_dot_wire_dot_cluster__pb2.StatusRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_cluster__pb2.StatusReply.SerializeToString,
+            ),
+            'AppendBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.AppendBatch,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.AppendBatchRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.AppendBatchReply.SerializeToString,
+            ),
+            'CreateNamedLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateNamedLog,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.LogConfig.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.LogConfig.SerializeToString,
+            ),
+            'CreateGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateGroup,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.GroupConfig.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.GroupConfig.SerializeToString,
+            ),
+            'GetLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLog,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.LogLookup.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.LogConfig.SerializeToString,
+            ),
+            'ListLogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLogs,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.ListLogsRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.LogConfigs.SerializeToString,
+            ),
+            'ListGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGroups,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.StatusRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.GroupConfigs.SerializeToString,
+            ),
+            'SealLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.SealLog,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.LogRef.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.LsnReply.SerializeToString,
+            ),
+            'DeleteLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteLog,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.LogRef.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.Ack.SerializeToString,
+            ),
+            'GetBounds': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetBounds,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.LogRef.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.Bounds.SerializeToString,
+            ),
+            'AppendCounts': grpc.unary_unary_rpc_method_handler(
+                    servicer.AppendCounts,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.LogIds.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.AppendCountsReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -388,6 +551,276 @@ class SeawayCluster:
             '/seaway.cluster.v1.SeawayCluster/Status',
             seaway_dot_wire_dot_cluster__pb2.StatusRequest.SerializeToString,
             seaway_dot_wire_dot_cluster__pb2.StatusReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AppendBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/AppendBatch',
+            seaway_dot_wire_dot_cluster__pb2.AppendBatchRequest.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.AppendBatchReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateNamedLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/CreateNamedLog',
+            seaway_dot_wire_dot_cluster__pb2.LogConfig.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.LogConfig.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/CreateGroup',
+            seaway_dot_wire_dot_cluster__pb2.GroupConfig.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.GroupConfig.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/GetLog',
+            seaway_dot_wire_dot_cluster__pb2.LogLookup.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.LogConfig.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/ListLogs',
+            seaway_dot_wire_dot_cluster__pb2.ListLogsRequest.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.LogConfigs.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/ListGroups',
+            seaway_dot_wire_dot_cluster__pb2.StatusRequest.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.GroupConfigs.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SealLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/SealLog',
+            seaway_dot_wire_dot_cluster__pb2.LogRef.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.LsnReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/DeleteLog',
+            seaway_dot_wire_dot_cluster__pb2.LogRef.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetBounds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/GetBounds',
+            seaway_dot_wire_dot_cluster__pb2.LogRef.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.Bounds.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AppendCounts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/AppendCounts',
+            seaway_dot_wire_dot_cluster__pb2.LogIds.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.AppendCountsReply.FromString,
             options,
             channel_credentials,
             insecure,
