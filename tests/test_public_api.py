@@ -35,7 +35,8 @@ def test_exported_names_are_pinned() -> None:
         "StreamCut", "Streams",
         "Snapshot", "Transaction", "TransactionConflictError", "TransactionNotInProgressError",
         "TransactionTimedOutError", "TxnConfig", "TxnStatus", "UnknownTransactionError",
-        "ConsumerGroupExistsError", "ConsumerOutsideGroupError", "MissingHashKeyError", "QueueExistsError", "Strategy",
+        "ConsumerGroupExistsError", "ControlNodeUnavailableError", "ConsumerOutsideGroupError", "MissingHashKeyError",
+        "QueueExistsError", "Strategy",
         "UnknownConsumerGroupError", "UnknownQueueError",
         "__version__", "connect", "epoch_of", "error_class", "esn_of", "lsn_str", "make_lsn", "open",
     ])

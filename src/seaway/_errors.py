@@ -466,6 +466,13 @@ class UnavailableError(TransportError):
     code = "UNAVAILABLE"
 
 
+class ControlNodeUnavailableError(UnavailableError):
+    """A cluster's control node (its metadata, transactions, ledger and notifications) does not
+    answer, or none is registered; the logs' own nodes may still serve reads and appends."""
+
+    code = "CONTROL_NODE_UNAVAILABLE"
+
+
 # --- A notification target's fault: the receiver is down, refused, hung or answered garbage. ---------
 
 

@@ -24,6 +24,10 @@ def add_serve_cluster_options(srv: argparse.ArgumentParser) -> None:
                      help="ZooKeeper session timeout: how long a dead node stays listed (default 6)")
     srv.add_argument("--tls-root-cert", type=Path,
                      help="with --cluster: what the nodes trust in each other's certificates (default: --tls-cert)")
+    srv.add_argument("--control-listen", metavar="HOST:PORT",
+                     help="with --cluster: this node is also the cluster's control node (one per cluster), serving "
+                          "the whole Seaway API there: metadata, transactions, ledger and notifications on this "
+                          "node's disk, the users' logs in the cluster")
 
 
 def add_cluster_parser(commands: Any) -> None:
@@ -67,11 +71,13 @@ def serve_cluster(args: argparse.Namespace) -> None:
         raise InvalidArgumentError("a cluster node needs --node-id")
     node = ClusterNode(NodeConfig(args.node_id, args.data_dir, args.cluster, listen=args.listen,
                                   zk_timeout_s=args.zk_session_s, token=_token(args), tls_cert=args.tls_cert,
-                                  tls_key=args.tls_key, tls_root_cert=args.tls_root_cert)).start()
+                                  tls_key=args.tls_key, tls_root_cert=args.tls_root_cert,
+                                  control_listen=args.control_listen)).start()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    print(json.dumps({"event": "listening", "address": node.address, "node": args.node_id}), flush=True)
+    print(json.dumps({"event": "listening", "address": node.address, "node": args.node_id,
+                      "control": node.control_address}), flush=True)
     try:
         stop.wait()
     finally:
@@ -158,7 +164,7 @@ def _up(args: argparse.Namespace) -> None:
         signal.signal(sig, lambda *_: stop.set())
     with LocalCluster(args.data_dir, args.nodes, args.replication) as cluster:
         print(json.dumps({"event": "up", "cluster": cluster.url, "zookeeper": cluster.zk_url,
-                          "nodes": cluster.addresses}), flush=True)
+                          "nodes": cluster.addresses, "control": cluster.control_address}), flush=True)
         print(f"export SEAWAY_CLUSTER={cluster.url}", file=sys.stderr, flush=True)
         stop.wait()
     print(json.dumps({"event": "stopped"}), flush=True)

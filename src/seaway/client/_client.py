@@ -27,6 +27,7 @@ from seaway.client._reader import RemoteReader, translate
 from seaway.errors import (
     ClosedError,
     ConditionFailedError,
+    ControlNodeUnavailableError,
     CorruptionError,
     InvalidArgumentError,
     PayloadTooLargeError,
@@ -59,6 +60,7 @@ from seaway.log import (
     LogGroup,
     LogHandle,
     LogInfo,
+    LogsApi,
     MetaApi,
     MetaBatch,
     OrderedAppends,
@@ -140,7 +142,12 @@ class RemoteSeaway:
 
     def __init__(self, target: str, *, token: str | None = None, tls_root_cert: bytes | None = None,
                  tls: bool = False, timeout_s: float = 30.0, retry: RetryPolicy | None = None,
-                 appends: AppendQueueConfig | None = None, coalesce: CoalesceConfig | None = None) -> None:
+                 appends: AppendQueueConfig | None = None, coalesce: CoalesceConfig | None = None,
+                 logs: LogsApi | None = None, control: str | None = None) -> None:
+        """``logs``: the users' logs when they are not the server's (a cluster's, reached directly:
+        the server is then the cluster's control node), closed with this client; ``control``: what
+        the server is called in the error raised when it does not answer
+        (:class:`ControlNodeUnavailableError` instead of :class:`UnavailableError`)."""
         options = [("grpc.max_receive_message_length", MESSAGE_BYTES_MAX),
                    ("grpc.max_send_message_length", MESSAGE_BYTES_MAX),
                    # Reconnect quickly after a server restart; the retry policy bounds the waiting.
@@ -175,7 +182,9 @@ class RemoteSeaway:
             lambda items: self._many("TxnCommit", items, idempotent=False))
         self._meta_commits: CallBatcher[pb.MetaBatch, pb.MetaCommitReply] = CallBatcher(
             lambda items: self._many("MetaCommit", items, idempotent=False))
-        self.logs = RemoteLogs(self)
+        self._control = control
+        self._own_logs = logs
+        self.logs: LogsApi = RemoteLogs(self) if logs is None else logs
         self.meta = RemoteMetadataStore(self)
         self.ledger = RemoteLedger(self)
         self.txn = Transactions(RemoteTxn(self))
@@ -202,7 +211,7 @@ class RemoteSeaway:
             try:
                 return getattr(self._stub, method)(request, timeout=self._timeout_s, metadata=self._metadata)
             except grpc.RpcError as exc:
-                error = translate(exc)
+                error = self._translate(exc)
             if not (idempotent and error.retriable and attempt < self._retry.attempts_max):
                 raise error
             time.sleep(self._retry.delay_s(attempt))
@@ -263,6 +272,13 @@ class RemoteSeaway:
                 raise ServerError(f"the server's pages of {method} do not move on")
             request = pb.PageRequest(after=reply.next)
 
+    def _translate(self, exc: grpc.RpcError) -> SeawayError:
+        error = translate(exc)
+        if self._control is not None and type(error) is UnavailableError:
+            return ControlNodeUnavailableError(f"{self._control} does not answer ({error}): metadata, transactions, "
+                                               f"the ledger, notifications, streams and queues need it")
+        return error
+
     def _call_async(self, method: str, request: Any) -> Future[Any]:
         self._check_open()
         outer: Future[Any] = Future()
@@ -272,7 +288,7 @@ class RemoteSeaway:
             try:
                 outer.set_result(call.result())
             except grpc.RpcError as exc:
-                outer.set_exception(translate(exc))
+                outer.set_exception(self._translate(exc))
             except grpc.FutureCancelledError:
                 outer.set_exception(ClosedError("the client closed before the call finished"))
 
@@ -308,6 +324,8 @@ class RemoteSeaway:
             self._producers.close()
             self._appends.close()
             self._channel.close()
+            if self._own_logs is not None:
+                self._own_logs.close()  # type: ignore[attr-defined]
 
     @property
     def closed(self) -> bool:
@@ -994,10 +1012,11 @@ def connect(url: str, *, token: str | None = None, tls_root_cert: bytes | None =
     :class:`UnavailableError`.
     """
     parsed = urlparse(url)
-    if "," in parsed.netloc:
-        raise InvalidArgumentError(f"{url!r} names several nodes, a replicated cluster: its logs are served by "
-                                   f"seaway.cluster.ClusterClient and `seaway cluster`; the whole API (streams, "
-                                   f"queues, transactions) over a cluster is not built yet (see docs/cluster.md)")
+    if "," in parsed.netloc:  # several nodes: a replicated cluster
+        import seaway.cluster  # noqa: PLC0415 - a cluster's client only
+
+        return seaway.cluster.connect_cluster(url, token=token, tls_root_cert=tls_root_cert, timeout_s=timeout_s,
+                                              retry=retry, appends=appends, coalesce=coalesce)
     if parsed.scheme not in ("seaway", "seaways") or not parsed.hostname:
         raise InvalidArgumentError(f"a server address is seaway://host:port, got {url!r}")
     try:

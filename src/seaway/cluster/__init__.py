@@ -7,6 +7,7 @@ Needs the ``cluster`` extra (kazoo) and a ZooKeeper (``seaway cluster up`` start
 """
 
 from seaway.cluster._client import ClusterClient, parse_seeds, placement
+from seaway.cluster._connect import connect_cluster
 from seaway.cluster._local import LocalCluster
 from seaway.cluster._logs import ClusterLog, ClusterLogs, ClusterReader
 from seaway.cluster._node import ClusterNode, NodeConfig
@@ -23,6 +24,7 @@ __all__ = [
     "NodeConfig",
     "ZooKeeperCluster",
     "ZooKeeperProcess",
+    "connect_cluster",
     "parse_seeds",
     "parse_zk_url",
     "placement",

@@ -25,7 +25,9 @@ ROOT = "/seaway"
 
 class LocalCluster:
     def __init__(self, data_dir: str | os.PathLike[str], nodes: int = 3, replication: int = 2, *,
-                 zk_session_s: float = 6.0) -> None:
+                 zk_session_s: float = 6.0, control: bool = True) -> None:
+        """``control``: node 1 is also the control node (serving the whole Seaway API: what
+        ``seaway.connect(cluster.url)`` needs); without it only the logs are served."""
         if not 1 <= nodes <= NODES_MAX:
             raise InvalidArgumentError(f"a local cluster has 1 to {NODES_MAX} nodes, got {nodes}")
         if not 1 <= replication <= min(nodes, REPLICATION_MAX):
@@ -38,6 +40,9 @@ class LocalCluster:
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.addresses: dict[int, str] = {}
         self.paused: set[int] = set()
+        self.control = control
+        self.control_address: str | None = None
+        """Where node 1 serves the Seaway API as the control node (once started with ``control``)."""
 
     @property
     def zk_url(self) -> str:
@@ -71,6 +76,8 @@ class LocalCluster:
         command = [sys.executable, "-m", "seaway.cli", "serve", "--cluster", self.zk_url, "--node-id", str(node),
                    "--data-dir", str(self.data_dir / f"node-{node}"), "--listen", listen,
                    "--zk-session-s", str(self.zk_session_s)]
+        if self.control and node == 1:
+            command += ["--control-listen", self.control_address or "127.0.0.1:0"]
         log = open(self.data_dir / f"node-{node}.log", "ab")  # noqa: SIM115 - the child keeps it
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
         log.close()
@@ -84,6 +91,8 @@ class LocalCluster:
                     doc = json.loads(line)
                     if doc.get("event") == "listening":
                         self.addresses[node] = str(doc["address"])
+                        if doc.get("control"):
+                            self.control_address = str(doc["control"])
                         proc.stdout.close()
                         return self.addresses[node]
             elif proc.poll() is not None or time.monotonic() > deadline:

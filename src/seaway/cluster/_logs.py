@@ -58,6 +58,7 @@ from seaway.log import (
     ProducerMark,
     ReadItem,
     Record,
+    RecordRun,
     attribute_overrides,
     check_count_ranges,
     check_log_ids,
@@ -410,11 +411,10 @@ class ClusterLogs:
 
     def reader(self, buffered_items_max: int = 2_000, *, runs: bool = False,
                buffered_bytes_max: int = BUFFERED_BYTES_MAX_DEFAULT) -> ClusterReader:
-        """A reader over any of these logs (``runs`` is not supported by a cluster)."""
+        """A reader over any of these logs. With ``runs``, it delivers :class:`RecordRun` items
+        instead of a :class:`Record` each (consecutive records of one log stamped alike, as read)."""
         self._check_open()
-        if runs:
-            raise InvalidArgumentError("a cluster's reader delivers records one by one (runs=False)")
-        return ClusterReader(self, buffered_items_max, buffered_bytes_max)
+        return ClusterReader(self, buffered_items_max, buffered_bytes_max, runs=runs)
 
     def read(self, starts: Mapping[LogHandle | int | str, int],
              until: int | None = None) -> Generator[ReadItem, None, None]:
@@ -468,13 +468,31 @@ class _Reading:
         return self.merge.done and (self.final is None or self.until <= self.final or self.sealed_sent)
 
 
+def _as_runs(items: builtins.list[ReadItem]) -> builtins.list[Any]:
+    """Records as :class:`RecordRun` items: consecutive ones of a log stamped alike make one run."""
+    out: builtins.list[Any] = []
+    for item in items:
+        if not isinstance(item, Record):
+            out.append(item)
+            continue
+        last = out[-1] if out else None
+        if (isinstance(last, RecordRun) and last.log_id == item.log_id and last.last_lsn + 1 == item.lsn
+                and last.timestamp_ms == item.timestamp_ms):
+            last.payloads.append(item.payload)
+        else:
+            out.append(RecordRun(item.log_id, item.lsn, item.timestamp_ms, [item.payload]))
+    return out
+
+
 class ClusterReader:
     """Reads many logs of a cluster at once, each in LSN order (:class:`seaway.log.LogReaderApi`).
     Each log is a :class:`MergeReader` over its node set."""
 
-    def __init__(self, logs: ClusterLogs, buffered_items_max: int, buffered_bytes_max: int) -> None:
+    def __init__(self, logs: ClusterLogs, buffered_items_max: int, buffered_bytes_max: int, *,
+                 runs: bool = False) -> None:
         if buffered_items_max < 1 or buffered_bytes_max < 1:
             raise InvalidArgumentError("a reader's bounds must be positive")
+        self._runs = runs
         self._logs = logs
         self._client = logs._client
         self._buffered_items_max = buffered_items_max
@@ -531,7 +549,8 @@ class ClusterReader:
             self._logs._check_open()
             self._pump(0.0 if self._buffer else 0.02)
             if self._buffer or self.done:
-                return self._take(items_max, bytes_max)
+                taken = self._take(items_max, bytes_max)
+                return _as_runs(taken) if self._runs else taken
             if self._woken:
                 self._woken = False
                 return []

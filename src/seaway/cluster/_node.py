@@ -31,6 +31,7 @@ import grpc
 from seaway._net import is_loopback
 from seaway.cluster._channels import CHANNEL_OPTIONS, MESSAGE_MAX, TokenCheck, open_channel
 from seaway.cluster._codec import from_msg, read_reply_to_msg, to_msg
+from seaway.cluster._control import ControlRole
 from seaway.cluster._disk import RocksDisk
 from seaway.cluster._zk import ZooKeeperCluster
 from seaway.errors import (
@@ -128,6 +129,10 @@ class NodeConfig:
     tls_root_cert: Path | None = None
     """What a node trusts in the other nodes' certificates (PEM); default: its own certificate (one
     certificate for the whole cluster, or one CA that signed each node's)."""
+    control_listen: str | None = None
+    """host:port: this node is also the cluster's control node, serving the Seaway API there (its
+    metadata, transactions, ledger and notifications on this node's disk, under ``control/``; the
+    users' logs in the cluster). One per cluster; None: an ordinary node."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.node_id <= NODES_MAX:
@@ -218,8 +223,11 @@ class ClusterNode:
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="seaway-zk")
         self._server: grpc.Server | None = None
         self._threads: list[threading.Thread] = []
+        self._control: ControlRole | None = None
         self.address = ""
         self.root = ""
+        self.instance = ""
+        """The node's data directory's own id (see ``_instance``)."""
 
     # --- start and stop ---------------------------------------------------------------------------
 
@@ -249,10 +257,27 @@ class ClusterNode:
             thread.start()
             self._threads.append(thread)
         server.start()
-        self._zk.stay_registered(cfg.node_id, self.address, self._instance(Path(cfg.data_dir)))
+        self.instance = self._instance(Path(cfg.data_dir))
+        self._zk.stay_registered(cfg.node_id, self.address, self.instance)
         self._zk.watch_members(self._on_members)
         _log.info("node %d of %s serving on %s", cfg.node_id, cfg.cluster, self.address)
+        if cfg.control_listen is not None:
+            try:
+                self._control = ControlRole(self, cfg.control_listen)
+            except BaseException:
+                self.stop()
+                raise
         return self
+
+    @property
+    def control_address(self) -> str | None:
+        """Where this node serves the Seaway API as the control node (None: it is not one)."""
+        return None if self._control is None else self._control.address
+
+    def control(self) -> tuple[int, str] | None:
+        """The cluster's control node and its address, as ZooKeeper says (None: none is up)."""
+        assert self._zk is not None
+        return self._zk.control()
 
     def channel(self, address: str) -> grpc.Channel:
         """A channel to another node, with the cluster's token and TLS."""
@@ -275,6 +300,9 @@ class ClusterNode:
     def stop(self) -> None:
         if not self._running:
             return
+        if self._control is not None:  # first: it appends and reads through this node
+            self._control.stop()
+            self._control = None
         self._running = False
         if self._zk is not None:
             self._zk.close()
@@ -758,6 +786,10 @@ class _Service(pb_grpc.SeawayClusterServicer):
     def Reconfigure(self, request: pb.CreateLogRequest, context: grpc.ServicerContext) -> pb.Ack:
         self._call(context, self._node.reconfigure, request.log_id, request.replication, tuple(request.nodes))
         return pb.Ack()
+
+    def GetControl(self, request: pb.StatusRequest, context: grpc.ServicerContext) -> pb.ControlReply:
+        found = self._call(context, self._node.control)
+        return pb.ControlReply() if found is None else pb.ControlReply(node=found[0], address=found[1])
 
     def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext) -> pb.StatusReply:
         sequencers = self._call(context, self._node.status)

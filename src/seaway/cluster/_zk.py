@@ -85,6 +85,7 @@ class ZooKeeperCluster:
         self._zk = client.KazooClient(hosts=hosts, timeout=timeout_s)
         self._closed = False
         self._lock = threading.Lock()
+        self._control_claim: tuple[int, str, str] | None = None
         try:
             self._zk.start(timeout=timeout_s)
         except Exception as exc:
@@ -411,6 +412,50 @@ class ZooKeeperCluster:
     def _register_again(self, node_id: int, address: str, instance: str) -> None:
         with contextlib.suppress(Exception):
             self.register(node_id, address, instance)
+        if self._control_claim is not None:
+            with contextlib.suppress(Exception):
+                self.register_control(*self._control_claim)
+
+    def register_control(self, node_id: int, address: str, instance: str) -> None:
+        """Become the cluster's control node, serving clients at ``address`` (until this client's
+        session ends; again after a new session, as the membership). There is one: a control node
+        of another node, or of another data directory, refuses this one (its state is on its own
+        disk: no other node can take over from it)."""
+        path = f"{self.root}/control"
+        raw = json.dumps({"node": node_id, "address": address, "instance": instance}).encode()
+        with self._calling():
+            for _ in range(3):
+                try:
+                    self._zk.create(path, raw, ephemeral=True)
+                    self._control_claim = (node_id, address, instance)
+                    return
+                except self._errors.NodeExistsError:
+                    pass
+                try:
+                    old, stat = self._zk.get(path)
+                except self._errors.NoNodeError:
+                    continue
+                theirs = _json(old, "control")
+                if theirs.get("instance") != instance or theirs.get("node") != node_id:
+                    raise InvalidArgumentError(
+                        f"node {theirs.get('node')} ({theirs.get('address')}) is the cluster's control node: a "
+                        f"cluster has one (its metadata and transactions are on that node's disk)")
+                with contextlib.suppress(self._errors.NoNodeError, self._errors.BadVersionError):
+                    self._zk.delete(path, version=stat.version)  # this node's previous process
+        raise UnavailableError(f"node {node_id}: could not register as the control node")
+
+    def control(self) -> tuple[int, str] | None:
+        """The control node's id and the address it serves clients at, or None when none is up."""
+        with self._calling():
+            try:
+                raw, _ = self._zk.get(f"{self.root}/control")
+            except self._errors.NoNodeError:
+                return None
+        found = _json(raw, "control")
+        try:
+            return int(found["node"]), str(found["address"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptionError(f"the control znode holds {raw[:60]!r}") from exc
 
     def register(self, node_id: int, address: str, instance: str) -> None:
         """Join the membership as ``node_id`` (until this client's session ends). ``instance`` names

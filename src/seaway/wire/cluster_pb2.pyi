@@ -228,6 +228,14 @@ class StatusRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class ControlReply(_message.Message):
+    __slots__ = ("node", "address")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    node: int
+    address: str
+    def __init__(self, node: _Optional[int] = ..., address: _Optional[str] = ...) -> None: ...
+
 class SequencerStatus(_message.Message):
     __slots__ = ("log_id", "state", "epoch", "last_known_good")
     LOG_ID_FIELD_NUMBER: _ClassVar[int]

@@ -124,6 +124,11 @@ class SeawayClusterStub:
                 request_serializer=seaway_dot_wire_dot_cluster__pb2.LogIds.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_cluster__pb2.AppendCountsReply.FromString,
                 _registered_method=True)
+        self.GetControl = channel.unary_unary(
+                '/seaway.cluster.v1.SeawayCluster/GetControl',
+                request_serializer=seaway_dot_wire_dot_cluster__pb2.StatusRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_cluster__pb2.ControlReply.FromString,
+                _registered_method=True)
 
 
 class SeawayClusterServicer:
@@ -241,6 +246,15 @@ class SeawayClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetControl(self, request, context):
+        """Where the cluster's control node serves the Seaway API (metadata, transactions, ledger,
+        notifications, streams and queues over the cluster's logs): what seaway.connect() with several
+        nodes asks first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SeawayClusterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -333,6 +347,11 @@ def add_SeawayClusterServicer_to_server(servicer, server):
                     servicer.AppendCounts,
                     request_deserializer=seaway_dot_wire_dot_cluster__pb2.LogIds.FromString,
                     response_serializer=seaway_dot_wire_dot_cluster__pb2.AppendCountsReply.SerializeToString,
+            ),
+            'GetControl': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetControl,
+                    request_deserializer=seaway_dot_wire_dot_cluster__pb2.StatusRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_cluster__pb2.ControlReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -821,6 +840,33 @@ class SeawayCluster:
             '/seaway.cluster.v1.SeawayCluster/AppendCounts',
             seaway_dot_wire_dot_cluster__pb2.LogIds.SerializeToString,
             seaway_dot_wire_dot_cluster__pb2.AppendCountsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetControl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.cluster.v1.SeawayCluster/GetControl',
+            seaway_dot_wire_dot_cluster__pb2.StatusRequest.SerializeToString,
+            seaway_dot_wire_dot_cluster__pb2.ControlReply.FromString,
             options,
             channel_credentials,
             insecure,
