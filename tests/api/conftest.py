@@ -11,6 +11,7 @@ import grpc
 import pytest
 
 import seaway
+from seaway.cluster import LocalCluster, zookeeper_unavailable
 from seaway.notify import NotifyServiceConfig, TargetPolicy
 from seaway.server import ServerProcess
 from seaway.testing._split import split_store
@@ -64,6 +65,17 @@ def split_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
     assert code == 0, f"the server exited with {code}:\n{proc.log_text()[-4000:]}"
 
 
+@pytest.fixture(scope="session")
+def cluster_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A cluster (ZooKeeper and 3 node processes, R=2, node 1 its control node): ``seaway.connect``
+    with its nodes' addresses reads and appends logs at the nodes, and sends the rest to node 1."""
+    why = zookeeper_unavailable()
+    if why is not None:
+        pytest.fail(f"the cluster variant of the API suites needs ZooKeeper: {why}")
+    with LocalCluster(tmp_path_factory.mktemp("api-cluster"), nodes=3, replication=2) as cluster:
+        yield cluster
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """``api`` is embedded and remote; in the modules that set ``SPLIT = True``, also a split store
     (a control node's shape: user logs in another store's logs), embedded and through a server,
@@ -73,6 +85,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if getattr(metafunc.module, "SPLIT", False) \
                 and metafunc.function.__name__ not in getattr(metafunc.module, "SPLIT_EXCEPT", ()):
             kinds += ["split", "split-remote"]
+        if getattr(metafunc.module, "CLUSTER", False) \
+                and metafunc.function.__name__ not in getattr(metafunc.module, "CLUSTER_EXCEPT", ()):
+            kinds += ["cluster"]
         metafunc.parametrize("api", kinds, indirect=True)
 
 
@@ -83,6 +98,10 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
     if request.param == "embedded":
         with seaway.open(tmp_path / "data", config) as sw:
             yield Api(sw, "embedded")
+    elif request.param == "cluster":
+        cluster: LocalCluster = request.getfixturevalue("cluster_store")
+        with seaway.connect(cluster.url, timeout_s=30) as sw:
+            yield Api(sw, "remote", cluster.url, split=True)
     elif request.param == "split":
         with split_store(tmp_path / "control", tmp_path / "user", config) as sw:
             yield Api(sw, "embedded", split=True)

@@ -29,6 +29,7 @@ from seaway.queues._records import ENTRY_BYTES_MAX, READ_BYTES_DEFAULT, hash_key
 from tests.api.conftest import Api
 
 SPLIT = True
+CLUSTER = True
 """Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
 
 WAIT_S = 0.5

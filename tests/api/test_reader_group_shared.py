@@ -11,6 +11,7 @@ from seaway.streams import ReaderConfig, key_position
 from tests.api.conftest import Api
 
 SPLIT = True
+CLUSTER = True
 """Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
 
 

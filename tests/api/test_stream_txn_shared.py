@@ -14,6 +14,7 @@ from seaway.streams import ReaderConfig, Stream, unframe
 from tests.api.conftest import Api
 
 SPLIT = True
+CLUSTER = True
 """Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
 
 QUICK = ReaderConfig(sync_interval_s=0.05, txn_poll_s_max=0.02)

@@ -22,6 +22,7 @@ from seaway.log import LSN_OLDEST
 from tests.api.conftest import Api
 
 SPLIT = True
+CLUSTER = True
 """Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
 
 

@@ -34,6 +34,7 @@ from seaway.wire import seaway_pb2 as pb
 from tests.api.conftest import Api, Refused
 
 SPLIT = True
+CLUSTER = True
 """Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
 
 WAIT_S = 10.0

@@ -617,14 +617,17 @@ class ClusterNode:
             if delete:
                 return record.final or 0
             raise LogDeletedError(f"log {log_id} was deleted")
-        if record.final is not None and not delete:
-            return record.final
-        try:
-            final = self._wait(log_id, self._submit(log_id, lambda rid: Finish(log_id, rid, delete), None), None)
-        except LogDeletedError:
+        if record.final is not None:  # sealed: its appends are decided, nothing to finish
             if not delete:
-                raise
-            final = 0
+                return record.final
+            final = record.final
+        else:
+            try:
+                final = self._wait(log_id, self._submit(log_id, lambda rid: Finish(log_id, rid, delete), None), None)
+            except LogDeletedError:
+                if not delete:
+                    raise
+                final = 0
         if delete:
             assert self._zk is not None
             self._zk.mark_deleted(log_id)
