@@ -27,13 +27,7 @@ SPLIT = True
 CLUSTER = True
 """Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
 SPLIT_EXCEPT = ("test_entries_that_do_not_fit_the_commit_step_are_sent_before_it",)
-CLUSTER_EXCEPT = (
-    *SPLIT_EXCEPT,
-    # Not yet over a cluster (docs/cluster.md, "Limits"): a log's tail asked right after a commit
-    # step can come from a sequencer of a newer epoch (its first LSN), not the last record's LSN.
-    "test_append_at_commit_appends_and_commits_in_one_step_with_writes_completed_by_the_lsns",
-    "test_a_step_whose_append_fails_does_not_commit_until_the_writer_wrote_again",
-)
+CLUSTER_EXCEPT = SPLIT_EXCEPT
 """18 s each, and the same appends as the others, only more of them."""
 
 DRAIN_S = 60.0

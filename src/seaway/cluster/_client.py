@@ -29,6 +29,9 @@ from seaway.wire import CODE_KEY, error_from_status
 from seaway.wire import cluster_pb2 as pb
 from seaway.wire import cluster_pb2_grpc as pb_grpc
 
+MEMBERS_REFRESH_S = 1.0
+"""How old a client's list of live nodes may be before a call that picks a node reads it again."""
+
 
 def parse_seeds(url: str) -> list[str]:
     """``seaway://host:port,host:port`` (``seaways://`` for TLS) as its addresses."""
@@ -72,6 +75,7 @@ class ClusterClient:
         self._channels: dict[str, tuple[grpc.Channel, pb_grpc.SeawayClusterStub]] = {}
         self._lock = threading.Lock()
         self._members: dict[int, str] = {}
+        self._members_at = 0.0
         self._good: str | None = None
         self.refresh_members()
 
@@ -112,9 +116,20 @@ class ClusterClient:
         raise last
 
     def refresh_members(self) -> dict[int, str]:
-        reply = self._any("Status", pb.StatusRequest())
+        reply = self._any("Status", pb.StatusRequest(members_only=True))
         self._members = {m.node: m.address for m in reply.members}
+        self._members_at = time.monotonic()
         return dict(self._members)
+
+    def _recent_members(self) -> dict[int, str]:
+        """The members, read again if the last reading is older than ``MEMBERS_REFRESH_S``: every
+        client of a log must agree on its sequencer's node, so a node that joined (or came back)
+        must not stay unknown to a client that never met a failure (it would keep another node as
+        the sequencer, and each would take the log's sequencer from the other, epoch after epoch)."""
+        if time.monotonic() - self._members_at >= MEMBERS_REFRESH_S:
+            with contextlib.suppress(SeawayError):
+                self.refresh_members()
+        return self._members
 
     @property
     def members(self) -> dict[int, str]:
@@ -163,7 +178,7 @@ class ClusterClient:
         request = pb.TrimRequest(log_id=log_id, lsn=lsn)
         last: SeawayError = UnavailableError(f"log {log_id}: no node of its node set answered")
         for node in record.history[-1].nodes:
-            address = self._members.get(node)
+            address = self._recent_members().get(node)
             if address is None:
                 continue
             try:
@@ -194,7 +209,7 @@ class ClusterClient:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimedOutError(f"log {log_id}: no sequencer answered in {self.timeout_s} s")
-            live = [n for n in self._members if n not in unreachable]
+            live = [n for n in self._recent_members() if n not in unreachable]
             if not live:
                 unreachable.clear()
                 with contextlib.suppress(SeawayError):
@@ -225,7 +240,7 @@ class ClusterClient:
         last_progress = time.monotonic()
         while not reader.done:
             for node, request in reader.requests():
-                address = self._members.get(node)
+                address = self._recent_members().get(node)
                 if address is None:  # not a live member: asked again at the next turn
                     reader.lost(node)
                     continue

@@ -14,10 +14,15 @@ import sys
 import time
 from pathlib import Path
 
+import grpc
+
+from seaway.cluster._client import MEMBERS_REFRESH_S
 from seaway.cluster._zk import ZooKeeperCluster
 from seaway.cluster._zookeeper import ZooKeeperProcess
 from seaway.errors import InvalidArgumentError, UnavailableError
 from seaway.log.replication import NODES_MAX, REPLICATION_MAX
+from seaway.wire import cluster_pb2 as pb
+from seaway.wire import cluster_pb2_grpc as pb_grpc
 
 START_TIMEOUT_S = 60.0
 ROOT = "/seaway"
@@ -65,6 +70,7 @@ class LocalCluster:
                 config.close()
             for node in range(1, self.count + 1):
                 self.start_node(node)
+            self.wait_converged()
         except BaseException:
             self.stop()
             raise
@@ -102,6 +108,26 @@ class LocalCluster:
                 proc.stdout.close()
                 proc.wait(30)
                 raise UnavailableError(f"node {node} did not start (exit {proc.returncode}): {tail}")
+
+    def wait_converged(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Until every live node sees every live node as a member (each learns of the others from
+        ZooKeeper about a second after they join), and then for as long as a client may keep a
+        reading of the members: every client then places each log's sequencer on the same node."""
+        deadline = time.monotonic() + timeout_s
+        alive = set(self.alive())
+        while True:
+            views = []
+            for node in sorted(alive):
+                with contextlib.suppress(grpc.RpcError), grpc.insecure_channel(self.addresses[node]) as channel:
+                    reply = pb_grpc.SeawayClusterStub(channel).Status(  # type: ignore[no-untyped-call]
+                        pb.StatusRequest(members_only=True), timeout=5.0)
+                    views.append({m.node for m in reply.members})
+            if len(views) == len(alive) and all(view >= alive for view in views):
+                break
+            if time.monotonic() > deadline:
+                raise UnavailableError(f"the nodes' views of the membership did not converge: {views}")
+            time.sleep(0.1)
+        time.sleep(MEMBERS_REFRESH_S)
 
     def kill(self, node: int, sig: int = signal.SIGKILL) -> None:
         proc = self.procs[node]

@@ -795,10 +795,12 @@ class _Service(pb_grpc.SeawayClusterServicer):
         return pb.ControlReply() if found is None else pb.ControlReply(node=found[0], address=found[1])
 
     def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext) -> pb.StatusReply:
-        sequencers = self._call(context, self._node.status)
         reply = pb.StatusReply(node=self._node.config.node_id, address=self._node.address)
         for node_id, address in sorted(self._node.members().items()):
             reply.members.add(node=node_id, address=address)
+        if request.members_only:
+            return reply
+        sequencers = self._call(context, self._node.status)
         for log_id, state, epoch, lng in sequencers:
             reply.sequencers.add(log_id=log_id, state=state, epoch=epoch, last_known_good=lng)
         logs, replication = self._call(context, self._node.cluster_logs)

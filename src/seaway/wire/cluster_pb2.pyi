@@ -225,8 +225,10 @@ class TrimRequest(_message.Message):
     def __init__(self, log_id: _Optional[int] = ..., lsn: _Optional[int] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("members_only",)
+    MEMBERS_ONLY_FIELD_NUMBER: _ClassVar[int]
+    members_only: bool
+    def __init__(self, members_only: _Optional[bool] = ...) -> None: ...
 
 class ControlReply(_message.Message):
     __slots__ = ("node", "address")
