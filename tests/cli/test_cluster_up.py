@@ -40,6 +40,17 @@ def test_cluster_up_starts_a_cluster_that_answers_and_stops_it_on_sigterm(tmp_pa
         made = subprocess.run([sys.executable, "-m", "seaway.cli", "cluster", "create-log", "1", "--json",
                                "--connect", url], capture_output=True, text=True, timeout=120, check=True)
         assert json.loads(made.stdout)["history"][0][2] == 2  # the replication cluster up was given
+        assert started["control"]  # node 1 serves the whole API: the store's commands take the nodes' addresses
+
+        def command(*words: str) -> str:
+            return subprocess.run([sys.executable, "-m", "seaway.cli", *words, "--address", url],
+                                  capture_output=True, text=True, timeout=120, check=True).stdout
+
+        command("queue", "create", "jobs")
+        command("queue", "group", "create", "jobs", "workers", "--size", "1")
+        command("queue", "enqueue", "jobs", "a", "b")
+        got = json.loads(command("queue", "dequeue", "jobs", "workers", "0", "--timeout-s", "5", "--json"))["entries"]
+        assert [entry["payload"] for entry in got] == ["a", "b"], got
         children = [int(p) for p in subprocess.run(["pgrep", "-P", str(up.pid)], capture_output=True,
                                                    text=True, check=False).stdout.split()]
         assert len(children) >= 4  # ZooKeeper and three nodes
