@@ -3,11 +3,16 @@ one for the whole session), checked by the shared log-level tests of tests/api a
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Iterator
 from typing import Any
 
+import grpc
 import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from seaway.cluster import ClusterLogs, LocalCluster, zookeeper_unavailable
 from seaway.errors import (
@@ -21,6 +26,8 @@ from seaway.errors import (
     UnknownLogError,
 )
 from seaway.log import LSN_MAX, Gap, GapType, LogsApi, Record
+from seaway.wire import cluster_pb2 as pb
+from seaway.wire import cluster_pb2_grpc as pb_grpc
 from tests.api.conftest import Api
 
 pytestmark = [pytest.mark.xdist_group("cluster-logs")]
@@ -37,15 +44,18 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 
 @pytest.fixture(scope="session")
 def cluster_logs(local_cluster: LocalCluster) -> Iterator[ClusterLogs]:
-    with ClusterLogs(local_cluster.url, timeout_s=30.0, attempt_timeout_s=5.0) as logs:
+    with ClusterLogs(local_cluster.url, timeout_s=30.0, attempt_timeout_s=20.0) as logs:
         yield logs
 
 
 class _Store:
-    """What the shared tests use of a store: its ``logs``."""
+    """What the shared tests use of a store: its ``logs``, and where a connection keeps per-log
+    append state (a deleted log must leave none)."""
 
     def __init__(self, logs: ClusterLogs) -> None:
         self.logs = logs
+        self._coalescers = logs._coalescers
+        self._producers = logs._sequences
 
 
 @pytest.fixture
@@ -134,6 +144,31 @@ def test_seal_and_delete_refuse_appends_as_one_node_does(api: Api) -> None:
     assert reborn.id != doomed.id
 
 
+def test_a_sequence_reused_for_another_batch_is_refused(api: Api) -> None:
+    log = api.sw.logs.create(api.name())
+    producer = b"p-%d" % api.number()
+    first = log.append_batch([b"a", b"b"], producer_id=producer, sequence=0)
+    with pytest.raises(InvalidArgumentError, match="sequence 0"):
+        log.append_batch([b"a", b"b", b"c"], producer_id=producer, sequence=0)
+    assert log.append_batch([b"a", b"b"], producer_id=producer, sequence=0) == first
+
+
+def test_a_reader_is_bounded_in_bytes(api: Api) -> None:
+    log = api.sw.logs.create(api.name())
+    log.append_batch([bytes([i]) * 1000 for i in range(20)])
+    big = log.append(b"B" * 50_000)
+    with api.sw.logs.reader(buffered_bytes_max=4000) as reader:
+        reader.start_reading(log, 1, big)
+        first: list[Any] = []
+        while not any(isinstance(i, Record) for i in first):
+            first += reader.read(100, timeout_s=10)
+        assert 0 < sum(len(i.payload) for i in first if isinstance(i, Record)) <= 4000
+        assert len(reader.read(100, timeout_s=10, bytes_max=2500)) == 2
+        assert len(reader.read(100, timeout_s=10, bytes_max=1)) == 1  # at least one record, whatever its size
+        rest = list(reader)
+    assert _records(first + rest)[-1] == b"B" * 50_000 and len(_records(first + rest)) == 21 - 3
+
+
 def test_trim_find_time_and_counts(api: Api) -> None:
     logs = api.sw.logs
     log = logs.create(api.name())
@@ -156,3 +191,153 @@ def test_trim_find_time_and_counts(api: Api) -> None:
     assert logs.bounds([log.id]) == {log.id: (late[-1], None, early[-1])}
     assert logs.append_counts([log.id]) == {log.id: (4, 4)}
     assert log.data_size() > 0
+
+
+# --- the shared log-level tests of tests/api, run against the cluster ------------------------------
+
+SHARED = ("test_shared", "test_append_counts_shared", "test_count_records_shared", "test_lifecycle_shared",
+          "test_log_bounds_shared", "test_reader_shared", "test_single_appends")
+"""The log-level shared suites (tests/api/test_writer_shared.py writes through streams: not here)."""
+
+
+NOT_APPLICABLE = {
+    "test_shared.test_partitions_and_retention": "a cluster's nodes keep no time partitions (docs/cluster.md)",
+    "test_shared.test_runs_reader_delivers_the_same_records": "a cluster's reader has no runs",
+    "test_reader_shared.test_reads_are_bounded_in_bytes": "its second half reads runs (the first half is "
+                                                          "test_a_reader_is_bounded_in_bytes here)",
+    "test_shared.test_a_producer_sequence_reused_for_a_batch_of_another_size_is_refused":
+        "a connection sends one batch of a log at a time, so the third racing batch, queued behind the "
+        "refused one of its producer, is failed unsent (the coalescer's rule); the refusal itself is "
+        "test_a_sequence_reused_for_another_batch_is_refused here",
+    "test_reader_shared.test_one_reader_over_a_thousand_logs": "1,000 ZooKeeper transactions and sequencer "
+                                                                "activations: over a minute on two cores",
+}
+"""Shared tests that do not apply to a cluster, and why (docs/cluster.md says each difference)."""
+
+
+def _shared_tests() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for module_name in SHARED:
+        module = importlib.import_module(f"tests.api.{module_name}")
+        for name, fn in vars(module).items():
+            if name.startswith("test_") and callable(fn) and fn.__module__ == module.__name__ \
+                    and f"{module_name}.{name}" not in NOT_APPLICABLE:
+                found[f"test_{module_name.removeprefix('test_')}__{name.removeprefix('test_')}"] = fn
+    return found
+
+
+globals().update(_shared_tests())
+
+
+NEW_METHODS = ("AppendBatch", "CreateNamedLog", "CreateGroup", "GetLog", "ListLogs", "ListGroups", "SealLog",
+               "DeleteLog", "GetBounds", "AppendCounts")
+
+
+def test_hostile_input_to_the_logs_api_gets_typed_errors_and_the_nodes_keep_serving(
+        local_cluster: LocalCluster, cluster_logs: ClusterLogs) -> None:
+    address = local_cluster.addresses[1]
+    with grpc.insecure_channel(address) as channel:
+        for method in NEW_METHODS:
+            call = channel.unary_unary(f"/seaway.cluster.v1.SeawayCluster/{method}")
+            for garbage in (b"\xff\xff\xff", b"\x0a\x05junk", bytes(range(40))):
+                with pytest.raises(grpc.RpcError):
+                    call(garbage, timeout=5)
+        stub = pb_grpc.SeawayClusterStub(channel)  # type: ignore[no-untyped-call]
+        refused: list[tuple[Any, Any, str]] = [
+            (stub.AppendBatch, pb.AppendBatchRequest(log_id=1), "INVALID_ARGUMENT"),
+            (stub.AppendBatch, pb.AppendBatchRequest(log_id=0, payloads=[b"x"]), "UNKNOWN_LOG"),
+            (stub.AppendBatch, pb.AppendBatchRequest(log_id=2**64 - 1, payloads=[b"x"]), "UNKNOWN_LOG"),
+            (stub.AppendBatch, pb.AppendBatchRequest(log_id=1, payloads=[b"x" * (2 << 20)]), "PAYLOAD_TOO_LARGE"),
+            (stub.AppendBatch, pb.AppendBatchRequest(log_id=1, payloads=[b"x"], producer_id=b"p" * 65),
+             "INVALID_ARGUMENT"),
+            (stub.CreateNamedLog, pb.LogConfig(name=""), "INVALID_ARGUMENT"),
+            (stub.CreateNamedLog, pb.LogConfig(name="../x"), "INVALID_ARGUMENT"),
+            (stub.CreateNamedLog, pb.LogConfig(name="ok", attributes="[1]"), "INVALID_ARGUMENT"),
+            (stub.CreateNamedLog, pb.LogConfig(name="ok", attributes="{bad"), "INVALID_ARGUMENT"),
+            (stub.CreateNamedLog, pb.LogConfig(name="ok", attributes='{"colour": 1}'), "INVALID_ARGUMENT"),
+            (stub.CreateNamedLog, pb.LogConfig(name="ok", attributes='{"backlog_s": -1}'), "INVALID_ARGUMENT"),
+            (stub.CreateNamedLog, pb.LogConfig(name="ok", attributes='{"durability": "maybe"}'),
+             "INVALID_ARGUMENT"),
+            (stub.CreateNamedLog, pb.LogConfig(name="ok", attributes="{" + " " * 5000 + "}"), "INVALID_ARGUMENT"),
+            (stub.CreateNamedLog, pb.LogConfig(name="ok", log_id=2**63), "INVALID_ARGUMENT"),
+            (stub.CreateGroup, pb.GroupConfig(name="g", first_id=5, last_id=4), "INVALID_ARGUMENT"),
+            (stub.CreateGroup, pb.GroupConfig(name="g", first_id=0, last_id=4), "INVALID_ARGUMENT"),
+            (stub.GetLog, pb.LogLookup(log_id=2**64 - 1), "UNKNOWN_LOG"),
+            (stub.GetLog, pb.LogLookup(name="x" * 300), "UNKNOWN_LOG"),
+            (stub.SealLog, pb.LogRef(log_id=2**64 - 1), "UNKNOWN_LOG"),
+            (stub.DeleteLog, pb.LogRef(log_id=0), "UNKNOWN_LOG"),
+            (stub.GetBounds, pb.LogRef(log_id=2**62), "UNKNOWN_LOG"),
+            (stub.AppendCounts, pb.LogIds(log_ids=list(range(20_001))), "INVALID_ARGUMENT"),
+        ]
+        for method, request, code in refused:
+            with pytest.raises(grpc.RpcError) as caught:
+                method(request, timeout=10)
+            assert ("seaway-code", code) in (caught.value.trailing_metadata() or ()), (request, caught.value)
+        assert stub.ListLogs(pb.ListLogsRequest(after_id=2**64 - 1, limit=0), timeout=5).logs == []
+    log = cluster_logs.create(f"after-hostile-{time.monotonic_ns()}")
+    assert log.append(b"still here") > 0
+
+
+class _Model(RuleBasedStateMachine):
+    """ClusterLogs against a reference: a list of (LSN, payload) and a trim point and final LSN."""
+
+    logs: ClusterLogs
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log = self.logs.create(f"model-{time.monotonic_ns()}")
+        self.stored: list[tuple[int, bytes]] = []
+        self.trim_point = 0
+        self.final: int | None = None
+
+    @property
+    def tail(self) -> int:
+        return self.stored[-1][0] if self.stored else 0
+
+    @rule(payloads=st.lists(st.binary(max_size=20), min_size=1, max_size=5))
+    def append_batch(self, payloads: list[bytes]) -> None:
+        if self.final is not None:
+            with pytest.raises(LogSealedError):
+                self.log.append_batch(payloads)
+            return
+        lsns = self.log.append_batch(payloads)
+        assert len(lsns) == len(payloads) and lsns[0] > self.tail
+        self.stored += list(zip(lsns, payloads, strict=True))
+
+    @rule(payload=st.binary(max_size=20))
+    def append(self, payload: bytes) -> None:
+        if self.final is not None:
+            with pytest.raises(LogSealedError):
+                self.log.append(payload)
+            return
+        lsn = self.log.append(payload)
+        assert lsn > self.tail
+        self.stored.append((lsn, payload))
+
+    @rule(data=st.data())
+    def trim(self, data: st.DataObject) -> None:
+        if not self.stored:
+            return
+        lsn = data.draw(st.sampled_from([lsn for lsn, _ in self.stored]))
+        self.log.trim(lsn)
+        self.trim_point = max(self.trim_point, lsn)
+
+    @rule(sealed=st.booleans())
+    def seal(self, sealed: bool) -> None:
+        if sealed and self.final is None and len(self.stored) > 3:
+            self.final = self.log.seal()
+            assert self.final == self.tail
+
+    @invariant()
+    def reads_and_bounds_agree(self) -> None:
+        bounds = self.logs.bounds([self.log.id])[self.log.id]
+        assert bounds == (self.tail, self.final, self.trim_point)
+        items = list(self.log.read())
+        assert [(i.lsn, i.payload) for i in items if isinstance(i, Record)] == \
+            [(lsn, p) for lsn, p in self.stored if lsn > self.trim_point]
+        assert all(i.type in (GapType.TRIM, GapType.BRIDGE) for i in items if isinstance(i, Gap))
+
+
+def test_cluster_logs_behave_as_the_reference(cluster_logs: ClusterLogs) -> None:
+    _Model.logs = cluster_logs
+    run_state_machine_as_test(_Model, settings=settings(max_examples=4, stateful_step_count=10, deadline=None))

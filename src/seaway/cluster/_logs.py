@@ -478,6 +478,7 @@ class ClusterReader:
         self._logs = logs
         self._client = logs._client
         self._buffered_items_max = buffered_items_max
+        self._buffered_bytes_max = buffered_bytes_max
         self._reading: dict[int, _Reading] = {}
         self._buffer: builtins.list[ReadItem] = []
         self._replies: queue.SimpleQueue[tuple[int, int, int, Any]] = queue.SimpleQueue()
@@ -539,12 +540,15 @@ class ClusterReader:
                 return []
 
     def _take(self, items_max: int, bytes_max: int | None) -> builtins.list[ReadItem]:
+        """At most ``items_max`` items and ``bytes_max`` payload bytes (the reader's own byte bound
+        at most), and at least one item."""
         out: builtins.list[ReadItem] = []
         size = 0
+        limit = self._buffered_bytes_max if bytes_max is None else min(bytes_max, self._buffered_bytes_max)
         while self._buffer and len(out) < items_max:
             item = self._buffer[0]
             length = len(item.payload) if isinstance(item, Record) else 0
-            if out and bytes_max is not None and size + length > bytes_max:
+            if out and size + length > limit:
                 break
             out.append(self._buffer.pop(0))
             size += length
@@ -554,8 +558,10 @@ class ClusterReader:
         """Ask the nodes, take their answers (waiting up to ``wait_s`` for the first), and move what
         can be delivered into the buffer."""
         now = time.monotonic()
+        full = len(self._buffer) >= self._buffered_items_max \
+            or sum(len(i.payload) for i in self._buffer if isinstance(i, Record)) >= self._buffered_bytes_max
         for reading in builtins.list(self._reading.values()):
-            if reading.merge.done:
+            if reading.merge.done or full:  # nothing more is asked for while the buffer is full
                 continue
             for node, request in reading.merge.requests():
                 stub = self._client.stub(node)

@@ -209,7 +209,8 @@ class ClusterNode:
         """(log id, records, payload bytes) of the appends in ``_pending``, counted once acknowledged."""
         self._counts: dict[int, tuple[int, int]] = {}
         """Per log, the records and payload bytes its sequencers here acknowledged since the node started."""
-        self._producers: dict[int, OrderedDict[bytes, OrderedDict[int, Future[int]]]] = {}
+        self._producers: dict[int, OrderedDict[bytes, OrderedDict[int, tuple[int, Future[int]]]]] = {}
+        """Per log and producer, the last batches sequenced here: sequence -> (records, outcome)."""
         self._producers_lock = threading.Lock()
         self._wall_offset_ms = int(time.time() * 1000) - int(time.monotonic() * 1000)
         self._members: dict[int, str] = {}
@@ -447,6 +448,9 @@ class ClusterNode:
             for seq in list(self._sequencers.values()):
                 later.append((seq, seq.tick(now)))
             return 0
+        if kind == "forget-counts":
+            self._counts.pop(event[1], None)
+            return 0
         if kind == "status":
             _, future = event
             future.set_result([(log_id, seq.state.value, seq.epoch, seq.last_known_good)
@@ -573,12 +577,16 @@ class ClusterNode:
                 if len(producers) > PRODUCERS_MAX:
                     producers.popitem(last=False)
             producers.move_to_end(producer)
-            future = window.get(sequence)
-            if future is None or (future.done() and future.exception() is not None):
-                future = window[sequence] = self._submit(log_id, make, (count, size))  # new, or its retry
+            seen = window.get(sequence)
+            if seen is not None and seen[0] != count:
+                raise InvalidArgumentError(f"producer {producer.hex()} sequence {sequence} named a batch of "
+                                           f"{seen[0]} records, not {count}: a retry is the same batch again")
+            if seen is None or (seen[1].done() and seen[1].exception() is not None):
+                seen = window[sequence] = (count, self._submit(log_id, make, (count, size)))  # new, or its retry
                 window.move_to_end(sequence)
                 while len(window) > PRODUCER_WINDOW:
                     window.popitem(last=False)
+            future = seen[1]
         last = self._wait(log_id, future, timeout_s)
         return range(last - count + 1, last + 1)
 
@@ -586,8 +594,6 @@ class ClusterNode:
         """Seal the log for good (or delete it) once the appends before are decided; its final LSN."""
         record, _ = self.epoch_record(log_id)
         if record.deleted:
-            if delete:
-                return record.final or 0
             raise LogDeletedError(f"log {log_id} was deleted")
         if record.final is not None and not delete:
             return record.final
@@ -605,6 +611,7 @@ class ClusterNode:
                 self.send(node, Trim(log_id, DELETED_TRIM))  # each node drops the log's copies
             with self._producers_lock:
                 self._producers.pop(log_id, None)
+            self._inbox.put(("forget-counts", log_id))  # the loop owns the counts
         return final
 
     def tail(self, log_id: int) -> int:
