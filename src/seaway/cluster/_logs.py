@@ -54,10 +54,13 @@ from seaway.log import (
     LogGroup,
     LogHandle,
     LogInfo,
+    LogReaderApi,
+    LogsApi,
     PartitionInfo,
     ProducerMark,
     ReadItem,
     Record,
+    SegmentLog,
     attribute_overrides,
     check_count_ranges,
     check_log_ids,
@@ -639,3 +642,8 @@ class ClusterReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _conforms(logs: ClusterLogs, log: ClusterLog, reader: ClusterReader) -> tuple[LogsApi, SegmentLog, LogReaderApi]:
+    """Checked by mypy: these classes implement the protocols the layers above use."""
+    return logs, log, reader
