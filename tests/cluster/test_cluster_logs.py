@@ -96,6 +96,8 @@ def test_names_groups_and_attributes(api: Api) -> None:
         logs.create(api.name(), group=api.name("no-such-group"))
     with pytest.raises(InvalidArgumentError):
         logs.create("bad name with spaces")
+    with pytest.raises(InvalidArgumentError, match="at most 1048576 bytes"):  # a node stores no larger record
+        logs.create(api.name(), payload_bytes_max=2 << 20)
     with pytest.raises(PayloadTooLargeError):
         inside.append(b"x" * 1001)
     again = logs.get_or_create(name)

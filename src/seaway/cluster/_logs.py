@@ -77,6 +77,8 @@ RECORD_BYTES_MAX = 1 << 20
 """The largest record a cluster stores."""
 DELETED_TRIM = 2**64 - 1
 """The trim point nodes hold for a deleted log."""
+STORE_BYTES_PER_S = 4 << 20
+"""What an append's attempt timeout allows for storing its payloads, on top of the client's own."""
 IDS_PER_CALL = 20_000
 LIST_PAGE = 1_000
 RECORD_REFRESH_S = 0.5
@@ -93,7 +95,12 @@ def _from_json(raw: str) -> dict[str, Any]:
 
 
 class ClusterLog(LogHandle):
-    """A handle on one log of a cluster; the same methods as :class:`seaway.Log`."""
+    """A handle on one log of a cluster; the same methods as :class:`seaway.Log`.
+
+    Where a cluster differs (docs/cluster.md): an acknowledged batch is whole, at consecutive LSNs
+    of one epoch, but one the sequencer's node failed with in flight may be kept in part (each slot
+    is decided alone by recovery); a producer's batches are remembered by the node sequencing the
+    log, not across a move of its sequencer to another node."""
 
     def __init__(self, logs: ClusterLogs, info: LogInfo) -> None:
         super().__init__(info, logs)
@@ -216,8 +223,12 @@ class ClusterLogs:
         if if_tail is not None:
             request.has_if_tail, request.if_tail = True, if_tail
 
+        # A large batch takes a while to store on R nodes: its node is given that long before the
+        # client takes it for stalled and moves the sequencer (which would store the batch again).
+        attempt_s = self._client.attempt_timeout_s + sum(map(len, payloads)) / STORE_BYTES_PER_S
+
         def send() -> range:
-            reply = self._client.sequencer_call(log_id, "AppendBatch", request)
+            reply = self._client.sequencer_call(log_id, "AppendBatch", request, attempt_s)
             return range(reply.first_lsn, reply.first_lsn + reply.count)
 
         return self._pool.submit(send)

@@ -905,9 +905,13 @@ def _attributes(raw: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise InvalidArgumentError("attributes are a JSON object")
     try:
-        LogAttributes().with_overrides({k: (Durability(v) if k == "durability" else v) for k, v in doc.items()})
+        attributes = LogAttributes().with_overrides(
+            {k: (Durability(v) if k == "durability" else v) for k, v in doc.items()})
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"bad attributes: {exc}") from None
+    if attributes.payload_bytes_max > PAYLOAD_MAX:
+        raise InvalidArgumentError(f"a cluster stores records of at most {PAYLOAD_MAX} bytes: payload_bytes_max "
+                                   f"{attributes.payload_bytes_max} is more")
     return doc
 
 
