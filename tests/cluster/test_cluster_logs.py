@@ -4,6 +4,7 @@ one for the whole session), checked by the shared log-level tests of tests/api a
 from __future__ import annotations
 
 import importlib
+import signal
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -14,7 +15,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from seaway.cluster import ClusterLogs, LocalCluster, zookeeper_unavailable
+from seaway.cluster import ClusterLogs, LocalCluster, placement, zookeeper_unavailable
 from seaway.errors import (
     InvalidArgumentError,
     LogDeletedError,
@@ -360,3 +361,28 @@ class _Model(RuleBasedStateMachine):
 def test_cluster_logs_behave_as_the_reference(cluster_logs: ClusterLogs) -> None:
     _Model.logs = cluster_logs
     run_state_machine_as_test(_Model, settings=settings(max_examples=4, stateful_step_count=10, deadline=None))
+
+
+def test_appends_go_on_when_the_sequencer_node_is_killed(local_cluster: LocalCluster,
+                                                         cluster_logs: ClusterLogs) -> None:
+    """SIGKILL of the log's sequencer node: the next batch goes to the next node of the log's order,
+    which takes a new epoch; every acknowledged batch is read back, with one BRIDGE between."""
+    log = cluster_logs.create(f"failover-{time.monotonic_ns()}")
+    before = log.append_batch([b"a1", b"a2", b"a3"])
+    victim = placement(log.id, sorted(cluster_logs.client.refresh_members()))[0]
+    local_cluster.kill(victim, signal.SIGKILL)
+    try:
+        after = log.append_batch([b"b1", b"b2"])
+        assert after[0] >> 32 > before[0] >> 32  # a new epoch
+        assert log.tail_lsn() == after[-1]
+        items = list(log.read())
+        assert _records(items) == [b"a1", b"a2", b"a3", b"b1", b"b2"]
+        bridges = [i for i in items if isinstance(i, Gap) and i.type is GapType.BRIDGE and i.lsn_lo > before[-1]]
+        assert len(bridges) == 1 and not [i for i in items if isinstance(i, Gap) and i.type is GapType.DATALOSS]
+        assert log.seal() == after[-1]
+    finally:
+        local_cluster.restart(victim)
+    deadline = time.monotonic() + 30
+    while len(cluster_logs.client.refresh_members()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(cluster_logs.client.members) == 3
