@@ -134,6 +134,11 @@ def test_seal_and_delete_refuse_appends_as_one_node_does(api: Api) -> None:
     items = list(logs.read({log: 1}, until=LSN_MAX))
     assert _records(items) == [b"1", b"2"]
     assert isinstance(items[-1], Gap) and items[-1].type is GapType.SEALED and items[-1].lsn_lo == final + 1
+    logs.delete(log)  # a sealed log is deleted too
+    with pytest.raises(LogDeletedError):
+        log.tail_lsn()
+    with pytest.raises(LogDeletedError):
+        logs.delete(log)
     doomed = logs.create(api.name())
     doomed.append(b"x")
     logs.delete(doomed)

@@ -497,6 +497,7 @@ class ClusterReader:
         self._buffer: builtins.list[ReadItem] = []
         self._replies: queue.SimpleQueue[tuple[int, int, int, Any]] = queue.SimpleQueue()
         self._generation = 0
+        self._members_refreshed = time.monotonic()
         self._closed = False
         self._woken = False
 
@@ -633,8 +634,10 @@ class ClusterReader:
         reading.merge.update_record(record)
         if record.final is not None:
             reading.seal_at(record.final)
-        with contextlib.suppress(SeawayError):
-            self._client.refresh_members()
+        if time.monotonic() - self._members_refreshed > RECORD_REFRESH_S:  # once for all the logs read
+            self._members_refreshed = time.monotonic()
+            with contextlib.suppress(SeawayError):
+                self._client.refresh_members()
 
     def __iter__(self) -> Iterator[ReadItem]:
         while True:

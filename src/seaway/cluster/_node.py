@@ -12,6 +12,7 @@ sequencer's timers make up for. Calls to ZooKeeper run in a small pool, never in
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -597,12 +598,10 @@ class ClusterNode:
             raise LogDeletedError(f"log {log_id} was deleted")
         if record.final is not None and not delete:
             return record.final
-        try:
+        if record.final is not None:  # a sealed log: no sequencer takes an epoch, the record is changed here
+            final = self._mark_record_deleted(log_id)
+        else:
             final = self._wait(log_id, self._submit(log_id, lambda rid: Finish(log_id, rid, delete), None), None)
-        except LogDeletedError:
-            if not delete:
-                raise
-            final = 0
         if delete:
             assert self._zk is not None
             self._zk.mark_deleted(log_id)
@@ -613,6 +612,17 @@ class ClusterNode:
                 self._producers.pop(log_id, None)
             self._inbox.put(("forget-counts", log_id))  # the loop owns the counts
         return final
+
+    def _mark_record_deleted(self, log_id: int) -> int:
+        """Mark a sealed log's epoch record deleted (by compare-and-set); its final LSN."""
+        for _ in range(32):
+            record, version = self.epoch_record(log_id)
+            if record.deleted:
+                raise LogDeletedError(f"log {log_id} was deleted")
+            assert record.final is not None
+            if self.zk.set_record(log_id, dataclasses.replace(record, deleted=True), version) is not None:
+                return record.final
+        raise UnavailableError(f"log {log_id}: its epoch record is contended")
 
     def tail(self, log_id: int) -> int:
         """The log's tail as its sequencer (here) knows it; the final LSN of a sealed log."""
