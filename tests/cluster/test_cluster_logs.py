@@ -169,6 +169,21 @@ def test_retention_trims_what_is_older_than_the_backlog(api: Api) -> None:
     assert logs.partitions() == []
 
 
+def test_a_batch_sent_twice_at_once_is_stored_once(cluster_logs: ClusterLogs) -> None:
+    """The second copy of an idempotent batch arrives while the first is still being stored: both
+    are answered with the same LSNs, and the records are there once."""
+    log = cluster_logs.create(f"twice-{time.monotonic_ns()}")
+    log.append(b"first")  # the log's sequencer is active: both copies go to it
+    node = placement(log.id, sorted(cluster_logs.client.refresh_members()))[0]
+    stub = cluster_logs.client.stub(node)
+    assert stub is not None
+    request = pb.AppendBatchRequest(log_id=log.id, payloads=[b"x" * 1000] * 500, producer_id=b"twice", sequence=3)
+    calls = [stub.AppendBatch.future(request, timeout=20) for _ in range(2)]
+    replies = [call.result() for call in calls]
+    assert replies[0].first_lsn == replies[1].first_lsn and replies[0].count == 500
+    assert len(_records(list(log.read()))) == 501
+
+
 def test_a_sequence_reused_for_another_batch_is_refused(api: Api) -> None:
     log = api.sw.logs.create(api.name())
     producer = b"p-%d" % api.number()
