@@ -406,3 +406,41 @@ def test_appends_go_on_when_the_sequencer_node_is_killed(local_cluster: LocalClu
     while len(cluster_logs.client.refresh_members()) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(cluster_logs.client.members) == 3
+
+
+def test_a_tailing_reader_asks_an_idle_node_at_a_bounded_rate(cluster_logs: ClusterLogs,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each node answered at once with nothing new and was asked again at once: a reader tailing a
+    quiet log sent reads as fast as the nodes answered (600 a second on loopback)."""
+    log = cluster_logs.create(f"idle-{time.monotonic_ns()}")
+    log.append(b"a")
+    asked = [0]
+    real = cluster_logs.client.stub
+
+    class Counting:
+        def __init__(self, stub: Any) -> None:
+            self._stub = stub
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._stub, name)
+
+        @property
+        def Read(self) -> Any:  # the gRPC method's name
+            read = self._stub.Read
+
+            class Future:
+                def future(self, *args: Any, **kwargs: Any) -> Any:
+                    asked[0] += 1
+                    return read.future(*args, **kwargs)
+            return Future()
+
+    monkeypatch.setattr(cluster_logs.client, "stub", lambda node: None if real(node) is None else Counting(real(node)))
+    with cluster_logs.reader() as reader:
+        reader.start_reading(log, 1, LSN_MAX)
+        assert _records(reader.read(100, timeout_s=10)) == [b"a"]
+        asked[0] = 0
+        started = time.monotonic()
+        assert reader.read(100, timeout_s=1.0) == []
+        elapsed = time.monotonic() - started
+    # Three nodes, each asked again IDLE_ASK_S after an empty answer: at most 150 a second.
+    assert asked[0] <= 3 * (elapsed / 0.02 + 2), asked[0]

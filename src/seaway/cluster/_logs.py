@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import heapq
+import itertools
 import json
 import os
 import queue
@@ -68,7 +70,7 @@ from seaway.log import (
     closing_iter,
     get_or_create_log,
 )
-from seaway.log.replication import EpochRecord, MergeReader
+from seaway.log.replication import EpochRecord, MergeReader, ReadReply
 from seaway.wire import cluster_pb2 as pb
 
 BATCH_BYTES_MAX = 16 << 20
@@ -81,6 +83,8 @@ STORE_BYTES_PER_S = 4 << 20
 """What an append's attempt timeout allows for storing its payloads, on top of the client's own."""
 IDS_PER_CALL = 20_000
 LIST_PAGE = 1_000
+IDLE_ASK_S = 0.02
+"""How long a node that had nothing new for a reader waits before it is asked again."""
 RECORD_REFRESH_S = 0.5
 """How often a reader that waits reads its logs' epoch records again (a seal, a deletion, a new epoch)."""
 
@@ -497,6 +501,9 @@ class ClusterReader:
         self._buffer: builtins.list[ReadItem] = []
         self._replies: queue.SimpleQueue[tuple[int, int, int, Any]] = queue.SimpleQueue()
         self._generation = 0
+        self._later: builtins.list[tuple[float, int, int, int, int, ReadReply | None]] = []
+        """Answers held back (a heap by due time): empty ones, and failed calls."""
+        self._order = itertools.count()
         self._members_refreshed = time.monotonic()
         self._closed = False
         self._woken = False
@@ -587,24 +594,28 @@ class ClusterReader:
                 call = stub.Read.future(msg, timeout=5.0)
                 key = (reading.log_id, reading.generation, node)
                 call.add_done_callback(lambda done, key=key: self._replies.put((*key, done)))
+        if self._later:
+            wait_s = max(0.0, min(wait_s, self._later[0][0] - now))
         answered: builtins.list[tuple[int, int, int, Any]] = []
         with contextlib.suppress(queue.Empty):
             answered.append(self._replies.get(timeout=wait_s) if wait_s > 0 else self._replies.get_nowait())
             while True:
                 answered.append(self._replies.get_nowait())
+        now = time.monotonic()
         for log_id, generation, node, done in answered:
-            target = self._reading.get(log_id)
-            if target is None or target.generation != generation:
-                continue
             try:
-                reply = read_reply_from_msg(done.result())
+                reply: ReadReply | None = read_reply_from_msg(done.result())
             except grpc.RpcError:
-                target.merge.lost(node)
-                continue
-            if reply.trim_point >= DELETED_TRIM:
-                self.stop_reading(log_id)
-                raise LogDeletedError(f"log {log_id} was deleted while it was being read")
-            target.merge.on_reply(reply)
+                reply = None
+            if reply is None or not reply.copies:
+                # Nothing new (or no answer): that node is asked again a little later, not at once
+                # (a tailing reader would otherwise ask as fast as the nodes answer).
+                heapq.heappush(self._later, (now + IDLE_ASK_S, next(self._order), log_id, generation, node, reply))
+            else:
+                self._answer(log_id, generation, node, reply)
+        while self._later and self._later[0][0] <= now:
+            _, _, log_id, generation, node, reply = heapq.heappop(self._later)
+            self._answer(log_id, generation, node, reply)
         now_ms = int(time.monotonic() * 1000)
         room = self._buffered_items_max - len(self._buffer)
         for reading in self._reading.values():
@@ -620,6 +631,19 @@ class ClusterReader:
             if not items and not reading.merge.done and (reading.merge.needs_record
                                                          or now - reading.refreshed > RECORD_REFRESH_S):
                 self._refresh(reading)
+
+    def _answer(self, log_id: int, generation: int, node: int, reply: ReadReply | None) -> None:
+        """A node's answer (None: its call failed) to the log read at ``generation``."""
+        target = self._reading.get(log_id)
+        if target is None or target.generation != generation:
+            return
+        if reply is None:
+            target.merge.lost(node)
+            return
+        if reply.trim_point >= DELETED_TRIM:
+            self.stop_reading(log_id)
+            raise LogDeletedError(f"log {log_id} was deleted while it was being read")
+        target.merge.on_reply(reply)
 
     def _refresh(self, reading: _Reading) -> None:
         """Read the log's epoch record again: a new epoch, a seal, a deletion."""
@@ -650,6 +674,7 @@ class ClusterReader:
         self._closed = True
         self._reading.clear()
         self._buffer.clear()
+        self._later.clear()
 
     def __enter__(self) -> ClusterReader:
         return self
