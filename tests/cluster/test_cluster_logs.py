@@ -15,7 +15,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from seaway.cluster import ClusterLogs, LocalCluster, placement, zookeeper_unavailable
+from seaway.cluster import ClusterClient, ClusterLogs, LocalCluster, placement, zookeeper_unavailable
 from seaway.errors import (
     InvalidArgumentError,
     LogDeletedError,
@@ -443,4 +443,26 @@ def test_a_tailing_reader_asks_an_idle_node_at_a_bounded_rate(cluster_logs: Clus
         assert reader.read(100, timeout_s=1.0) == []
         elapsed = time.monotonic() - started
     # Three nodes, each asked again IDLE_ASK_S after an empty answer: at most 150 a second.
+    assert asked[0] <= 3 * (elapsed / 0.02 + 2), asked[0]
+
+
+def test_a_tailing_cluster_client_read_asks_idle_nodes_at_a_bounded_rate(
+        local_cluster: LocalCluster, cluster_logs: ClusterLogs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ClusterClient.read`` asked each node again as soon as it answered, even with nothing new:
+    a tailing read sent hundreds of reads a second to quiet nodes."""
+    log = cluster_logs.create(f"idle-client-{time.monotonic_ns()}")
+    lsn = log.append(b"a")
+    with ClusterClient(local_cluster.url) as client:
+        asked = [0]
+        real = client._stub
+
+        def counting(address: str) -> Any:
+            asked[0] += 1
+            return real(address)
+
+        monkeypatch.setattr(client, "_stub", counting)
+        items = client.read(log.id, lsn, idle_s=1.0)  # follows the tail; ends after 1 s without anything new
+        started = time.monotonic()
+        assert _records(list(items)) == [b"a"]
+        elapsed = time.monotonic() - started
     assert asked[0] <= 3 * (elapsed / 0.02 + 2), asked[0]

@@ -240,15 +240,17 @@ class ClusterClient:
                 answered.append(replies.get(timeout=poll_s))
                 while True:
                     answered.append(replies.get_nowait())
-            failed = False
+            idle = bool(answered)  # every node answered nothing new (or did not answer)
             for node, done in answered:
                 in_flight -= 1
                 try:
-                    reader.on_reply(read_reply_from_msg(done.result()))
+                    reply = read_reply_from_msg(done.result())
                 except grpc.RpcError:
                     reader.lost(node)
-                    failed = True
-            if failed:
+                    continue
+                idle = idle and not reply.copies
+                reader.on_reply(reply)
+            if idle:  # asked again after poll_s, not at once (a tailing reader would ask as fast as nodes answer)
                 time.sleep(poll_s)
             items = reader.take(int(time.monotonic() * 1000))
             if items:
