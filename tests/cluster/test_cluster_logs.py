@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -466,3 +467,37 @@ def test_a_tailing_cluster_client_read_asks_idle_nodes_at_a_bounded_rate(
         assert _records(list(items)) == [b"a"]
         elapsed = time.monotonic() - started
     assert asked[0] <= 3 * (elapsed / 0.02 + 2), asked[0]
+
+
+def test_logs_started_and_stopped_from_another_thread_while_reading(cluster_logs: ClusterLogs) -> None:
+    """The reader went over its logs while another thread added and removed some: the iteration
+    failed (a dict changed size) or a log's state was lost."""
+    logs = [cluster_logs.create(f"churn-{i}-{time.monotonic_ns()}") for i in range(4)]
+    for log in logs:
+        log.append(b"x")
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    with cluster_logs.reader() as reader:
+        for log in logs[:2]:
+            reader.start_reading(log, 1, LSN_MAX)
+
+        def churn() -> None:
+            try:
+                while not stop.is_set():
+                    for log in logs[2:]:
+                        reader.start_reading(log, 1, LSN_MAX)
+                    for log in logs[2:]:
+                        reader.stop_reading(log)
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=churn)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 3.0
+            while time.monotonic() < deadline and not errors:
+                reader.read(100, timeout_s=0.01)
+        finally:
+            stop.set()
+            thread.join(10)
+    assert not errors, errors

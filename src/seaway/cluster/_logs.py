@@ -501,6 +501,7 @@ class ClusterReader:
         self._buffer: builtins.list[ReadItem] = []
         self._replies: queue.SimpleQueue[tuple[int, int, int, Any]] = queue.SimpleQueue()
         self._generation = 0
+        self._lock = threading.RLock()
         self._later: builtins.list[tuple[float, int, int, int, int, ReadReply | None]] = []
         """Answers held back (a heap by due time): empty ones, and failed calls."""
         self._order = itertools.count()
@@ -515,9 +516,10 @@ class ClusterReader:
         if lsn_from < LSN_OLDEST or lsn_from > lsn_until:
             raise LsnOutOfRangeError(f"cannot read from {lsn_from:#x} until {lsn_until:#x}")
         record, trim = self._record(log_id)
-        self._generation += 1
-        self._drop(log_id)
-        self._reading[log_id] = _Reading(log_id, record, trim, lsn_from, lsn_until, self._generation)
+        with self._lock:
+            self._generation += 1
+            self._drop(log_id)
+            self._reading[log_id] = _Reading(log_id, record, trim, lsn_from, lsn_until, self._generation)
 
     def _record(self, log_id: int) -> tuple[EpochRecord, int]:
         reply = self._client.call_any("GetEpochRecord", pb.LogRef(log_id=log_id))
@@ -528,15 +530,17 @@ class ClusterReader:
 
     def stop_reading(self, log: LogHandle | int | str) -> None:
         log_id = log.id if isinstance(log, LogHandle) else log if isinstance(log, int) else self._logs._resolve(log).id
-        self._reading.pop(log_id, None)
-        self._drop(log_id)
+        with self._lock:
+            self._reading.pop(log_id, None)
+            self._drop(log_id)
 
     def _drop(self, log_id: int) -> None:
         self._buffer = [item for item in self._buffer if item.log_id != log_id]
 
     @property
     def done(self) -> bool:
-        return not self._buffer and all(r.done for r in self._reading.values())
+        with self._lock:
+            return not self._buffer and all(r.done for r in self._reading.values())
 
     def wake(self) -> None:
         self._woken = True
@@ -552,9 +556,10 @@ class ClusterReader:
             if self._closed:
                 raise ClosedError("the reader is closed")
             self._logs._check_open()
-            self._pump(0.0 if self._buffer else 0.02)
-            if self._buffer or self.done:
-                return self._take(items_max, bytes_max)
+            with self._lock:  # logs may be started and stopped from other threads meanwhile
+                self._pump(0.0 if self._buffer else 0.02)
+                if self._buffer or self.done:
+                    return self._take(items_max, bytes_max)
             if self._woken:
                 self._woken = False
                 return []
@@ -672,9 +677,10 @@ class ClusterReader:
 
     def close(self) -> None:
         self._closed = True
-        self._reading.clear()
-        self._buffer.clear()
-        self._later.clear()
+        with self._lock:
+            self._reading.clear()
+            self._buffer.clear()
+            self._later.clear()
 
     def __enter__(self) -> ClusterReader:
         return self
