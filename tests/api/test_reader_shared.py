@@ -15,10 +15,7 @@ SPLIT = True
 CLUSTER = True
 """Also run over a split store (a control node's shape: user logs in another store), embedded and served."""
 SPLIT_EXCEPT = ("test_one_reader_over_a_thousand_logs",)
-CLUSTER_EXCEPT = (
-    *SPLIT_EXCEPT,
-    "test_reads_are_bounded_in_bytes",  # not yet over a cluster: its reader bounds records, not bytes
-)
+CLUSTER_EXCEPT = SPLIT_EXCEPT
 """A thousand plain logs of the other store: nothing of the split store's own, at 4 s a run."""
 
 

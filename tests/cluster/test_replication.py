@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from seaway.errors import CorruptionError, InvalidArgumentError, PreemptedError
+from seaway.errors import CorruptionError, InvalidArgumentError, LogSealedError, PreemptedError, TailMismatchError
 from seaway.log import Gap, GapType, Record
 from seaway.log.replication import (
     Acked,
     Activate,
     Append,
+    AppendBatch,
     ClusterSequencer,
     ClusterSequencerConfig,
     ClusterSequencerState,
@@ -22,6 +23,7 @@ from seaway.log.replication import (
     EpochRecord,
     EpochRecordRead,
     EpochRecordSet,
+    Finish,
     Kind,
     MergeReader,
     NodeDisk,
@@ -36,6 +38,7 @@ from seaway.log.replication import (
     Send,
     SetEpochRecord,
     Store,
+    TailQuery,
     Trim,
 )
 
@@ -555,3 +558,62 @@ def test_a_stalled_reader_buffers_a_bounded_number_of_bytes() -> None:
             reader.on_reply(message)
         assert reader.take(mini.now) == []
     assert 0 < received <= 48 << 20
+
+
+# --- batches, seals and tails (what ClusterLogs asks of a sequencer) -------------------------------
+
+def test_a_batch_takes_consecutive_esns_and_is_acknowledged_once_whole() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.run(seq, seq.handle(-1, AppendBatch(LOG, 1, (b"a", b"b", b"c")), mini.now))
+    ack = mini.results[1]
+    assert isinstance(ack, Acked) and ack.lsn == (seq.epoch << 32) + 3
+    assert records(mini.read(until=ack.lsn)) == [((seq.epoch << 32) + i, p) for i, p in ((1, b"a"), (2, b"b"),
+                                                                                         (3, b"c"))]
+
+
+def test_a_batch_larger_than_the_window_is_stored_a_window_at_a_time() -> None:
+    """All its stores at once outlasted the store timeout on a node: every slot was sent again in
+    new waves, again and again, and a batch of 5,000 records was never acknowledged."""
+    mini = Mini()
+    seq = ClusterSequencer(LOG, 1, ClusterSequencerConfig(window_max=8))
+    mini.run(seq, seq.handle(-1, Activate(LOG), mini.now))
+    mini.settle(seq)
+    effects = seq.handle(-1, AppendBatch(LOG, 1, tuple(b"%d" % i for i in range(20))), mini.now)
+    stores = [e for e in effects if isinstance(e, Send) and isinstance(e.message, Store)]
+    assert len(stores) == 8 * mini.r  # the window's slots, R copies each
+    mini.run(seq, effects)
+    ack = mini.results[1]
+    assert isinstance(ack, Acked) and ack.lsn == (seq.epoch << 32) + 20
+
+
+def test_a_conditional_batch_checks_the_last_lsn_given() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.run(seq, seq.handle(-1, AppendBatch(LOG, 1, (b"a",), if_tail=0), mini.now))
+    first = mini.results[1]
+    assert isinstance(first, Acked)
+    mini.run(seq, seq.handle(-1, AppendBatch(LOG, 2, (b"b",), if_tail=first.lsn - 1), mini.now))
+    refused = mini.results[2]
+    assert isinstance(refused, Refused) and isinstance(refused.error, TailMismatchError)
+    mini.run(seq, seq.handle(-1, AppendBatch(LOG, 3, (b"c",), if_tail=first.lsn), mini.now))
+    assert isinstance(mini.results[3], Acked)
+
+
+def test_a_seal_puts_the_final_lsn_in_the_epoch_record_and_every_later_sequencer_refuses() -> None:
+    mini = Mini()
+    seq = mini.activate(1)
+    mini.append(seq, [b"x", b"y"])
+    mini.run(seq, seq.handle(-1, Finish(LOG, 10), mini.now))
+    final = mini.results[10]
+    assert isinstance(final, Acked) and final.lsn == (seq.epoch << 32) + 2 and mini.record.final == final.lsn
+    mini.run(seq, seq.handle(-1, Append(LOG, 11, b"late"), mini.now))
+    late = mini.results[11]
+    assert isinstance(late, Refused) and isinstance(late.error, LogSealedError)
+    other = mini.sequencer(2)
+    mini.run(other, other.handle(-1, Append(LOG, 12, b"elsewhere"), mini.now))
+    mini.run(other, other.handle(-1, TailQuery(LOG, 13), mini.now))
+    elsewhere, tail = mini.results[12], mini.results[13]
+    assert isinstance(elsewhere, Refused) and isinstance(elsewhere.error, LogSealedError)
+    assert isinstance(tail, Acked) and tail.lsn == final.lsn
+    assert EpochRecord.decode(mini.record.encode()) == mini.record

@@ -199,10 +199,12 @@ class ClusterClient:
         reply = self.sequencer_call(log_id, "Append", pb.AppendRequest(log_id=log_id, payload=payload))
         return int(reply.lsn)
 
-    def sequencer_call(self, log_id: int, method: str, request: Any) -> Any:
+    def sequencer_call(self, log_id: int, method: str, request: Any, attempt_timeout_s: float | None = None) -> Any:
         """Call ``method`` on the log's sequencer node: the first live node of the log's order that
-        answers (one that cannot be reached is skipped, and the next takes over); a node that is
-        busy or was preempted is asked again. A node's own error that is not retriable is raised."""
+        answers (one that cannot be reached, or does not answer within ``attempt_timeout_s``, the
+        client's by default, is skipped, and the next takes over); a node that is busy or was
+        preempted is asked again. A node's own error that is not retriable is raised."""
+        attempt_s = self.attempt_timeout_s if attempt_timeout_s is None else attempt_timeout_s
         deadline = time.monotonic() + self.timeout_s
         unreachable: set[int] = set()
         while True:
@@ -219,7 +221,7 @@ class ClusterClient:
             target = placement(log_id, live)[0]
             try:
                 return getattr(self._stub(self._members[target]), method)(
-                    request, timeout=min(remaining, self.attempt_timeout_s))
+                    request, timeout=min(remaining, attempt_s))
             except grpc.RpcError as exc:
                 error = _error(exc)
                 if not _from_node(exc):
@@ -253,15 +255,17 @@ class ClusterClient:
                 answered.append(replies.get(timeout=poll_s))
                 while True:
                     answered.append(replies.get_nowait())
-            failed = False
+            idle = bool(answered)  # every node answered nothing new (or did not answer)
             for node, done in answered:
                 in_flight -= 1
                 try:
-                    reader.on_reply(read_reply_from_msg(done.result()))
+                    reply = read_reply_from_msg(done.result())
                 except grpc.RpcError:
                     reader.lost(node)
-                    failed = True
-            if failed:
+                    continue
+                idle = idle and not reply.copies
+                reader.on_reply(reply)
+            if idle:  # asked again after poll_s, not at once (a tailing reader would ask as fast as nodes answer)
                 time.sleep(poll_s)
             items = reader.take(int(time.monotonic() * 1000))
             if items:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import heapq
+import itertools
 import json
 import os
 import queue
@@ -54,11 +56,14 @@ from seaway.log import (
     LogGroup,
     LogHandle,
     LogInfo,
+    LogReaderApi,
+    LogsApi,
     PartitionInfo,
     ProducerMark,
     ReadItem,
     Record,
     RecordRun,
+    SegmentLog,
     attribute_overrides,
     check_count_ranges,
     check_log_ids,
@@ -66,7 +71,7 @@ from seaway.log import (
     closing_iter,
     get_or_create_log,
 )
-from seaway.log.replication import EpochRecord, MergeReader
+from seaway.log.replication import EpochRecord, MergeReader, ReadReply
 from seaway.wire import cluster_pb2 as pb
 
 BATCH_BYTES_MAX = 16 << 20
@@ -75,8 +80,12 @@ RECORD_BYTES_MAX = 1 << 20
 """The largest record a cluster stores."""
 DELETED_TRIM = 2**64 - 1
 """The trim point nodes hold for a deleted log."""
+STORE_BYTES_PER_S = 4 << 20
+"""What an append's attempt timeout allows for storing its payloads, on top of the client's own."""
 IDS_PER_CALL = 20_000
 LIST_PAGE = 1_000
+IDLE_ASK_S = 0.02
+"""How long a node that had nothing new for a reader waits before it is asked again."""
 RECORD_REFRESH_S = 0.5
 """How often a reader that waits reads its logs' epoch records again (a seal, a deletion, a new epoch)."""
 
@@ -91,7 +100,12 @@ def _from_json(raw: str) -> dict[str, Any]:
 
 
 class ClusterLog(LogHandle):
-    """A handle on one log of a cluster; the same methods as :class:`seaway.Log`."""
+    """A handle on one log of a cluster; the same methods as :class:`seaway.Log`.
+
+    Where a cluster differs (docs/cluster.md): an acknowledged batch is whole, at consecutive LSNs
+    of one epoch, but one the sequencer's node failed with in flight may be kept in part (each slot
+    is decided alone by recovery); a producer's batches are remembered by the node sequencing the
+    log, not across a move of its sequencer to another node."""
 
     def __init__(self, logs: ClusterLogs, info: LogInfo) -> None:
         super().__init__(info, logs)
@@ -214,8 +228,12 @@ class ClusterLogs:
         if if_tail is not None:
             request.has_if_tail, request.if_tail = True, if_tail
 
+        # A large batch takes a while to store on R nodes: its node is given that long before the
+        # client takes it for stalled and moves the sequencer (which would store the batch again).
+        attempt_s = self._client.attempt_timeout_s + sum(map(len, payloads)) / STORE_BYTES_PER_S
+
         def send() -> range:
-            reply = self._client.sequencer_call(log_id, "AppendBatch", request)
+            reply = self._client.sequencer_call(log_id, "AppendBatch", request, attempt_s)
             return range(reply.first_lsn, reply.first_lsn + reply.count)
 
         return self._pool.submit(send)
@@ -496,10 +514,16 @@ class ClusterReader:
         self._logs = logs
         self._client = logs._client
         self._buffered_items_max = buffered_items_max
+        self._buffered_bytes_max = buffered_bytes_max
         self._reading: dict[int, _Reading] = {}
         self._buffer: builtins.list[ReadItem] = []
         self._replies: queue.SimpleQueue[tuple[int, int, int, Any]] = queue.SimpleQueue()
         self._generation = 0
+        self._lock = threading.RLock()
+        self._later: builtins.list[tuple[float, int, int, int, int, ReadReply | None]] = []
+        """Answers held back (a heap by due time): empty ones, and failed calls."""
+        self._order = itertools.count()
+        self._members_refreshed = time.monotonic()
         self._closed = False
         self._woken = False
 
@@ -510,9 +534,10 @@ class ClusterReader:
         if lsn_from < LSN_OLDEST or lsn_from > lsn_until:
             raise LsnOutOfRangeError(f"cannot read from {lsn_from:#x} until {lsn_until:#x}")
         record, trim = self._record(log_id)
-        self._generation += 1
-        self._drop(log_id)
-        self._reading[log_id] = _Reading(log_id, record, trim, lsn_from, lsn_until, self._generation)
+        with self._lock:
+            self._generation += 1
+            self._drop(log_id)
+            self._reading[log_id] = _Reading(log_id, record, trim, lsn_from, lsn_until, self._generation)
 
     def _record(self, log_id: int) -> tuple[EpochRecord, int]:
         reply = self._client.call_any("GetEpochRecord", pb.LogRef(log_id=log_id))
@@ -523,15 +548,17 @@ class ClusterReader:
 
     def stop_reading(self, log: LogHandle | int | str) -> None:
         log_id = log.id if isinstance(log, LogHandle) else log if isinstance(log, int) else self._logs._resolve(log).id
-        self._reading.pop(log_id, None)
-        self._drop(log_id)
+        with self._lock:
+            self._reading.pop(log_id, None)
+            self._drop(log_id)
 
     def _drop(self, log_id: int) -> None:
         self._buffer = [item for item in self._buffer if item.log_id != log_id]
 
     @property
     def done(self) -> bool:
-        return not self._buffer and all(r.done for r in self._reading.values())
+        with self._lock:
+            return not self._buffer and all(r.done for r in self._reading.values())
 
     def wake(self) -> None:
         self._woken = True
@@ -547,10 +574,11 @@ class ClusterReader:
             if self._closed:
                 raise ClosedError("the reader is closed")
             self._logs._check_open()
-            self._pump(0.0 if self._buffer else 0.02)
-            if self._buffer or self.done:
-                taken = self._take(items_max, bytes_max)
-                return _as_runs(taken) if self._runs else taken
+            with self._lock:  # logs may be started and stopped from other threads meanwhile
+                self._pump(0.0 if self._buffer else 0.02)
+                if self._buffer or self.done:
+                    taken = self._take(items_max, bytes_max)
+                    return _as_runs(taken) if self._runs else taken
             if self._woken:
                 self._woken = False
                 return []
@@ -558,12 +586,15 @@ class ClusterReader:
                 return []
 
     def _take(self, items_max: int, bytes_max: int | None) -> builtins.list[ReadItem]:
+        """At most ``items_max`` items and ``bytes_max`` payload bytes (the reader's own byte bound
+        at most), and at least one item."""
         out: builtins.list[ReadItem] = []
         size = 0
+        limit = self._buffered_bytes_max if bytes_max is None else min(bytes_max, self._buffered_bytes_max)
         while self._buffer and len(out) < items_max:
             item = self._buffer[0]
             length = len(item.payload) if isinstance(item, Record) else 0
-            if out and bytes_max is not None and size + length > bytes_max:
+            if out and size + length > limit:
                 break
             out.append(self._buffer.pop(0))
             size += length
@@ -573,8 +604,10 @@ class ClusterReader:
         """Ask the nodes, take their answers (waiting up to ``wait_s`` for the first), and move what
         can be delivered into the buffer."""
         now = time.monotonic()
+        full = len(self._buffer) >= self._buffered_items_max \
+            or sum(len(i.payload) for i in self._buffer if isinstance(i, Record)) >= self._buffered_bytes_max
         for reading in builtins.list(self._reading.values()):
-            if reading.merge.done:
+            if reading.merge.done or full:  # nothing more is asked for while the buffer is full
                 continue
             for node, request in reading.merge.requests():
                 stub = self._client.stub(node)
@@ -585,24 +618,28 @@ class ClusterReader:
                 call = stub.Read.future(msg, timeout=5.0)
                 key = (reading.log_id, reading.generation, node)
                 call.add_done_callback(lambda done, key=key: self._replies.put((*key, done)))
+        if self._later:
+            wait_s = max(0.0, min(wait_s, self._later[0][0] - now))
         answered: builtins.list[tuple[int, int, int, Any]] = []
         with contextlib.suppress(queue.Empty):
             answered.append(self._replies.get(timeout=wait_s) if wait_s > 0 else self._replies.get_nowait())
             while True:
                 answered.append(self._replies.get_nowait())
+        now = time.monotonic()
         for log_id, generation, node, done in answered:
-            target = self._reading.get(log_id)
-            if target is None or target.generation != generation:
-                continue
             try:
-                reply = read_reply_from_msg(done.result())
+                reply: ReadReply | None = read_reply_from_msg(done.result())
             except grpc.RpcError:
-                target.merge.lost(node)
-                continue
-            if reply.trim_point >= DELETED_TRIM:
-                self.stop_reading(log_id)
-                raise LogDeletedError(f"log {log_id} was deleted while it was being read")
-            target.merge.on_reply(reply)
+                reply = None
+            if reply is None or not reply.copies:
+                # Nothing new (or no answer): that node is asked again a little later, not at once
+                # (a tailing reader would otherwise ask as fast as the nodes answer).
+                heapq.heappush(self._later, (now + IDLE_ASK_S, next(self._order), log_id, generation, node, reply))
+            else:
+                self._answer(log_id, generation, node, reply)
+        while self._later and self._later[0][0] <= now:
+            _, _, log_id, generation, node, reply = heapq.heappop(self._later)
+            self._answer(log_id, generation, node, reply)
         now_ms = int(time.monotonic() * 1000)
         room = self._buffered_items_max - len(self._buffer)
         for reading in self._reading.values():
@@ -619,6 +656,19 @@ class ClusterReader:
                                                          or now - reading.refreshed > RECORD_REFRESH_S):
                 self._refresh(reading)
 
+    def _answer(self, log_id: int, generation: int, node: int, reply: ReadReply | None) -> None:
+        """A node's answer (None: its call failed) to the log read at ``generation``."""
+        target = self._reading.get(log_id)
+        if target is None or target.generation != generation:
+            return
+        if reply is None:
+            target.merge.lost(node)
+            return
+        if reply.trim_point >= DELETED_TRIM:
+            self.stop_reading(log_id)
+            raise LogDeletedError(f"log {log_id} was deleted while it was being read")
+        target.merge.on_reply(reply)
+
     def _refresh(self, reading: _Reading) -> None:
         """Read the log's epoch record again: a new epoch, a seal, a deletion."""
         reading.refreshed = time.monotonic()
@@ -632,8 +682,10 @@ class ClusterReader:
         reading.merge.update_record(record)
         if record.final is not None:
             reading.seal_at(record.final)
-        with contextlib.suppress(SeawayError):
-            self._client.refresh_members()
+        if time.monotonic() - self._members_refreshed > RECORD_REFRESH_S:  # once for all the logs read
+            self._members_refreshed = time.monotonic()
+            with contextlib.suppress(SeawayError):
+                self._client.refresh_members()
 
     def __iter__(self) -> Iterator[ReadItem]:
         while True:
@@ -644,11 +696,18 @@ class ClusterReader:
 
     def close(self) -> None:
         self._closed = True
-        self._reading.clear()
-        self._buffer.clear()
+        with self._lock:
+            self._reading.clear()
+            self._buffer.clear()
+            self._later.clear()
 
     def __enter__(self) -> ClusterReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _conforms(logs: ClusterLogs, log: ClusterLog, reader: ClusterReader) -> tuple[LogsApi, SegmentLog, LogReaderApi]:
+    """Checked by mypy: these classes implement the protocols the layers above use."""
+    return logs, log, reader

@@ -12,6 +12,7 @@ sequencer's timers make up for. Calls to ZooKeeper run in a small pool, never in
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -214,7 +215,8 @@ class ClusterNode:
         """(log id, records, payload bytes) of the appends in ``_pending``, counted once acknowledged."""
         self._counts: dict[int, tuple[int, int]] = {}
         """Per log, the records and payload bytes its sequencers here acknowledged since the node started."""
-        self._producers: dict[int, OrderedDict[bytes, OrderedDict[int, Future[int]]]] = {}
+        self._producers: dict[int, OrderedDict[bytes, OrderedDict[int, tuple[int, Future[int]]]]] = {}
+        """Per log and producer, the last batches sequenced here: sequence -> (records, outcome)."""
         self._producers_lock = threading.Lock()
         self._wall_offset_ms = int(time.time() * 1000) - int(time.monotonic() * 1000)
         self._members: dict[int, str] = {}
@@ -475,6 +477,9 @@ class ClusterNode:
             for seq in list(self._sequencers.values()):
                 later.append((seq, seq.tick(now)))
             return 0
+        if kind == "forget-counts":
+            self._counts.pop(event[1], None)
+            return 0
         if kind == "status":
             _, future = event
             future.set_result([(log_id, seq.state.value, seq.epoch, seq.last_known_good)
@@ -601,12 +606,16 @@ class ClusterNode:
                 if len(producers) > PRODUCERS_MAX:
                     producers.popitem(last=False)
             producers.move_to_end(producer)
-            future = window.get(sequence)
-            if future is None or (future.done() and future.exception() is not None):
-                future = window[sequence] = self._submit(log_id, make, (count, size))  # new, or its retry
+            seen = window.get(sequence)
+            if seen is not None and seen[0] != count:
+                raise InvalidArgumentError(f"producer {producer.hex()} sequence {sequence} named a batch of "
+                                           f"{seen[0]} records, not {count}: a retry is the same batch again")
+            if seen is None or (seen[1].done() and seen[1].exception() is not None):
+                seen = window[sequence] = (count, self._submit(log_id, make, (count, size)))  # new, or its retry
                 window.move_to_end(sequence)
                 while len(window) > PRODUCER_WINDOW:
                     window.popitem(last=False)
+            future = seen[1]
         last = self._wait(log_id, future, timeout_s)
         return range(last - count + 1, last + 1)
 
@@ -614,20 +623,13 @@ class ClusterNode:
         """Seal the log for good (or delete it) once the appends before are decided; its final LSN."""
         record, _ = self.epoch_record(log_id)
         if record.deleted:
-            if delete:
-                return record.final or 0
             raise LogDeletedError(f"log {log_id} was deleted")
-        if record.final is not None:  # sealed: its appends are decided, nothing to finish
-            if not delete:
-                return record.final
-            final = record.final
+        if record.final is not None and not delete:
+            return record.final
+        if record.final is not None:  # a sealed log: no sequencer takes an epoch, the record is changed here
+            final = self._mark_record_deleted(log_id)
         else:
-            try:
-                final = self._wait(log_id, self._submit(log_id, lambda rid: Finish(log_id, rid, delete), None), None)
-            except LogDeletedError:
-                if not delete:
-                    raise
-                final = 0
+            final = self._wait(log_id, self._submit(log_id, lambda rid: Finish(log_id, rid, delete), None), None)
         if delete:
             assert self._zk is not None
             self._zk.mark_deleted(log_id)
@@ -636,7 +638,19 @@ class ClusterNode:
                 self.send(node, Trim(log_id, DELETED_TRIM))  # each node drops the log's copies
             with self._producers_lock:
                 self._producers.pop(log_id, None)
+            self._inbox.put(("forget-counts", log_id))  # the loop owns the counts
         return final
+
+    def _mark_record_deleted(self, log_id: int) -> int:
+        """Mark a sealed log's epoch record deleted (by compare-and-set); its final LSN."""
+        for _ in range(32):
+            record, version = self.epoch_record(log_id)
+            if record.deleted:
+                raise LogDeletedError(f"log {log_id} was deleted")
+            assert record.final is not None
+            if self.zk.set_record(log_id, dataclasses.replace(record, deleted=True), version) is not None:
+                return record.final
+        raise UnavailableError(f"log {log_id}: its epoch record is contended")
 
     def tail(self, log_id: int) -> int:
         """The log's tail as its sequencer (here) knows it; the final LSN of a sealed log."""
@@ -935,9 +949,13 @@ def _attributes(raw: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise InvalidArgumentError("attributes are a JSON object")
     try:
-        LogAttributes().with_overrides({k: (Durability(v) if k == "durability" else v) for k, v in doc.items()})
+        attributes = LogAttributes().with_overrides(
+            {k: (Durability(v) if k == "durability" else v) for k, v in doc.items()})
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"bad attributes: {exc}") from None
+    if attributes.payload_bytes_max > PAYLOAD_MAX:
+        raise InvalidArgumentError(f"a cluster stores records of at most {PAYLOAD_MAX} bytes: payload_bytes_max "
+                                   f"{attributes.payload_bytes_max} is more")
     return doc
 
 

@@ -157,6 +157,8 @@ class ClusterSequencer:
         self._wanted: Activate = Activate(log_id)
         self._recovery: _Recovery | None = None
         self._next_esn = 1
+        self._next_send = 1
+        """The ESN of the first slot not stored yet (a batch's slots beyond the window wait)."""
         self._lng = 0
         self._slots: dict[int, _Slot] = {}
         self._window_bytes = 0
@@ -205,7 +207,7 @@ class ClusterSequencer:
         state = self.state
         if state is ClusterSequencerState.ACTIVE:
             for slot in list(self._slots.values()):
-                if len(slot.acks) < self.node_set.replication and now_ms >= slot.deadline_ms:
+                if slot.copyset and len(slot.acks) < self.node_set.replication and now_ms >= slot.deadline_ms:
                     self._new_wave(slot, now_ms, out)
             if now_ms >= self._next_release_ms:
                 self._send_release(now_ms, out)
@@ -483,7 +485,18 @@ class ClusterSequencer:
                 slot = _Slot(head.request_id, copy, (), 0, client=head.client, ack=i == len(payloads) - 1)
                 self._slots[esn] = slot
                 self._window_bytes += len(payload)
-                self._send_wave(slot, now_ms, out)
+            self._send_held(now_ms, out)
+
+    def _send_held(self, now_ms: int, out: list[object]) -> None:
+        """Store the slots not sent yet that are within the window above the last known good: a batch
+        larger than the window gets its ESNs at once, and its stores as the window moves (all at once,
+        they would outlast the store timeout and every one be sent again, and again)."""
+        while self._next_send <= self._lng + self.config.window_max:
+            slot = self._slots.get(self._next_send)
+            if slot is None:
+                return
+            self._next_send += 1
+            self._send_wave(slot, now_ms, out)
 
     def _finish(self, msg: Finish, out: list[object]) -> None:
         """Write the final LSN (and the deletion) into the epoch record: no sequencer takes an epoch
@@ -545,6 +558,7 @@ class ClusterSequencer:
             reaped = True
         if reaped:
             self._send_release(now_ms, out)
+            self._send_held(now_ms, out)
             self._fill(now_ms, out)
 
     def _send_release(self, now_ms: int, out: list[object]) -> None:
