@@ -91,6 +91,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("api", kinds, indirect=True)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The cluster variants share one pytest worker, and so one cluster (ZooKeeper and 3 nodes)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("api") == "cluster":
+            item.add_marker(pytest.mark.xdist_group("cluster-api"))
+
+
 @pytest.fixture
 def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
     targets = TargetPolicy(file_dir=file_dir(request.getfixturevalue("tmp_path_factory")))
