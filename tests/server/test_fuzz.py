@@ -57,6 +57,8 @@ METHODS = {
     "LedgerPrune": pb.LedgerPruneRequest, "MetaCommit": pb.MetaBatch,
     "MetaGet": pb.MetaKey, "MetaScan": pb.MetaScanRequest, "LedgerSetFloor": pb.LedgerFloorRequest,
     "NotifySet": pb.NotifySetRequest, "NotifyDelete": pb.NotifyName, "NotifyList": pb.Empty,
+    "ListGroups": pb.PageRequest, "ListPartitions": pb.PageRequest, "RunRetention": pb.Empty,
+    "MetaRevision": pb.Empty, "TxnWaitEnded": pb.TxnWaitEndedRequest,
 }
 CHANGES = [encode_change(ScopeCreated("fuzz")), b"", b"junk", b'{"op":"scope.created","f":{"scope":1}}',
            b'{"op":"stream.renamed","f":{}}', b"[" * 70_000, b'{"op":"scope.created","f":{"scope":"a","x":1}}']
@@ -372,6 +374,13 @@ def _prunes_far(method: str, raw: bytes) -> bool:
 
 
 @pytest.mark.slow
+def test_every_method_of_the_service_is_fuzzed() -> None:
+    service = seaway_pb2.DESCRIPTOR.services_by_name["Seaway"]
+    assert {m.name for m in service.methods} == set(METHODS)
+    for m in service.methods:
+        assert METHODS[m.name].DESCRIPTOR.full_name == m.input_type.full_name, m.name
+
+
 def test_fuzzed_requests_never_crash_the_server_or_lose_acknowledged_records(tmp_path: Path) -> None:
     seed = int(os.environ.get("SEAWAY_FUZZ_SEED", str(random.randrange(2**32))))
     rng = random.Random(seed)
