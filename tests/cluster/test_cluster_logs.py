@@ -210,6 +210,16 @@ def test_a_reader_is_bounded_in_bytes(api: Api) -> None:
     assert _records(first + rest)[-1] == b"B" * 50_000 and len(_records(first + rest)) == 21 - 3
 
 
+def test_a_seal_decides_every_append_this_connection_made_before_it(api: Api) -> None:
+    """The seal went to the sequencer at once while the appends made before it waited their turn
+    (one batch of a log in flight at a time), so it could overtake them and they were refused."""
+    log = api.sw.logs.create(api.name())
+    futures = [log.append_batch_async([b"%d" % i]) for i in range(100)]
+    final = log.seal()
+    lsns = [f.result(30)[0] for f in futures]
+    assert lsns == sorted(lsns) and lsns[-1] == final
+
+
 def test_trim_find_time_and_counts(api: Api) -> None:
     logs = api.sw.logs
     log = logs.create(api.name())

@@ -133,6 +133,10 @@ class ClusterLog(LogHandle):
         return self._bounds().tail_lsn
 
     def seal(self) -> int:
+        """Seal the log for good; its final LSN. The appends this connection made of the log before
+        are answered first (sent one batch at a time, they could otherwise reach the sequencer
+        after the seal and be refused, though made before it)."""
+        self._appends().drain(self._logs._client.timeout_s)
         reply = self._logs._client.sequencer_call(self.id, "SealLog", pb.LogRef(log_id=self.id))
         return int(reply.lsn)
 
@@ -313,6 +317,7 @@ class ClusterLogs:
         :class:`LogDeletedError`; its name is free again, its id never given again, and every node
         drops its copies."""
         resolved = self._resolve(log)
+        resolved._appends().drain(self._client.timeout_s)  # the appends made before it are decided first
         self._client.sequencer_call(resolved.id, "DeleteLog", pb.LogRef(log_id=resolved.id))
         self._coalescers.forget(resolved.id)
         with self._lock:
