@@ -263,7 +263,7 @@ def test_a_tailing_reader_sees_the_same_sequence_across_failovers(cluster: Local
 
     def tail() -> None:
         with ClusterClient(cluster.url) as reader:
-            for item in reader.read(log_id, 1, idle_s=2.0):  # it ends 2 s after the last record
+            for item in reader.read(log_id, 1, idle_s=15.0):  # it ends 15 s after the last record at most
                 seen.append(item)
                 if done.is_set() and isinstance(item, Record) and item.lsn >= max(acked):
                     return

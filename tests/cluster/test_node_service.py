@@ -84,6 +84,32 @@ def test_a_trim_past_the_released_tail_is_refused_and_later_appends_stay_readabl
         node.stop()
 
 
+def test_a_trim_reads_the_replica_on_the_node_loop_only(zookeeper: ZooKeeperProcess, tmp_path: Path) -> None:
+    """The replica and its RocksDB are the loop's: a trim's check of the release point, made from
+    a service thread, raced the loop's writes (rocksdict refuses a call made while another thread's
+    call on the same database is in progress: "Already mutably borrowed"), and a node could die."""
+    node = ClusterNode(NodeConfig(node_id=1, data_dir=tmp_path / "n1", cluster=f"zk://{zookeeper.hosts}/loop"))
+    node.start()
+    try:
+        with ClusterClient(f"seaway://{node.address}") as client:
+            client.create_log(LOG, 1, (1,))
+            first = client.append(LOG, b"a")
+            replica = node._replica
+            assert replica is not None
+            threads: list[str] = []
+            released = replica.released
+
+            def on_which_thread(log_id: int) -> int:
+                threads.append(threading.current_thread().name)
+                return released(log_id)
+
+            replica.released = on_which_thread  # type: ignore[method-assign]
+            client.trim(LOG, first)
+            assert threads and set(threads) == {"seaway-node-loop"}, threads
+    finally:
+        node.stop()
+
+
 def test_appends_to_logs_that_do_not_exist_leave_no_sequencer_behind(zookeeper: ZooKeeperProcess,
                                                                       tmp_path: Path) -> None:
     """An append to an unknown log left a failed sequencer in the node for good (its ticks ran

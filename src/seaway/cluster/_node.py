@@ -440,6 +440,13 @@ class ClusterNode:
             later.append((seq, seq.handle(0, Activate(log_id, nodes, replication), now)))
             self._activations.append((seq, future))
             return 0
+        if kind == "call":  # a question about the replica's state, asked from another thread
+            _, fn, future = event
+            try:
+                future.set_result(fn())
+            except Exception as exc:  # the asker raises it
+                future.set_exception(exc)
+            return 0
         if kind == "read":
             _, request, future = event
             (reply,) = self._replica.handle(0, request)
@@ -723,7 +730,12 @@ class ClusterNode:
             raise TrimPastTailError(f"log {log_id}: LSN {lsn:#x} is past its current epoch {record.epoch}")
         # Past the released tail, the trim would drop records acknowledged after it. This node's
         # release point is the tail as far as it knows (a node of the log's node set hears each one).
-        released = self._replica.released(log_id)
+        # On the loop: the replica and its disk are the loop's alone (rocksdict refuses a call made
+        # while another thread's call on the same database is in progress).
+        replica = self._replica
+        asked: Future[int] = Future()
+        self._inbox.put(("call", lambda: replica.released(log_id), asked))
+        released = asked.result(10.0)
         if lsn > released:
             raise TrimPastTailError(f"log {log_id}: LSN {lsn:#x} is past its tail {released:#x} as node "
                                     f"{self.config.node_id} knows it (ask a node of the log's node set)")
