@@ -397,3 +397,60 @@ def test_a_transport_failure_of_a_chain_whose_status_cannot_be_asked_raises_and_
         with pytest.raises(TransportError):
             tx.commit_and_begin()
         assert tx.status is TxnStatus.ABORTED  # as a commit cut off so ends its handle
+
+
+def test_a_begin_whose_read_fails_aborts_the_transaction_it_began(tmp_path: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    with seaway.open(tmp_path / "d") as sw:
+        manager = sw.txn_manager
+        real = manager._meta
+
+        class Failing:  # the manager's metadata store, whose reads fail
+            def __getattr__(self, name: str) -> Any:
+                return getattr(real, name)
+
+            def get(self, namespace: str, key: bytes) -> Any:
+                raise seaway.StorageError("the disk is gone")
+
+        monkeypatch.setattr(manager, "_meta", Failing())
+        with pytest.raises(seaway.StorageError):
+            sw.txn.begin(reads=[("ns", b"k")])
+        monkeypatch.setattr(manager, "_meta", real)
+        began = [info for info in sw.txn.list()]
+        assert began == [] or all(info.status is not TxnStatus.IN_PROGRESS for info in began), began
+        tx = sw.txn.begin()
+        tx.stage_put("ns", b"k", b"1")
+        monkeypatch.setattr(manager, "_meta", Failing())
+        with pytest.raises(seaway.StorageError):
+            tx.commit_and_begin(reads=[("ns", b"k")])
+        assert tx.status is TxnStatus.COMMITTED  # the commit stands; its next begin failed, and was aborted
+        monkeypatch.setattr(manager, "_meta", real)
+        assert sw.meta.get("ns", b"k").value == b"1"  # type: ignore[union-attr]
+        assert not [info for info in sw.txn.list() if info.status is TxnStatus.IN_PROGRESS]
+
+
+def test_a_begins_reads_are_made_after_its_snapshot_and_after_the_commit_it_follows(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What makes a read at begin as good as one the transaction makes itself: when the store is
+    read, the transaction is begun (its snapshot taken), and the commit before it is visible."""
+    with seaway.open(tmp_path / "d") as sw:
+        manager = sw.txn_manager
+        real = manager._meta
+        seen: list[tuple[set[int], TxnStatus | None]] = []
+        committing: list[int] = []
+
+        class Watching:  # the manager's metadata store, each read noting what the manager holds then
+            def __getattr__(self, name: str) -> Any:
+                return getattr(real, name)
+
+            def get(self, namespace: str, key: bytes) -> Any:
+                seen.append((set(manager.state.in_progress), manager.status(committing[0]) if committing else None))
+                return real.get(namespace, key)
+
+        monkeypatch.setattr(manager, "_meta", Watching())
+        tx = sw.txn.begin(reads=[("ns", b"k")])
+        assert seen == [({tx.id}, None)]
+        committing.append(tx.id)
+        nxt = tx.commit_and_begin(reads=[("ns", b"k")])
+        assert seen[1] == ({nxt.id}, TxnStatus.COMMITTED)
+        nxt.abort()

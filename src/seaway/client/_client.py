@@ -721,6 +721,8 @@ class RemoteTxn:
     - ``commit_appending`` is never sent again: its appends may have landed. The client asks
       ``status``; a transaction still in progress is aborted (unless it committed meanwhile) and
       the :class:`TransportError` raised.
+    - ``commit_then_begin`` is settled as ``commit`` is; once committed so, the next transaction
+      is begun by a ``TxnBegin`` of its own (the one the lost call may have begun times out).
     """
 
     def __init__(self, client: RemoteSeaway) -> None:
