@@ -42,7 +42,6 @@ from seaway._clock import Clock, SystemClock
 from seaway._passes import PeriodicPasses
 from seaway.errors import InvalidArgumentError, OverloadedError, SeawayError, UnknownLogError
 from seaway.log import AbortedWrites, LinkedBatch, MetaApi, append_linked, check_linked
-from seaway.txn._chain import ChainedBegins
 from seaway.txn._checks import check_commit, check_txn_logs, check_wait, check_write_pointer
 from seaway.txn._commit import CommittingManager, _answer
 from seaway.txn._config import TxnConfig
@@ -69,7 +68,7 @@ class TxnInfo:
     logs: tuple[int, ...]
 
 
-class TransactionManager(CommittingManager, ChainedBegins):
+class TransactionManager(CommittingManager):
     """The manager of an embedded store (``sw.txn`` is built on it). Thread-safe."""
 
     def __init__(self, logs: Logs, meta: MetaApi, clock: Clock | None = None, config: TxnConfig | None = None) -> None:
