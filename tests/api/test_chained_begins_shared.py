@@ -23,6 +23,8 @@ from seaway import (
 from seaway.queues import Consumer, _consumer, _cursor
 from seaway.server import ServerProcess
 from seaway.txn import READS_MAX, Visibility
+from seaway.wire import error_to_msg
+from seaway.wire import seaway_pb2 as pb
 from tests.api.conftest import Api, Refused
 
 WAIT_S = 20.0
@@ -454,3 +456,51 @@ def test_a_begins_reads_are_made_after_its_snapshot_and_after_the_commit_it_foll
         nxt = tx.commit_and_begin(reads=[("ns", b"k")])
         assert seen[1] == ({nxt.id}, TxnStatus.COMMITTED)
         nxt.abort()
+
+
+def test_a_next_begin_refused_after_the_commit_raises_its_error_and_the_commit_stands(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    with seaway.open(tmp_path / "d") as sw:
+        manager = sw.txn_manager
+        real_begin = manager.begin
+        refused: list[int] = []
+
+        def begin_once_refused(timeout_s: float | None = None, logs: Any = ()) -> Any:
+            if not refused:
+                refused.append(1)
+                raise seaway.OverloadedError("100000 transactions are in progress; commit or abort some first")
+            return real_begin(timeout_s, logs)
+
+        tx = sw.txn.begin()
+        tx.stage_put("ns", b"k", b"1")
+        monkeypatch.setattr(manager, "begin", begin_once_refused)
+        with pytest.raises(seaway.OverloadedError) as caught:
+            tx.commit_and_begin(reads=[("ns", b"k")])
+        assert caught.value.retriable and refused
+        assert tx.status is TxnStatus.COMMITTED and sw.txn.status(tx.id) is TxnStatus.COMMITTED
+        assert not [info for info in sw.txn.list() if info.status is TxnStatus.IN_PROGRESS]  # nothing begun
+        nxt = sw.txn.begin(reads=[("ns", b"k")])  # a later begin succeeds, and sees the commit
+        assert nxt.reads[("ns", b"k")].value == b"1"  # type: ignore[union-attr]
+        nxt.abort()
+
+
+def test_a_servers_refusal_of_the_next_begin_reaches_the_client_as_its_error(server: ServerProcess) -> None:
+    with seaway.connect(server.url, timeout_s=30) as sw:
+        ns = f"refused-{time.time_ns()}"
+        calls: list[tuple[str, str]] = []
+
+        def refuse_the_begin(method: str, call: Callable[[], Any]) -> Any:
+            reply = call()
+            if method == "TxnCommitBegin":  # answered as a server whose begin was refused answers
+                refusal = seaway.OverloadedError("100000 transactions are in progress; commit or abort some first")
+                return pb.TxnCommitBeginReply(begin_error=error_to_msg(refusal))
+            return reply
+
+        tx = sw.txn.begin()
+        tx.stage_put(ns, b"k", b"1")
+        _Stub(sw, calls, refuse_the_begin)
+        with pytest.raises(seaway.OverloadedError) as caught:
+            tx.commit_and_begin(timeout_s=1.0)
+        assert caught.value.retriable and [m for m, _ in calls] == ["TxnCommitBegin"]
+        assert tx.status is TxnStatus.COMMITTED and sw.txn.status(tx.id) is TxnStatus.COMMITTED
+        assert sw.meta.get(ns, b"k").value == b"1"  # type: ignore[union-attr]
