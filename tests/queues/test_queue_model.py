@@ -111,6 +111,9 @@ class QueueModel(Embedded, RuleBasedStateMachine):
         self._create("p", "HASH", P_SIZE)
         self._create("rr", "ROUND_ROBIN", RR_SIZE)
         self.consumers: dict[tuple[str, int], Consumer] = {}
+        self.chains: dict[tuple[str, int], Any] = {}
+        """A consumer's next transaction, begun by the chained commit of its last (see
+        ``consume_chained``); begun before the steps that ran since (resets, sends, restarts)."""
         self.n_logs: set[int] = set()
         self.deleted_logs: set[int] = set()
         """The logs of ``n``'s deleted incarnations."""
@@ -195,10 +198,10 @@ class QueueModel(Embedded, RuleBasedStateMachine):
                 pass
         raise AssertionError(f"transaction {txn_id} never settled")
 
-    def _begin(self) -> Any:
+    def _begin(self, begin: Any = None) -> Any:
         for _ in range(50):
             try:
-                return self.sw.transaction()
+                return begin() if begin is not None else self.sw.transaction()
             except self.unknown as exc:
                 self._failed(exc)
         raise AssertionError("no transaction could begin")
@@ -331,6 +334,41 @@ class QueueModel(Embedded, RuleBasedStateMachine):
     def consume(self, group: str, c: int, entries_max: int, commit: bool) -> None:
         self._consume(group, c, entries_max, commit)
 
+    @rule(group=st.sampled_from([*CONSUMED, "n"]), c=st.integers(0, 2), entries_max=st.integers(1, 8),
+          commit=st.booleans())
+    def consume_chained(self, group: str, c: int, entries_max: int, commit: bool) -> None:
+        """As ``consume``, in the transaction the consumer's last chained commit began (its reads,
+        the group's reset count, made then, before whatever steps ran since), committed with the
+        next one's begin (``commit_and_begin``). A commit that conflicts (a reset, or the
+        consumer's own plain commit, since the begin) delivers nothing.
+        """
+        if group not in self.groups or c >= self.groups[group].size:
+            return
+        consumer = self._consumer(group, c)
+        tx = self.chains.pop((group, c), None)
+        if tx is None:
+            tx = self._begin(lambda: self.sw.txn.begin(reads=consumer.reads()))
+        numbers: list[int] = []
+        try:
+            got = consumer.dequeue(tx, entries_max)
+            numbers = [int(e.payload) for e in got]
+            for n in numbers:
+                assert self.status[n] == "committed", (group, n, self.status[n])
+            if commit:
+                self.chains[(group, c)] = tx.commit_and_begin(reads=consumer.reads())
+                self._deliver(group, numbers)
+            else:
+                tx.abort()
+        except (seaway.TransactionConflictError, seaway.TransactionTimedOutError) as exc:
+            # (a chain left waiting past its timeout, on a slow machine, times out)
+            assert tx.status in (seaway.TxnStatus.ABORTED, seaway.TxnStatus.TIMED_OUT), (tx, exc)
+            assert (group, c) not in self.chains
+            event(f"a chained consumer's transaction failed: {type(exc).__name__}")
+        except self.unknown as exc:
+            self._failed(exc)
+            if self._settle(tx.id) is seaway.TxnStatus.COMMITTED and commit:
+                self._deliver(group, numbers)
+
     @rule(c=st.integers(0, P_SIZE - 1), entries_max=st.integers(1, 8), ack=st.booleans())
     def read_by_position(self, c: int, entries_max: int, ack: bool) -> None:
         """Read ``p`` by position; acknowledge where the read stopped (maybe at an open chunk)."""
@@ -396,6 +434,7 @@ class QueueModel(Embedded, RuleBasedStateMachine):
     def delete_group(self) -> None:
         for (group, c) in [key for key in self.consumers if key[0] == "n"]:
             self.consumers.pop((group, c)).close()
+            self.chains.pop((group, c), None)
         self.sw.queues.delete_group("q", "n")
         event("a group deleted")
         self.deleted_logs.update(self.n_logs)
@@ -411,6 +450,7 @@ class QueueModel(Embedded, RuleBasedStateMachine):
         for consumer in self.consumers.values():
             consumer.close()
         self.consumers.clear()
+        self.chains.clear()  # begun on the store as it was: they wrote nothing, and time out
         self.sw = self._restart()
         for tx, numbers in self.open:  # their process is gone: anyone may abort them by id
             assert self._settle(tx.id) is not seaway.TxnStatus.COMMITTED

@@ -50,7 +50,7 @@ METHODS = {
     "TxnBegin": pb.TxnBeginRequest, "TxnRegister": pb.TxnRegisterRequest, "TxnCommit": pb.TxnCommitRequest,
     "TxnCommitAll": pb.TxnCommitAllRequest, "TxnBeginMany": pb.TxnBeginManyRequest,
     "TxnCommitMany": pb.TxnCommitManyRequest, "MetaCommitMany": pb.MetaCommitManyRequest,
-    "TxnAppendCommit": pb.TxnAppendCommitRequest,
+    "TxnAppendCommit": pb.TxnAppendCommitRequest, "TxnCommitBegin": pb.TxnCommitBeginRequest,
     "TxnAbort": pb.TxnRef, "TxnStatus": pb.TxnRef, "TxnSnapshot": pb.TxnSnapshotRequest,
     "TxnInvalid": pb.TxnInvalidRequest, "TxnList": pb.PageRequest,
     "LedgerBounds": pb.Empty, "LedgerRead": pb.LedgerReadRequest, "LedgerAppend": pb.LedgerAppendRequest,
@@ -222,6 +222,10 @@ def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: S
             if rng.random() < 0.5:
                 getattr(msg, known).CopyFrom(pb.InvalidKnown(epoch=rng.choice([0, _u64(rng)]),
                                                              version=rng.choice([0, 1, _u64(rng)])))
+        if rng.random() < 0.3:  # keys read by the begin (17: over the bound), some in the store's own namespaces
+            for _ in range(rng.choice([1, 2, 17])):
+                msg.reads.add(namespace=rng.choice([*NAMESPACES, TXN_NAMESPACE, "", "bad ns"]),
+                              key=rng.choice([b"configs", b"", b"k", rng.randbytes(1025)]))
         return msg
     if method == "TxnSnapshot":
         snap = pb.TxnSnapshotRequest()
@@ -252,6 +256,9 @@ def _valid_txn(method: str, rng: random.Random, known_ids: list[int], txn_ids: S
         return msg
     if method == "TxnAppendCommit":
         return _valid_append_commit(rng, known_ids, txn_id)
+    if method == "TxnCommitBegin":  # a commit, and the begin it carries
+        return pb.TxnCommitBeginRequest(commit=_valid_txn("TxnCommit", rng, known_ids, [txn_id]),
+                                        begin=_valid_txn("TxnBegin", rng, known_ids, txn_ids))
     return pb.Empty()
 
 
@@ -324,6 +331,10 @@ def _check_txn_reply(method: str, reply: bytes, txn_ids: list[int]) -> None:
     """A transaction call's answer decodes; a begun transaction is noted for later calls."""
     if method == "TxnBegin":
         txn_ids.append(Snapshot.decode(pb.TxnBeginReply.FromString(reply).snapshot).write_pointer)
+    elif method == "TxnCommitBegin":
+        answer = pb.TxnCommitBeginReply.FromString(reply)
+        if answer.HasField("begun"):
+            txn_ids.append(Snapshot.decode(answer.begun.snapshot).write_pointer)
     elif method == "TxnSnapshot":
         Snapshot.decode(pb.TxnSnapshotReply.FromString(reply).snapshot)
     elif method == "TxnList":

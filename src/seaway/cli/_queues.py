@@ -148,7 +148,7 @@ def _dequeue(sw: Any, args: argparse.Namespace) -> int:
     aborted too if anything fails or the command is interrupted, so that nothing is held until the
     transaction times out."""
     with sw.queues.consumer(args.queue, args.group, args.consumer) as consumer:
-        tx = sw.transaction()
+        tx = sw.txn.begin(reads=consumer.reads())  # the reads its dequeue makes, with the begin
         try:
             entries = consumer.dequeue(tx, args.limit, args.timeout_s)
             tx.abort() if args.no_ack else tx.commit()

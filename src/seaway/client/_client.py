@@ -13,9 +13,9 @@ import builtins
 import contextlib
 import copy
 import time
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import grpc
@@ -88,6 +88,7 @@ from seaway.queues import Queues
 from seaway.streams import Streams
 from seaway.txn import (
     INVALID_PAGE_IDS_MAX,
+    Begun,
     InvalidCopy,
     InvalidVersion,
     LinkedWrite,
@@ -98,6 +99,7 @@ from seaway.txn import (
     TxnInfo,
     TxnStatus,
     check_linked_writes,
+    check_reads,
     check_txn_logs,  # one rule for a begin's or a register's logs, embedded and remote
 )
 from seaway.txn import check_wait as _check_wait
@@ -124,6 +126,7 @@ from seaway.wire import (
 )
 
 pb = seaway_pb2
+_R = TypeVar("_R")
 DEFAULT_PORT = 7070
 MESSAGE_BYTES_MAX = 64 << 20
 INVALID_READS_MAX = 5
@@ -736,6 +739,8 @@ class RemoteTxn:
     - ``commit_appending`` is never sent again: its appends may have landed. The client asks
       ``status``; a transaction still in progress is aborted (unless it committed meanwhile) and
       the :class:`TransportError` raised.
+    - ``commit_then_begin`` is settled as ``commit`` is; once committed so, the next transaction
+      is begun by a ``TxnBegin`` of its own (the one the lost call may have begun times out).
     """
 
     def __init__(self, client: RemoteSeaway) -> None:
@@ -756,7 +761,25 @@ class RemoteTxn:
         return default
 
     def begin(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Snapshot:
-        request = pb.TxnBeginRequest(log_ids=check_txn_logs(logs))
+        return self.begin_with(timeout_s, logs).snapshot
+
+    def begin_with(self, timeout_s: float | None = None, logs: Iterable[int] = (),
+                   reads: Iterable[tuple[str, bytes]] = ()) -> Begun:
+        """As the manager's: one ``TxnBegin`` (joined with other threads' begins), its reads made by
+        the server after the snapshot was taken."""
+        request, sent = self._begin_request(timeout_s, logs, reads)
+        # Tried again on a transport failure: a begin that did reach the server only leaves a
+        # transaction that wrote nothing, which times out (nothing of it is ever visible; with
+        # logs, it is invalid until it settles, as any aborted one).
+        reply: pb.TxnBeginReply = self._client._joined("TxnBegin", request)
+        return self._begun(reply, sent, request.reads)
+
+    def _begin_request(self, timeout_s: float | None, logs: Iterable[int], reads: Iterable[tuple[str, bytes]],
+                       ) -> tuple[pb.TxnBeginRequest, tuple[int, int, Any]]:
+        """A begin's request, checked, naming this client's copies; and the in-progress copy's
+        version it names (for :meth:`_begun`)."""
+        request = pb.TxnBeginRequest(log_ids=check_txn_logs(logs),
+                                     reads=[pb.MetaKey(namespace=ns, key=key) for ns, key in check_reads(reads)])
         if timeout_s is not None:
             if not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool):
                 raise InvalidArgumentError(f"a transaction's timeout must be a number, got {timeout_s!r}")
@@ -764,12 +787,19 @@ class RemoteTxn:
         request.invalid_known.CopyFrom(invalid_version_to_msg(self._invalid.known))
         sent = self._live.known()
         request.live_known.CopyFrom(pb.InvalidKnown(epoch=sent[0], version=sent[1]))
-        # Tried again on a transport failure: a begin that did reach the server only leaves a
-        # transaction that wrote nothing, which times out (nothing of it is ever visible; with
-        # logs, it is invalid until it settles, as any aborted one).
-        reply: pb.TxnBeginReply = self._client._joined("TxnBegin", request)
+        return request, sent
+
+    def _begun(self, reply: pb.TxnBeginReply, sent: tuple[int, int, Any], reads: Sequence[pb.MetaKey]) -> Begun:
+        """A begin's reply: the snapshot with this client's copies brought up to date, and the reads
+        (those the reply had no room for read here, after the begin as well)."""
+        if len(reply.reads) != len(reads) or any(at >= len(reads) for at in reply.unread):
+            raise ServerError(f"the server answered {len(reply.reads)} reads for {len(reads)} asked")
         self._default_timeout_s = reply.default_timeout_s
-        return self._with_invalid(self._with_live(Snapshot.decode(reply.snapshot), reply, sent), reply)
+        snapshot = self._with_invalid(self._with_live(Snapshot.decode(reply.snapshot), reply, sent), reply)
+        values = [Versioned(r.value, r.version) if r.found else None for r in reply.reads]
+        for at in reply.unread:
+            values[at] = self._client.meta.get(reads[at].namespace, reads[at].key)
+        return Begun(snapshot, tuple(values))
 
     def _with_live(self, snapshot: Snapshot, reply: pb.TxnBeginReply | pb.TxnSnapshotReply,
                    sent: tuple[int, int, Any]) -> Snapshot:
@@ -832,13 +862,43 @@ class RemoteTxn:
 
     def commit(self, write_pointer: int, conflicts: Iterable[bytes] = (),
                writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None:
+        self._commit("TxnCommit", self._commit_request(write_pointer, conflicts, writes), write_pointer)
+
+    @staticmethod
+    def _commit_request(write_pointer: int, conflicts: Iterable[bytes],
+                        writes: Iterable[tuple[str, bytes, bytes | None]]) -> pb.TxnCommitRequest:
         try:
-            request = pb.TxnCommitRequest(id=_check_txn_id(write_pointer), conflicts=list(conflicts),
-                                          writes=txn_writes_to_msg(writes))
+            return pb.TxnCommitRequest(id=_check_txn_id(write_pointer), conflicts=list(conflicts),
+                                       writes=txn_writes_to_msg(writes))
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"a commit's conflict keys are bytes, its writes (namespace, key, "
                                        f"value or None): {exc}") from None
-        self._commit("TxnCommit", request, write_pointer)
+
+    def commit_then_begin(self, write_pointer: int, conflicts: Iterable[bytes] = (),
+                          writes: Iterable[tuple[str, bytes, bytes | None]] = (), timeout_s: float | None = None,
+                          logs: Iterable[int] = (), reads: Iterable[tuple[str, bytes]] = ()) -> Begun | SeawayError:
+        """As the manager's, in one call (``TxnCommitBegin``). Cut off, it is settled as ``commit``
+        is (the status asked; still in progress, sent once more; never committed twice); committed
+        so, the next transaction is begun by a ``TxnBegin`` of its own (a begin the lost call may
+        have made is known to no one, wrote nothing, and times out)."""
+        commit = self._commit_request(write_pointer, conflicts, writes)
+        begin, sent = self._begin_request(timeout_s, logs, reads)
+        request = pb.TxnCommitBeginRequest(commit=commit, begin=begin)
+        reply = self._settle_commit(lambda: self._call_commit_begin(request), write_pointer)
+        if reply is None:  # committed, as its status said: the begin goes on its own
+            try:
+                return self.begin_with(timeout_s, logs, reads)
+            except SeawayError as exc:
+                return exc
+        if reply.HasField("begin_error"):
+            return error_from_msg(reply.begin_error)
+        if not reply.HasField("begun"):
+            raise ServerError("the server's answer to a commit with a begin has neither")
+        return self._begun(reply.begun, sent, begin.reads)
+
+    def _call_commit_begin(self, request: pb.TxnCommitBeginRequest) -> pb.TxnCommitBeginReply:
+        reply: pb.TxnCommitBeginReply = self._client._call("TxnCommitBegin", request, idempotent=False)
+        return reply
 
     def commit_all(self, write_pointers: Iterable[int], conflicts: Iterable[bytes] = (),
                    writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None:
@@ -890,20 +950,24 @@ class RemoteTxn:
                 else error_from_msg(r.error) for r in reply.results]
 
     def _commit(self, method: str, request: pb.TxnCommitRequest | pb.TxnCommitAllRequest, write_pointer: int) -> None:
+        self._settle_commit(lambda: self._send_commit(method, request), write_pointer)
+
+    def _settle_commit(self, send: Callable[[], _R], write_pointer: int) -> _R | None:
+        """Make a commit's call with ``send``; its reply, or None when it was cut off and the
+        status then says it committed; raises when it did not (see the class's docstring)."""
         try:
-            self._send_commit(method, request)
-            return
+            return send()
         except TransportError as exc:
             outcome = self._outcome(write_pointer, exc)
         if outcome is TxnStatus.IN_PROGRESS:  # the commit did not take effect: send it once more
             try:
-                self._send_commit(method, request)
-                return
+                return send()
             except TransactionNotInProgressError as exc:
                 if isinstance(exc, TransactionTimedOutError):
                     raise
                 outcome = self._settled(write_pointer, exc)  # the first call was still being applied
         self._raise_unless_committed(write_pointer, outcome)
+        return None
 
     def _send_commit(self, method: str, request: pb.TxnCommitRequest | pb.TxnCommitAllRequest) -> None:
         if isinstance(request, pb.TxnCommitRequest):

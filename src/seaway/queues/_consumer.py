@@ -44,6 +44,7 @@ from seaway.queues._records import (
     Strategy,
     check_bytes_max,
     position_key,
+    reset_state_of,
     resets_key,
     skipped_key,
 )
@@ -174,7 +175,7 @@ class Consumer(FifoClaims):
         if self._tx is not None and self._tx != tx.id:
             raise InvalidArgumentError(f"{self!r} is dequeuing in transaction {self._tx}: commit or abort it first")
         if self._tx is None:
-            self._check_reset()
+            self._check_reset(tx)
         judge = Judge(tx.snapshot, self._queues.aborted)
         deadline = time.monotonic() + timeout_s
         pause_s = WAIT_PAUSE_S_MIN
@@ -237,21 +238,34 @@ class Consumer(FifoClaims):
             time.sleep(min(WAIT_PAUSE_S_MAX, timeout_s))
             return True
 
-    def _check_reset(self) -> None:
-        """At a transaction's first dequeue (after it began): if the group was reset since the
-        cursors were made, drop them, so that they start again from the positions as stored. A
-        reset that commits after this read conflicts with this transaction's positions instead."""
-        resets, self._resets_version, self._claims_fenced = self._reset_state()
+    def reads(self) -> list[tuple[str, bytes]]:
+        """The metadata keys this consumer's transactions read at their first dequeue (the group's
+        reset count): begin with them, ``sw.txn.begin(reads=consumer.reads())`` or
+        ``tx.commit_and_begin(reads=consumer.reads())``, and the dequeue takes them from the begin
+        (read after its snapshot, as the dequeue would read them) instead of reading them itself."""
+        return [(NAMESPACE, resets_key(self.queue, self.group))]
+
+    def _check_reset(self, tx: Transaction) -> None:
+        """At a transaction's first dequeue: if the group was reset since the cursors were made,
+        drop them, so that they start again from the positions as stored. The count is read after
+        the transaction began (by its begin, when it was begun with :meth:`reads`): a reset that
+        committed before its snapshot is seen, and one that commits after conflicts with this
+        transaction's positions instead."""
+        key = (NAMESPACE, resets_key(self.queue, self.group))
+        read = (reset_state_of(tx.reads[key], self.group),) if key in tx.reads else ()
+        resets, self._resets_version, self._claims_fenced = self._reset_state(*read)
         if self._resets is not None and resets != self._resets:
             self._drop_cursors()
         self._resets = resets
 
-    def _reset_state(self) -> tuple[int, int, bool]:
+    def _reset_state(self, read: tuple[int, int, int | None] | None = None) -> tuple[int, int, bool]:
         """The group's reset count, its version, and whether a FIFO reset in progress fenced the
         claims (see ``Queues._fence_claims``); a fence whose reset ended without committing is
-        cleared (a reset that committed replaced it)."""
+        cleared (a reset that committed replaced it). ``read``: the state as the transaction's
+        begin read it (else read now)."""
         for _ in range(3):
-            count, version, pending = self._queues.reset_state(self.queue, self.group)
+            count, version, pending = read or self._queues.reset_state(self.queue, self.group)
+            read = None  # read again after clearing a void fence
             if pending is None:
                 return count, version, False
             status = self._queues.txn.status(pending)

@@ -23,7 +23,6 @@ from seaway._clock import Clock, SystemClock
 from seaway.errors import (
     ConditionFailedError,
     ConsumerGroupExistsError,
-    CorruptionError,
     InvalidArgumentError,
     LogExistsError,
     LogSealedError,
@@ -77,6 +76,7 @@ from seaway.queues._records import (
     pointer_key,
     position_key,
     queue_key,
+    reset_state_of,
     resets_key,
 )
 from seaway.txn import WAIT_IDS_MAX, AbortedJudges, TxnStatus
@@ -732,14 +732,7 @@ class Queues:
         """The group's reset count, the version of the key that holds it (0: never reset), and the
         transaction of a FIFO reset that marked it (None: none). A FIFO consumer's claim is
         conditional on that version, so that no claim is made of a round a reset ended."""
-        found = self.meta.get(NAMESPACE, resets_key(queue, group))
-        if found is None:
-            return 0, 0, None
-        count, _, pending = found.value.decode().partition(":")
-        try:
-            return int(count), found.version, int(pending) if pending else None
-        except ValueError:
-            raise CorruptionError(f"group {group!r}'s reset count does not decode: {found.value!r:.40}") from None
+        return reset_state_of(self.meta.get(NAMESPACE, resets_key(queue, group)), group)
 
     def _forget_counts(self, log_ids: Iterable[int]) -> None:
         """Drop the entry counts of deleted partition logs (best-effort: only space is at stake)."""

@@ -40,7 +40,7 @@ from enum import Enum
 from typing import Any, NamedTuple
 
 from seaway.errors import CorruptionError, InvalidArgumentError, MissingHashKeyError
-from seaway.log import lsn_str
+from seaway.log import Versioned, lsn_str
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 NAME_CHARS_MAX = 64
@@ -435,3 +435,16 @@ def decode_chunk(raw: bytes) -> tuple[int, list[int], list[bytes]]:
     except (struct.error, ValueError) as exc:
         raise CorruptionError(f"a queue chunk does not decode: {exc}") from None
     return write_pointer, counters, payloads
+
+
+def reset_state_of(found: Versioned | None, group: str) -> tuple[int, int, int | None]:
+    """The group's reset count as stored under :func:`resets_key` (``found``: None when never reset),
+    its version, and the transaction of a FIFO reset that marked it (None: none); see
+    :meth:`Queues.reset_state`."""
+    if found is None:
+        return 0, 0, None
+    count, _, pending = found.value.decode(errors="replace").partition(":")
+    try:
+        return int(count), found.version, int(pending) if pending else None
+    except ValueError:
+        raise CorruptionError(f"group {group!r}'s reset count does not decode: {found.value!r:.40}") from None

@@ -37,7 +37,7 @@ from seaway.notify import NotifyConfig
 from seaway.server import _pages
 from seaway.server._metrics import Metrics
 from seaway.server._read_many import ReadSession, ReadStreamBounds
-from seaway.txn import STATE_NAMESPACE, Snapshot
+from seaway.txn import STATE_NAMESPACE, Begun, Snapshot, check_reads
 from seaway.wire import (
     error_metadata,
     error_to_msg,
@@ -61,6 +61,9 @@ from seaway.wire import (
 pb = seaway_pb2
 _log = logging.getLogger("seaway.server")
 _T = TypeVar("_T")
+READ_VALUES_BYTES_MAX = 256 << 10
+"""Bytes of metadata values the begins of one call carry in its reply at most (a begin's reads):
+those past it the client reads with MetaGet, so that the reply stays under the message bound."""
 RESERVED_PREFIX = "seaway."
 """Logs named so are the store's own (the transaction manager's write-ahead log): clients may read
 them, never create, append to, trim, seal or delete one (a sealed manager log would fail every
@@ -549,7 +552,12 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
     def TxnBegin(self, request: pb.TxnBeginRequest, context: grpc.ServicerContext) -> pb.TxnBeginReply:
         def run() -> pb.TxnBeginReply:
             txn = self._store.txn_manager
-            snapshot = txn.begin(request.timeout_s if request.HasField("timeout_s") else None, request.log_ids)
+            reads = self._begin_reads(request)  # refused before anything is begun
+            timeout_s = request.timeout_s if request.HasField("timeout_s") else None
+            if reads:
+                return self._begun_reply(txn.begin_with(timeout_s, request.log_ids, reads), request,
+                                         [READ_VALUES_BYTES_MAX])
+            snapshot = txn.begin(timeout_s, request.log_ids)
             reply = pb.TxnBeginReply(default_timeout_s=txn.default_timeout_s)
             # Taken after the begin: a list at least as new as the snapshot's, which is sound (see
             # seaway.txn._invalid); the reply grows with the list's changes, not with its length.
@@ -557,6 +565,32 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                                 request.live_known if request.HasField("live_known") else None)
             return reply
         return self._unary("TxnBegin", context, run)
+
+    def _begin_reads(self, request: pb.TxnBeginRequest) -> tuple[tuple[str, bytes], ...]:
+        """A begin's reads, checked: keys a client may read."""
+        reads = check_reads([(read.namespace, read.key) for read in request.reads])
+        for namespace, _ in reads:
+            self._readable(namespace)
+        return reads
+
+    def _begun_reply(self, begun: Begun, request: pb.TxnBeginRequest, room: list[int],
+                     shared: dict[tuple[int, int, int, int], pb.InvalidChanges] | None = None) -> pb.TxnBeginReply:
+        """A begin's reply, as TxnBegin's, with the values its reads found, as long as ``room`` (the
+        bytes of values the call's reply may still carry, shared by its begins) lasts; the others
+        are listed as unread, for the client to read itself."""
+        reply = pb.TxnBeginReply(default_timeout_s=self._store.txn_manager.default_timeout_s)
+        self._fill_snapshot(reply, begun.snapshot, request.invalid_known if request.HasField("invalid_known") else None,
+                            request.live_known if request.HasField("live_known") else None, shared)
+        for at, found in enumerate(begun.reads):
+            if found is None:
+                reply.reads.add(found=False)
+            elif len(found.value) > room[0]:
+                reply.reads.add(found=False)
+                reply.unread.append(at)
+            else:
+                room[0] -= len(found.value)
+                reply.reads.add(found=True, value=found.value, version=found.version)
+        return reply
 
     def _fill_snapshot(self, reply: pb.TxnBeginReply | pb.TxnSnapshotReply, snapshot: Snapshot,
                        invalid_known: pb.InvalidKnown | None, live_known: pb.InvalidKnown | None,
@@ -593,17 +627,28 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
             # snapshot already counts as ended: its writes would be visible to the new
             # transaction); one message per (version known, version now). The in-progress ids
             # are each snapshot's own.
-            begun = txn.begin_many([(begin.timeout_s if begin.HasField("timeout_s") else None, begin.log_ids)
-                                    for begin in request.begins])
-            shared: dict[tuple[int, int, int, int], pb.InvalidChanges] = {}
-            for begin, outcome in zip(request.begins, begun, strict=True):
+            # A begin whose reads are refused is not begun; the others read theirs once all began.
+            reads: list[tuple[tuple[str, bytes], ...] | SeawayError] = []
+            for begin in request.begins:
                 try:
+                    reads.append(self._begin_reads(begin))
+                except Exception as exc:
+                    reads.append(self._typed("TxnBeginMany", exc))
+            wanted = [begin for begin, keys in zip(request.begins, reads, strict=True)
+                      if not isinstance(keys, SeawayError)]
+            begun = iter(txn.begin_many([(begin.timeout_s if begin.HasField("timeout_s") else None, begin.log_ids)
+                                         for begin in wanted]))
+            shared: dict[tuple[int, int, int, int], pb.InvalidChanges] = {}
+            room = [READ_VALUES_BYTES_MAX]
+            for begin, keys in zip(request.begins, reads, strict=True):
+                try:
+                    if isinstance(keys, SeawayError):
+                        raise keys
+                    outcome = next(begun)
                     if isinstance(outcome, SeawayError):
                         raise outcome
-                    one = pb.TxnBeginReply(default_timeout_s=txn.default_timeout_s)
-                    self._fill_snapshot(one, outcome, begin.invalid_known if begin.HasField("invalid_known") else None,
-                                        begin.live_known if begin.HasField("live_known") else None, shared)
-                    reply.results.add(begun=one)
+                    values = txn.read_at_begin(outcome.write_pointer, keys) if keys else ()
+                    reply.results.add(begun=self._begun_reply(Begun(outcome, values), begin, room, shared))
                 except Exception as exc:  # this begin's answer, not the call's
                     reply.results.add(error=error_to_msg(self._typed("TxnBeginMany", exc)))
             return reply
@@ -674,6 +719,19 @@ class SeawayService(seaway_pb2_grpc.SeawayServicer):
                     reply.results.add(error=error_to_msg(self._typed("TxnAppendCommit", outcome)))
             return reply
         return self._unary("TxnAppendCommit", context, run)
+
+    def TxnCommitBegin(self, request: pb.TxnCommitBeginRequest,
+                       context: grpc.ServicerContext) -> pb.TxnCommitBeginReply:
+        def run() -> pb.TxnCommitBeginReply:
+            commit, begin = request.commit, request.begin
+            reads = self._begin_reads(begin)  # refused before the commit
+            outcome = self._store.txn_manager.commit_then_begin(
+                commit.id, commit.conflicts, self._clients_writes(txn_writes_from_msg(commit.writes)),
+                begin.timeout_s if begin.HasField("timeout_s") else None, begin.log_ids, reads)
+            if isinstance(outcome, SeawayError):  # committed; the next begin refused
+                return pb.TxnCommitBeginReply(begin_error=error_to_msg(self._typed("TxnCommitBegin", outcome)))
+            return pb.TxnCommitBeginReply(begun=self._begun_reply(outcome, begin, [READ_VALUES_BYTES_MAX]))
+        return self._unary("TxnCommitBegin", context, run)
 
     def TxnCommitAll(self, request: pb.TxnCommitAllRequest, context: grpc.ServicerContext) -> pb.Empty:
         def run() -> pb.Empty:

@@ -3,6 +3,7 @@ timeouts, the invalid list and its pruning, and a durable manager that recovers 
 
 from seaway.txn._aborted import JUDGED_LOGS_MAX, AbortedJudges, LogJudge
 from seaway.txn._api import Transaction, Transactions, TxnApi
+from seaway.txn._chain import READS_MAX, Begun, check_reads
 from seaway.txn._checks import LOGS_MAX, WAIT_IDS_MAX, check_txn_logs, check_wait, check_write_pointer
 from seaway.txn._config import TxnConfig
 from seaway.txn._durable import NAMESPACE as STATE_NAMESPACE
@@ -15,8 +16,8 @@ from seaway.txn._manager import TransactionManager, TxnInfo
 from seaway.txn._snapshot import Snapshot, Visibility
 from seaway.txn._state import TxnStatus
 
-__all__ = ["INVALID_PAGE_IDS_MAX", "JUDGED_LOGS_MAX", "LOGS_MAX", "STATE_NAMESPACE", "WAIT_IDS_MAX", "WAL_LOG",
-           "AbortedJudges", "IdView", "InvalidChanges", "InvalidCopy", "InvalidVersion", "LinkedWrite", "LiveChanges",
-           "LiveCopy", "LogJudge", "Snapshot", "Transaction", "TransactionManager", "Transactions", "TxnApi",
-           "TxnConfig", "TxnInfo", "TxnStatus", "Visibility", "check_linked_writes", "check_txn_logs", "check_wait",
-           "check_write_pointer"]
+__all__ = ["INVALID_PAGE_IDS_MAX", "JUDGED_LOGS_MAX", "LOGS_MAX", "READS_MAX", "STATE_NAMESPACE", "WAIT_IDS_MAX",
+           "WAL_LOG", "AbortedJudges", "Begun", "IdView", "InvalidChanges", "InvalidCopy", "InvalidVersion",
+           "LinkedWrite", "LiveChanges", "LiveCopy", "LogJudge", "Snapshot", "Transaction", "TransactionManager",
+           "Transactions", "TxnApi", "TxnConfig", "TxnInfo", "TxnStatus", "Visibility", "check_linked_writes",
+           "check_reads", "check_txn_logs", "check_wait", "check_write_pointer"]

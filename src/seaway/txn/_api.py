@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,7 +24,8 @@ from seaway.errors import (
     TransactionTimedOutError,
     UnknownTransactionError,
 )
-from seaway.log import LINKED_BATCHES_MAX, LinkedBatch, LsnSlot
+from seaway.log import LINKED_BATCHES_MAX, LinkedBatch, LsnSlot, Versioned
+from seaway.txn._chain import Begun, check_reads
 from seaway.txn._checks import check_commit, check_txn_logs, check_wait, check_write_pointers
 from seaway.txn._linked import LinkedWrite
 from seaway.txn._manager import TxnInfo
@@ -49,6 +50,13 @@ class TxnApi(Protocol):
 
     def begin(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Snapshot: ...
 
+    def begin_with(self, timeout_s: float | None = None, logs: Iterable[int] = (),
+                   reads: Iterable[tuple[str, bytes]] = ()) -> Begun: ...
+
+    def commit_then_begin(self, write_pointer: int, conflicts: Iterable[bytes] = (),
+                          writes: Iterable[tuple[str, bytes, bytes | None]] = (), timeout_s: float | None = None,
+                          logs: Iterable[int] = (), reads: Iterable[tuple[str, bytes]] = ()) -> Begun | SeawayError: ...
+
     def register(self, write_pointer: int, logs: Iterable[int]) -> None: ...
 
     def commit(self, write_pointer: int, conflicts: Iterable[bytes] = (),
@@ -72,6 +80,22 @@ class TxnApi(Protocol):
     def wait_ended(self, write_pointers: Iterable[int], timeout_s: float) -> builtins.list[int]: ...
 
 
+def check_timeout(timeout_s: object) -> None:
+    """A begin's timeout: None (the manager's default) or a positive number (the manager bounds it)."""
+    if timeout_s is not None and (not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool)
+                                  or not timeout_s > 0):
+        raise InvalidArgumentError(f"a transaction's timeout must be a positive number, got {timeout_s!r}")
+
+
+@dataclass(frozen=True)
+class _NextBegin:
+    """The begin a commit carries (see :meth:`Transaction.commit_and_begin`), checked."""
+
+    timeout_s: float | None
+    logs: tuple[int, ...]
+    reads: tuple[tuple[str, bytes], ...]
+
+
 @dataclass
 class _AtCommit:
     """What a writer asked to append in the commit's step (see :meth:`Transaction.append_at_commit`)."""
@@ -92,9 +116,12 @@ class Transaction:
     """
 
     def __init__(self, api: TxnApi, snapshot: Snapshot, timeout_s: float, started_s: float,
-                 logs: Iterable[int] = ()) -> None:
+                 logs: Iterable[int] = (), reads: Mapping[tuple[str, bytes], Versioned | None] | None = None) -> None:
         self._api = api
         self.snapshot = snapshot
+        self.reads: Mapping[tuple[str, bytes], Versioned | None] = dict(reads or {})
+        """The metadata keys its begin read (``begin(reads=...)``), each's value and version then
+        (None: absent), read after its snapshot was taken."""
         self.id = snapshot.write_pointer
         margin = min(DEADLINE_MARGIN_S_MAX, timeout_s / 10)
         self.deadline_s = started_s + timeout_s - margin
@@ -189,8 +216,41 @@ class Transaction:
         """Make everything the transaction wrote visible, all together. On
         :class:`TransactionConflictError` or :class:`TransactionTimedOutError` it is aborted
         (its end hooks run), also when it reached the handle's deadline before the call."""
+        self._commit(None)
+
+    def commit_and_begin(self, timeout_s: float | None = None, logs: Iterable[int] = (), *,
+                         reads: Iterable[tuple[str, bytes]] = ()) -> Transaction:
+        """Commit, as :meth:`commit` does, and begin the next transaction (as
+        :meth:`Transactions.begin` with the same arguments) in the same call: through a server one
+        round trip for both (``TxnCommitBegin``). The next one's snapshot is taken after this commit
+        is visible, so it sees this transaction's writes; its ``reads`` are read after that.
+
+        A commit that fails raises as :meth:`commit` does, and nothing is begun. A commit whose
+        call was cut off is settled as :meth:`commit` settles it (the status asked, never committed
+        twice); committed, the next transaction is then begun by a call of its own (a begin the
+        lost call may have made is known to no one, wrote nothing, and times out). A commit that
+        appends in its step (a queue producer's) begins by a call of its own too. If the next
+        begin is refused once this one committed, its error is raised and :attr:`status` is
+        COMMITTED: the commit stands; begin again."""
+        wanted, keys = check_txn_logs(logs), check_reads(reads)
+        check_timeout(timeout_s)
+        started = time.monotonic()
+        begun = self._commit(_NextBegin(timeout_s, wanted, keys))
+        if isinstance(begun, SeawayError):
+            raise begun
+        if begun is None:  # the commit could not carry the begin
+            started = time.monotonic()
+            begun = self._api.begin_with(timeout_s, wanted, keys)
+        timeout = self._api.default_timeout_s if timeout_s is None else timeout_s
+        return Transaction(self._api, begun.snapshot, float(timeout), started, wanted,
+                           dict(zip(keys, begun.reads, strict=True)))
+
+    def _commit(self, after: _NextBegin | None) -> Begun | SeawayError | None:
+        """Commit; with ``after``, the next begin goes with the commit's call when it can: its
+        answer (or its error: the commit stands), else None (begin it by a call of its own)."""
         if self.status is not TxnStatus.IN_PROGRESS:
             self.check_open()  # raises: it already ended
+        begun: Begun | SeawayError | None = None
         try:
             self.check_open()
             for hook in self._before_commit:
@@ -198,16 +258,21 @@ class Transaction:
             self.check_open()
             if not self._at_commit or self._commit_appending():
                 writes = [(ns, key, value) for (ns, key), value in self._writes.items()]
-                self._api.commit(self.id, self._conflicts, writes)
+                if after is None:
+                    self._api.commit(self.id, self._conflicts, writes)
+                else:
+                    begun = self._api.commit_then_begin(self.id, self._conflicts, writes, after.timeout_s,
+                                                        after.logs, after.reads)
         except BaseException as exc:
             if isinstance(exc, SeawayError) and self.status is TxnStatus.IN_PROGRESS and self._committed_after(exc):
                 self._end(TxnStatus.COMMITTED)
-                return
+                return None
             if not isinstance(exc, SeawayError) or self.status is TxnStatus.IN_PROGRESS:
                 timed_out = isinstance(exc, TransactionTimedOutError)
                 self._abort_quietly(TxnStatus.TIMED_OUT if timed_out else TxnStatus.ABORTED)
             raise
         self._end(TxnStatus.COMMITTED)
+        return begun
 
     def _commit_appending(self) -> bool:
         """Commit with the appends asked for at commit, in one step; whether a plain commit is still
@@ -305,16 +370,22 @@ class Transactions:
     def api(self) -> TxnApi:
         return self._api
 
-    def begin(self, timeout_s: float | None = None, logs: Iterable[int] = ()) -> Transaction:
+    def begin(self, timeout_s: float | None = None, logs: Iterable[int] = (), *,
+              reads: Iterable[tuple[str, bytes]] = ()) -> Transaction:
         """Begin a transaction that times out (becomes invalid) after ``timeout_s`` (the manager's
         default when None) unless committed. ``logs``: ids of logs it is about to write to (at most
         10,000), registered by the begin itself (one edit and one sync of the manager, not a begin
-        and a :meth:`Transaction.register_logs`)."""
-        wanted = check_txn_logs(logs)
-        if timeout_s is not None and (not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool)
-                                      or not timeout_s > 0):
-            raise InvalidArgumentError(f"a transaction's timeout must be a positive number, got {timeout_s!r}")
+        and a :meth:`Transaction.register_logs`). ``reads``: metadata keys (``(namespace, key)``, at
+        most READS_MAX) read by the begin itself, after its snapshot was taken, into
+        :attr:`Transaction.reads` (one call through a server, not a begin and a get per key)."""
+        wanted, keys = check_txn_logs(logs), check_reads(reads)
+        check_timeout(timeout_s)
         started = time.monotonic()
+        if keys:
+            begun = self._api.begin_with(timeout_s, wanted, keys)
+            timeout = self._api.default_timeout_s if timeout_s is None else timeout_s
+            return Transaction(self._api, begun.snapshot, float(timeout), started, wanted,
+                               dict(zip(keys, begun.reads, strict=True)))
         snapshot = self._api.begin(timeout_s, wanted) if wanted else self._api.begin(timeout_s)
         timeout = self._api.default_timeout_s if timeout_s is None else timeout_s
         return Transaction(self._api, snapshot, float(timeout), started, wanted)

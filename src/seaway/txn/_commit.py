@@ -20,6 +20,7 @@ from seaway.errors import (
     UnknownTransactionError,
 )
 from seaway.ledger import TxnCommitted
+from seaway.txn._chain import ChainedBegins
 from seaway.txn._checks import check_commit, check_write_pointer, check_write_pointers
 from seaway.txn._durable import commit_change, log_failure
 from seaway.txn._expiry import ExpiringManager
@@ -45,8 +46,8 @@ def _answer(exc: Exception) -> SeawayError:
     return exc if isinstance(exc, SeawayError) else InternalError(f"the commit failed: {exc!r}")
 
 
-class CommittingManager(ExpiringManager):
-    """Commits."""
+class CommittingManager(ExpiringManager, ChainedBegins):
+    """Commits (and, from :class:`ChainedBegins`, begins with reads and commits with the next begin)."""
 
     def commit(self, write_pointer: int, conflicts: Iterable[bytes] = (),
                writes: Iterable[tuple[str, bytes, bytes | None]] = ()) -> None:

@@ -682,28 +682,34 @@ class LiveChanges(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., version: _Optional[int] = ..., since: _Optional[int] = ..., reset: _Optional[bool] = ..., ids: _Optional[_Iterable[int]] = ..., added: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class TxnBeginRequest(_message.Message):
-    __slots__ = ("timeout_s", "invalid_known", "log_ids", "live_known")
+    __slots__ = ("timeout_s", "invalid_known", "log_ids", "live_known", "reads")
     TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     INVALID_KNOWN_FIELD_NUMBER: _ClassVar[int]
     LOG_IDS_FIELD_NUMBER: _ClassVar[int]
     LIVE_KNOWN_FIELD_NUMBER: _ClassVar[int]
+    READS_FIELD_NUMBER: _ClassVar[int]
     timeout_s: float
     invalid_known: InvalidKnown
     log_ids: _containers.RepeatedScalarFieldContainer[int]
     live_known: InvalidKnown
-    def __init__(self, timeout_s: _Optional[float] = ..., invalid_known: _Optional[_Union[InvalidKnown, _Mapping]] = ..., log_ids: _Optional[_Iterable[int]] = ..., live_known: _Optional[_Union[InvalidKnown, _Mapping]] = ...) -> None: ...
+    reads: _containers.RepeatedCompositeFieldContainer[MetaKey]
+    def __init__(self, timeout_s: _Optional[float] = ..., invalid_known: _Optional[_Union[InvalidKnown, _Mapping]] = ..., log_ids: _Optional[_Iterable[int]] = ..., live_known: _Optional[_Union[InvalidKnown, _Mapping]] = ..., reads: _Optional[_Iterable[_Union[MetaKey, _Mapping]]] = ...) -> None: ...
 
 class TxnBeginReply(_message.Message):
-    __slots__ = ("snapshot", "default_timeout_s", "invalid", "live")
+    __slots__ = ("snapshot", "default_timeout_s", "invalid", "live", "reads", "unread")
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     INVALID_FIELD_NUMBER: _ClassVar[int]
     LIVE_FIELD_NUMBER: _ClassVar[int]
+    READS_FIELD_NUMBER: _ClassVar[int]
+    UNREAD_FIELD_NUMBER: _ClassVar[int]
     snapshot: bytes
     default_timeout_s: float
     invalid: InvalidChanges
     live: LiveChanges
-    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ..., invalid: _Optional[_Union[InvalidChanges, _Mapping]] = ..., live: _Optional[_Union[LiveChanges, _Mapping]] = ...) -> None: ...
+    reads: _containers.RepeatedCompositeFieldContainer[MetaGetReply]
+    unread: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, snapshot: _Optional[bytes] = ..., default_timeout_s: _Optional[float] = ..., invalid: _Optional[_Union[InvalidChanges, _Mapping]] = ..., live: _Optional[_Union[LiveChanges, _Mapping]] = ..., reads: _Optional[_Iterable[_Union[MetaGetReply, _Mapping]]] = ..., unread: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TxnSnapshotRequest(_message.Message):
     __slots__ = ("invalid_known", "live_known")
@@ -832,6 +838,22 @@ class TxnAppendCommitReply(_message.Message):
     committed: bool
     results: _containers.RepeatedCompositeFieldContainer[AppendResult]
     def __init__(self, committed: _Optional[bool] = ..., results: _Optional[_Iterable[_Union[AppendResult, _Mapping]]] = ...) -> None: ...
+
+class TxnCommitBeginRequest(_message.Message):
+    __slots__ = ("commit", "begin")
+    COMMIT_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_FIELD_NUMBER: _ClassVar[int]
+    commit: TxnCommitRequest
+    begin: TxnBeginRequest
+    def __init__(self, commit: _Optional[_Union[TxnCommitRequest, _Mapping]] = ..., begin: _Optional[_Union[TxnBeginRequest, _Mapping]] = ...) -> None: ...
+
+class TxnCommitBeginReply(_message.Message):
+    __slots__ = ("begun", "begin_error")
+    BEGUN_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_ERROR_FIELD_NUMBER: _ClassVar[int]
+    begun: TxnBeginReply
+    begin_error: Error
+    def __init__(self, begun: _Optional[_Union[TxnBeginReply, _Mapping]] = ..., begin_error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
 
 class TxnCommitAllRequest(_message.Message):
     __slots__ = ("ids", "conflicts", "writes")

@@ -219,6 +219,11 @@ class SeawayStub:
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitRequest.SerializeToString,
                 response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitReply.FromString,
                 _registered_method=True)
+        self.TxnCommitBegin = channel.unary_unary(
+                '/seaway.v1.Seaway/TxnCommitBegin',
+                request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitBeginRequest.SerializeToString,
+                response_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitBeginReply.FromString,
+                _registered_method=True)
         self.TxnBeginMany = channel.unary_unary(
                 '/seaway.v1.Seaway/TxnBeginMany',
                 request_serializer=seaway_dot_wire_dot_seaway__pb2.TxnBeginManyRequest.SerializeToString,
@@ -528,6 +533,14 @@ class SeawayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TxnCommitBegin(self, request, context):
+        """A commit, then (once it committed) the next transaction's begin, in one call: see
+        TxnCommitBeginRequest. Not idempotent: a client cut off asks TxnStatus of the committed one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def TxnBeginMany(self, request, context):
         """Several begins, or several commits (each on its own, sharing the log's syncs), in one call: what
         a client sends when its threads begin or commit at the same time. Answered item by item.
@@ -769,6 +782,11 @@ def add_SeawayServicer_to_server(servicer, server):
                     servicer.TxnAppendCommit,
                     request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitRequest.FromString,
                     response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitReply.SerializeToString,
+            ),
+            'TxnCommitBegin': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnCommitBegin,
+                    request_deserializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitBeginRequest.FromString,
+                    response_serializer=seaway_dot_wire_dot_seaway__pb2.TxnCommitBeginReply.SerializeToString,
             ),
             'TxnBeginMany': grpc.unary_unary_rpc_method_handler(
                     servicer.TxnBeginMany,
@@ -1810,6 +1828,33 @@ class Seaway:
             '/seaway.v1.Seaway/TxnAppendCommit',
             seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitRequest.SerializeToString,
             seaway_dot_wire_dot_seaway__pb2.TxnAppendCommitReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnCommitBegin(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/seaway.v1.Seaway/TxnCommitBegin',
+            seaway_dot_wire_dot_seaway__pb2.TxnCommitBeginRequest.SerializeToString,
+            seaway_dot_wire_dot_seaway__pb2.TxnCommitBeginReply.FromString,
             options,
             channel_credentials,
             insecure,
