@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from seaway.cluster._logs import ClusterLogs
-from seaway.errors import ControlNodeUnavailableError
+from seaway.errors import ControlNodeUnavailableError, UnavailableError
 from seaway.wire import cluster_pb2 as pb
 
 if TYPE_CHECKING:
@@ -25,7 +25,10 @@ def connect_cluster(url: str, *, token: str | None = None, tls_root_cert: bytes 
     node answers, :class:`ControlNodeUnavailableError` if none is the control node now."""
     from seaway.client import RemoteSeaway  # noqa: PLC0415 - seaway.client imports this module lazily
 
-    logs = ClusterLogs(url, token=token, tls_root_cert=tls_root_cert, timeout_s=timeout_s)
+    try:
+        logs = ClusterLogs(url, token=token, tls_root_cert=tls_root_cert, timeout_s=timeout_s)
+    except UnavailableError as exc:
+        raise UnavailableError(f"no node of the cluster {url} answered (the last: {exc})") from exc
     try:
         reply: pb.ControlReply = logs.client.call_any("GetControl", pb.StatusRequest(), timeout_s=min(timeout_s, 5.0))
         if not reply.node:
