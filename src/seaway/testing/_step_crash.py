@@ -75,7 +75,7 @@ def main(argv: list[str]) -> None:
                 _killed()
             manager.register = register
         elif point == "data":
-            manager._logs = _KillOnPointers(manager._logs, sw.queues.data_log("q"))
+            manager._user_logs = _KillOnPointers(manager._user_logs, sw.queues.data_log("q"))
         else:
             manager.commit = _killed
         print(f"crashing {tx.id}", flush=True)
