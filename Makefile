@@ -66,9 +66,7 @@ typecheck: $(STAMP)
 # On every core (pytest-xdist): a test goes to whichever worker is free, except those of one
 # xdist_group, which share a worker (the Spark tests: one Spark session per run). Each worker starts
 # its own session-scoped servers (on ports the kernel picks). WORKERS=0 runs in this process.
-# At least four: most tests wait on child processes, servers and syncs, so two cores run four
-# workers in 12-13 minutes where one worker a core takes 15-16 (a core each on larger machines).
-WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && echo $$n || echo 4)
+WORKERS ?= auto
 unit: $(STAMP)
 	$(BIN)/pytest -q --durations=25 -n $(WORKERS) --dist loadgroup
 
