@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from seaway.console import Console, ConsoleConfig
-from tests.api.conftest import api, server  # noqa: F401 - the shared suite's fixtures
+from tests.api.conftest import api, pytest_generate_tests, server  # noqa: F401 - the shared suite's fixtures and their parameters
 
 TOKEN = "console-test-token"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
