@@ -79,8 +79,8 @@ from seaway.log import (
     check_log_ids,
     check_lsn,
     check_meta_key,
-    closing_iter,
     get_or_create_log,
+    read_logs,
     scan_bounds,
 )
 from seaway.notify import Checkpoint, Notifications, NotifyConfig
@@ -542,13 +542,7 @@ class RemoteLogs:
 
     def read(self, starts: Mapping[LogHandle | int | str, int],
              until: int | None = None) -> Generator[ReadItem, None, None]:
-        reader = self.reader()
-        for log, lsn_from in starts.items():
-            resolved = self._resolve(log)
-            lsn_until = resolved.tail_lsn() if until is None else until
-            if lsn_from <= lsn_until:
-                reader.start_reading(resolved, lsn_from, lsn_until)
-        return closing_iter(reader)
+        return read_logs(self.reader(), self._resolve, starts, until)
 
 
 class RemoteMetadataStore(MetaApi):

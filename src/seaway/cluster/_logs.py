@@ -68,8 +68,8 @@ from seaway.log import (
     check_count_ranges,
     check_log_ids,
     check_lsn,
-    closing_iter,
     get_or_create_log,
+    read_logs,
 )
 from seaway.log.replication import EpochRecord, MergeReader, ReadReply
 from seaway.wire import cluster_pb2 as pb
@@ -441,17 +441,7 @@ class ClusterLogs:
 
     def read(self, starts: Mapping[LogHandle | int | str, int],
              until: int | None = None) -> Generator[ReadItem, None, None]:
-        reader = self.reader()
-        try:
-            for log, lsn_from in starts.items():
-                resolved = self._resolve(log)
-                lsn_until = resolved.tail_lsn() if until is None else until
-                if lsn_from <= lsn_until:
-                    reader.start_reading(resolved, lsn_from, lsn_until)
-        except BaseException:
-            reader.close()
-            raise
-        return closing_iter(reader)
+        return read_logs(self.reader(), self._resolve, starts, until)
 
     def close(self) -> None:
         if self._closed:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from seaway._lazy import lazy_names
 from seaway._values import Durability, PartitionInfo, ProducerMark
 from seaway.log._aborted import ABORTED_NAMESPACE, ABORTED_PER_LOG_MAX, AbortedView, AbortedWrites
-from seaway.log._api import LogReaderApi, LogsApi, SegmentLog, check_logs_api, closing_iter
+from seaway.log._api import LogReaderApi, LogsApi, SegmentLog, check_logs_api, closing_iter, read_logs
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LOG_ID_MAX, LogGroup, LogInfo, check_name
 from seaway.log._handle import (
@@ -265,6 +265,7 @@ __all__ = [
     "payload_bytes",
     "producer_mark",
     "read_chunk",
+    "read_logs",
     "scan_bounds",
     "take",
     "take_within",

@@ -3,7 +3,7 @@ client's) that streams and queues call, as protocols, so that one implementation
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Protocol, Self
 
@@ -115,6 +115,23 @@ def check_logs_api(logs: object, what: str) -> None:
 
 
 _LOGS_API_METHODS = tuple(name for name in vars(LogsApi) if not name.startswith("_"))
+
+
+def read_logs(reader: LogReaderApi, resolve: Callable[[LogHandle | int | str], LogHandle],
+              starts: Mapping[LogHandle | int | str, int], until: int | None) -> Generator[ReadItem, None, None]:
+    """What every ``LogsApi.read`` returns: ``reader`` started on each log of ``starts`` (named as
+    ``resolve`` finds it) up to ``until``, by default its tail now (a log with nothing there is
+    left out), iterated to its end and closed however the iteration ends (or at once on an error)."""
+    try:
+        for log, lsn_from in starts.items():
+            resolved = resolve(log)
+            lsn_until = resolved.tail_lsn() if until is None else until
+            if lsn_from <= lsn_until:
+                reader.start_reading(resolved, lsn_from, lsn_until)
+    except BaseException:
+        reader.close()
+        raise
+    return closing_iter(reader)
 
 
 def closing_iter(reader: LogReaderApi) -> Generator[ReadItem, None, None]:

@@ -19,7 +19,7 @@ from seaway.errors import (
 )
 from seaway.ledger import LogSealed, LogTrimmed, encode_change
 from seaway.log._aborted import AbortedWrites
-from seaway.log._api import closing_iter
+from seaway.log._api import read_logs
 from seaway.log._coalesce import AppendCoalescer, CoalesceConfig, Coalescers
 from seaway.log._config import LogGroup, LogInfo, LogsConfig
 from seaway.log._embedded import EmbeddedLogStore
@@ -477,17 +477,7 @@ class Logs:
         ``until`` is the last LSN to read of every log; by default each log's tail when called,
         so the iteration ends. Pass ``LSN_MAX`` to tail the logs forever.
         """
-        reader = self.reader()
-        try:
-            for log, lsn_from in starts.items():
-                resolved = self._resolve(log)
-                lsn_until = resolved.tail_lsn() if until is None else until
-                if lsn_from <= lsn_until:
-                    reader.start_reading(resolved, lsn_from, lsn_until)
-        except BaseException:
-            reader.close()
-            raise
-        return closing_iter(reader)
+        return read_logs(self.reader(), self._resolve, starts, until)
 
     def append_counts(self, log_ids: Iterable[int]) -> dict[int, AppendCounts]:
         """For each of ``log_ids``: the records appended to it and their payload bytes since the
