@@ -4,6 +4,7 @@ what survives a reopen) and its wire codec (every message round-trips; hostile b
 from __future__ import annotations
 
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -209,6 +210,9 @@ def test_nodes_with_a_token_and_tls_serve_only_clients_that_have_both(tmp_path: 
         nodes = [ClusterNode(NodeConfig(i, tmp_path / f"n{i}", url, token="s3cret", tls_cert=cert,
                                         tls_key=key)).start() for i in (1, 2)]
         try:
+            deadline = time.monotonic() + 30  # each node learns of the other from ZooKeeper a moment after it joins
+            while not all(len(n.members()) == 2 for n in nodes) and time.monotonic() < deadline:
+                time.sleep(0.05)
             address = "seaways://" + ",".join(n.address for n in nodes)
             with ClusterClient(address, token="s3cret", tls_root_cert=cert_pem) as client:
                 client.create_log(1, replication=2)  # each record needs the other node: node-to-node calls
